@@ -1,0 +1,71 @@
+//===- ir/Builder.h - Appending ops with shape inference ---------------------===//
+//
+// The one way passes and frontends create ops: infers result types with the op's
+// shape rule (throws tessel::ShapeError naming the op and both shapes), canonicalizes
+// attributes, and tags each op with the current location.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+
+#include "ir/Program.h"
+
+namespace tessel::ir {
+
+class Builder {
+public:
+  explicit Builder(Program &p) : prog_(p) {}
+  Program &program() { return prog_; }
+  const Type &type(ValueId v) const { return prog_.type(v); }
+
+  /// Location attached to every op created from now on.
+  void setLoc(std::string loc) { loc_ = std::move(loc); }
+  const std::string &loc() const { return loc_; }
+
+  /// Creates an op and returns all its results.
+  llvm::SmallVector<ValueId, 1> createMulti(OpKind kind, llvm::ArrayRef<ValueId> operands,
+                                            AttrList attrs = {});
+  /// Creates a single-result op and returns its result.
+  ValueId create(OpKind kind, llvm::ArrayRef<ValueId> operands, AttrList attrs = {});
+
+  // Conveniences (all go through create()).
+  ValueId constant(const Tensor &t);
+  ValueId scalar(double v) { return constant(Tensor::scalar(v)); }
+  /// A constant of type `t` filled with `v`.
+  ValueId full(const Type &t, double v);
+  ValueId iota(llvm::ArrayRef<int64_t> shape, int64_t dim);
+  ValueId unary(OpKind k, ValueId a) { return create(k, {a}); }
+  ValueId binary(OpKind k, ValueId a, ValueId b) { return create(k, {a, b}); }
+  ValueId add(ValueId a, ValueId b) { return binary(OpKind::Add, a, b); }
+  ValueId sub(ValueId a, ValueId b) { return binary(OpKind::Sub, a, b); }
+  ValueId mul(ValueId a, ValueId b) { return binary(OpKind::Mul, a, b); }
+  ValueId div(ValueId a, ValueId b) { return binary(OpKind::Div, a, b); }
+  ValueId neg(ValueId a) { return unary(OpKind::Neg, a); }
+  ValueId compare(ValueId a, ValueId b, llvm::StringRef direction);
+  ValueId select(ValueId p, ValueId a, ValueId b) { return create(OpKind::Select, {p, a, b}); }
+  ValueId reduceSum(ValueId a, llvm::ArrayRef<int64_t> axes);
+  ValueId reduceMax(ValueId a, llvm::ArrayRef<int64_t> axes);
+  ValueId broadcastInDim(ValueId a, llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> dims);
+  /// Broadcasts a scalar (rank 0) to `shape`.
+  ValueId broadcastScalar(ValueId a, llvm::ArrayRef<int64_t> shape) {
+    return broadcastInDim(a, shape, {});
+  }
+  ValueId reshape(ValueId a, llvm::ArrayRef<int64_t> shape);
+  ValueId transpose(ValueId a, llvm::ArrayRef<int64_t> perm);
+  ValueId slice(ValueId a, llvm::ArrayRef<int64_t> start, llvm::ArrayRef<int64_t> limit);
+  ValueId pad(ValueId a, llvm::ArrayRef<int64_t> low, llvm::ArrayRef<int64_t> high);
+  ValueId dotGeneral(ValueId a, ValueId b, llvm::ArrayRef<int64_t> lhsBatch,
+                     llvm::ArrayRef<int64_t> rhsBatch, llvm::ArrayRef<int64_t> lhsContract,
+                     llvm::ArrayRef<int64_t> rhsContract);
+  ValueId einsum(llvm::StringRef spec, llvm::ArrayRef<ValueId> operands);
+  /// Returns {U, s, Vt}.
+  llvm::SmallVector<ValueId, 1> svd(ValueId a, double eps = 1e-12);
+  ValueId stopGradient(ValueId a) { return unary(OpKind::StopGradient, a); }
+
+private:
+  Program &prog_;
+  std::string loc_;
+};
+
+} // namespace tessel::ir

@@ -1,0 +1,21 @@
+//===- ir/Json.h - JSON form of programs ----------------------------------------===//
+#pragma once
+
+#include <string>
+
+#include "ir/Program.h"
+
+namespace tessel::ir {
+
+/// Current JSON schema version (field "version"; field "kind" is "tessel.program").
+inline constexpr int kJsonVersion = 1;
+
+/// Serialises a program to JSON (nlohmann-json), constants in full.
+/// text -> JSON -> text is the identity.
+std::string programToJson(const Program &p, int indent = 1);
+
+/// Reads the JSON form. Throws tessel::Error naming the JSON path of the problem
+/// (e.g. "<file>: /ops/3/operands/1: undefined value %x"). The result is verified.
+Program programFromJson(const std::string &text, const std::string &filename = "<stdin>");
+
+} // namespace tessel::ir

@@ -1,0 +1,53 @@
+//===- ir/OpTable.h - Op kinds and their static description -------------------===//
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/Attribute.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace tessel::ir {
+
+enum class OpKind : uint8_t {
+#define TESSEL_OP(Enum, name, operands, results, attrs) Enum,
+#include "ir/ops.def"
+};
+
+inline constexpr int kNumOpKinds = 0
+#define TESSEL_OP(Enum, name, operands, results, attrs) +1
+#include "ir/ops.def"
+    ;
+
+/// One attribute of an op's spec.
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  std::optional<Attr> defaultValue; ///< absent = required
+};
+
+/// Static description of an op kind (from ops.def).
+struct OpInfo {
+  OpKind kind;
+  const char *name;
+  int numOperands; ///< -1 = variadic, at least one
+  int numResults;
+  std::vector<AttrSpec> attrs; ///< canonical order
+};
+
+/// The row of the op table for `kind`.
+const OpInfo &opInfo(OpKind kind);
+inline const char *opName(OpKind kind) { return opInfo(kind).name; }
+/// Looks an op up by its printed name; nullopt if unknown.
+std::optional<OpKind> opKindByName(llvm::StringRef name);
+/// All op kinds in table order.
+const std::vector<OpKind> &allOpKinds();
+
+bool isElementwise(OpKind kind); ///< unary, binary, compare and select
+
+/// Puts `attrs` in canonical order and fills defaults. Throws tessel::Error naming the
+/// op for an unknown attribute, a missing required one, or one of the wrong kind.
+void canonicalizeAttrs(OpKind kind, AttrList &attrs);
+
+} // namespace tessel::ir

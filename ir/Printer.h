@@ -1,0 +1,31 @@
+//===- ir/Printer.h - Text (.tir) and DOT forms --------------------------------===//
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "ir/Program.h"
+
+namespace tessel::ir {
+
+struct PrintOptions {
+  /// Constants with more elements than this print as a summary
+  /// `dense<N elements, min .., max .., sum ..>` that the parser rejects with a clear
+  /// error. 0 = never summarise (exact round trip through text).
+  int64_t elideConstantsAbove = 0;
+  bool printLocations = true;
+};
+
+/// Canonical text form: one op per line, every result typed, attributes in op-table
+/// order, floats printed with 17 significant digits (round-trip exact).
+/// print(parse(print(p))) == print(p).
+std::string printProgram(const Program &p, const PrintOptions &opts = {});
+
+/// Graphviz DOT of the dataflow graph (inputs, ops, outputs).
+std::string printDot(const Program &p);
+
+/// Display name of a value as printed, with '%' (e.g. "%T" or "%12"); anonymous
+/// values are numbered in order of definition.
+std::string valueRef(const Program &p, ValueId v);
+
+} // namespace tessel::ir

@@ -1,0 +1,94 @@
+//===- ir/Program.h - Typed SSA programs --------------------------------------===//
+//
+// A Program is a straight-line SSA function: named, typed inputs; a list of ops, each
+// defining one or more typed results; and a list of outputs. Values are referred to
+// by ValueId, an index into Program::values. Text form (ir/Printer.h):
+//
+//   program @step(%T: f64[4,4,4,4]) {
+//     %0 = abs %T : f64[4,4,4,4]
+//     %m = reduce_max %0 {axes = [0, 1, 2, 3]} : f64[]
+//     %U, %s, %Vt = svd %Ma {eps = 1e-12} : f64[16,16], f64[16], f64[16,16]
+//     return %lnz, %Tn
+//   }
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/Attribute.h"
+#include "ir/Diagnostics.h"
+#include "ir/OpTable.h"
+#include "ir/Type.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace tessel::ir {
+
+using ValueId = uint32_t;
+inline constexpr ValueId kNoValue = ~ValueId(0);
+
+/// Facts about one SSA value.
+struct ValueInfo {
+  Type type;
+  /// Name without '%'. Empty or all-digits = anonymous (printed as %N, numbered in
+  /// order of definition). Non-anonymous names are unique within a program.
+  std::string name;
+  int32_t def = -1;        ///< index of the defining op in Program::ops, -1 for an input
+  uint32_t resultIndex = 0; ///< which result of the defining op
+};
+
+/// One op: kind, operands, attributes, typed results, optional location.
+struct Op {
+  OpKind kind;
+  llvm::SmallVector<ValueId, 4> operands;
+  llvm::SmallVector<ValueId, 1> results;
+  AttrList attrs;
+  /// Free-form location printed as `loc("...")` (e.g. "trg step 16->16: svd Ma").
+  std::string loc;
+  /// Where the op was parsed from (not printed); unknown for built ops.
+  SourcePos pos;
+};
+
+/// A typed SSA program. Invariant after verify(): every operand is an input or the
+/// result of an earlier op; result types match the op's shape rule.
+class Program {
+public:
+  std::string name = "main";
+  std::vector<ValueInfo> values;
+  std::vector<ValueId> inputs;
+  std::vector<Op> ops;
+  std::vector<ValueId> outputs;
+
+  /// Adds a named input (name must be non-empty and unique). Returns its value.
+  ValueId addInput(const std::string &name, const Type &type);
+  /// Appends an op whose result types are already known (no inference).
+  /// Returns the result values. Prefer ir::Builder, which infers types.
+  llvm::SmallVector<ValueId, 1> appendOp(OpKind kind, llvm::ArrayRef<ValueId> operands,
+                                         AttrList attrs, llvm::ArrayRef<Type> resultTypes,
+                                         std::string loc = {});
+  /// Marks `v` as an output.
+  void addOutput(ValueId v) { outputs.push_back(v); }
+
+  const Type &type(ValueId v) const { return values[v].type; }
+  const ValueInfo &value(ValueId v) const { return values[v]; }
+  /// Gives `v` a name (uniquified with a numeric suffix if taken). Returns the name.
+  std::string setName(ValueId v, const std::string &name);
+  /// Finds a value by name (inputs and named results); kNoValue if none.
+  ValueId lookup(llvm::StringRef name) const;
+  /// Index of the input named `name`, or -1.
+  int inputIndex(llvm::StringRef name) const;
+  /// Display name of an output (its value's name, or "out<i>" if anonymous).
+  std::string outputName(size_t i) const;
+
+  /// Recomputes ValueInfo::def / resultIndex from ops (call after reordering ops).
+  void recomputeDefs();
+  /// Number of ops.
+  size_t size() const { return ops.size(); }
+};
+
+/// True when `name` is empty or all digits (printed as a number).
+bool isAnonymousName(llvm::StringRef name);
+
+} // namespace tessel::ir

@@ -1,0 +1,31 @@
+//===- ir/ShapeRules.h - Per-op shape inference -------------------------------===//
+#pragma once
+
+#include <vector>
+
+#include "ir/Attribute.h"
+#include "ir/OpTable.h"
+#include "ir/Type.h"
+
+namespace tessel::ir {
+
+/// Infers the result types of an op of `kind` from its operand types and its
+/// (canonicalized) attributes, per the op's rule (one rule per op, table keyed by kind,
+/// in ops.def order). Throws tessel::ShapeError whose message names the op and the
+/// offending shapes, e.g. "add: operand shapes differ: f64[2,2] vs f64[4]".
+std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandTypes,
+                                   const AttrList &attrs);
+
+/// True if the shape-rule table has an entry for `kind` (used by the coverage test).
+bool hasShapeRule(OpKind kind);
+
+/// Parsed einsum subscripts, e.g. "wak,abu->wkbu". Each operand's labels are chars.
+struct EinsumSpec {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+/// Parses and checks an einsum subscript string (explicit "->" required; letters only;
+/// output labels unique and present in some input). Throws tessel::ShapeError.
+EinsumSpec parseEinsumSpec(llvm::StringRef spec);
+
+} // namespace tessel::ir

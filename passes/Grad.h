@@ -1,0 +1,40 @@
+//===- passes/Grad.h - Reverse-mode grad transform ----------------------------===//
+//
+// grad(P) is an ordinary program built only from ops of the op table, so it prints,
+// verifies, runs, and can be differentiated again.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/Program.h"
+
+namespace tessel::passes {
+
+struct GradOptions {
+  /// Names of the inputs to differentiate with respect to. Empty = all inputs.
+  std::vector<std::string> wrt;
+  /// Explicit cotangents (VJP): add one input `ct_<output name>` per output, of the
+  /// output's type, and compute Σ_o <ct_o, d out_o / d wrt>. Without it the program
+  /// must have exactly one output, and it must be a scalar (seed 1.0); otherwise
+  /// grad throws tessel::Error giving the output's name and shape.
+  bool vjp = false;
+  /// Keep the original outputs first in the result (value_and_grad); otherwise the
+  /// result's outputs are only the gradients.
+  bool keepOutputs = true;
+};
+
+/// Reverse-mode transform (JAX ad.py style, one VJP rule per op keyed by op kind).
+/// Result: inputs = P's inputs [+ cotangent inputs]; outputs = [P's outputs] +
+/// one gradient per wrt input, named `grad_<input>`, of the input's type.
+/// Cotangents of values used several times are summed; inputs the outputs do not
+/// depend on get zeros; stop_gradient blocks. A missing VJP rule throws tessel::Error
+/// naming the op.
+ir::Program grad(const ir::Program &p, const GradOptions &opts);
+
+/// True if the VJP-rule table has an entry for `kind` (coverage test).
+bool hasVjpRule(ir::OpKind kind);
+
+} // namespace tessel::passes
