@@ -23,6 +23,7 @@
 #include "ir/Type.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace tessel::ir {
 
@@ -86,6 +87,14 @@ public:
   void recomputeDefs();
   /// Number of ops.
   size_t size() const { return ops.size(); }
+
+private:
+  /// Name -> value cache for lookup(). Values appended since the last look-up are
+  /// indexed lazily; a hit whose name changed triggers a full rebuild. Renaming an
+  /// existing value should go through setName().
+  mutable llvm::StringMap<ValueId> nameIndex_;
+  mutable size_t indexed_ = 0;
+  void indexFrom(size_t first) const;
 };
 
 /// True when `name` is empty or all digits (printed as a number).

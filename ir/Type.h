@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct Type {
   Type() = default;
   explicit Type(llvm::ArrayRef<int64_t> s, DType d = DType::F64)
       : dtype(d), shape(s.begin(), s.end()) {}
+  /// Type({2, 3}) is f64[2,3]; Type({}) is the scalar type f64[].
+  explicit Type(std::initializer_list<int64_t> s) : shape(s.begin(), s.end()) {}
 
   int rank() const { return static_cast<int>(shape.size()); }
   /// Number of elements (1 for a scalar).

@@ -1,0 +1,117 @@
+//===- ir/OpTable.cpp - The op table, built from ops.def ------------------------===//
+#include "ir/OpTable.h"
+
+#include <cstdlib>
+
+#include "ir/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace tessel::ir {
+
+namespace {
+
+AttrKind parseKind(llvm::StringRef k) {
+  if (k == "i64") return AttrKind::I64;
+  if (k == "f64") return AttrKind::F64;
+  if (k == "str") return AttrKind::Str;
+  if (k == "i64s") return AttrKind::I64s;
+  if (k == "tensor") return AttrKind::Tensor;
+  std::abort(); // ops.def is malformed; caught by the op-table test
+}
+
+// Parses "name:kind[=default],..." from ops.def.
+std::vector<AttrSpec> parseSpec(llvm::StringRef spec) {
+  std::vector<AttrSpec> out;
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  spec.split(parts, ',', -1, false);
+  for (llvm::StringRef p : parts) {
+    auto [nameKind, def] = p.trim().split('=');
+    auto [name, kind] = nameKind.split(':');
+    AttrSpec s{name.str(), parseKind(kind), std::nullopt};
+    if (!def.empty()) {
+      switch (s.kind) {
+      case AttrKind::I64: s.defaultValue = Attr::i64(std::strtoll(def.str().c_str(), nullptr, 10)); break;
+      case AttrKind::F64: s.defaultValue = Attr::f64(std::strtod(def.str().c_str(), nullptr)); break;
+      case AttrKind::Str: s.defaultValue = Attr::str(def.str()); break;
+      default: std::abort();
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+struct Table {
+  std::vector<OpInfo> infos;
+  std::vector<OpKind> kinds;
+  llvm::StringMap<OpKind> byName;
+  Table() {
+#define TESSEL_OP(Enum, name, operands, results, attrs)                                    \
+  infos.push_back(OpInfo{OpKind::Enum, name, operands, results, parseSpec(attrs)});         \
+  kinds.push_back(OpKind::Enum);                                                           \
+  byName[name] = OpKind::Enum;
+#include "ir/ops.def"
+  }
+};
+
+const Table &table() {
+  static const Table t;
+  return t;
+}
+
+} // namespace
+
+const OpInfo &opInfo(OpKind kind) { return table().infos[static_cast<size_t>(kind)]; }
+
+std::optional<OpKind> opKindByName(llvm::StringRef name) {
+  auto it = table().byName.find(name);
+  if (it == table().byName.end()) return std::nullopt;
+  return it->second;
+}
+
+const std::vector<OpKind> &allOpKinds() { return table().kinds; }
+
+bool isElementwise(OpKind k) {
+  switch (k) {
+  case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
+  case OpKind::Sin: case OpKind::Cos: case OpKind::Abs: case OpKind::Sign:
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
+  case OpKind::Maximum: case OpKind::Compare: case OpKind::Select:
+    return true;
+  default:
+    return false;
+  }
+}
+
+void canonicalizeAttrs(OpKind kind, AttrList &attrs) {
+  const OpInfo &info = opInfo(kind);
+  for (const NamedAttr &a : attrs.list()) {
+    bool known = false;
+    for (const AttrSpec &s : info.attrs) known |= s.name == a.name;
+    if (!known) {
+      std::string allowed;
+      for (const AttrSpec &s : info.attrs) allowed += (allowed.empty() ? "" : ", ") + s.name;
+      throw Error(std::string(info.name) + ": unknown attribute '" + a.name + "'" +
+                  (allowed.empty() ? " (the op takes no attributes)"
+                                   : " (allowed: " + allowed + ")"));
+    }
+  }
+  std::vector<NamedAttr> out;
+  for (const AttrSpec &s : info.attrs) {
+    const Attr *a = attrs.find(s.name);
+    if (!a) {
+      if (!s.defaultValue)
+        throw Error(std::string(info.name) + ": missing attribute '" + s.name + "' (" +
+                    attrKindName(s.kind) + ")");
+      out.push_back({s.name, *s.defaultValue});
+      continue;
+    }
+    if (a->kind() != s.kind)
+      throw Error(std::string(info.name) + ": attribute '" + s.name + "' must be " +
+                  attrKindName(s.kind) + ", got " + attrKindName(a->kind()));
+    out.push_back({s.name, *a});
+  }
+  attrs.list() = std::move(out);
+}
+
+} // namespace tessel::ir

@@ -1,0 +1,331 @@
+//===- ir/ShapeRules.cpp - One shape rule per op, keyed by op kind --------------===//
+//
+// Each rule receives the operand types and canonical attributes and returns the
+// result types, or throws ShapeError("<op>: <what> <shapes>"). The table below is in
+// ops.def order; its size is checked at compile time.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/ShapeRules.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+
+#include "ir/Diagnostics.h"
+
+namespace tessel::ir {
+
+namespace {
+
+using Types = llvm::ArrayRef<Type>;
+using Result = std::vector<Type>;
+using Rule = Result (*)(OpKind, Types, const AttrList &);
+
+[[noreturn]] void fail(OpKind k, const std::string &msg) {
+  throw ShapeError(std::string(opName(k)) + ": " + msg);
+}
+
+std::string list(llvm::ArrayRef<int64_t> v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Checks that `axes` are distinct and in [0, rank). `what` names the attribute.
+void checkAxes(OpKind k, llvm::ArrayRef<int64_t> axes, int rank, const char *what,
+               const Type &t) {
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    if (a < 0 || a >= rank)
+      fail(k, std::string(what) + " " + list(axes) + " out of range for operand " + t.str());
+    if (seen[static_cast<size_t>(a)])
+      fail(k, std::string(what) + " " + list(axes) + " repeats axis " + std::to_string(a));
+    seen[static_cast<size_t>(a)] = true;
+  }
+}
+
+Type checkedType(OpKind k, llvm::ArrayRef<int64_t> shape) {
+  if (shape.size() > static_cast<size_t>(kMaxRank))
+    fail(k, "result rank " + std::to_string(shape.size()) + " exceeds the limit of " +
+                std::to_string(kMaxRank));
+  for (int64_t d : shape)
+    if (d < 0) fail(k, "negative dimension in result shape " + list(shape));
+  return Type(shape);
+}
+
+Result ruleConstant(OpKind k, Types, const AttrList &a) {
+  const Tensor &t = a.getTensor("value");
+  checkedType(k, t.type.shape);
+  if (static_cast<int64_t>(t.data.size()) != t.type.numel())
+    fail(k, "value has " + std::to_string(t.data.size()) + " elements but type " +
+                t.type.str() + " needs " + std::to_string(t.type.numel()));
+  return {t.type};
+}
+
+Result ruleIota(OpKind k, Types, const AttrList &a) {
+  const I64List &shape = a.getI64s("shape");
+  int64_t dim = a.getI64("dim");
+  Type t = checkedType(k, shape);
+  if (dim < 0 || dim >= t.rank())
+    fail(k, "dim " + std::to_string(dim) + " out of range for shape " + t.str());
+  return {t};
+}
+
+Result ruleUnary(OpKind, Types ops, const AttrList &) { return {ops[0]}; }
+
+Result ruleSameShape(OpKind k, Types ops, const AttrList &) {
+  for (size_t i = 1; i < ops.size(); ++i)
+    if (ops[i] != ops[0])
+      fail(k, "operand shapes differ: " + ops[0].str() + " vs " + ops[i].str() +
+                  " (operand " + std::to_string(i) + "; broadcast explicitly with broadcast_in_dim)");
+  return {ops[0]};
+}
+
+Result ruleCompare(OpKind k, Types ops, const AttrList &a) {
+  const std::string &d = a.getStr("direction");
+  static const char *dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+  if (std::find_if(std::begin(dirs), std::end(dirs), [&](const char *x) { return d == x; }) ==
+      std::end(dirs))
+    fail(k, "direction '" + d + "' is not one of EQ, NE, LT, LE, GT, GE");
+  return ruleSameShape(k, ops, a);
+}
+
+Result ruleReduce(OpKind k, Types ops, const AttrList &a) {
+  const I64List &axes = a.getI64s("axes");
+  checkAxes(k, axes, ops[0].rank(), "axes", ops[0]);
+  Shape out;
+  for (int i = 0; i < ops[0].rank(); ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) out.push_back(ops[0].shape[i]);
+  return {Type(out)};
+}
+
+Result ruleBroadcastInDim(OpKind k, Types ops, const AttrList &a) {
+  const I64List &shape = a.getI64s("shape");
+  const I64List &dims = a.getI64s("dims");
+  Type out = checkedType(k, shape);
+  const Type &in = ops[0];
+  if (static_cast<int>(dims.size()) != in.rank())
+    fail(k, "dims " + list(dims) + " must have one entry per operand dimension of " + in.str());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= out.rank())
+      fail(k, "dims " + list(dims) + " out of range for result " + out.str());
+    if (i && dims[i] <= dims[i - 1])
+      fail(k, "dims " + list(dims) + " must be strictly increasing");
+    int64_t d = in.shape[i], r = out.shape[static_cast<size_t>(dims[i])];
+    if (d != 1 && d != r)
+      fail(k, "operand " + in.str() + " dimension " + std::to_string(i) + " (size " +
+                  std::to_string(d) + ") cannot broadcast to size " + std::to_string(r) +
+                  " of result " + out.str());
+  }
+  return {out};
+}
+
+Result ruleReshape(OpKind k, Types ops, const AttrList &a) {
+  Type out = checkedType(k, a.getI64s("shape"));
+  if (out.numel() != ops[0].numel())
+    fail(k, "cannot reshape " + ops[0].str() + " (" + std::to_string(ops[0].numel()) +
+                " elements) to " + out.str() + " (" + std::to_string(out.numel()) + " elements)");
+  return {out};
+}
+
+Result ruleTranspose(OpKind k, Types ops, const AttrList &a) {
+  const I64List &perm = a.getI64s("perm");
+  if (static_cast<int>(perm.size()) != ops[0].rank())
+    fail(k, "perm " + list(perm) + " has " + std::to_string(perm.size()) +
+                " entries for operand " + ops[0].str());
+  checkAxes(k, perm, ops[0].rank(), "perm", ops[0]);
+  Shape out;
+  for (int64_t p : perm) out.push_back(ops[0].shape[static_cast<size_t>(p)]);
+  return {Type(out)};
+}
+
+Result ruleSlice(OpKind k, Types ops, const AttrList &a) {
+  const I64List &start = a.getI64s("start"), &limit = a.getI64s("limit");
+  const Type &in = ops[0];
+  if (static_cast<int>(start.size()) != in.rank() || static_cast<int>(limit.size()) != in.rank())
+    fail(k, "start " + list(start) + " and limit " + list(limit) +
+                " need one entry per dimension of " + in.str());
+  Shape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (start[i] < 0 || start[i] > limit[i] || limit[i] > in.shape[i])
+      fail(k, "slice [" + std::to_string(start[i]) + ", " + std::to_string(limit[i]) +
+                  ") out of bounds in dimension " + std::to_string(i) + " of " + in.str());
+    out.push_back(limit[i] - start[i]);
+  }
+  return {Type(out)};
+}
+
+Result rulePad(OpKind k, Types ops, const AttrList &a) {
+  const I64List &low = a.getI64s("low"), &high = a.getI64s("high");
+  const Type &in = ops[0];
+  if (static_cast<int>(low.size()) != in.rank() || static_cast<int>(high.size()) != in.rank())
+    fail(k, "low " + list(low) + " and high " + list(high) +
+                " need one entry per dimension of " + in.str());
+  Shape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (low[i] < 0 || high[i] < 0)
+      fail(k, "negative padding in dimension " + std::to_string(i) + " (use slice)");
+    out.push_back(in.shape[i] + low[i] + high[i]);
+  }
+  return {checkedType(k, out)};
+}
+
+Result ruleDotGeneral(OpKind k, Types ops, const AttrList &a) {
+  const I64List &lb = a.getI64s("lhs_batch"), &rb = a.getI64s("rhs_batch");
+  const I64List &lc = a.getI64s("lhs_contract"), &rc = a.getI64s("rhs_contract");
+  const Type &l = ops[0], &r = ops[1];
+  if (lb.size() != rb.size())
+    fail(k, "lhs_batch " + list(lb) + " and rhs_batch " + list(rb) + " differ in length");
+  if (lc.size() != rc.size())
+    fail(k, "lhs_contract " + list(lc) + " and rhs_contract " + list(rc) + " differ in length");
+  I64List lall(lb), rall(rb);
+  lall.append(lc.begin(), lc.end());
+  rall.append(rc.begin(), rc.end());
+  checkAxes(k, lall, l.rank(), "lhs batch+contract dims", l);
+  checkAxes(k, rall, r.rank(), "rhs batch+contract dims", r);
+  for (size_t i = 0; i < lall.size(); ++i)
+    if (l.shape[lall[i]] != r.shape[rall[i]])
+      fail(k, "size mismatch: lhs " + l.str() + " dim " + std::to_string(lall[i]) + " is " +
+                  std::to_string(l.shape[lall[i]]) + " but rhs " + r.str() + " dim " +
+                  std::to_string(rall[i]) + " is " + std::to_string(r.shape[rall[i]]));
+  Shape out;
+  for (int64_t d : lb) out.push_back(l.shape[d]);
+  for (int i = 0; i < l.rank(); ++i)
+    if (std::find(lall.begin(), lall.end(), i) == lall.end()) out.push_back(l.shape[i]);
+  for (int i = 0; i < r.rank(); ++i)
+    if (std::find(rall.begin(), rall.end(), i) == rall.end()) out.push_back(r.shape[i]);
+  return {checkedType(k, out)};
+}
+
+Result ruleEinsum(OpKind k, Types ops, const AttrList &a) {
+  EinsumSpec spec;
+  try {
+    spec = parseEinsumSpec(a.getStr("spec"));
+  } catch (const ShapeError &e) {
+    fail(k, e.what());
+  }
+  if (spec.inputs.size() != ops.size())
+    fail(k, "spec '" + a.getStr("spec") + "' has " + std::to_string(spec.inputs.size()) +
+                " operands but the op has " + std::to_string(ops.size()));
+  std::map<char, int64_t> size;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string &labels = spec.inputs[i];
+    if (static_cast<int>(labels.size()) != ops[i].rank())
+      fail(k, "operand " + std::to_string(i) + " has type " + ops[i].str() + " but subscripts '" +
+                  labels + "' name " + std::to_string(labels.size()) + " dimensions");
+    for (size_t j = 0; j < labels.size(); ++j) {
+      auto [it, fresh] = size.emplace(labels[j], ops[i].shape[j]);
+      if (!fresh && it->second != ops[i].shape[j])
+        fail(k, "index '" + std::string(1, labels[j]) + "' has size " + std::to_string(it->second) +
+                    " elsewhere but size " + std::to_string(ops[i].shape[j]) + " in operand " +
+                    std::to_string(i) + " " + ops[i].str());
+    }
+  }
+  Shape out;
+  for (char c : spec.output) out.push_back(size.at(c));
+  return {checkedType(k, out)};
+}
+
+Result ruleSvd(OpKind k, Types ops, const AttrList &a) {
+  double eps = a.getF64("eps");
+  if (!(eps >= 0) || !std::isfinite(eps))
+    fail(k, "eps must be finite and >= 0, got " + std::to_string(eps));
+  if (ops[0].rank() != 2) fail(k, "operand must be a matrix, got " + ops[0].str());
+  int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = std::min(m, n);
+  return {Type({m, kk}), Type({kk}), Type({kk, n})};
+}
+
+constexpr Rule ruleFor(OpKind k) {
+  switch (k) {
+  case OpKind::Constant: return ruleConstant;
+  case OpKind::Iota: return ruleIota;
+  case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
+  case OpKind::Sin: case OpKind::Cos: case OpKind::Abs: case OpKind::Sign:
+  case OpKind::StopGradient:
+    return ruleUnary;
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
+  case OpKind::Maximum: case OpKind::Select:
+    return ruleSameShape;
+  case OpKind::Compare: return ruleCompare;
+  case OpKind::ReduceSum: case OpKind::ReduceMax: return ruleReduce;
+  case OpKind::BroadcastInDim: return ruleBroadcastInDim;
+  case OpKind::Reshape: return ruleReshape;
+  case OpKind::Transpose: return ruleTranspose;
+  case OpKind::Slice: return ruleSlice;
+  case OpKind::Pad: return rulePad;
+  case OpKind::DotGeneral: return ruleDotGeneral;
+  case OpKind::Einsum: return ruleEinsum;
+  case OpKind::Svd: return ruleSvd;
+  }
+  return nullptr;
+}
+
+// The table, in ops.def order; a missing case above leaves a null entry, caught by
+// hasShapeRule() and the op-table test.
+constexpr std::array<Rule, kNumOpKinds> kRules = [] {
+  std::array<Rule, kNumOpKinds> t{};
+  for (int i = 0; i < kNumOpKinds; ++i) t[i] = ruleFor(static_cast<OpKind>(i));
+  return t;
+}();
+
+} // namespace
+
+bool hasShapeRule(OpKind kind) { return kRules[static_cast<size_t>(kind)] != nullptr; }
+
+std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandTypes,
+                                   const AttrList &attrs) {
+  const OpInfo &info = opInfo(kind);
+  if (info.numOperands >= 0 && static_cast<int>(operandTypes.size()) != info.numOperands)
+    fail(kind, "expects " + std::to_string(info.numOperands) + " operand" +
+                   (info.numOperands == 1 ? "" : "s") + ", got " +
+                   std::to_string(operandTypes.size()));
+  if (info.numOperands < 0 && operandTypes.empty())
+    fail(kind, "expects at least one operand, got none");
+  Rule r = kRules[static_cast<size_t>(kind)];
+  if (!r) fail(kind, "no shape rule registered");
+  try {
+    return r(kind, operandTypes, attrs);
+  } catch (const ShapeError &) {
+    throw;
+  } catch (const Error &e) { // attribute getters
+    fail(kind, e.what());
+  }
+}
+
+EinsumSpec parseEinsumSpec(llvm::StringRef spec) {
+  auto [lhs, rhs] = spec.split("->");
+  if (lhs.size() == spec.size())
+    throw ShapeError("einsum spec '" + spec.str() + "' needs an explicit '->' output");
+  EinsumSpec out;
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  lhs.split(parts, ',', -1, true);
+  auto isLabel = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  for (llvm::StringRef p : parts) {
+    p = p.trim();
+    for (char c : p)
+      if (!isLabel(c))
+        throw ShapeError("einsum spec '" + spec.str() + "': '" + std::string(1, c) +
+                         "' is not an index letter (a-z, A-Z)");
+    out.inputs.push_back(p.str());
+  }
+  rhs = rhs.trim();
+  for (size_t i = 0; i < rhs.size(); ++i) {
+    char c = rhs[i];
+    if (!isLabel(c))
+      throw ShapeError("einsum spec '" + spec.str() + "': '" + std::string(1, c) +
+                       "' is not an index letter (a-z, A-Z)");
+    if (rhs.find(c, i + 1) != llvm::StringRef::npos)
+      throw ShapeError("einsum spec '" + spec.str() + "': output index '" + std::string(1, c) +
+                       "' repeats");
+    bool found = false;
+    for (const std::string &in : out.inputs) found |= in.find(c) != std::string::npos;
+    if (!found)
+      throw ShapeError("einsum spec '" + spec.str() + "': output index '" + std::string(1, c) +
+                       "' appears in no operand");
+  }
+  out.output = rhs.str();
+  return out;
+}
+
+} // namespace tessel::ir

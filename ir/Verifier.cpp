@@ -1,0 +1,123 @@
+//===- ir/Verifier.cpp ----------------------------------------------------------------===//
+#include "ir/Verifier.h"
+
+#include "ir/Printer.h"
+#include "ir/ShapeRules.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace tessel::ir {
+
+namespace {
+
+// "svd (%U, %s, %Vt) at step.tir:12:3 [loc("...")]"
+std::string describeOp(const Program &p, const Op &op, size_t index) {
+  std::string s = std::string(opName(op.kind)) + " #" + std::to_string(index);
+  if (!op.results.empty()) {
+    s += " (";
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      if (i) s += ", ";
+      ValueId r = op.results[i];
+      s += r < p.values.size() ? valueRef(p, r) : std::string("?");
+    }
+    s += ")";
+  }
+  if (op.pos.known()) s += " at " + op.pos.str();
+  if (!op.loc.empty()) s += " loc(\"" + op.loc + "\")";
+  return s;
+}
+
+} // namespace
+
+std::vector<std::string> verify(const Program &p) {
+  std::vector<std::string> errs;
+  std::vector<bool> defined(p.values.size(), false);
+  llvm::StringSet<> names;
+  auto checkName = [&](ValueId v) {
+    const std::string &n = p.values[v].name;
+    if (!isAnonymousName(n) && !names.insert(n).second)
+      errs.push_back("value name '%" + n + "' is defined more than once");
+  };
+  for (ValueId in : p.inputs) {
+    if (in >= p.values.size()) {
+      errs.push_back("program input refers to a value that does not exist");
+      continue;
+    }
+    if (isAnonymousName(p.values[in].name))
+      errs.push_back("program input #" + std::to_string(&in - p.inputs.data()) +
+                     " has no name");
+    if (defined[in]) errs.push_back("value '%" + p.values[in].name + "' is an input twice");
+    defined[in] = true;
+    checkName(in);
+  }
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op &op = p.ops[i];
+    const OpInfo &info = opInfo(op.kind);
+    std::string where = describeOp(p, op, i);
+    bool ok = true;
+    llvm::SmallVector<Type, 4> types;
+    for (size_t j = 0; j < op.operands.size(); ++j) {
+      ValueId v = op.operands[j];
+      if (v >= p.values.size() || !defined[v]) {
+        errs.push_back(where + ": operand " + std::to_string(j) + " " +
+                       (v < p.values.size() ? valueRef(p, v) : std::string("?")) +
+                       " is not defined before use");
+        ok = false;
+      } else {
+        types.push_back(p.type(v));
+      }
+    }
+    if (static_cast<int>(op.results.size()) != info.numResults) {
+      errs.push_back(where + ": has " + std::to_string(op.results.size()) +
+                     " results, the op defines " + std::to_string(info.numResults));
+      ok = false;
+    }
+    for (ValueId r : op.results) {
+      if (r >= p.values.size()) {
+        errs.push_back(where + ": result refers to a value that does not exist");
+        ok = false;
+        continue;
+      }
+      if (defined[r]) {
+        errs.push_back(where + ": redefines " + valueRef(p, r));
+        ok = false;
+      }
+    }
+    if (ok) {
+      try {
+        AttrList canon = op.attrs;
+        canonicalizeAttrs(op.kind, canon);
+        if (!(canon == op.attrs))
+          errs.push_back(where + ": attributes are not in canonical form (order or defaults)");
+        std::vector<Type> expect = inferResultTypes(op.kind, types, canon);
+        for (size_t r = 0; r < expect.size() && r < op.results.size(); ++r)
+          if (expect[r] != p.type(op.results[r]))
+            errs.push_back(where + ": result " + valueRef(p, op.results[r]) + " has type " +
+                           p.type(op.results[r]).str() + " but the shape rule gives " +
+                           expect[r].str());
+      } catch (const Error &e) {
+        errs.push_back(where + ": " + e.what());
+      }
+    }
+    for (ValueId r : op.results)
+      if (r < p.values.size() && !defined[r]) {
+        defined[r] = true;
+        checkName(r);
+      }
+  }
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    ValueId v = p.outputs[i];
+    if (v >= p.values.size() || !defined[v])
+      errs.push_back("output #" + std::to_string(i) + " is not defined");
+  }
+  return errs;
+}
+
+void verifyOrThrow(const Program &p) {
+  std::vector<std::string> errs = verify(p);
+  if (errs.empty()) return;
+  std::string msg = "error: program @" + p.name + " failed verification:";
+  for (const std::string &e : errs) msg += "\n  " + e;
+  throw VerifyError(msg);
+}
+
+} // namespace tessel::ir
