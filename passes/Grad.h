@@ -26,13 +26,26 @@ struct GradOptions {
   bool keepOutputs = true;
 };
 
-/// Reverse-mode transform (JAX ad.py style, one VJP rule per op keyed by op kind).
+/// Reverse-mode transform (JAX ad.py style, one VJP rule per op keyed by op kind, in
+/// passes/VjpRules.cpp).
 /// Result: inputs = P's inputs [+ cotangent inputs]; outputs = [P's outputs] +
 /// one gradient per wrt input, named `grad_<input>`, of the input's type.
 /// Cotangents of values used several times are summed; inputs the outputs do not
 /// depend on get zeros; stop_gradient blocks. A missing VJP rule throws tessel::Error
-/// naming the op.
+/// naming the op. Errors (tessel::Error): unknown or repeated wrt name; without vjp,
+/// a program whose outputs are not exactly one scalar (the message gives the shape).
+///
+/// Conventions of the rules: compare, sign and iota have zero derivative; select
+/// routes the cotangent by its predicate; maximum and reduce_max split the cotangent
+/// equally between tied maxima (JAX's rule); abs has derivative sign(x) (0 at 0); svd
+/// uses the Lorentzian-broadened rule of trg.md §5 with the op's eps (ε², not ε).
+/// Backward ops carry the location "vjp <forward op loc or name>". Ops that no output
+/// of the result uses are dropped (the forward part is otherwise kept as is).
 ir::Program grad(const ir::Program &p, const GradOptions &opts);
+
+/// The same as a pass (architecture.md pattern 2): replaces `p` by grad(p, opts) and
+/// returns true. For the pass registry's `grad{wrt=a,b;vjp}` entry.
+bool runGrad(ir::Program &p, const GradOptions &opts);
 
 /// True if the VJP-rule table has an entry for `kind` (coverage test).
 bool hasVjpRule(ir::OpKind kind);

@@ -1,0 +1,206 @@
+//===- passes/Grad.cpp - Reverse-mode grad transform ----------------------------===//
+//
+// The transform (JAX ad.py backward_pass / tinygrad gradient.py style):
+//   1. activity: a value is active if it depends differentiably on a wrt input
+//      (compare, sign and stop_gradient cut the dependence, so does select's predicate);
+//   2. copy the forward program, seed the outputs' cotangents (1.0 for a scalar output,
+//      or one `ct_<output>` input per output with vjp);
+//   3. walk the ops backwards; for an op with a cotangent on some result, call its VJP
+//      rule (passes/VjpRules.cpp) for the active operands only, and sum the returned
+//      cotangents per SSA value;
+//   4. output the cotangent of each wrt input (zeros if no output depends on it), named
+//      grad_<input>, and drop ops no output uses.
+// Only values on a path from a wrt input to an output ever receive a cotangent, so no
+// backward work is emitted for the rest of the program.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Grad.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ir/Builder.h"
+#include "ir/Diagnostics.h"
+#include "passes/VjpRules.h"
+
+namespace tessel::passes {
+
+using ir::Builder;
+using ir::kNoValue;
+using ir::Op;
+using ir::Program;
+using ir::ValueId;
+
+namespace {
+
+std::string uniqueName(const Program &p, const std::string &base) {
+  std::string cand = base;
+  for (int i = 1; p.lookup(cand) != kNoValue; ++i) cand = base + "_" + std::to_string(i);
+  return cand;
+}
+
+std::string inputList(const Program &p) {
+  std::string s;
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    s += (i ? ", %" : "%") + p.value(p.inputs[i]).name;
+  return s.empty() ? "none" : s;
+}
+
+/// A copy of `p` without the ops none of its outputs uses (inputs are kept).
+Program pruneDead(const Program &p) {
+  std::vector<char> live(p.values.size(), 0);
+  std::vector<char> opLive(p.ops.size(), 0);
+  for (ValueId v : p.outputs) live[v] = 1;
+  for (size_t i = p.ops.size(); i-- > 0;) {
+    const Op &op = p.ops[i];
+    for (ValueId r : op.results) opLive[i] |= live[r];
+    if (opLive[i])
+      for (ValueId o : op.operands) live[o] = 1;
+  }
+  Program q;
+  q.name = p.name;
+  std::vector<ValueId> map(p.values.size(), kNoValue);
+  for (ValueId in : p.inputs) map[in] = q.addInput(p.value(in).name, p.type(in));
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (!opLive[i]) continue;
+    const Op &op = p.ops[i];
+    llvm::SmallVector<ValueId, 4> operands;
+    for (ValueId o : op.operands) operands.push_back(map[o]);
+    llvm::SmallVector<ir::Type, 3> types;
+    for (ValueId r : op.results) types.push_back(p.type(r));
+    auto res = q.appendOp(op.kind, operands, op.attrs, types, op.loc);
+    q.ops.back().pos = op.pos;
+    for (size_t r = 0; r < res.size(); ++r) {
+      map[op.results[r]] = res[r];
+      const std::string &n = p.value(op.results[r]).name;
+      if (!ir::isAnonymousName(n)) q.setName(res[r], n);
+    }
+  }
+  for (ValueId v : p.outputs) q.addOutput(map[v]);
+  return q;
+}
+
+} // namespace
+
+bool hasVjpRule(ir::OpKind kind) { return vjp::findVjpRule(kind) != nullptr; }
+
+Program grad(const Program &p, const GradOptions &opts) {
+  // Inputs to differentiate with respect to.
+  std::vector<ValueId> wrt;
+  if (opts.wrt.empty()) {
+    wrt = p.inputs;
+  } else {
+    for (const std::string &name : opts.wrt) {
+      int idx = p.inputIndex(name);
+      if (idx < 0)
+        throw Error("grad: wrt: program @" + p.name + " has no input named '%" + name +
+                    "' (inputs: " + inputList(p) + ")");
+      ValueId v = p.inputs[static_cast<size_t>(idx)];
+      if (std::find(wrt.begin(), wrt.end(), v) != wrt.end())
+        throw Error("grad: wrt: input '%" + name + "' is listed twice");
+      wrt.push_back(v);
+    }
+  }
+
+  // Without vjp: exactly one scalar output.
+  if (!opts.vjp) {
+    if (p.outputs.size() != 1)
+      throw Error("grad: program @" + p.name + " has " + std::to_string(p.outputs.size()) +
+                  " outputs; without vjp the program needs exactly one scalar output "
+                  "(use vjp to pass a cotangent per output)");
+    const ir::Type &t = p.type(p.outputs[0]);
+    if (t.rank() != 0)
+      throw Error("grad: output '%" + p.outputName(0) + "' has shape " + t.str() +
+                  "; a non-scalar output needs an explicit cotangent (use vjp)");
+  }
+
+  // Activity analysis: does a value depend differentiably on a wrt input?
+  std::vector<char> active(p.values.size(), 0);
+  for (ValueId v : wrt) active[v] = 1;
+  for (const Op &op : p.ops) {
+    bool any = false;
+    for (size_t j = 0; j < op.operands.size() && !any; ++j)
+      any = active[op.operands[j]] && vjp::isDifferentiableOperand(op.kind, static_cast<unsigned>(j));
+    if (any)
+      for (ValueId r : op.results) active[r] = 1;
+  }
+
+  Program r = p; // the forward part, unchanged
+  Builder b(r);
+  const size_t numForward = p.values.size();
+  std::vector<ValueId> ct(numForward, kNoValue);
+  auto accumulate = [&](ValueId v, ValueId c) {
+    ct[v] = ct[v] == kNoValue ? c : b.add(ct[v], c);
+  };
+
+  // Seeds.
+  if (opts.vjp) {
+    b.setLoc("grad: output cotangent");
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      ValueId out = p.outputs[i];
+      ValueId c = r.addInput(uniqueName(r, "ct_" + p.outputName(i)), p.type(out));
+      if (active[out]) accumulate(out, c);
+    }
+  } else if (active[p.outputs[0]]) {
+    b.setLoc("grad: seed");
+    accumulate(p.outputs[0], b.scalar(1.0));
+  }
+
+  // Backward pass.
+  llvm::SmallVector<ValueId, 3> resultCts;
+  llvm::SmallVector<bool, 4> needed;
+  for (size_t i = p.ops.size(); i-- > 0;) {
+    const Op &op = p.ops[i]; // p is not modified; value ids are shared with r
+    resultCts.clear();
+    bool anyCt = false;
+    for (ValueId res : op.results) {
+      resultCts.push_back(ct[res]);
+      anyCt |= ct[res] != kNoValue;
+    }
+    if (!anyCt) continue;
+    needed.clear();
+    bool anyNeeded = false;
+    for (size_t j = 0; j < op.operands.size(); ++j) {
+      bool n = active[op.operands[j]] && vjp::isDifferentiableOperand(op.kind, static_cast<unsigned>(j));
+      needed.push_back(n);
+      anyNeeded |= n;
+    }
+    if (!anyNeeded) continue;
+    vjp::VjpRule rule = vjp::vjpRuleOrThrow(op.kind);
+    b.setLoc("vjp " + (op.loc.empty() ? std::string(ir::opName(op.kind)) : op.loc));
+    vjp::OperandCotangents oc = rule(vjp::VjpCall{b, op, resultCts, needed});
+    for (size_t j = 0; j < op.operands.size(); ++j)
+      if (needed[j] && j < oc.size() && oc[j] != kNoValue) accumulate(op.operands[j], oc[j]);
+  }
+
+  // Gradients: one per wrt input, named grad_<input>.
+  std::vector<ValueId> grads;
+  for (ValueId w : wrt) {
+    const ir::Type t = p.type(w);
+    ValueId g = ct[w];
+    if (g == kNoValue) {
+      b.setLoc("grad: zero gradient (no output depends on %" + p.value(w).name + ")");
+      g = b.scalar(0.0);
+      if (t.rank() > 0) g = b.broadcastScalar(g, t.shape);
+    } else if (g < numForward || r.value(g).def < 0 || !ir::isAnonymousName(r.value(g).name) ||
+               std::find(grads.begin(), grads.end(), g) != grads.end()) {
+      // The cotangent is a forward value, an input, or another gradient: give the
+      // gradient its own value (an identity reshape) so it can carry its own name.
+      b.setLoc("grad: copy");
+      g = b.reshape(g, t.shape);
+    }
+    r.setName(g, "grad_" + p.value(w).name);
+    grads.push_back(g);
+  }
+
+  if (!opts.keepOutputs) r.outputs.clear();
+  for (ValueId g : grads) r.addOutput(g);
+  return pruneDead(r);
+}
+
+bool runGrad(Program &p, const GradOptions &opts) {
+  p = grad(p, opts);
+  return true;
+}
+
+} // namespace tessel::passes

@@ -1,0 +1,47 @@
+//===- passes/VjpRules.h - The VJP-rule table (internal to the grad transform) ===//
+//
+// One reverse-mode rule per op kind, in ops.def order (architecture.md pattern 6,
+// JAX ad.py / tinygrad gradient.py). A rule receives the forward op, the cotangent of
+// each of its results, and which operands need a cotangent; it emits ordinary ops
+// through ir::Builder and returns one cotangent per operand (kNoValue = zero or not
+// needed). Rules only use ops of the table, so their output can be differentiated
+// again.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Builder.h"
+#include "ir/Program.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace tessel::passes::vjp {
+
+/// Arguments of one rule invocation.
+struct VjpCall {
+  ir::Builder &b;
+  /// A copy of the forward op (the program's op vector grows while rules run).
+  const ir::Op &op;
+  /// Cotangent of each result of `op`, of the result's type; kNoValue = zero.
+  llvm::ArrayRef<ir::ValueId> cotangents;
+  /// needed[i]: the caller wants the cotangent of operand i (it is differentiable and
+  /// depends on a wrt input). Rules skip the work for operands not needed.
+  llvm::ArrayRef<bool> needed;
+};
+
+/// Cotangent per operand, of the operand's type; kNoValue = zero / not computed.
+using OperandCotangents = llvm::SmallVector<ir::ValueId, 4>;
+using VjpRule = OperandCotangents (*)(const VjpCall &);
+
+/// The rule for `kind`, or nullptr if the table has none.
+VjpRule findVjpRule(ir::OpKind kind);
+
+/// The rule for `kind`; throws tessel::Error "grad: no VJP rule for op '<name>'".
+VjpRule vjpRuleOrThrow(ir::OpKind kind);
+
+/// False for operands through which no cotangent flows: every operand of compare,
+/// sign and stop_gradient, and the predicate of select. (Their derivative is zero
+/// almost everywhere, or they are AD barriers by definition.)
+bool isDifferentiableOperand(ir::OpKind kind, unsigned operandIndex);
+
+} // namespace tessel::passes::vjp
