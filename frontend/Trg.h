@@ -1,0 +1,82 @@
+//===- frontend/Trg.h - The TRG programs of the 2D Ising model (trg.md) ------===//
+//
+// Builders for the programs of Levin–Nave TRG, exactly as specified in
+// ../shared/docs/trg.md (section numbers below refer to it):
+//
+//   init     (%beta: f64[]) -> (%T0: f64[2,2,2,2])                           §1
+//   step     (%T: f64[D,D,D,D]) -> (%logm: f64[], %Tn: f64[D',D',D',D'])      §2
+//   closure  (%T: f64[D,D,D,D]) -> (%lntr: f64[])   ln Σ_ij T[i,j,i,j]         §3
+//   whole    (%beta: f64[]) -> (%lnz: f64[])        all of the above, lnZ/N    §2–3
+//
+// The driver accumulates lnZ/N = Σ_n logm_n / 2^n + lntr / 2^N on the host (staged
+// mode) or inside the whole program. The plaquette contraction stays one 4-operand
+// einsum op; the ordering pass (passes/Order.h) lowers it. All programs are made of
+// differentiable ops, so grad() applies to them (and to their gradients).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/Tracer.h"
+#include "ir/Program.h"
+
+namespace tessel::frontend {
+
+/// Singular values ≤ this (absolute, on the normalised tensor) count as exact zeros
+/// (trg.md §2.4).
+inline constexpr double kTrgRankTol = 1e-12;
+
+struct TrgStepOptions {
+  /// Lorentzian broadening ε of the svd reverse rule (trg.md §5).
+  double svdEps = 1e-12;
+  /// m_n = stop_gradient(max|T|) (allowed by trg.md §5: lnZ does not depend on m_n).
+  bool stopGradientOnMax = true;
+  /// Adds an output %skept: f64[2] = (sa[D'-1], sb[D'-1]), the smallest kept singular
+  /// values of Ma and Mb, so a driver can refuse a kept value ≤ tol at run time.
+  bool outputKeptSingularValues = false;
+  /// Adds outputs %sa, %sb: f64[D²], all singular values (used to derive the schedule).
+  bool outputSingularValues = false;
+};
+
+/// The traced pieces, to compose programs (each sets locations "trg ...: what").
+/// β (f64[]) -> T0 (f64[2,2,2,2]), trg.md §1; cosh/sinh from exp.
+Tensor traceTrgInit(const Tensor &beta);
+
+struct TrgStepTrace {
+  Tensor logm;  ///< f64[]: ln max|T|
+  Tensor Tn;    ///< f64[D',D',D',D']
+  Tensor sa, sb; ///< f64[D²]: singular values of Ma, Mb (descending)
+  Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
+};
+/// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), trg.md §2. Throws
+/// tessel::ShapeError if T is not rank 4 with equal extents or dout ∉ [1, D²].
+TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &opts = {});
+
+/// ln Σ_ij T[i,j,i,j] (opposite legs paired, trg.md §3). T: f64[D,D,D,D] -> f64[].
+Tensor traceTrgClosure(const Tensor &T);
+
+/// The programs.
+ir::Program buildTrgInit();
+ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts = {});
+ir::Program buildTrgClosure(int64_t d);
+/// The whole computation β -> lnZ/N for the schedule `ranks` (ranks[n] = D' of step
+/// n+1; D of step 1 is 2). With opts.outputKeptSingularValues also outputs
+/// %skept: f64[N,2] (row n = smallest kept singular values of step n+1).
+ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {});
+
+/// Upper bound of the schedule from shapes alone: D' = min(D², χ), starting at D = 2.
+/// The real default schedule also drops exact zeros (trg.md §2.4) and needs values:
+/// see frontend/TrgDriver.h (deriveTrgRanks).
+std::vector<int64_t> trgRankUpperBound(int64_t chi, int steps);
+
+/// Checks a schedule: every ranks[n] in [1, min(D_n², χ)] (D_0 = 2), steps ≥ 1.
+/// Throws tessel::Error naming the step and the allowed range.
+void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi);
+
+/// "trg_step_16_16" — the name of the step-class program D -> D'.
+std::string trgStepName(int64_t din, int64_t dout);
+
+} // namespace tessel::frontend
