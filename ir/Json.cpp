@@ -1,0 +1,442 @@
+//===- ir/Json.cpp - JSON form of programs --------------------------------------===//
+//
+// Schema (version 1; documented in docs/ir-json.md):
+//
+//   {"version": 1, "kind": "tessel.program", "name": "step",
+//    "inputs":  [{"name": "T", "type": "f64[4,4,4,4]"}, ...],
+//    "ops":     [{"op": "svd", "operands": ["Ma"],
+//                 "results": [{"name": "U", "type": "f64[16,16]"}, ...],
+//                 "attrs": {"eps": 1e-12},            // op-table order
+//                 "loc": "step: svd Ma"},             // only when non-empty
+//                ...],
+//    "outputs": ["lnz", "Tn"]}
+//
+// Value names are the text form's names without '%' (anonymous values numbered "0",
+// "1", ... in order of definition, exactly as printed). Attribute values: i64 -> JSON
+// integer, f64 -> JSON number, str -> JSON string, i64s -> array of integers,
+// tensor -> {"type": "f64[2,2]", "data": [1, 2, 3, 4]} (row-major, in full; non-finite
+// elements as the strings "nan", "inf", "-inf"). Doubles are written by nlohmann-json
+// in a round-trip-exact form, so text -> JSON -> text is the identity.
+//
+// Reading checks the same things as the text parser (names defined once and before
+// use, op names, arity, attributes, types, shape rule) and reports each problem as
+// tessel::Error "<file>: <JSON pointer>: error: <message>". Syntax errors from
+// nlohmann-json are reported as "<file>:<line>:<col>: error: invalid JSON: ..." with
+// the source line and a caret.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/Json.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/ShapeRules.h"
+#include "ir/TextUtil.h"
+#include "ir/Verifier.h"
+
+namespace tessel::ir {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson doubleToJson(double x) {
+  if (std::isfinite(x)) return x;
+  return text::formatDouble(x); // "nan", "inf", "-inf"
+}
+
+ojson attrToJson(const Attr &a) {
+  switch (a.kind()) {
+  case AttrKind::I64: return a.getI64();
+  case AttrKind::F64: return doubleToJson(a.getF64());
+  case AttrKind::Str: return a.getStr();
+  case AttrKind::I64s: {
+    ojson arr = ojson::array();
+    for (int64_t x : a.getI64s()) arr.push_back(x);
+    return arr;
+  }
+  case AttrKind::Tensor: {
+    const Tensor &t = a.getTensor();
+    ojson data = ojson::array();
+    for (double x : t.data) data.push_back(doubleToJson(x));
+    ojson o = ojson::object();
+    o["type"] = text::formatType(t.type);
+    o["data"] = std::move(data);
+    return o;
+  }
+  }
+  return nullptr;
+}
+
+//===--- Reading ------------------------------------------------------------===//
+
+class Reader {
+public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string &ptr, const std::string &msg) const {
+    throw Error(file_ + ": " + (ptr.empty() ? "/" : ptr) + ": error: " + msg);
+  }
+
+  static const char *typeName(const ojson &j) { return j.type_name(); }
+
+  const ojson &field(const ojson &obj, const std::string &ptr, const char *key) {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(ptr, std::string("missing field \"") + key + "\"");
+    return *it;
+  }
+  const ojson &objectAt(const ojson &j, const std::string &ptr) {
+    if (!j.is_object()) fail(ptr, std::string("expected an object, got ") + typeName(j));
+    return j;
+  }
+  const ojson &arrayAt(const ojson &j, const std::string &ptr) {
+    if (!j.is_array()) fail(ptr, std::string("expected an array, got ") + typeName(j));
+    return j;
+  }
+  std::string stringAt(const ojson &j, const std::string &ptr) {
+    if (!j.is_string()) fail(ptr, std::string("expected a string, got ") + typeName(j));
+    return j.get<std::string>();
+  }
+  int64_t intAt(const ojson &j, const std::string &ptr) {
+    if (j.is_number_integer() && !j.is_number_unsigned()) return j.get<int64_t>();
+    if (j.is_number_unsigned()) {
+      uint64_t u = j.get<uint64_t>();
+      if (u > static_cast<uint64_t>(INT64_MAX)) fail(ptr, "integer out of the range of i64");
+      return static_cast<int64_t>(u);
+    }
+    fail(ptr, std::string("expected an integer, got ") +
+                  (j.is_number_float() ? "a float" : typeName(j)));
+  }
+  Type typeAt(const ojson &j, const std::string &ptr) {
+    std::string s = stringAt(j, ptr);
+    try {
+      return text::parseTypePlain(s);
+    } catch (const Error &e) {
+      fail(ptr, "bad type \"" + s + "\": " + e.what());
+    }
+  }
+  /// A tensor element: a number or "nan"/"inf"/"-inf".
+  double elementAt(const ojson &j, const std::string &ptr) {
+    if (j.is_number()) return j.get<double>();
+    if (j.is_string()) {
+      std::string s = j.get<std::string>();
+      if (s == "nan") return NAN;
+      if (s == "inf") return INFINITY;
+      if (s == "-inf") return -INFINITY;
+    }
+    fail(ptr, std::string("expected a number (or \"nan\", \"inf\", \"-inf\"), got ") +
+                  (j.is_string() ? "\"" + j.get<std::string>() + "\"" : typeName(j)));
+  }
+
+  Attr attrAt(const ojson &j, const std::string &ptr, const AttrSpec &spec, const char *op) {
+    std::string what = std::string("attribute '") + spec.name + "' of '" + op + "'";
+    switch (spec.kind) {
+    case AttrKind::I64:
+      if (!j.is_number_integer()) fail(ptr, what + " must be an integer, got " + j.dump());
+      return Attr::i64(intAt(j, ptr));
+    case AttrKind::F64: {
+      if (!j.is_number()) fail(ptr, what + " must be a finite number, got " + j.dump());
+      double v = j.get<double>();
+      if (!std::isfinite(v)) fail(ptr, what + " must be finite");
+      return Attr::f64(v);
+    }
+    case AttrKind::Str:
+      if (!j.is_string()) fail(ptr, what + " must be a string, got " + typeName(j));
+      return Attr::str(j.get<std::string>());
+    case AttrKind::I64s: {
+      if (!j.is_array()) fail(ptr, what + " must be an array of integers, got " + typeName(j));
+      I64List l;
+      for (size_t i = 0; i < j.size(); ++i) l.push_back(intAt(j[i], ptr + "/" + std::to_string(i)));
+      return Attr::i64s(l);
+    }
+    case AttrKind::Tensor: {
+      if (!j.is_object())
+        fail(ptr, what + " must be an object {\"type\": ..., \"data\": [...]}, got " + typeName(j));
+      Type t = typeAt(field(j, ptr, "type"), ptr + "/type");
+      const ojson &data = arrayAt(field(j, ptr, "data"), ptr + "/data");
+      int64_t n = t.numel(); // typeAt checked it fits
+      if (static_cast<int64_t>(data.size()) != n)
+        fail(ptr + "/data", "type " + text::formatType(t) + " has " + std::to_string(n) +
+                                " elements, but data has " + std::to_string(data.size()));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        if (it.key() != "type" && it.key() != "data")
+          fail(ptr + "/" + it.key(), "unknown field \"" + it.key() + "\" in a tensor");
+      std::vector<double> v;
+      v.reserve(data.size());
+      for (size_t i = 0; i < data.size(); ++i)
+        v.push_back(elementAt(data[i], ptr + "/data/" + std::to_string(i)));
+      return Attr::tensor(Tensor(std::move(t), std::move(v)));
+    }
+    }
+    fail(ptr, what + ": unsupported attribute kind");
+  }
+
+  static std::string escapePtr(const std::string &key) {
+    std::string out;
+    for (char c : key) {
+      if (c == '~') out += "~0";
+      else if (c == '/') out += "~1";
+      else out += c;
+    }
+    return out;
+  }
+
+  ValueId use(const ojson &j, const std::string &ptr) {
+    std::string name = stringAt(j, ptr);
+    auto it = defs_.find(name);
+    if (it == defs_.end()) fail(ptr, "undefined value %" + name);
+    return it->second;
+  }
+  void define(const std::string &name, const std::string &ptr) {
+    if (name.empty()) fail(ptr, "empty value name");
+    if (defs_.count(name)) fail(ptr, "redefinition of value %" + name);
+  }
+
+  void checkKeys(const ojson &obj, const std::string &ptr,
+                 std::initializer_list<const char *> allowed) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool ok = false;
+      for (const char *a : allowed) ok = ok || it.key() == a;
+      if (!ok) fail(ptr + "/" + escapePtr(it.key()), "unknown field \"" + it.key() + "\"");
+    }
+  }
+
+  Program read(const ojson &root) {
+    objectAt(root, "");
+    checkKeys(root, "", {"version", "kind", "name", "inputs", "ops", "outputs"});
+    const ojson &kind = field(root, "", "kind");
+    if (!kind.is_string() || kind.get<std::string>() != "tessel.program")
+      fail("/kind", "expected \"tessel.program\", got " + kind.dump());
+    const ojson &version = field(root, "", "version");
+    if (!version.is_number_integer() || version.get<int64_t>() != kJsonVersion)
+      fail("/version", "unsupported version " + version.dump() + " (this tessel reads version " +
+                           std::to_string(kJsonVersion) + ")");
+    Program p;
+    p.name = stringAt(field(root, "", "name"), "/name");
+
+    const ojson &inputs = arrayAt(field(root, "", "inputs"), "/inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::string ptr = "/inputs/" + std::to_string(i);
+      const ojson &in = objectAt(inputs[i], ptr);
+      checkKeys(in, ptr, {"name", "type"});
+      std::string name = stringAt(field(in, ptr, "name"), ptr + "/name");
+      define(name, ptr + "/name");
+      if (isAnonymousName(name))
+        fail(ptr + "/name", "program input needs a name that is not a number, got \"" + name + "\"");
+      Type t = typeAt(field(in, ptr, "type"), ptr + "/type");
+      defs_[name] = p.addInput(name, t);
+    }
+
+    const ojson &ops = arrayAt(field(root, "", "ops"), "/ops");
+    for (size_t i = 0; i < ops.size(); ++i) readOp(p, ops[i], "/ops/" + std::to_string(i));
+
+    const ojson &outputs = arrayAt(field(root, "", "outputs"), "/outputs");
+    for (size_t i = 0; i < outputs.size(); ++i)
+      p.addOutput(use(outputs[i], "/outputs/" + std::to_string(i)));
+
+    std::vector<std::string> problems = verify(p);
+    if (!problems.empty()) {
+      std::string msg = "verification failed: " + problems[0];
+      for (size_t i = 1; i < problems.size(); ++i) msg += "\n  also: " + problems[i];
+      fail("", msg);
+    }
+    return p;
+  }
+
+  void readOp(Program &p, const ojson &j, const std::string &ptr) {
+    objectAt(j, ptr);
+    checkKeys(j, ptr, {"op", "operands", "results", "attrs", "loc"});
+    std::string name = stringAt(field(j, ptr, "op"), ptr + "/op");
+    std::optional<OpKind> kind = opKindByName(name);
+    if (!kind) fail(ptr + "/op", "unknown op '" + name + "'");
+    const OpInfo &info = opInfo(*kind);
+
+    const ojson &operandsJ = arrayAt(field(j, ptr, "operands"), ptr + "/operands");
+    llvm::SmallVector<ValueId, 4> operands;
+    for (size_t i = 0; i < operandsJ.size(); ++i)
+      operands.push_back(use(operandsJ[i], ptr + "/operands/" + std::to_string(i)));
+    if (info.numOperands >= 0 && static_cast<int>(operands.size()) != info.numOperands)
+      fail(ptr + "/operands", "'" + name + "' takes " + std::to_string(info.numOperands) +
+                                  " operands, got " + std::to_string(operands.size()));
+    if (info.numOperands < 0 && operands.empty())
+      fail(ptr + "/operands", "'" + name + "' takes at least one operand, got none");
+
+    const ojson &resultsJ = arrayAt(field(j, ptr, "results"), ptr + "/results");
+    if (static_cast<int>(resultsJ.size()) != info.numResults)
+      fail(ptr + "/results", "'" + name + "' defines " + std::to_string(info.numResults) +
+                                 " results, got " + std::to_string(resultsJ.size()));
+    std::vector<std::string> resultNames;
+    std::vector<Type> types;
+    for (size_t i = 0; i < resultsJ.size(); ++i) {
+      std::string rp = ptr + "/results/" + std::to_string(i);
+      const ojson &r = objectAt(resultsJ[i], rp);
+      checkKeys(r, rp, {"name", "type"});
+      std::string rn = stringAt(field(r, rp, "name"), rp + "/name");
+      define(rn, rp + "/name");
+      for (const std::string &prev : resultNames)
+        if (prev == rn) fail(rp + "/name", "value %" + rn + " is defined twice by the same op");
+      resultNames.push_back(rn);
+      types.push_back(typeAt(field(r, rp, "type"), rp + "/type"));
+    }
+
+    AttrList attrs;
+    std::vector<std::optional<Attr>> values(info.attrs.size());
+    if (auto it = j.find("attrs"); it != j.end()) {
+      const ojson &a = objectAt(*it, ptr + "/attrs");
+      for (auto kv = a.begin(); kv != a.end(); ++kv) {
+        std::string ap = ptr + "/attrs/" + escapePtr(kv.key());
+        int idx = -1;
+        for (size_t s = 0; s < info.attrs.size(); ++s)
+          if (info.attrs[s].name == kv.key()) idx = static_cast<int>(s);
+        if (idx < 0) fail(ap, "unknown attribute '" + kv.key() + "' for op '" + name + "'");
+        values[idx] = attrAt(kv.value(), ap, info.attrs[idx], info.name);
+      }
+    }
+    for (size_t s = 0; s < info.attrs.size(); ++s) {
+      const AttrSpec &spec = info.attrs[s];
+      if (values[s]) attrs.list().push_back({spec.name, *values[s]});
+      else if (spec.defaultValue) attrs.list().push_back({spec.name, *spec.defaultValue});
+      else
+        fail(ptr + "/attrs", "op '" + name + "' is missing required attribute '" + spec.name +
+                                 "' (" + attrKindName(spec.kind) + ")");
+    }
+
+    std::string loc;
+    if (auto it = j.find("loc"); it != j.end()) loc = stringAt(*it, ptr + "/loc");
+
+    std::vector<Type> operandTypes;
+    for (ValueId v : operands) operandTypes.push_back(p.type(v));
+    std::vector<Type> inferred;
+    try {
+      inferred = inferResultTypes(*kind, operandTypes, attrs);
+    } catch (const Error &e) {
+      fail(ptr, e.what());
+    }
+    for (size_t i = 0; i < types.size() && i < inferred.size(); ++i)
+      if (types[i] != inferred[i])
+        fail(ptr + "/results/" + std::to_string(i) + "/type",
+             "'" + name + "': result %" + resultNames[i] + " is declared as " +
+                 text::formatType(types[i]) + ", but the op's shape rule gives " +
+                 text::formatType(inferred[i]));
+    if (inferred.size() != types.size())
+      fail(ptr, "'" + name + "': the shape rule gives " + std::to_string(inferred.size()) +
+                    " results, " + std::to_string(types.size()) + " are declared");
+
+    auto results = p.appendOp(*kind, operands, std::move(attrs), types, std::move(loc));
+    for (size_t i = 0; i < results.size(); ++i) {
+      p.values[results[i]].name = isAnonymousName(resultNames[i]) ? std::string() : resultNames[i];
+      defs_[resultNames[i]] = results[i];
+    }
+  }
+
+private:
+  std::string file_;
+  std::unordered_map<std::string, ValueId> defs_;
+};
+
+/// Line and column (1-based, bytes) of byte offset `off`, and the text of that line.
+SourcePos offsetToPos(const std::string &text, size_t off, const std::string &file,
+                      std::string &lineText) {
+  off = std::min(off, text.size());
+  unsigned line = 1;
+  size_t lineStart = 0;
+  for (size_t i = 0; i < off; ++i)
+    if (text[i] == '\n') {
+      ++line;
+      lineStart = i + 1;
+    }
+  size_t lineEnd = text.find('\n', lineStart);
+  if (lineEnd == std::string::npos) lineEnd = text.size();
+  lineText.clear();
+  std::string raw = text.substr(lineStart, lineEnd - lineStart);
+  if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+  for (size_t i = 0; i < raw.size();) {
+    size_t n = text::utf8SequenceLength(raw, i);
+    if (n == 0) {
+      lineText += '?';
+      ++i;
+    } else {
+      lineText.append(raw, i, n);
+      i += n;
+    }
+  }
+  SourcePos p;
+  p.file = file;
+  p.line = line;
+  p.col = static_cast<unsigned>(off - lineStart + 1);
+  return p;
+}
+
+} // namespace
+
+std::string programToJson(const Program &p, int indent) {
+  std::vector<std::string> names = text::printedNames(p);
+  auto nameOf = [&](ValueId v) -> std::string {
+    return v < names.size() ? names[v] : text::prefixedNumber("?", v);
+  };
+  auto typeOf = [&](ValueId v) -> std::string {
+    return v < p.values.size() ? text::formatType(p.values[v].type) : "f64[?]";
+  };
+  ojson root = ojson::object();
+  root["version"] = kJsonVersion;
+  root["kind"] = "tessel.program";
+  root["name"] = p.name;
+  ojson inputs = ojson::array();
+  for (ValueId v : p.inputs) inputs.push_back({{"name", nameOf(v)}, {"type", typeOf(v)}});
+  root["inputs"] = std::move(inputs);
+  ojson ops = ojson::array();
+  for (const Op &op : p.ops) {
+    ojson o = ojson::object();
+    o["op"] = opName(op.kind);
+    ojson operands = ojson::array();
+    for (ValueId v : op.operands) operands.push_back(nameOf(v));
+    o["operands"] = std::move(operands);
+    ojson results = ojson::array();
+    for (ValueId v : op.results) results.push_back({{"name", nameOf(v)}, {"type", typeOf(v)}});
+    o["results"] = std::move(results);
+    ojson attrs = ojson::object();
+    // Op-table order, then anything unknown (kept so the reader can report it).
+    const auto &list = op.attrs.list();
+    std::vector<bool> used(list.size(), false);
+    for (const AttrSpec &spec : opInfo(op.kind).attrs)
+      for (size_t i = 0; i < list.size(); ++i)
+        if (!used[i] && list[i].name == spec.name) {
+          attrs[spec.name] = attrToJson(list[i].value);
+          used[i] = true;
+          break;
+        }
+    for (size_t i = 0; i < list.size(); ++i)
+      if (!used[i]) attrs[list[i].name] = attrToJson(list[i].value);
+    o["attrs"] = std::move(attrs);
+    if (!op.loc.empty()) o["loc"] = op.loc;
+    ops.push_back(std::move(o));
+  }
+  root["ops"] = std::move(ops);
+  ojson outputs = ojson::array();
+  for (ValueId v : p.outputs) outputs.push_back(nameOf(v));
+  root["outputs"] = std::move(outputs);
+  return root.dump(indent, ' ', false, ojson::error_handler_t::replace) + "\n";
+}
+
+Program programFromJson(const std::string &text, const std::string &filename) {
+  ojson root;
+  try {
+    root = ojson::parse(text);
+  } catch (const ojson::parse_error &e) {
+    // e.byte is the 1-based offset of the last byte read; point at that byte.
+    size_t off = e.byte > 0 ? e.byte - 1 : 0;
+    std::string line;
+    SourcePos pos = offsetToPos(text, off, filename, line);
+    std::string msg = e.what();
+    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
+    if (size_t c = msg.find("column "); c != std::string::npos)
+      if (size_t colon = msg.find(": ", c); colon != std::string::npos) msg = msg.substr(colon + 2);
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) msg = "empty input";
+    throw ParseError(formatDiagnostic(pos, "invalid JSON: " + msg, line), pos);
+  }
+  Reader r(filename);
+  return r.read(root);
+}
+
+} // namespace tessel::ir

@@ -1,0 +1,71 @@
+//===- ir/TextUtil.h - Lexical helpers shared by the text, JSON and DOT forms ---===//
+//
+// Internal to ir/: number formatting, string quoting, identifier rules and UTF-8
+// validation used by Printer.cpp, Parser.cpp and Json.cpp, so that every form spells
+// numbers, names and types the same way.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ir/Program.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace tessel::ir::text {
+
+/// `prefix` followed by the decimal `n` (e.g. "%3"); avoids a GCC 12 -Wrestrict false
+/// positive on `"%" + std::to_string(n)`.
+std::string prefixedNumber(const char *prefix, int64_t n);
+
+/// Shortest decimal spelling of `x` that reads back to the same double
+/// (std::to_chars, shortest round-trip form), e.g. "1", "0.1", "1e-12", "-0".
+/// Non-finite values are spelled "nan", "inf", "-inf" (the sign and payload of a NaN
+/// are not kept).
+std::string formatDouble(double x);
+
+/// formatDouble, but always recognisable as a float: ".0" is appended when the
+/// shortest form has no '.', exponent or letters ("1" -> "1.0"). Used for f64
+/// attributes so that they read differently from i64 ones.
+std::string formatFloatAttr(double x);
+
+/// Type spelling `f64[4,4]`, `f64[]` (no spaces).
+std::string formatType(const Type &t);
+
+/// True when `s` may be written bare after '%' or '@': non-empty, only
+/// [A-Za-z0-9_.]. Other names are written quoted, `%"a b"`.
+bool isBareName(llvm::StringRef s);
+
+/// Double-quoted string with escapes: \" \\ \n \t \r, \xHH for other control bytes,
+/// DEL and bytes that are not part of valid UTF-8 (so the output is always valid
+/// UTF-8 and reads back to the same bytes).
+std::string quoteString(llvm::StringRef s);
+
+/// Byte offset of the first byte of `s` that is not part of a well-formed UTF-8
+/// sequence (overlong forms, surrogates and code points above U+10FFFF are invalid),
+/// or nullopt when `s` is valid UTF-8.
+std::optional<size_t> findInvalidUtf8(llvm::StringRef s);
+
+/// Length of the valid UTF-8 sequence starting at s[i], or 0 when s[i] does not
+/// start one.
+size_t utf8SequenceLength(llvm::StringRef s, size_t i);
+
+/// Printed names (without '%') of every value of `p`: named values keep their name,
+/// anonymous ones (ValueInfo::name empty or all digits) are numbered 0, 1, ... in
+/// order of definition (inputs first, then op results in op order). Indexed by
+/// ValueId; values defined nowhere get "?<id>".
+std::vector<std::string> printedNames(const Program &p);
+
+/// Total element count of `shape`, or nullopt when any extent is negative or the
+/// count (times 8 bytes) would overflow int64.
+std::optional<int64_t> checkedNumel(llvm::ArrayRef<int64_t> shape);
+
+/// Parses a type string such as "f64[4,4]" (implemented in Parser.cpp). Throws
+/// tessel::Error with a plain message (no file position or caret), for embedding in
+/// diagnostics of other forms (JSON).
+Type parseTypePlain(const std::string &s);
+
+} // namespace tessel::ir::text
