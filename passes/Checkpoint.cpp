@@ -1,0 +1,518 @@
+//===- passes/Checkpoint.cpp - Remat policies over the forward/backward split ---===//
+#include "passes/Checkpoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "ir/Diagnostics.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+
+namespace tessel::passes {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Program;
+using ir::ValueId;
+
+const char *rematPolicyName(RematPolicy p) {
+  switch (p) {
+  case RematPolicy::Store: return "store";
+  case RematPolicy::Recompute: return "recompute";
+  case RematPolicy::SaveSvd: return "save-svd";
+  }
+  return "?";
+}
+
+RematPolicy parseRematPolicy(llvm::StringRef name) {
+  if (name == "store") return RematPolicy::Store;
+  if (name == "recompute") return RematPolicy::Recompute;
+  if (name == "save-svd") return RematPolicy::SaveSvd;
+  throw Error("error: unknown checkpoint policy '" + name.str() +
+              "' (allowed: store, recompute, save-svd)");
+}
+
+const std::vector<RematPolicy> &allRematPolicies() {
+  static const std::vector<RematPolicy> all = {RematPolicy::Store, RematPolicy::SaveSvd,
+                                               RematPolicy::Recompute};
+  return all;
+}
+
+namespace {
+
+struct RematConfig {
+  RematPolicy policy = RematPolicy::Recompute;
+  int64_t regions = 1;           ///< 0 = auto
+  size_t numPrimal = 0;          ///< leading outputs that are primal
+  bool keepPrimalOutputs = true; ///< primal outputs are saveable
+  /// Gradient outputs that name an unsaved forward value get a clone (split mode);
+  /// otherwise they keep naming the original (it is an output, live anyway).
+  bool materializeOutputs = false;
+};
+
+struct RematResult {
+  Program prog;
+  std::vector<char> isForward; ///< per op of prog: an original forward op
+  int64_t clones = 0;
+  int64_t regions = 0;
+  int64_t forwardOps = 0;
+  int64_t backwardOps = 0;
+};
+
+/// Marks the ops the first `numPrimal` outputs depend on.
+std::vector<char> markForward(const Program &g, size_t numPrimal) {
+  std::vector<char> fwd(g.ops.size(), 0);
+  std::vector<ValueId> stack(g.outputs.begin(), g.outputs.begin() + numPrimal);
+  while (!stack.empty()) {
+    ValueId v = stack.back();
+    stack.pop_back();
+    int32_t d = g.values[v].def;
+    if (d < 0 || fwd[d]) continue;
+    fwd[d] = 1;
+    for (ValueId u : g.ops[d].operands) stack.push_back(u);
+  }
+  return fwd;
+}
+
+/// Region index of every forward op (indexed by op index; -1 for backward ops) and the
+/// number of regions used. Cuts go where the fewest bytes of forward values cross.
+std::vector<int> assignRegions(const Program &g, const std::vector<char> &fwd, int64_t wanted,
+                               int64_t &used) {
+  std::vector<int> F;
+  for (size_t i = 0; i < g.ops.size(); ++i)
+    if (fwd[i]) F.push_back(static_cast<int>(i));
+  const int64_t m = static_cast<int64_t>(F.size());
+  std::vector<int> region(g.ops.size(), -1);
+  int64_t n = wanted > 0 ? wanted : std::max<int64_t>(1, std::llround(std::sqrt(double(m))));
+  n = std::min<int64_t>(n, std::max<int64_t>(m, 1));
+  if (n <= 1 || m <= 1) {
+    for (int i : F) region[i] = 0;
+    used = 1;
+    return region;
+  }
+  // Position of each forward op, last forward use of each value.
+  std::vector<int64_t> pos(g.ops.size(), -1);
+  for (int64_t j = 0; j < m; ++j) pos[F[j]] = j;
+  std::vector<int64_t> lastUse(g.values.size(), -1);
+  for (int64_t j = 0; j < m; ++j)
+    for (ValueId u : g.ops[F[j]].operands) lastUse[u] = j;
+  // crossing[j] = bytes of values defined at positions <= j and read after j.
+  std::vector<int64_t> diff(m + 1, 0);
+  for (int64_t j = 0; j < m; ++j)
+    for (ValueId v : g.ops[F[j]].results)
+      if (lastUse[v] > j) {
+        diff[j] += g.values[v].type.bytes();
+        diff[lastUse[v]] -= g.values[v].type.bytes();
+      }
+  std::vector<int64_t> crossing(m, 0);
+  int64_t acc = 0;
+  for (int64_t j = 0; j < m; ++j) crossing[j] = (acc += diff[j]);
+
+  std::vector<int64_t> cuts; // cut after position c
+  int64_t prev = -1, half = m / (2 * n);
+  for (int64_t k = 1; k < n; ++k) {
+    int64_t ideal = (k * m) / n - 1;
+    int64_t lo = std::max(prev + 1, ideal - half), hi = std::min(m - 2, ideal + half);
+    if (lo > hi) continue;
+    int64_t best = lo;
+    for (int64_t j = lo; j <= hi; ++j) {
+      bool better = crossing[j] < crossing[best] ||
+                    (crossing[j] == crossing[best] &&
+                     std::llabs(j - ideal) < std::llabs(best - ideal));
+      if (better) best = j;
+    }
+    cuts.push_back(best);
+    prev = best;
+  }
+  size_t c = 0;
+  for (int64_t j = 0; j < m; ++j) {
+    region[F[j]] = static_cast<int>(c);
+    if (c < cuts.size() && cuts[c] == j) ++c;
+  }
+  used = static_cast<int64_t>(cuts.size()) + 1;
+  return region;
+}
+
+/// A name for the clone of a value named `base`, unused in both programs.
+std::string cloneName(const Program &src, const Program &dst, const std::string &base) {
+  std::string cand = base + ".remat";
+  for (int i = 1; src.lookup(cand) != ir::kNoValue || dst.lookup(cand) != ir::kNoValue; ++i)
+    cand = base + ".remat" + std::to_string(i);
+  return cand;
+}
+
+RematResult rematerialize(const Program &g, const RematConfig &cfg) {
+  RematResult r;
+  const std::vector<char> fwd = markForward(g, cfg.numPrimal);
+  const std::vector<int> region = assignRegions(g, fwd, cfg.regions, r.regions);
+  for (char f : fwd) (f ? r.forwardOps : r.backwardOps)++;
+
+  // Which forward values the backward may read.
+  std::vector<char> isPrimal(g.values.size(), 0);
+  for (size_t i = 0; i < cfg.numPrimal; ++i) isPrimal[g.outputs[i]] = 1;
+  std::vector<char> boundary(g.values.size(), 0);
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    if (!fwd[i]) continue;
+    for (ValueId u : g.ops[i].operands) {
+      int32_t d = g.values[u].def;
+      if (d >= 0 && region[d] < region[i]) boundary[u] = 1;
+    }
+  }
+  auto saved = [&](ValueId v) {
+    int32_t d = g.values[v].def;
+    if (d < 0 || !fwd[d]) return true; // input or backward value: nothing to recompute
+    if (cfg.policy == RematPolicy::Store) return true;
+    if (cfg.keepPrimalOutputs && isPrimal[v]) return true;
+    if (boundary[v]) return true;
+    if (cfg.policy == RematPolicy::SaveSvd && g.ops[d].kind == OpKind::Svd) return true;
+    return false;
+  };
+
+  Program &h = r.prog;
+  h.name = g.name;
+  std::vector<ValueId> map(g.values.size(), ir::kNoValue);
+  std::vector<ValueId> clone(g.values.size(), ir::kNoValue);
+  for (ValueId in : g.inputs) map[in] = h.addInput(g.values[in].name, g.values[in].type);
+
+  auto resultTypes = [&](const Op &op) {
+    llvm::SmallVector<ir::Type, 3> t;
+    for (ValueId v : op.results) t.push_back(g.values[v].type);
+    return t;
+  };
+  auto copyOp = [&](const Op &op, llvm::ArrayRef<ValueId> operands, std::string loc,
+                    bool isClone) {
+    auto res = h.appendOp(op.kind, operands, op.attrs, resultTypes(op), std::move(loc));
+    h.ops.back().pos = op.pos;
+    for (size_t k = 0; k < res.size(); ++k) {
+      const std::string &nm = g.values[op.results[k]].name;
+      if (ir::isAnonymousName(nm)) continue;
+      h.setName(res[k], isClone ? cloneName(g, h, nm) : nm);
+    }
+    r.isForward.push_back(isClone ? 0 : fwd[&op - g.ops.data()]);
+    return res;
+  };
+  // The value a backward op reads for `u`.
+  auto resolve = [&](ValueId u) { return saved(u) ? map[u] : clone[u]; };
+  // Emits clones of every unsaved forward value `roots` need that has none yet, in
+  // forward order.
+  auto materialize = [&](llvm::ArrayRef<ValueId> roots) {
+    std::vector<int32_t> need;
+    std::vector<ValueId> stack;
+    std::vector<char> queued(g.ops.size(), 0);
+    for (ValueId u : roots) stack.push_back(u);
+    while (!stack.empty()) {
+      ValueId u = stack.back();
+      stack.pop_back();
+      if (saved(u) || clone[u] != ir::kNoValue) continue;
+      int32_t d = g.values[u].def;
+      if (queued[d]) continue;
+      queued[d] = 1;
+      need.push_back(d);
+      for (ValueId w : g.ops[d].operands) stack.push_back(w);
+    }
+    std::sort(need.begin(), need.end());
+    for (int32_t d : need) {
+      const Op &op = g.ops[d];
+      llvm::SmallVector<ValueId, 4> ops;
+      for (ValueId w : op.operands) ops.push_back(resolve(w));
+      auto res = copyOp(op, ops, "remat:" + op.loc, true);
+      for (size_t k = 0; k < res.size(); ++k) clone[op.results[k]] = res[k];
+      ++r.clones;
+    }
+  };
+
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    const Op &op = g.ops[i];
+    llvm::SmallVector<ValueId, 4> ops;
+    if (fwd[i]) {
+      for (ValueId u : op.operands) ops.push_back(map[u]);
+    } else {
+      materialize(op.operands);
+      for (ValueId u : op.operands) ops.push_back(resolve(u));
+    }
+    auto res = copyOp(op, ops, op.loc, false);
+    for (size_t k = 0; k < res.size(); ++k) map[op.results[k]] = res[k];
+  }
+  for (size_t o = 0; o < g.outputs.size(); ++o) {
+    ValueId v = g.outputs[o];
+    if (o >= cfg.numPrimal && cfg.materializeOutputs) {
+      materialize(llvm::ArrayRef<ValueId>(v));
+      h.addOutput(resolve(v));
+    } else {
+      h.addOutput(map[v]);
+    }
+  }
+  return r;
+}
+
+/// Values of `h` (inputs and forward results) read by backward ops or, when
+/// `gradOutputs`, named by gradient outputs; inputs first (input order), then op
+/// results in definition order. Inputs at index >= numPrimalInputs are excluded.
+std::vector<ValueId> residualValues(const Program &h, const std::vector<char> &isForward,
+                                    size_t numPrimal, size_t numPrimalInputs, bool gradOutputs) {
+  std::vector<char> read(h.values.size(), 0);
+  for (size_t i = 0; i < h.ops.size(); ++i)
+    if (!isForward[i])
+      for (ValueId u : h.ops[i].operands) read[u] = 1;
+  if (gradOutputs)
+    for (size_t o = numPrimal; o < h.outputs.size(); ++o) read[h.outputs[o]] = 1;
+  std::vector<ValueId> out;
+  for (size_t k = 0; k < h.inputs.size() && k < numPrimalInputs; ++k)
+    if (read[h.inputs[k]]) out.push_back(h.inputs[k]);
+  for (size_t i = 0; i < h.ops.size(); ++i)
+    if (isForward[i])
+      for (ValueId v : h.ops[i].results)
+        if (read[v]) out.push_back(v);
+  return out;
+}
+
+size_t countPrimalOutputs(const Program &p) {
+  size_t grads = 0;
+  while (grads < p.outputs.size() &&
+         llvm::StringRef(p.outputName(p.outputs.size() - 1 - grads)).startswith("grad_"))
+    ++grads;
+  if (grads == 0)
+    throw Error("error: checkpoint: program @" + p.name +
+                " has no gradient outputs (grad_*): run grad first, e.g. "
+                "--passes='grad{wrt=beta},checkpoint'");
+  if (grads == p.outputs.size())
+    throw Error("error: checkpoint: program @" + p.name +
+                " has no primal outputs before its gradients: run grad with "
+                "keep-outputs=true");
+  return p.outputs.size() - grads;
+}
+
+} // namespace
+
+bool runCheckpoint(Program &p, const CheckpointOptions &opts, CheckpointStats *stats) {
+  size_t numPrimal;
+  if (opts.numPrimalOutputs >= 0) {
+    if (opts.numPrimalOutputs == 0 || size_t(opts.numPrimalOutputs) >= p.outputs.size())
+      throw Error("error: checkpoint: " + std::to_string(opts.numPrimalOutputs) +
+                  " primal outputs requested, program @" + p.name + " has " +
+                  std::to_string(p.outputs.size()) +
+                  " outputs (need at least one primal and one gradient output)");
+    numPrimal = size_t(opts.numPrimalOutputs);
+  } else {
+    numPrimal = countPrimalOutputs(p);
+  }
+  if (opts.regions < 0)
+    throw Error("error: checkpoint: regions must be >= 0 (0 = auto), got " +
+                std::to_string(opts.regions));
+  RematConfig cfg;
+  cfg.policy = opts.policy;
+  cfg.regions = opts.regions;
+  cfg.numPrimal = numPrimal;
+  cfg.keepPrimalOutputs = true;
+  cfg.materializeOutputs = false;
+  RematResult r = rematerialize(p, cfg);
+  if (stats) {
+    stats->forwardOps = r.forwardOps;
+    stats->backwardOps = r.backwardOps;
+    stats->regions = r.regions;
+    stats->recomputedOps = r.clones;
+    std::vector<ValueId> res =
+        residualValues(r.prog, r.isForward, numPrimal, r.prog.inputs.size(), false);
+    stats->residuals = static_cast<int64_t>(res.size());
+    stats->residualBytes = 0;
+    for (ValueId v : res) stats->residualBytes += r.prog.values[v].type.bytes();
+  }
+  if (r.clones == 0) return false;
+  p = std::move(r.prog);
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// splitVjp
+//===----------------------------------------------------------------------===//
+
+int64_t ForwardBackward::residualBytes() const {
+  int64_t b = 0;
+  for (const Residual &r : residuals) b += r.bytes;
+  return b;
+}
+
+std::vector<ir::Tensor>
+ForwardBackward::backwardInputs(const std::vector<ir::Tensor> &forwardInputs,
+                                const std::vector<ir::Tensor> &forwardOutputs,
+                                const std::vector<ir::Tensor> &cotangents) const {
+  if (forwardInputs.size() != forward.inputs.size())
+    throw Error("error: backwardInputs: " + std::to_string(forwardInputs.size()) +
+                " forward inputs given, @" + forward.name + " has " +
+                std::to_string(forward.inputs.size()));
+  if (forwardOutputs.size() != forward.outputs.size())
+    throw Error("error: backwardInputs: " + std::to_string(forwardOutputs.size()) +
+                " forward outputs given, @" + forward.name + " has " +
+                std::to_string(forward.outputs.size()));
+  if (cotangents.size() != numCotangents)
+    throw Error("error: backwardInputs: " + std::to_string(cotangents.size()) +
+                " cotangents given, @" + backward.name + " takes " +
+                std::to_string(numCotangents));
+  std::vector<ir::Tensor> in;
+  in.reserve(residuals.size() + cotangents.size());
+  for (const Residual &r : residuals)
+    in.push_back(r.forwardInput >= 0 ? forwardInputs[r.forwardInput]
+                                     : forwardOutputs[r.forwardOutput]);
+  for (const ir::Tensor &t : cotangents) in.push_back(t);
+  return in;
+}
+
+std::string ForwardBackward::describeResiduals() const {
+  std::ostringstream os;
+  os << "residuals of @" << forward.name << " under policy " << rematPolicyName(policy) << ": "
+     << residuals.size() << " values, " << residualBytes() << " bytes";
+  if (recomputedOps) os << ", " << recomputedOps << " ops recomputed in the backward";
+  os << "\n";
+  size_t wn = 4, wt = 4, wb = 5;
+  for (const Residual &r : residuals) {
+    wn = std::max(wn, r.name.size() + 1);
+    wt = std::max(wt, r.type.str().size());
+    wb = std::max(wb, std::to_string(r.bytes).size());
+  }
+  auto pad = [](std::string s, size_t w, bool right = false) {
+    if (s.size() >= w) return s;
+    return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+  };
+  os << "  " << pad("name", wn) << "  " << pad("type", wt) << "  " << pad("bytes", wb, true)
+     << "  origin\n";
+  for (const Residual &r : residuals)
+    os << "  " << pad("%" + r.name, wn) << "  " << pad(r.type.str(), wt) << "  "
+       << pad(std::to_string(r.bytes), wb, true) << "  " << r.origin << "\n";
+  return os.str();
+}
+
+ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolicy policy) {
+  GradOptions go = opts;
+  go.keepOutputs = true;
+  Program g = grad(fwd, go);
+  const size_t numPrimal = fwd.outputs.size();
+  const size_t numPrimalInputs = fwd.inputs.size();
+  if (g.outputs.size() < numPrimal || g.inputs.size() < numPrimalInputs)
+    throw Error("internal: grad of @" + fwd.name + " does not keep the primal outputs");
+
+  RematConfig cfg;
+  cfg.policy = policy;
+  cfg.regions = 1;
+  cfg.numPrimal = numPrimal;
+  cfg.keepPrimalOutputs = false;
+  cfg.materializeOutputs = true;
+  RematResult r = rematerialize(g, cfg);
+  const Program &h = r.prog;
+
+  ForwardBackward fb;
+  fb.policy = policy;
+  fb.numPrimalOutputs = numPrimal;
+  fb.numCotangents = h.inputs.size() - numPrimalInputs;
+  fb.recomputedOps = r.clones;
+  std::vector<ValueId> res = residualValues(h, r.isForward, numPrimal, numPrimalInputs, true);
+
+  // Forward program: the forward ops, the original outputs, then the residuals that
+  // are neither inputs nor original outputs.
+  Program &F = fb.forward;
+  F.name = h.name + "_fwd";
+  std::vector<ValueId> toF(h.values.size(), ir::kNoValue);
+  for (size_t k = 0; k < numPrimalInputs; ++k) {
+    ValueId in = h.inputs[k];
+    toF[in] = F.addInput(h.values[in].name, h.values[in].type);
+  }
+  for (size_t i = 0; i < h.ops.size(); ++i) {
+    if (!r.isForward[i]) continue;
+    const Op &op = h.ops[i];
+    llvm::SmallVector<ValueId, 4> ops;
+    for (ValueId u : op.operands) ops.push_back(toF[u]);
+    llvm::SmallVector<ir::Type, 3> types;
+    for (ValueId v : op.results) types.push_back(h.values[v].type);
+    auto out = F.appendOp(op.kind, ops, op.attrs, types, op.loc);
+    F.ops.back().pos = op.pos;
+    for (size_t k = 0; k < out.size(); ++k) {
+      toF[op.results[k]] = out[k];
+      const std::string &nm = h.values[op.results[k]].name;
+      if (!ir::isAnonymousName(nm)) F.setName(out[k], nm);
+    }
+  }
+  for (size_t o = 0; o < numPrimal; ++o) F.addOutput(toF[h.outputs[o]]);
+  for (size_t k = 0; k < res.size(); ++k) {
+    ValueId v = res[k];
+    ValueId fv = toF[v];
+    Residual rr;
+    rr.type = h.values[v].type;
+    rr.bytes = rr.type.bytes();
+    int32_t d = h.values[v].def;
+    if (d < 0) {
+      rr.forwardInput = F.inputIndex(F.values[fv].name);
+    } else {
+      for (size_t o = 0; o < numPrimal; ++o)
+        if (F.outputs[o] == fv) {
+          rr.forwardOutput = static_cast<int>(o);
+          break;
+        }
+      if (rr.forwardOutput < 0) {
+        if (ir::isAnonymousName(F.values[fv].name))
+          F.setName(fv, "res" + std::to_string(k));
+        rr.forwardOutput = static_cast<int>(F.outputs.size());
+        F.addOutput(fv);
+      }
+    }
+    rr.name = F.values[fv].name;
+    fb.residuals.push_back(std::move(rr));
+  }
+  // Origins, described with the forward program's names.
+  for (size_t k = 0; k < res.size(); ++k) {
+    Residual &rr = fb.residuals[k];
+    int32_t d = h.values[res[k]].def;
+    if (d < 0) {
+      rr.originOp = "input";
+      rr.origin = "input %" + rr.name;
+      continue;
+    }
+    ValueId fv = toF[res[k]];
+    const Op &op = F.ops[F.values[fv].def];
+    rr.originOp = ir::opName(op.kind);
+    std::string s;
+    for (size_t j = 0; j < op.results.size(); ++j) s += (j ? ", " : "") + ir::valueRef(F, op.results[j]);
+    s += std::string(" = ") + ir::opName(op.kind);
+    for (size_t j = 0; j < op.operands.size(); ++j)
+      s += (j ? ", " : " ") + ir::valueRef(F, op.operands[j]);
+    if (!op.loc.empty()) s += " loc(\"" + op.loc + "\")";
+    rr.origin = s;
+  }
+
+  // Backward program: residuals, then the cotangents; the backward ops and clones.
+  Program &B = fb.backward;
+  B.name = h.name + "_bwd";
+  std::vector<ValueId> toB(h.values.size(), ir::kNoValue);
+  for (size_t k = 0; k < res.size(); ++k)
+    toB[res[k]] = B.addInput(fb.residuals[k].name, fb.residuals[k].type);
+  for (size_t k = numPrimalInputs; k < h.inputs.size(); ++k) {
+    ValueId in = h.inputs[k];
+    toB[in] = B.addInput(h.values[in].name, h.values[in].type);
+  }
+  for (size_t i = 0; i < h.ops.size(); ++i) {
+    if (r.isForward[i]) continue;
+    const Op &op = h.ops[i];
+    llvm::SmallVector<ValueId, 4> ops;
+    for (ValueId u : op.operands) {
+      if (toB[u] == ir::kNoValue)
+        throw Error("internal: splitVjp: backward op " + std::string(ir::opName(op.kind)) +
+                    " reads a forward value that is not a residual");
+      ops.push_back(toB[u]);
+    }
+    llvm::SmallVector<ir::Type, 3> types;
+    for (ValueId v : op.results) types.push_back(h.values[v].type);
+    auto out = B.appendOp(op.kind, ops, op.attrs, types, op.loc);
+    B.ops.back().pos = op.pos;
+    for (size_t k = 0; k < out.size(); ++k) {
+      toB[op.results[k]] = out[k];
+      const std::string &nm = h.values[op.results[k]].name;
+      if (!ir::isAnonymousName(nm)) B.setName(out[k], nm);
+    }
+  }
+  for (size_t o = numPrimal; o < h.outputs.size(); ++o) B.addOutput(toB[h.outputs[o]]);
+
+  ir::verifyOrThrow(F);
+  ir::verifyOrThrow(B);
+  return fb;
+}
+
+} // namespace tessel::passes

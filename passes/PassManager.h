@@ -1,0 +1,233 @@
+//===- passes/PassManager.h - Pass registry, pipelines, instrumented driver ----===//
+//
+// One registry (passes/PassRegistry.cpp) lists every pass: name, options with
+// defaults and a one-line help. It drives the pipeline parser (`--passes=`),
+// `--list-passes` and the docs, as MLIR's Passes.td / LLVM's PassRegistry.def do.
+//
+// Pipeline strings
+// ----------------
+//   pipeline ::= [pass (',' pass)*]
+//   pass     ::= name ['{' [option (',' option)*] '}']
+//   option   ::= key '=' value          value: any characters except , { } and blanks
+//
+// Lists (e.g. grad's `wrt`) separate their items with ';' inside one value, so that
+// ',' keeps separating options:   grad{wrt=beta;h,vjp=false}
+// Whitespace around names, keys, values and separators is ignored.
+//
+// The canonical form (Pipeline::str()) prints every option of every pass, in registry
+// order, with its canonical value (booleans `true`/`false`, integers in decimal,
+// lists joined by ';'); a pass without options prints as its bare name. Hence
+// Pipeline::parse(p.str()) == p and parse(s).str() is a fixed point.
+//
+// Errors (tessel::Error) name the pass and the option and list the allowed ones:
+//   error: --passes: unknown pass 'csee' (known passes: checkpoint, cse, ...)
+//   error: --passes: pass 'order' has no option 'strat' (options: strategy)
+//   error: --passes: pass 'order', option 'strategy': invalid value 'fast'
+//          (allowed: chain, pairwise, greedy, optimal, auto)
+// Syntax errors quote the string with a caret under the offending column.
+//
+// Instrumentation (PassManagerOptions; LLVM `opt` / `mlir-opt` style), all written to
+// PassManagerOptions::log (stderr in the driver, so stdout stays the program):
+//   * verify-each: ir::verify after every pass (default on); a failure names the pass;
+//   * print IR before/after named passes, after all passes, after change only;
+//   * dump-dir: 00-input.tir, 01-<pass>.tir, ... (number = position in the pipeline);
+//   * per-pass wall time (text or JSON), pass statistics (ops before/after and the
+//     counters each pass reports);
+//   * bisect limit: only the first N pass executions run; each one is logged as
+//     `BISECT: running pass (N) <pass> on program @name` or `BISECT: NOT running ...`;
+//   * disable-pass: named passes are skipped (logged with --print-ir-* and statistics);
+//   * crash reproducer: when a pass throws or fails verification, the program as it
+//     was before that pass is written to a file, preceded by `//` comments giving the
+//     error, the pipeline and the command that reproduces it; the error rethrown is a
+//     tessel::Error that names the file.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/Program.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace tessel::passes {
+
+/// Counters reported by one pass execution (`--pass-statistics`), e.g.
+/// {"einsums-lowered": 3}. Printed sorted by name.
+struct PassStatistics {
+  std::map<std::string, int64_t> counters;
+  void add(const std::string &name, int64_t n = 1) { counters[name] += n; }
+};
+
+/// Declaration of one pass option.
+struct PassOptionInfo {
+  enum class Kind { Bool, Int, Enum, List, String };
+  std::string name;
+  Kind kind = Kind::String;
+  std::string defaultValue; ///< canonical spelling
+  std::string help;         ///< one line
+  /// Enum: the allowed values. Int: empty. String: values listed in the help only.
+  std::vector<std::string> allowed;
+  /// Int: smallest allowed value.
+  int64_t minInt = INT64_MIN;
+  /// String: extra validation/canonicalisation; returns the canonical value or throws
+  /// std::invalid_argument with a reason (e.g. "expected 'auto' or an integer >= 1").
+  std::function<std::string(const std::string &)> canonicalize;
+
+  /// Human description of the accepted values, e.g. "chain|pairwise|auto", "true|false".
+  std::string valueSyntax() const;
+};
+
+class PassInvocation;
+
+/// Runs a pass on `p` in place; returns true when it changed the program. Throws
+/// tessel::Error for user errors.
+using PassRunFn =
+    std::function<bool(ir::Program &p, const PassInvocation &opts, PassStatistics &stats)>;
+
+/// One row of the registry.
+struct PassInfo {
+  std::string name;
+  std::string summary; ///< one line
+  std::vector<PassOptionInfo> options;
+  PassRunFn run;
+
+  /// Index of the option `name`, or -1.
+  int findOption(llvm::StringRef name) const;
+};
+
+/// Every registered pass, in registry order (passes/PassRegistry.cpp).
+const std::vector<PassInfo> &passRegistry();
+/// The pass named `name`, or nullptr.
+const PassInfo *lookupPass(llvm::StringRef name);
+/// Comma-separated names of all registered passes (for error messages).
+std::string knownPassNames();
+/// Text of `--list-passes`: one block per pass (name, summary, options with syntax,
+/// default and help).
+std::string describePasses();
+
+/// One pass of a pipeline with a canonical value for every option of the pass.
+class PassInvocation {
+public:
+  /// The pass with all options at their defaults.
+  explicit PassInvocation(const PassInfo &info);
+
+  const PassInfo &info() const { return *info_; }
+  const std::string &name() const { return info_->name; }
+
+  /// Sets an option from its text form; validates and canonicalises it. Throws
+  /// tessel::Error naming the pass, the option and the allowed values.
+  void set(llvm::StringRef option, llvm::StringRef value);
+
+  /// Canonical text of an option (throws tessel::Error for an undeclared option: a
+  /// bug in the pass adapter).
+  const std::string &get(llvm::StringRef option) const;
+  bool getBool(llvm::StringRef option) const;
+  int64_t getInt(llvm::StringRef option) const;
+  /// List items (split on ';'); an empty value is the empty list.
+  std::vector<std::string> getList(llvm::StringRef option) const;
+
+  /// Canonical text: `name` or `name{opt=value,...}` (every option, registry order).
+  std::string str() const;
+
+  bool operator==(const PassInvocation &o) const {
+    return info_ == o.info_ && values_ == o.values_;
+  }
+  bool operator!=(const PassInvocation &o) const { return !(*this == o); }
+
+private:
+  const PassInfo *info_;
+  std::vector<std::string> values_; // parallel to info_->options
+};
+
+/// An ordered list of pass invocations.
+struct Pipeline {
+  std::vector<PassInvocation> passes;
+
+  /// Parses a pipeline string (grammar above). `what` prefixes error messages
+  /// (e.g. "--passes"). Throws tessel::Error.
+  static Pipeline parse(llvm::StringRef text, llvm::StringRef what = "--passes");
+  /// Canonical text (see top of file); "" for an empty pipeline.
+  std::string str() const;
+
+  bool empty() const { return passes.empty(); }
+  bool operator==(const Pipeline &o) const { return passes == o.passes; }
+  bool operator!=(const Pipeline &o) const { return !(*this == o); }
+};
+
+/// Instrumentation of a PassManager run (each field is one command-line flag of
+/// tools/PassFlags.h).
+struct PassManagerOptions {
+  bool verifyEach = true;                  ///< --verify-each
+  std::vector<std::string> printIrBefore;  ///< --print-ir-before=P (pass names)
+  std::vector<std::string> printIrAfter;   ///< --print-ir-after=P
+  bool printIrAfterAll = false;            ///< --print-ir-after-all
+  bool printIrAfterChange = false;         ///< --print-ir-after-change
+  std::string dumpDir;                     ///< --dump-dir=DIR ("" = off)
+  bool timePasses = false;                 ///< --time-passes (text report)
+  bool timePassesJson = false;             ///< --time-passes-json (JSON report)
+  bool statistics = false;                 ///< --pass-statistics
+  int64_t bisectLimit = -1;                ///< --bisect-limit=N (-1 = no limit)
+  std::string crashReproducer;             ///< --crash-reproducer=FILE ("" = off)
+  std::vector<std::string> disabledPasses; ///< --disable-pass=NAME
+  /// Constants with more elements print as a summary in --print-ir-* output (0 = never).
+  /// Dump files and reproducers always print constants in full (they must parse).
+  int64_t elideConstantsAbove = 16;
+  /// Where instrumentation goes (nullptr = std::cerr).
+  std::ostream *log = nullptr;
+};
+
+/// What happened to one pass of the pipeline.
+struct PassRecord {
+  int index = 0;          ///< 1-based position in the pipeline
+  std::string name;       ///< registry name
+  std::string invocation; ///< canonical text with options
+  enum class Status { Ran, Disabled, Bisected } status = Status::Ran;
+  bool changed = false;  ///< as reported by the pass
+  double seconds = 0;    ///< wall time of the pass (not the verifier)
+  double verifySeconds = 0;
+  size_t opsBefore = 0, opsAfter = 0;
+  PassStatistics stats;
+};
+
+/// Everything a run measured; also rendered as the reports the flags ask for.
+struct PassRunReport {
+  std::vector<PassRecord> passes;
+  double totalSeconds = 0; ///< passes + verifier + instrumentation
+
+  /// LLVM-style "Pass execution timing report" (wall time per pass, verifier, total).
+  std::string timingText() const;
+  /// {"total_seconds": .., "verifier_seconds": .., "passes": [{"index", "name",
+  ///  "pass", "status", "changed", "seconds", "ops_before", "ops_after"}]}.
+  std::string timingJson() const;
+  /// "Pass statistics report": per pass, ops before -> after, changed, counters.
+  std::string statisticsText() const;
+};
+
+/// Runs a pipeline with instrumentation.
+class PassManager {
+public:
+  /// Throws tessel::Error if a --print-ir-* or --disable-pass name is not a registered
+  /// pass (listing the known ones) or the bisect limit is below -1.
+  PassManager(Pipeline pipeline, PassManagerOptions opts = {});
+
+  const Pipeline &pipeline() const { return pipeline_; }
+  const PassManagerOptions &options() const { return opts_; }
+
+  /// Runs every pass on `p` in place and prints the requested reports (timing,
+  /// statistics) to the log at the end. Errors: the pass's own tessel::Error with a
+  /// note naming the pass (and the reproducer file), or a VerifyError naming the pass
+  /// after which verification failed. The input program is verified first when
+  /// verifyEach is set.
+  PassRunReport run(ir::Program &p) const;
+
+private:
+  Pipeline pipeline_;
+  PassManagerOptions opts_;
+};
+
+} // namespace tessel::passes
