@@ -1,0 +1,102 @@
+//===- passes/Rewrite.cpp - Helpers shared by the rewriting passes --------------===//
+#include "passes/Rewrite.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ir/Diagnostics.h"
+#include "ir/Printer.h"
+
+namespace tessel::passes {
+
+using namespace tessel::ir;
+
+bool isOutput(const Program &p, ValueId v) {
+  return std::find(p.outputs.begin(), p.outputs.end(), v) != p.outputs.end();
+}
+
+static bool isInput(const Program &p, ValueId v) {
+  return std::find(p.inputs.begin(), p.inputs.end(), v) != p.inputs.end();
+}
+
+bool canReplaceValue(const Program &p, ValueId from, ValueId to) {
+  if (from == to) return true;
+  if (!isOutput(p, from)) return true;
+  return isAnonymousName(p.values[to].name) && !isInput(p, to) && !isOutput(p, to);
+}
+
+void replaceAllUses(Program &p, ValueId from, ValueId to) {
+  if (from == to) return;
+  if (p.type(from) != p.type(to))
+    throw Error("internal: cannot replace " + valueRef(p, from) + " : " + p.type(from).str() +
+                " by " + valueRef(p, to) + " : " + p.type(to).str());
+  for (Op &op : p.ops)
+    for (ValueId &v : op.operands)
+      if (v == from) v = to;
+  for (ValueId &v : p.outputs)
+    if (v == from) v = to;
+  const std::string name = p.values[from].name;
+  if (!isAnonymousName(name) && isAnonymousName(p.values[to].name) && !isInput(p, to)) {
+    p.values[from].name.clear();
+    p.setName(to, name);
+  }
+}
+
+std::vector<int> useCounts(const Program &p) {
+  std::vector<int> uses(p.values.size(), 0);
+  for (const Op &op : p.ops)
+    for (ValueId v : op.operands) ++uses[v];
+  for (ValueId v : p.outputs) ++uses[v];
+  return uses;
+}
+
+size_t eraseOpsAndCompact(Program &p, const std::vector<bool> &dead) {
+  auto isDead = [&](size_t i) { return i < dead.size() && dead[i]; };
+  // Every value that survives, in its old relative order.
+  std::vector<bool> keep(p.values.size(), false);
+  for (ValueId v : p.inputs) keep[v] = true;
+  for (size_t i = 0; i < p.ops.size(); ++i)
+    if (!isDead(i))
+      for (ValueId r : p.ops[i].results) keep[r] = true;
+  auto check = [&](ValueId v, const std::string &user) {
+    if (v >= keep.size() || !keep[v])
+      throw Error("internal: " + user + " uses " + valueRef(p, v) +
+                  ", the result of an op being erased");
+  };
+  for (size_t i = 0; i < p.ops.size(); ++i)
+    if (!isDead(i))
+      for (ValueId v : p.ops[i].operands)
+        check(v, std::string(opName(p.ops[i].kind)) + " (op " + std::to_string(i) + ")");
+  for (size_t i = 0; i < p.outputs.size(); ++i)
+    check(p.outputs[i], "output " + std::to_string(i));
+
+  std::vector<ValueId> remap(p.values.size(), kNoValue);
+  ValueId next = 0;
+  for (size_t v = 0; v < keep.size(); ++v)
+    if (keep[v]) remap[v] = next++;
+
+  // A fresh program resets Program's private name cache.
+  Program q;
+  q.name = p.name;
+  q.values.resize(next);
+  for (size_t v = 0; v < keep.size(); ++v)
+    if (keep[v]) q.values[remap[v]] = p.values[v];
+  for (ValueId v : p.inputs) q.inputs.push_back(remap[v]);
+  size_t removed = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (isDead(i)) {
+      ++removed;
+      continue;
+    }
+    Op op = std::move(p.ops[i]);
+    for (ValueId &v : op.operands) v = remap[v];
+    for (ValueId &v : op.results) v = remap[v];
+    q.ops.push_back(std::move(op));
+  }
+  for (ValueId v : p.outputs) q.outputs.push_back(remap[v]);
+  q.recomputeDefs();
+  p = std::move(q);
+  return removed;
+}
+
+} // namespace tessel::passes
