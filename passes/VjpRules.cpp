@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <utility>
 
 #include "ir/Diagnostics.h"
 #include "ir/ShapeRules.h"
@@ -383,8 +384,9 @@ OperandCotangents vjpEinsum(const VjpCall &c) {
 //       + (I − UUᵀ)·Ū·diag(s⁺)·Vᵀ + U·diag(s⁺)·V̄ᵀ·(I − VVᵀ).
 // With Vt as the op's result, VᵀV̄ = Vt·V̄tᵀ and V̄ᵀ(I − VVᵀ) = V̄t − (VᵀV̄)ᵀ·Vt.
 // The projector terms vanish identically when m == k (resp. n == k) and are skipped.
-// With ε = 0 (allowed by the shape rule), exact ties and zero singular values are
-// masked explicitly (compare) so they still give 0 rather than 0/0.
+// F and s⁺ are multiplied by a (x != 0) mask (see `lorentzian`): same values, but a
+// zero derivative at exact ties, so the rule's own derivative (grad of grad) stays
+// finite and clean there; with ε = 0 it also avoids 0/0.
 // References: J. Townsend, "Differentiating the SVD" (2016); Z.-Q. Wan, S.-X. Zhang,
 // arXiv:1909.02659; H.-J. Liao et al., PRX 9, 031041 (2019).
 OperandCotangents vjpSvd(const VjpCall &c) {
@@ -397,13 +399,19 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   double eps2 = eps * eps;
   Shape kk{k, k}, mk{m, k};
 
-  // Lorentzian 1/x ≈ x / (x² + ε²), with an explicit 0-mask when ε = 0.
+  // Lorentzian 1/x ≈ x / (x² + ε²), times the mask (x != 0). The mask does not change
+  // the value (0 at x = 0 either way) but makes the derivative 0 at exact zeros (the
+  // diagonal d_ii and exact ties), instead of the Lorentzian's slope 1/ε² = 1e24: for
+  // second derivatives, those terms cancel in exact arithmetic (a tie-preserving
+  // perturbation has dd_ij = 0) but leave ~1e24·1e-16 of rounding garbage in floating
+  // point. With ε = 0 the mask also keeps the denominator nonzero (no 0/0).
   auto lorentzian = [&](ValueId x) {
     Shape xs = shapeOf(b, x);
+    ValueId zero = splat(b, 0.0, xs);
     ValueId den = b.mul(x, x);
     if (eps2 > 0) den = b.add(den, splat(b, eps2, xs));
-    else den = b.add(den, b.compare(x, splat(b, 0.0, xs), "EQ"));
-    return b.div(x, den);
+    else den = b.add(den, b.compare(x, zero, "EQ"));
+    return b.mul(b.div(x, den), b.compare(x, zero, "NE"));
   };
 
   ValueId inner = kNone;
@@ -499,9 +507,23 @@ constexpr bool tableInOrder() {
 static_assert(tableInOrder(),
               "the VJP-rule table must have one entry per op of ir/ops.def, in its order");
 
+// The table actually consulted (a copy, so tests can remove an entry).
+std::array<VjpRule, ir::kNumOpKinds> &liveTable() {
+  static std::array<VjpRule, ir::kNumOpKinds> t = [] {
+    std::array<VjpRule, ir::kNumOpKinds> r{};
+    for (size_t i = 0; i < r.size(); ++i) r[i] = kTable[i].rule;
+    return r;
+  }();
+  return t;
+}
+
 } // namespace
 
-VjpRule findVjpRule(OpKind kind) { return kTable[static_cast<size_t>(kind)].rule; }
+VjpRule findVjpRule(OpKind kind) { return liveTable()[static_cast<size_t>(kind)]; }
+
+VjpRule setVjpRuleForTesting(OpKind kind, VjpRule rule) {
+  return std::exchange(liveTable()[static_cast<size_t>(kind)], rule);
+}
 
 VjpRule vjpRuleOrThrow(OpKind kind) {
   VjpRule r = findVjpRule(kind);

@@ -39,6 +39,10 @@ VjpRule findVjpRule(ir::OpKind kind);
 /// The rule for `kind`; throws tessel::Error "grad: no VJP rule for op '<name>'".
 VjpRule vjpRuleOrThrow(ir::OpKind kind);
 
+/// Replaces the rule for `kind` (nullptr removes it) and returns the previous one.
+/// For tests of the missing-rule error only; not thread-safe.
+VjpRule setVjpRuleForTesting(ir::OpKind kind, VjpRule rule);
+
 /// False for operands through which no cotangent flows: every operand of compare,
 /// sign and stop_gradient, and the predicate of select. (Their derivative is zero
 /// almost everywhere, or they are AD barriers by definition.)

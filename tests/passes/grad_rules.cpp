@@ -1,0 +1,314 @@
+// Grad transform: one small program per op, checked by gradcheck (orders 1 and 2),
+// plus the exact conventions (zero gradients, ties, stop_gradient, sums over uses).
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <map>
+
+#include "grad_testutil.h"
+#include "passes/VjpRules.h"
+
+using namespace gradtest;
+using namespace tessel::ir;
+using tessel::frontend::GradCheckOptions;
+using tessel::frontend::InitKind;
+
+namespace {
+
+struct OpCase {
+  std::string what;
+  Program prog;
+  std::vector<std::string> wrt;
+  InitKind init = InitKind::Symmetric;
+  bool zeroGrad = false; ///< the op has zero derivative: the gradient must be exactly 0
+  bool finiteDifferences = true; ///< false for stop_gradient
+};
+
+using CaseFn = std::function<std::vector<OpCase>()>;
+
+OpCase unaryCase(OpKind k, InitKind init) {
+  Program p;
+  p.name = opName(k);
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({3, 4}));
+  p.addOutput(b.unary(k, x));
+  return {opName(k), p, {"x"}, init};
+}
+
+OpCase binaryCase(OpKind k, InitKind init) {
+  Program p;
+  p.name = opName(k);
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({2, 3}));
+  ValueId y = p.addInput("y", Type({2, 3}));
+  p.addOutput(b.binary(k, x, y));
+  return {opName(k), p, {"x", "y"}, init};
+}
+
+// One program builder per op; the test below requires an entry for every op kind.
+std::map<OpKind, CaseFn> opCases() {
+  std::map<OpKind, CaseFn> m;
+  m[OpKind::Constant] = [] {
+    // out = c (no dependence: zero gradient) and out = Σ c·x (constant on the path).
+    Program p0;
+    Builder b0(p0);
+    p0.addInput("x", Type({2, 2}));
+    p0.addOutput(b0.constant(Tensor(Type({2, 2}), {1, 2, 3, 4})));
+    Program p1;
+    Builder b1(p1);
+    ValueId x = p1.addInput("x", Type({2, 2}));
+    p1.addOutput(b1.reduceSum(b1.mul(b1.constant(Tensor(Type({2, 2}), {1, -2, 3, 0.5})), x), {0, 1}));
+    return std::vector<OpCase>{{"constant output", p0, {"x"}, InitKind::Symmetric, true},
+                               {"constant times x", p1, {"x"}}};
+  };
+  m[OpKind::Iota] = [] {
+    Program p0;
+    Builder b0(p0);
+    p0.addInput("x", Type({2, 3}));
+    p0.addOutput(b0.iota({2, 3}, 1));
+    Program p1;
+    Builder b1(p1);
+    ValueId x = p1.addInput("x", Type({2, 3}));
+    p1.addOutput(b1.mul(b1.iota({2, 3}, 1), b1.mul(x, x)));
+    return std::vector<OpCase>{{"iota output", p0, {"x"}, InitKind::Symmetric, true},
+                               {"iota times x²", p1, {"x"}}};
+  };
+  for (OpKind k : {OpKind::Neg, OpKind::Exp, OpKind::Sin, OpKind::Cos, OpKind::Abs})
+    m[k] = [k] { return std::vector<OpCase>{unaryCase(k, InitKind::Symmetric)}; };
+  for (OpKind k : {OpKind::Log, OpKind::Sqrt})
+    m[k] = [k] { return std::vector<OpCase>{unaryCase(k, InitKind::Positive)}; };
+  m[OpKind::Sign] = [] {
+    OpCase c = unaryCase(OpKind::Sign, InitKind::Symmetric);
+    c.zeroGrad = true;
+    return std::vector<OpCase>{c};
+  };
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Maximum})
+    m[k] = [k] { return std::vector<OpCase>{binaryCase(k, InitKind::Symmetric)}; };
+  m[OpKind::Div] = [] { return std::vector<OpCase>{binaryCase(OpKind::Div, InitKind::Positive)}; };
+  m[OpKind::Compare] = [] {
+    std::vector<OpCase> cs;
+    for (const char *d : {"LT", "GE", "EQ"}) {
+      Program p;
+      Builder b(p);
+      ValueId x = p.addInput("x", Type({2, 3}));
+      ValueId y = p.addInput("y", Type({2, 3}));
+      p.addOutput(b.compare(x, y, d));
+      cs.push_back({std::string("compare ") + d, p, {"x", "y"}, InitKind::Symmetric, true});
+    }
+    return cs;
+  };
+  m[OpKind::Select] = [] {
+    // select(x > y, x·x, sin y): the predicate depends on the inputs but carries no
+    // cotangent; each branch gets the cotangent where it is selected.
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({3, 3}));
+    ValueId y = p.addInput("y", Type({3, 3}));
+    p.addOutput(b.select(b.compare(x, y, "GT"), b.mul(x, x), b.unary(OpKind::Sin, y)));
+    return std::vector<OpCase>{{"select", p, {"x", "y"}}};
+  };
+  m[OpKind::ReduceSum] = [] {
+    std::vector<OpCase> cs;
+    for (auto axes : {std::vector<int64_t>{0, 2}, std::vector<int64_t>{1}, std::vector<int64_t>{}}) {
+      Program p;
+      Builder b(p);
+      ValueId x = p.addInput("x", Type({2, 3, 4}));
+      p.addOutput(b.reduceSum(b.mul(x, x), axes));
+      cs.push_back({"reduce_sum " + std::to_string(axes.size()) + " axes", p, {"x"}});
+    }
+    return cs;
+  };
+  m[OpKind::ReduceMax] = [] {
+    std::vector<OpCase> cs;
+    for (auto axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0, 1, 2}}) {
+      Program p;
+      Builder b(p);
+      ValueId x = p.addInput("x", Type({2, 3, 4}));
+      p.addOutput(b.reduceMax(b.mul(x, x), axes));
+      cs.push_back({"reduce_max " + std::to_string(axes.size()) + " axes", p, {"x"}});
+    }
+    return cs;
+  };
+  m[OpKind::BroadcastInDim] = [] {
+    // New axes (0) and an expanded size-1 axis (operand dim 1 -> result dim 2).
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({3, 1}));
+    ValueId y = b.broadcastInDim(b.mul(x, x), {2, 3, 4}, {1, 2});
+    p.addOutput(b.mul(y, b.iota({2, 3, 4}, 2)));
+    Program q;
+    Builder c(q);
+    ValueId s = q.addInput("s", Type({}));
+    q.addOutput(c.unary(OpKind::Sin, c.broadcastScalar(s, {2, 2})));
+    return std::vector<OpCase>{{"broadcast_in_dim", p, {"x"}}, {"broadcast scalar", q, {"s"}}};
+  };
+  m[OpKind::Reshape] = [] {
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({2, 6}));
+    p.addOutput(b.unary(OpKind::Sin, b.reshape(x, {3, 2, 2})));
+    return std::vector<OpCase>{{"reshape", p, {"x"}}};
+  };
+  m[OpKind::Transpose] = [] {
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({2, 3, 4}));
+    p.addOutput(b.mul(b.transpose(x, {2, 0, 1}), b.iota({4, 2, 3}, 0)));
+    return std::vector<OpCase>{{"transpose", p, {"x"}}};
+  };
+  m[OpKind::Slice] = [] {
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({4, 5}));
+    p.addOutput(b.unary(OpKind::Exp, b.slice(x, {1, 0}, {3, 4})));
+    return std::vector<OpCase>{{"slice", p, {"x"}}};
+  };
+  m[OpKind::Pad] = [] {
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({2, 3}));
+    p.addOutput(b.unary(OpKind::Cos, b.pad(x, {1, 0}, {0, 2})));
+    return std::vector<OpCase>{{"pad", p, {"x"}}};
+  };
+  m[OpKind::DotGeneral] = [] {
+    std::vector<OpCase> cs;
+    {
+      Program p;
+      Builder b(p);
+      ValueId x = p.addInput("x", Type({3, 4}));
+      ValueId y = p.addInput("y", Type({4, 2}));
+      p.addOutput(b.dotGeneral(x, y, {}, {}, {1}, {0}));
+      cs.push_back({"matmul", p, {"x", "y"}});
+    }
+    {
+      // Batch dims not leading, two contracting dims in swapped order.
+      Program p;
+      Builder b(p);
+      ValueId x = p.addInput("x", Type({2, 3, 4, 5}));
+      ValueId y = p.addInput("y", Type({5, 2, 6, 3}));
+      p.addOutput(b.dotGeneral(x, y, {0}, {1}, {3, 1}, {0, 3}));
+      cs.push_back({"batched, 2 contracting", p, {"x", "y"}});
+    }
+    {
+      // Same operand twice (a Gram matrix): cotangents of both uses are summed.
+      Program p;
+      Builder b(p);
+      ValueId x = p.addInput("x", Type({3, 4}));
+      p.addOutput(b.dotGeneral(x, x, {}, {}, {0}, {0}));
+      cs.push_back({"xᵀx", p, {"x"}});
+    }
+    return cs;
+  };
+  m[OpKind::Einsum] = [] {
+    std::vector<OpCase> cs;
+    auto add = [&](const std::string &spec, std::vector<Type> types) {
+      Program p;
+      Builder b(p);
+      std::vector<ValueId> xs;
+      std::vector<std::string> names;
+      for (size_t i = 0; i < types.size(); ++i) {
+        names.push_back("x" + std::to_string(i));
+        xs.push_back(p.addInput(names.back(), types[i]));
+      }
+      p.addOutput(b.einsum(spec, xs));
+      cs.push_back({"einsum " + spec, p, names});
+    };
+    add("wak,abu->wkbu", {Type({2, 3, 2}), Type({3, 2, 4})});
+    add("ij,jk,kl->li", {Type({2, 3}), Type({3, 4}), Type({4, 2})});
+    add("ab,bc->c", {Type({2, 3}), Type({3, 4})});  // 'a' summed inside operand 0 alone
+    add("iij,jk->ik", {Type({3, 3, 2}), Type({2, 4})}); // a diagonal
+    add("ijk->kj", {Type({2, 3, 4})});
+    add("ij,ij->", {Type({2, 3}), Type({2, 3})});
+    return cs;
+  };
+  m[OpKind::Svd] = [] {
+    // All three results as outputs with a random cotangent (real SVD: the only gauge
+    // freedom is a sign per singular pair, fixed continuously by LAPACK near a point).
+    std::vector<OpCase> cs;
+    for (auto shape : {std::vector<int64_t>{4, 4}, std::vector<int64_t>{5, 3},
+                       std::vector<int64_t>{3, 5}}) {
+      Program p;
+      Builder b(p);
+      ValueId a = p.addInput("a", Type(shape));
+      auto usv = b.svd(a);
+      for (ValueId v : usv) p.addOutput(v);
+      cs.push_back({"svd " + Type(shape).str(), p, {"a"}});
+    }
+    return cs;
+  };
+  m[OpKind::StopGradient] = [] {
+    // stop_gradient changes the derivative on purpose, so finite differences do not
+    // apply: the gradient must be exactly zero (product rules: grad_transform.cpp).
+    Program p0;
+    Builder b0(p0);
+    ValueId x = p0.addInput("x", Type({2, 2}));
+    p0.addOutput(b0.stopGradient(b0.mul(x, x)));
+    OpCase c{"stop_gradient output", p0, {"x"}, InitKind::Symmetric, true};
+    c.finiteDifferences = false;
+    return std::vector<OpCase>{c};
+  };
+  return m;
+}
+
+GradCheckOptions order2(uint64_t seed) {
+  GradCheckOptions o;
+  o.order = 2;
+  o.seed = seed;
+  o.eps = 1e-4;
+  o.atol = 1e-9;
+  o.rtol = 1e-6;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("grad: the VJP-rule table covers every op") {
+  for (OpKind k : allOpKinds()) {
+    std::string op = opName(k);
+    CAPTURE(op);
+    CHECK(tessel::passes::hasVjpRule(k));
+    CHECK_NOTHROW(tessel::passes::vjp::vjpRuleOrThrow(k));
+  }
+}
+
+TEST_CASE("grad: every op's rule passes gradcheck of orders 1 and 2") {
+  auto cases = opCases();
+  uint64_t seed = 1;
+  for (OpKind k : allOpKinds()) {
+    std::string op = opName(k);
+    CAPTURE(op);
+    REQUIRE_MESSAGE(cases.count(k), "no gradcheck case for op ", op);
+    for (OpCase &c : cases[k]()) {
+      CAPTURE(c.what);
+      verifyOrThrow(c.prog);
+      auto point = tessel::frontend::randomInputs(c.prog, seed, c.init);
+      if (c.finiteDifferences) {
+        auto r = tessel::frontend::gradCheck(c.prog, point, order2(seed++));
+        INFO(tessel::frontend::formatGradCheck(r));
+        CHECK(r.checks.size() == 2);
+        CHECK(r.passed);
+        // The check is not vacuous unless the op's derivative is zero.
+        if (!c.zeroGrad) CHECK(std::abs(r.checks[0].ad) > 1e-6);
+      }
+      if (!c.zeroGrad) continue;
+      // Exactly zero, with no backward work: only a zero constant (broadcast) per
+      // wrt input.
+      tessel::passes::GradOptions o;
+      o.wrt = c.wrt;
+      o.vjp = true;
+      o.keepOutputs = false;
+      Program g = tessel::passes::grad(c.prog, o);
+      verifyOrThrow(g);
+      for (const Op &gop : g.ops)
+        CHECK_MESSAGE((gop.kind == OpKind::Constant || gop.kind == OpKind::BroadcastInDim),
+                      "unexpected op in a zero gradient: ", opName(gop.kind));
+      std::vector<Tensor> in = point;
+      for (ValueId out : c.prog.outputs) {
+        const Type t = c.prog.type(out);
+        in.push_back(Tensor(t, std::vector<double>(static_cast<size_t>(t.numel()), 1.0)));
+      }
+      for (const Tensor &t : tessel::rt::evaluateReference(g, in))
+        for (double v : t.data) CHECK(v == 0.0);
+    }
+  }
+}
