@@ -555,8 +555,8 @@ private:
       if (isIdent("elements"))
         fail(first.off, "cannot read an elided constant (" + what +
                             "): it was printed as a summary 'dense<N elements, ...>'; print "
-                            "the program in full (PrintOptions::elideConstantsAbove = 0, the "
-                            "default of tessel dump/verify) to get a parsable file");
+                            "the program in full (tessel dump without --elide-constants) to "
+                            "get a parsable file");
     }
     pos_ = saveTokPos;
     tok_ = saveTok;
