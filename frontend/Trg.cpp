@@ -13,9 +13,10 @@ std::string stepLoc(int64_t din, int64_t dout, const std::string &what) {
   return "trg " + std::to_string(din) + "->" + std::to_string(dout) + ": " + what;
 }
 
-/// Half-tensor S[p,q,k] = X[p·D+q, k]·sqrt(s[k]) for X of shape [D²,D'] (trg.md §2.5).
+/// Half-tensor S[p,q,k] = X[p·D+q, k]·sqrt(s[k]) for X of shape [D²,D'] (trg.md §2.5);
+/// `sqrtS` is sqrt(s) already broadcast to [D, D, D'].
 Tensor halfTensor(const Tensor &X, const Tensor &sqrtS, int64_t D, int64_t Dp) {
-  return X.reshape({D, D, Dp}) * sqrtS.broadcastInDim({D, D, Dp}, {2});
+  return X.reshape({D, D, Dp}) * sqrtS;
 }
 
 } // namespace
@@ -95,11 +96,11 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
 
   // 5. Half-tensors S1..S4 of shape (D, D, D').
   loc("half-tensors a");
-  Tensor sqa = Ak.s.sqrt();
+  Tensor sqa = Ak.s.sqrt().broadcastInDim({D, D, Dp}, {2});
   Tensor S1 = halfTensor(Ak.U, sqa, D, Dp).named("S1");
   Tensor S3 = halfTensor(Ak.Vt.T(), sqa, D, Dp).named("S3");
   loc("half-tensors b");
-  Tensor sqb = Bk.s.sqrt();
+  Tensor sqb = Bk.s.sqrt().broadcastInDim({D, D, Dp}, {2});
   Tensor S2 = halfTensor(Bk.U, sqb, D, Dp).named("S2");
   Tensor S4 = halfTensor(Bk.Vt.T(), sqb, D, Dp).named("S4");
 
@@ -195,12 +196,15 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   return tr.take();
 }
 
-std::vector<int64_t> trgRankUpperBound(int64_t chi, int steps) {
+std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps) {
   std::vector<int64_t> r;
-  int64_t D = 2;
+  int64_t Dprev = 0, D = 2; // Dprev: input dimension of the previous step
   for (int n = 0; n < steps; ++n) {
-    D = std::min(D * D, chi);
-    r.push_back(D);
+    int64_t bound = n == 0 ? 2 : Dprev * Dprev;
+    int64_t Dn = std::min({D * D, chi, bound});
+    r.push_back(Dn);
+    Dprev = D;
+    D = Dn;
   }
   return r;
 }

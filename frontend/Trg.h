@@ -67,10 +67,13 @@ ir::Program buildTrgClosure(int64_t d);
 /// %skept: f64[N,2] (row n = smallest kept singular values of step n+1).
 ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {});
 
-/// Upper bound of the schedule from shapes alone: D' = min(D², χ), starting at D = 2.
-/// The real default schedule also drops exact zeros (trg.md §2.4) and needs values:
-/// see frontend/TrgDriver.h (deriveTrgRanks).
-std::vector<int64_t> trgRankUpperBound(int64_t chi, int steps);
+/// The default truncation schedule (trg.md §2.4): ranks[n] = D' of step n+1 =
+/// min(D², χ, r), where r is the exact rank bound the lattice structure puts on Ma and
+/// Mb: the cut of the input of step k crosses two bonds of the tensors step k−1 started
+/// from, so r = D_{k−2}² (k ≥ 2), and r = 2 (the spin states) for T0. For χ = 16:
+/// 2, 4, 4, 16, 16, … . The zeros this drops are exact (the singular values are ~1e-17);
+/// the driver still checks at run time that every kept singular value is > tol.
+std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps);
 
 /// Checks a schedule: every ranks[n] in [1, min(D_n², χ)] (D_0 = 2), steps ≥ 1.
 /// Throws tessel::Error naming the step and the allowed range.

@@ -1,5 +1,146 @@
-// Placeholder: the 'emit' subcommand is being written (see tools/Commands.h).
+//===- tools/cmd_emit.cpp - `tessel emit`: print the TRG programs ---------------===//
+//
+//   tessel emit trg-step --din D --dout K    one step class D -> K (trg.md §2)
+//   tessel emit trg-init                     beta -> T0 (trg.md §1)
+//   tessel emit trg-closure --d D            T -> ln Σ T[i,j,i,j] (trg.md §3)
+//   tessel emit trg --chi 16 --steps N       beta -> lnZ/N, all steps in one program
+//
+//===----------------------------------------------------------------------===//
+#include <sstream>
+
+#include "frontend/Trg.h"
+#include "ir/Json.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
 #include "tools/Commands.h"
+
 namespace tessel::tools {
-void addEmitCommand(CLI::App &) {}
+namespace {
+
+struct EmitArgs {
+  std::string what;
+  int64_t din = 0, dout = 0, d = 0;
+  int64_t chi = 16;
+  int steps = 20;
+  bool stepsGiven = false;
+  std::string ranks;
+  double eps = 1e-12;
+  bool kept = false;
+  bool noStopGradient = false;
+  std::string format = "text";
+  std::string output = "-";
+};
+
+std::vector<int64_t> parseRanks(const std::string &s, const char *flag) {
+  std::vector<int64_t> r;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t pos = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (pos == 0 || pos != item.size())
+      throw Error(std::string("error: ") + flag + ": '" + item +
+                  "' is not an integer (expected a comma-separated list such as 2,4,4,16)");
+    r.push_back(v);
+  }
+  if (r.empty()) throw Error(std::string("error: ") + flag + ": empty list");
+  return r;
+}
+
+void requirePositive(int64_t v, const char *flag) {
+  if (v < 1)
+    throw Error(std::string("error: ") + flag + " must be >= 1, got " + std::to_string(v));
+}
+
+void runEmit(const EmitArgs &a) {
+  frontend::TrgStepOptions opts;
+  opts.svdEps = a.eps;
+  opts.stopGradientOnMax = !a.noStopGradient;
+  opts.outputKeptSingularValues = a.kept;
+  ir::Program p;
+  if (a.what == "trg-step") {
+    requirePositive(a.din, "--din");
+    requirePositive(a.dout, "--dout");
+    if (a.dout > a.din * a.din)
+      throw Error("error: --dout " + std::to_string(a.dout) + " exceeds --din^2 = " +
+                  std::to_string(a.din * a.din) + " (the full SVD has D^2 singular values)");
+    p = frontend::buildTrgStep(a.din, a.dout, opts);
+  } else if (a.what == "trg-init") {
+    p = frontend::buildTrgInit();
+  } else if (a.what == "trg-closure") {
+    requirePositive(a.d, "--d");
+    p = frontend::buildTrgClosure(a.d);
+  } else if (a.what == "trg") {
+    if (a.chi < 2) throw Error("error: --chi must be >= 2, got " + std::to_string(a.chi));
+    if (a.steps < 1) throw Error("error: --steps must be >= 1, got " + std::to_string(a.steps));
+    std::vector<int64_t> ranks = a.ranks.empty() ? frontend::trgDefaultRanks(a.chi, a.steps)
+                                                 : parseRanks(a.ranks, "--ranks");
+    if (!a.ranks.empty() && a.stepsGiven && static_cast<int>(ranks.size()) != a.steps)
+      throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries but --steps is " +
+                  std::to_string(a.steps));
+    frontend::checkTrgRanks(ranks, a.chi);
+    p = frontend::buildTrgWhole(ranks, opts);
+  } else {
+    throw Error("error: emit: unknown program '" + a.what +
+                "' (allowed: trg-step, trg-init, trg-closure, trg)");
+  }
+  ir::verifyOrThrow(p);
+  std::string text;
+  if (a.format == "text") text = ir::printProgram(p);
+  else if (a.format == "json") text = ir::programToJson(p) + "\n";
+  else if (a.format == "dot") text = ir::printDot(p);
+  else
+    throw Error("error: --format: unknown format '" + a.format + "' (allowed: text, json, dot)");
+  writeOutput(a.output, text);
+}
+
+} // namespace
+
+void addEmitCommand(CLI::App &app) {
+  auto args = std::make_shared<EmitArgs>();
+  CLI::App *cmd = app.add_subcommand(
+      "emit",
+      "Print a TRG program of the 2D Ising model (../shared/docs/trg.md) as text IR.\n"
+      "  trg-step --din D --dout K   one step class: (%T: f64[D,D,D,D]) -> (%logm: f64[],\n"
+      "                              %Tn: f64[K,K,K,K]); plaquette left as one einsum\n"
+      "  trg-init                    (%beta: f64[]) -> (%T0: f64[2,2,2,2])\n"
+      "  trg-closure --d D           (%T: f64[D,D,D,D]) -> (%lntr: f64[]) = ln sum T[i,j,i,j]\n"
+      "  trg --chi X --steps N       (%beta: f64[]) -> (%lnz: f64[]) = lnZ/N, all steps;\n"
+      "                              default ranks min(D^2, chi, exact rank bound):\n"
+      "                              2,4,4,16,16,... for chi = 16\n"
+      "The output is the traced program (einsums not yet ordered); pipe it to\n"
+      "`tessel opt` or `tessel verify -`.");
+  cmd->add_option("program", args->what, "trg-step | trg-init | trg-closure | trg")
+      ->required()
+      ->check(CLI::IsMember({"trg-step", "trg-init", "trg-closure", "trg"}));
+  cmd->add_option("--din", args->din, "trg-step: input bond dimension D (>= 1)");
+  cmd->add_option("--dout", args->dout, "trg-step: kept bond dimension D' (1 <= D' <= D^2)");
+  cmd->add_option("--d", args->d, "trg-closure: bond dimension D (>= 1)");
+  cmd->add_option("--chi", args->chi, "trg: maximal bond dimension chi (>= 2; default 16)");
+  CLI::Option *steps =
+      cmd->add_option("--steps", args->steps,
+                      "trg: number of TRG steps (>= 1; default 20, or the length of --ranks)");
+  cmd->add_option("--ranks", args->ranks,
+                  "trg: explicit schedule D'_1,...,D'_N (comma-separated), overriding the "
+                  "default rule");
+  cmd->add_option("--eps", args->eps,
+                  "Lorentzian broadening of the svd reverse rule (default 1e-12)");
+  cmd->add_flag("--kept-singular-values", args->kept,
+                "add the output %skept: the smallest kept singular values of Ma and Mb "
+                "(per step), for run-time rank checks");
+  cmd->add_flag("--no-stop-gradient", args->noStopGradient,
+                "differentiate through m = max|T| instead of stop_gradient(m)");
+  cmd->add_option("--format", args->format, "text (default), json or dot");
+  cmd->add_option("-o,--output", args->output, "output file (default: stdout)");
+  cmd->callback([args, steps] {
+    args->stepsGiven = steps->count() > 0;
+    runEmit(*args);
+  });
+}
+
 } // namespace tessel::tools
