@@ -56,7 +56,10 @@ inline Mat randomOrthogonal(int64_t n, std::mt19937_64 &rng) {
   for (int r = 0; r < 3; ++r) {
     std::vector<double> w(static_cast<size_t>(n));
     double ww = 0;
-    for (double &x : w) ww += (x = N(rng)) * x;
+    for (double &x : w) {
+      x = N(rng);
+      ww += x * x;
+    }
     Mat h = Mat::eye(n);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j) h(i, j) -= 2 * w[i] * w[j] / ww;
