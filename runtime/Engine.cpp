@@ -1,18 +1,316 @@
-//===- runtime/Engine.cpp - The fixed-width engine (being written) ------------===//
+//===- runtime/Engine.cpp - The fixed-width engine -----------------------------===//
+//
+// Width 1: the calling thread runs the instructions in list order, chunk after
+// chunk. No threads, no atomics, no locks.
+//
+// Width W > 1: the calling thread and W-1 workers share one ready queue. An
+// instruction enters the queue when its last predecessor finishes; threads claim
+// its chunks one at a time (so a preempted thread holds up at most one chunk), and
+// whichever thread finishes the last chunk releases the successors. A thread keeps
+// one newly ready single-chunk successor for itself (no queue round trip for chains
+// of small ops). Idle threads spin for a few microseconds at most, then block on a
+// condition variable. There is no barrier across workers per op. Chunking is fixed
+// by the plan and every chunk is computed the same way whoever runs it, so the
+// outputs are bitwise identical for every width.
+//
+// The arena, pointer table and counters of a plan are allocated on its first run on
+// this engine and kept (a small cache keyed by plan id), so a steady-state run
+// allocates only the returned output tensors.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TESSEL_PAUSE() _mm_pause()
+#else
+#define TESSEL_PAUSE() std::this_thread::yield()
+#endif
+
 #include "ir/Diagnostics.h"
-#include "runtime/Runtime.h"
+#include "runtime/Kernels.h"
+#include "runtime/Plan.h"
 
 namespace tessel::rt {
-struct Engine::Impl {
-  int width;
+namespace {
+
+/// Iterations of the bounded spin before an idle thread blocks (a few microseconds).
+constexpr int kSpinIters = 256;
+/// Plans whose buffers an engine keeps.
+constexpr size_t kCachedPlans = 4;
+
+struct AlignedFree {
+  void operator()(double *p) const { std::free(p); }
 };
-Engine::Engine(int width) : impl_(std::make_unique<Impl>(Impl{width})) {}
-Engine::~Engine() = default;
+
+/// Per-(engine, plan) run state: arena, pointer table, counters.
+struct PlanState {
+  uint64_t planId = 0;
+  uint64_t lastUse = 0;
+  std::unique_ptr<double, AlignedFree> arena;
+  std::vector<double *> ptr;
+  std::unique_ptr<std::atomic<int32_t>[]> deps;
+  std::unique_ptr<std::atomic<int32_t>[]> done;
+  std::vector<int32_t> nextChunk;
+  std::vector<int32_t> queue;
+
+  explicit PlanState(const Plan &P) : planId(P.id) {
+    if (P.arenaElems > 0) {
+      size_t bytes = static_cast<size_t>(P.arenaElems) * sizeof(double);
+      bytes = (bytes + 63) / 64 * 64;
+      void *mem = std::aligned_alloc(64, bytes);
+      if (!mem) throw std::bad_alloc();
+      arena.reset(static_cast<double *>(mem));
+    }
+    size_t n = P.insts.size();
+    ptr.assign(P.values.size(), nullptr);
+    deps.reset(new std::atomic<int32_t>[n == 0 ? 1 : n]);
+    done.reset(new std::atomic<int32_t>[n == 0 ? 1 : n]);
+    nextChunk.assign(n, 0);
+    queue.assign(n, 0);
+  }
+};
+
+} // namespace
+
+struct Engine::Impl {
+  int width = 1;
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<PlanState>> cache;
+  uint64_t useCounter = 0;
+
+  // Shared run state (width > 1). Guarded by mu unless atomic.
+  std::mutex mu;
+  std::condition_variable cv;
+  const Plan *plan = nullptr;
+  PlanState *st = nullptr;
+  size_t qhead = 0, qtail = 0;
+  std::atomic<int32_t> qsize{0};
+  std::atomic<int32_t> remaining{0};
+  std::atomic<bool> aborted{false};
+  std::atomic<bool> stop{false};
+  int active = 0;
+  int sleepers = 0;
+  std::exception_ptr error;
+
+  PlanState &stateFor(const Plan &P) {
+    ++useCounter;
+    for (auto &s : cache)
+      if (s->planId == P.id) {
+        s->lastUse = useCounter;
+        return *s;
+      }
+    if (cache.size() >= kCachedPlans) {
+      auto lru = std::min_element(cache.begin(), cache.end(),
+                                  [](const auto &a, const auto &b) { return a->lastUse < b->lastUse; });
+      cache.erase(lru);
+    }
+    cache.push_back(std::make_unique<PlanState>(P));
+    cache.back()->lastUse = useCounter;
+    return *cache.back();
+  }
+
+  void fail(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!error) error = e;
+    aborted.store(true);
+  }
+
+  /// Under mu: claims the next chunk of the front instruction.
+  bool claim(int32_t &inst, int32_t &chunk) {
+    if (aborted.load(std::memory_order_relaxed) || qhead == qtail) return false;
+    inst = st->queue[qhead];
+    chunk = st->nextChunk[inst]++;
+    if (st->nextChunk[inst] == plan->insts[inst].nchunks) {
+      ++qhead;
+      qsize.fetch_sub(1, std::memory_order_relaxed);
+    }
+    ++active;
+    return true;
+  }
+
+  /// Under mu: appends a ready instruction and wakes sleepers for its chunks.
+  void push(int32_t s) {
+    st->queue[qtail++] = s;
+    qsize.fetch_add(1, std::memory_order_relaxed);
+    int want = std::min(sleepers, plan->insts[s].nchunks);
+    for (int k = 0; k < want; ++k) cv.notify_one();
+  }
+
+  /// Runs a claimed chunk, then follows single-chunk successors it makes ready.
+  void process(int32_t inst, int32_t chunk) {
+    const Plan &P = *plan;
+    PlanState &S = *st;
+    for (;;) {
+      const Instruction &I = P.insts[inst];
+      bool ok = true;
+      try {
+        runChunk(P, I, chunk, S.ptr.data());
+      } catch (...) {
+        fail(std::current_exception());
+        ok = false;
+      }
+      int32_t next = -1;
+      bool last = I.nchunks == 1 || S.done[inst].fetch_add(1, std::memory_order_acq_rel) + 1 == I.nchunks;
+      if (last) {
+        if (ok && P.options.checkNan && !aborted.load()) {
+          try {
+            checkFiniteResults(P, I, S.ptr.data());
+          } catch (...) {
+            fail(std::current_exception());
+          }
+        }
+        if (!aborted.load(std::memory_order_relaxed)) {
+          std::unique_lock<std::mutex> lk(mu, std::defer_lock);
+          for (int32_t k = I.succBegin; k < I.succEnd; ++k) {
+            int32_t s = P.succ[k];
+            if (S.deps[s].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+            if (next < 0 && P.insts[s].nchunks == 1) {
+              next = s;
+              continue;
+            }
+            if (!lk.owns_lock()) lk.lock();
+            push(s);
+          }
+        }
+        remaining.fetch_sub(1, std::memory_order_acq_rel);
+      }
+      if (next < 0 || aborted.load(std::memory_order_relaxed)) break;
+      inst = next;
+      chunk = 0;
+    }
+    std::lock_guard<std::mutex> lk(mu);
+    if (--active == 0 && (remaining.load() == 0 || aborted.load())) cv.notify_all();
+  }
+
+  void workerLoop() {
+    for (;;) {
+      for (int k = 0; k < kSpinIters; ++k) {
+        if (qsize.load(std::memory_order_relaxed) > 0 || stop.load(std::memory_order_relaxed)) break;
+        TESSEL_PAUSE();
+      }
+      int32_t inst = 0, chunk = 0;
+      {
+        std::unique_lock<std::mutex> lk(mu);
+        while (!stop.load() && !claim(inst, chunk)) {
+          ++sleepers;
+          cv.wait(lk);
+          --sleepers;
+        }
+        if (stop.load()) return;
+      }
+      process(inst, chunk);
+    }
+  }
+
+  void runParallel(const Plan &P, PlanState &S) {
+    size_t n = P.insts.size();
+    for (size_t i = 0; i < n; ++i) {
+      S.deps[i].store(P.insts[i].initialDeps, std::memory_order_relaxed);
+      S.done[i].store(0, std::memory_order_relaxed);
+      S.nextChunk[i] = 0;
+    }
+    std::unique_lock<std::mutex> lk(mu);
+    plan = &P;
+    st = &S;
+    qhead = qtail = 0;
+    qsize.store(0);
+    remaining.store(static_cast<int32_t>(n));
+    aborted.store(false);
+    error = nullptr;
+    active = 0;
+    for (int32_t i : P.initiallyReady) push(i);
+    // The calling thread works too.
+    for (;;) {
+      if (active == 0 && (remaining.load() == 0 || aborted.load())) break;
+      int32_t inst = 0, chunk = 0;
+      if (claim(inst, chunk)) {
+        lk.unlock();
+        process(inst, chunk);
+        lk.lock();
+        continue;
+      }
+      ++sleepers;
+      cv.wait(lk);
+      --sleepers;
+    }
+    plan = nullptr;
+    st = nullptr;
+    qhead = qtail = 0;
+    qsize.store(0);
+    if (aborted.load()) {
+      std::exception_ptr e = error;
+      error = nullptr;
+      aborted.store(false);
+      std::rethrow_exception(e);
+    }
+  }
+
+  void runSerial(const Plan &P, PlanState &S) {
+    for (const Instruction &I : P.insts) {
+      for (int32_t c = 0; c < I.nchunks; ++c) runChunk(P, I, c, S.ptr.data());
+      if (P.options.checkNan) checkFiniteResults(P, I, S.ptr.data());
+    }
+  }
+};
+
+Engine::Engine(int width) : impl_(std::make_unique<Impl>()) {
+  if (width < 1 || width > 256)
+    throw Error("error: engine width must be between 1 and 256, got " + std::to_string(width));
+  ensureBlasSingleThreaded();
+  impl_->width = width;
+  for (int i = 1; i < width; ++i) impl_->threads.emplace_back([this] { impl_->workerLoop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stop.store(true);
+  }
+  impl_->cv.notify_all();
+  for (auto &t : impl_->threads) t.join();
+}
+
 int Engine::width() const { return impl_->width; }
-std::vector<Tensor> Engine::run(const Plan &, const std::vector<Tensor> &) {
-  throw Error("error: the engine is not implemented yet");
+
+std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs) {
+  validateInputs(P.program, inputs);
+  PlanState &S = impl_->stateFor(P);
+  // Output tensors: the only allocation of a steady-state run.
+  std::vector<Tensor> outs;
+  outs.reserve(P.outputValue.size());
+  for (int32_t v : P.outputValue) {
+    const ir::Type &t = P.values[v].type;
+    outs.emplace_back(t, std::vector<double>(static_cast<size_t>(t.numel())));
+  }
+  // Buffer of every value for this run.
+  for (size_t v = 0; v < P.values.size(); ++v) {
+    const Group &g = P.groups[P.values[v].group];
+    double *p = nullptr;
+    switch (g.kind) {
+    case GroupKind::Arena: p = g.index >= 0 ? S.arena.get() + P.slotOffset[g.index] : nullptr; break;
+    case GroupKind::Input: p = const_cast<double *>(inputs[g.index].data.data()); break;
+    case GroupKind::Constant: p = const_cast<double *>(P.constants[g.index]); break;
+    case GroupKind::Output: p = outs[g.index].data.data(); break;
+    }
+    S.ptr[v] = p;
+  }
+  if (!P.insts.empty()) {
+    if (impl_->width == 1) impl_->runSerial(P, S);
+    else impl_->runParallel(P, S);
+  }
+  for (const FinalCopy &fc : P.finalCopies) {
+    size_t n = outs[fc.output].data.size();
+    if (n) std::memcpy(outs[fc.output].data.data(), S.ptr[fc.value], n * sizeof(double));
+  }
+  return outs;
 }
-std::shared_ptr<const Plan> prepare(const ir::Program &, const PrepareOptions &) {
-  throw Error("error: prepare is not implemented yet");
-}
+
 } // namespace tessel::rt

@@ -22,6 +22,10 @@ struct PrepareOptions {
   /// Check every op's outputs for NaN/inf after it runs; the first one found stops the
   /// run with an error naming the op, its location and which inputs were finite.
   bool checkNan = false;
+  /// Reuse arena slots once their values are dead (and run elementwise ops and gesdd
+  /// in place on operands that die there). Off: one slot per value (for tests and
+  /// debugging).
+  bool reuseBuffers = true;
 };
 
 /// A prepared program: flat instruction list in a valid order, kernel plans
@@ -37,8 +41,15 @@ std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &
 /// Human-readable (text) or JSON listing of a plan: one instruction per line with its
 /// kernel, input/output slots, dependencies, bytes, and the peak live bytes.
 std::string describePlan(const Plan &plan, bool json = false);
-/// Peak number of live buffer bytes of the plan's schedule.
+/// Peak number of live buffer bytes of the plan's schedule (arena values, temporaries
+/// and outputs the runtime writes; not the caller's inputs or constants), in list
+/// order.
 int64_t peakLiveBytes(const Plan &plan);
+/// Bytes of the arena an engine allocates for this plan (sum of slot sizes, each
+/// rounded to 64 bytes). With buffer reuse it is close to peakLiveBytes.
+int64_t arenaBytes(const Plan &plan);
+/// Number of instructions (kernel calls) of the plan; aliases cost none.
+size_t planSize(const Plan &plan);
 /// The program a plan was prepared from (its input/output names and types).
 const ir::Program &planProgram(const Plan &plan);
 

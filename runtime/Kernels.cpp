@@ -1,0 +1,314 @@
+//===- runtime/Kernels.cpp - CPU kernels: elementwise, copies, reductions, GEMM, SVD
+//
+// Every kernel works on one chunk. Chunk boundaries come from the plan (shapes
+// only), and within a chunk the arithmetic order is fixed, so the result of a
+// program does not depend on how many threads run it or which thread runs a chunk.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include "ir/Diagnostics.h"
+
+namespace tessel::rt {
+namespace {
+
+using ir::OpKind;
+
+inline std::pair<int64_t, int64_t> chunkRange(int64_t total, int64_t per, int32_t chunk) {
+  int64_t b = static_cast<int64_t>(chunk) * per;
+  return {b, std::min(total, b + per)};
+}
+
+template <typename F> inline void mapUnary(double *o, const double *a, int64_t b, int64_t e, F f) {
+  for (int64_t i = b; i < e; ++i) o[i] = f(a[i]);
+}
+template <typename F>
+inline void mapBinary(double *o, const double *a, const double *c, int64_t b, int64_t e, F f) {
+  for (int64_t i = b; i < e; ++i) o[i] = f(a[i], c[i]);
+}
+
+void elementwise(const Instruction &in, int32_t chunk, double *const *ptr) {
+  auto [b, e] = chunkRange(in.numel, kChunkElems, chunk);
+  double *o = ptr[in.out[0]];
+  const double *x = ptr[in.in[0]];
+  const double *y = in.in.size() > 1 ? ptr[in.in[1]] : nullptr;
+  switch (in.op) {
+  case OpKind::Neg: mapUnary(o, x, b, e, [](double v) { return -v; }); return;
+  case OpKind::Exp: mapUnary(o, x, b, e, [](double v) { return std::exp(v); }); return;
+  case OpKind::Log: mapUnary(o, x, b, e, [](double v) { return std::log(v); }); return;
+  case OpKind::Sqrt: mapUnary(o, x, b, e, [](double v) { return std::sqrt(v); }); return;
+  case OpKind::Sin: mapUnary(o, x, b, e, [](double v) { return std::sin(v); }); return;
+  case OpKind::Cos: mapUnary(o, x, b, e, [](double v) { return std::cos(v); }); return;
+  case OpKind::Abs: mapUnary(o, x, b, e, [](double v) { return std::fabs(v); }); return;
+  case OpKind::Sign:
+    mapUnary(o, x, b, e, [](double v) { return v != v ? v : (v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0)); });
+    return;
+  case OpKind::StopGradient: mapUnary(o, x, b, e, [](double v) { return v; }); return;
+  case OpKind::Add: mapBinary(o, x, y, b, e, [](double u, double v) { return u + v; }); return;
+  case OpKind::Sub: mapBinary(o, x, y, b, e, [](double u, double v) { return u - v; }); return;
+  case OpKind::Mul: mapBinary(o, x, y, b, e, [](double u, double v) { return u * v; }); return;
+  case OpKind::Div: mapBinary(o, x, y, b, e, [](double u, double v) { return u / v; }); return;
+  case OpKind::Maximum:
+    mapBinary(o, x, y, b, e, [](double u, double v) {
+      return (u != u || v != v) ? std::numeric_limits<double>::quiet_NaN() : (u > v ? u : v);
+    });
+    return;
+  case OpKind::Compare: {
+    CompareDir d = in.cmp;
+    mapBinary(o, x, y, b, e, [d](double u, double v) { return compareValues(d, u, v) ? 1.0 : 0.0; });
+    return;
+  }
+  case OpKind::Select: {
+    const double *z = ptr[in.in[2]];
+    for (int64_t i = b; i < e; ++i) o[i] = x[i] != 0.0 ? y[i] : z[i];
+    return;
+  }
+  default: break;
+  }
+  throw Error("internal error: no elementwise kernel for " + std::string(ir::opName(in.op)));
+}
+
+/// Row-major odometer over shape[0..n): sets idx and returns Σ idx·stride for `lin`.
+inline int64_t unravel(int64_t lin, const std::vector<int64_t> &shape,
+                       const std::vector<int64_t> &stride, size_t n, int64_t *idx) {
+  int64_t off = 0;
+  for (size_t d = n; d-- > 0;) {
+    idx[d] = lin % shape[d];
+    lin /= shape[d];
+    off += idx[d] * stride[d];
+  }
+  return off;
+}
+
+/// Advances the odometer idx over shape[0..n) and updates the offset.
+inline void advance(int64_t *idx, const std::vector<int64_t> &shape,
+                    const std::vector<int64_t> &stride, size_t n, int64_t &off) {
+  for (size_t d = n; d-- > 0;) {
+    off += stride[d];
+    if (++idx[d] < shape[d]) return;
+    off -= idx[d] * stride[d];
+    idx[d] = 0;
+  }
+}
+
+void stridedCopy(const Instruction &in, int32_t chunk, double *const *ptr) {
+  const CopyPlan &c = in.copy;
+  size_t nd = c.shape.size();
+  int64_t inner = c.shape.back(), s = c.stride.back();
+  if (inner == 0 || c.rows == 0) return;
+  int64_t rpc = std::max<int64_t>(1, kChunkElems / inner);
+  auto [r0, r1] = chunkRange(c.rows, rpc, chunk);
+  const double *src = ptr[in.in[0]];
+  double *dst = ptr[in.out[0]] + r0 * inner;
+  int64_t idx[ir::kMaxRank + 1] = {};
+  int64_t off = c.base + unravel(r0, c.shape, c.stride, nd - 1, idx);
+  for (int64_t r = r0; r < r1; ++r) {
+    const double *p = src + off;
+    if (s == 1) std::memcpy(dst, p, static_cast<size_t>(inner) * sizeof(double));
+    else if (s == 0) std::fill(dst, dst + inner, *p);
+    else
+      for (int64_t i = 0; i < inner; ++i) dst[i] = p[i * s];
+    dst += inner;
+    advance(idx, c.shape, c.stride, nd - 1, off);
+  }
+}
+
+void padKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
+  const PadPlan &p = in.pad;
+  size_t nd = p.outShape.size();
+  int64_t outLen = p.outShape.back();
+  if (outLen == 0 || p.rows == 0) return;
+  int64_t rpc = std::max<int64_t>(1, kChunkElems / outLen);
+  auto [r0, r1] = chunkRange(p.rows, rpc, chunk);
+  const double *src = ptr[in.in[0]];
+  double *dst = ptr[in.out[0]] + r0 * outLen;
+  int64_t lo = p.low.back(), inLen = p.inShape.back();
+  int64_t c0 = std::clamp<int64_t>(lo, 0, outLen), c1 = std::clamp<int64_t>(lo + inLen, 0, outLen);
+  int64_t idx[ir::kMaxRank + 1] = {};
+  {
+    int64_t lin = r0;
+    for (size_t d = nd - 1; d-- > 0;) {
+      idx[d] = lin % p.outShape[d];
+      lin /= p.outShape[d];
+    }
+  }
+  for (int64_t r = r0; r < r1; ++r, dst += outLen) {
+    bool inside = true;
+    int64_t off = 0;
+    for (size_t d = 0; d + 1 < nd; ++d) {
+      int64_t s = idx[d] - p.low[d];
+      if (s < 0 || s >= p.inShape[d]) { inside = false; break; }
+      off += s * p.inStride[d];
+    }
+    if (!inside || c0 >= c1) {
+      std::fill(dst, dst + outLen, 0.0);
+    } else {
+      std::fill(dst, dst + c0, 0.0);
+      std::memcpy(dst + c0, src + off + (c0 - lo), static_cast<size_t>(c1 - c0) * sizeof(double));
+      std::fill(dst + c1, dst + outLen, 0.0);
+    }
+    for (size_t d = nd - 1; d-- > 0;) {
+      if (++idx[d] < p.outShape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void reduceKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
+  const ReducePlan &R = in.reduce;
+  if (R.outElems == 0) return;
+  auto [o0, o1] = chunkRange(R.outElems, R.outPerChunk, chunk);
+  const double *src = ptr[in.in[0]];
+  double *dst = ptr[in.out[0]];
+  size_t nk = R.keptShape.size(), nr = R.redShape.size();
+  int64_t kidx[ir::kMaxRank + 1] = {};
+  int64_t koff = unravel(o0, R.keptShape, R.keptStride, nk, kidx);
+  int64_t inner = R.redShape.back(), is = R.redStride.back();
+  int64_t outerRed = R.redElems / std::max<int64_t>(1, inner);
+  for (int64_t o = o0; o < o1; ++o) {
+    double acc = R.isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    if (R.redElems > 0) {
+      int64_t ridx[ir::kMaxRank + 1] = {};
+      int64_t roff = 0;
+      for (int64_t q = 0; q < outerRed; ++q) {
+        const double *p = src + koff + roff;
+        if (R.isMax) {
+          for (int64_t i = 0; i < inner; ++i) {
+            double x = p[i * is];
+            if (x > acc || x != x) acc = x;
+          }
+        } else if (is == 1) {
+          for (int64_t i = 0; i < inner; ++i) acc += p[i];
+        } else {
+          for (int64_t i = 0; i < inner; ++i) acc += p[i * is];
+        }
+        advance(ridx, R.redShape, R.redStride, nr - 1, roff);
+      }
+    }
+    dst[o] = acc;
+    advance(kidx, R.keptShape, R.keptStride, nk, koff);
+  }
+}
+
+void gemmKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
+  const GemmPlan &g = in.gemm;
+  const double *A = ptr[in.in[0]], *B = ptr[in.in[1]];
+  double *C = ptr[in.out[0]];
+  auto one = [&](int64_t b, int64_t r0, int64_t r1) {
+    int64_t rows = r1 - r0;
+    double *c = C + b * g.strideC + r0 * g.N;
+    if (rows <= 0 || g.N == 0) return;
+    if (g.K == 0) {
+      std::fill(c, c + rows * g.N, 0.0);
+      return;
+    }
+    const double *a = A + b * g.strideA + (g.transA ? r0 : r0 * g.lda);
+    cblas_dgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+                g.transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
+                static_cast<blasint>(g.N), static_cast<blasint>(g.K), 1.0, a,
+                static_cast<blasint>(g.lda), B + b * g.strideB, static_cast<blasint>(g.ldb), 0.0,
+                c, static_cast<blasint>(g.N));
+  };
+  if (g.batchesPerChunk > 0) {
+    auto [b0, b1] = chunkRange(g.batch, g.batchesPerChunk, chunk);
+    for (int64_t b = b0; b < b1; ++b) one(b, 0, g.M);
+  } else {
+    int64_t b = chunk / g.chunksPerBatch, rc = chunk % g.chunksPerBatch;
+    auto [r0, r1] = chunkRange(g.M, g.rowsPerChunk, static_cast<int32_t>(rc));
+    one(b, r0, r1);
+  }
+}
+
+void svdKernel(const Plan &plan, const Instruction &in, double *const *ptr) {
+  const SvdPlan &s = in.svd;
+  if (s.k == 0) return;
+  const double *A = ptr[in.in[0]];
+  double *U = ptr[in.out[0]], *S = ptr[in.out[1]], *Vt = ptr[in.out[2]];
+  double *work = ptr[in.out[3]];
+  double *a = s.inPlace ? const_cast<double *>(A) : ptr[in.out[4]];
+  int64_t mn = s.m * s.n;
+  bool finite = true;
+  if (!s.inPlace) {
+    for (int64_t i = 0; i < mn; ++i) {
+      double x = A[i];
+      a[i] = x;
+      finite &= std::isfinite(x);
+    }
+  } else {
+    for (int64_t i = 0; i < mn; ++i) finite &= std::isfinite(a[i]);
+  }
+  if (!finite) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
+  auto *iwork = reinterpret_cast<lapack_int *>(work + s.lwork);
+  // Row-major A (m×n) is column-major Aᵀ (n×m). gesdd(Aᵀ) = U' S VT' gives
+  // Vt = U' (k×n row-major == n×k column-major) and U = VT' (m×k row-major).
+  lapack_int info = LAPACKE_dgesdd_work(
+      LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(s.n), static_cast<lapack_int>(s.m), a,
+      static_cast<lapack_int>(s.n), S, Vt, static_cast<lapack_int>(s.n), U,
+      static_cast<lapack_int>(s.k), work, static_cast<lapack_int>(s.lwork), iwork);
+  if (info != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), info));
+}
+
+} // namespace
+
+void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *const *ptr) {
+  switch (inst.kernel) {
+  case Kernel::Elementwise: elementwise(inst, chunk, ptr); return;
+  case Kernel::Copy: stridedCopy(inst, chunk, ptr); return;
+  case Kernel::Pad: padKernel(inst, chunk, ptr); return;
+  case Kernel::Reduce: reduceKernel(inst, chunk, ptr); return;
+  case Kernel::Gemm: gemmKernel(inst, chunk, ptr); return;
+  case Kernel::Svd: svdKernel(plan, inst, ptr); return;
+  }
+}
+
+void checkFiniteResults(const Plan &plan, const Instruction &inst, double *const *ptr) {
+  for (int32_t r = 0; r < inst.numResults; ++r) {
+    const PlanValue &pv = plan.values[inst.out[r]];
+    const double *d = ptr[inst.out[r]];
+    int64_t n = pv.type.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::isfinite(d[i])) continue;
+      std::string idx;
+      int64_t lin = i;
+      std::vector<int64_t> ix(pv.type.shape.size());
+      for (size_t k = ix.size(); k-- > 0;) {
+        ix[k] = lin % pv.type.shape[k];
+        lin /= pv.type.shape[k];
+      }
+      for (size_t k = 0; k < ix.size(); ++k) {
+        if (k) idx += ",";
+        idx += std::to_string(ix[k]);
+      }
+      std::string operands;
+      const ir::Op &op = plan.srcOp(inst);
+      for (ir::ValueId v : op.operands) {
+        // Plan values 0..N-1 are the program's values (same ids).
+        const double *od = ptr[v];
+        std::string state = "not checked";
+        if (od) {
+          state = "finite";
+          int64_t on = plan.program.type(v).numel();
+          for (int64_t k = 0; k < on; ++k)
+            if (!std::isfinite(od[k])) {
+              state = "has NaN/inf";
+              break;
+            }
+        }
+        operands += (operands.empty() ? "" : ", ") + valueDisplayName(plan.program, v) + " " + state;
+      }
+      throw Error("error: --check-nan: " + describeOp(plan.program, op) + ": result " + pv.name +
+                  " " + pv.type.str() + " is " + (std::isnan(d[i]) ? "NaN" : "inf") +
+                  " at [" + idx + "]" + (operands.empty() ? "" : "; operands: " + operands));
+    }
+  }
+}
+
+} // namespace tessel::rt

@@ -1,0 +1,20 @@
+//===- runtime/Kernels.h - CPU kernels of the engine (internal) ----------------===//
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/Plan.h"
+
+namespace tessel::rt {
+
+/// Executes chunk `chunk` (0 <= chunk < inst.nchunks) of `inst`. `ptr[v]` is the
+/// buffer of plan value v for this run. Chunks of one instruction write disjoint
+/// parts of the results and may run concurrently. Throws tessel::Error naming the op
+/// when a kernel fails (non-finite SVD input, LAPACK info != 0).
+void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *const *ptr);
+
+/// --check-nan: throws tessel::Error if a result of `inst` holds NaN or inf, naming
+/// the op, its location, the first bad element and which operands were finite.
+void checkFiniteResults(const Plan &plan, const Instruction &inst, double *const *ptr);
+
+} // namespace tessel::rt

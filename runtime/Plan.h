@@ -1,0 +1,163 @@
+//===- runtime/Plan.h - The prepared form of a program (internal) --------------===//
+//
+// A Plan is what prepare() produces and what the engine executes:
+//
+//  * PlanValue: every SSA value of the program, plus internal temporaries (operand
+//    transposes of dot_general, SVD input copies and LAPACK workspaces). Each value
+//    lives in a storage group; aliases (reshape, stop_gradient) share their
+//    operand's group, so they cost nothing.
+//  * Group: one buffer. Kind Input (the caller's tensor), Constant (plan-owned data:
+//    constant attributes and iota tables), Output (written straight into the
+//    returned tensor) or Arena (a slot of the engine's arena, reused once every
+//    reader of its previous occupant has run).
+//  * Instruction: one kernel call, split into a fixed number of chunks. The chunking
+//    depends only on shapes, never on the engine width, so results are bitwise the
+//    same for every width.
+//
+// Not a public header; tools and tests use runtime/Runtime.h.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/Program.h"
+#include "runtime/Runtime.h"
+#include "runtime/RuntimeInternal.h"
+
+namespace tessel::rt {
+
+/// Elements per chunk of elementwise and copy kernels (fixed: results must not
+/// depend on the width).
+inline constexpr int64_t kChunkElems = int64_t(1) << 15;
+/// Contractions below this many flops run as one chunk.
+inline constexpr double kGemmSplitFlops = 16e6;
+/// Target flops per contraction chunk.
+inline constexpr double kGemmChunkFlops = 8e6;
+/// Alignment of arena slots, in doubles (64 bytes).
+inline constexpr int64_t kSlotAlign = 8;
+
+enum class Kernel : uint8_t { Elementwise, Reduce, Copy, Pad, Gemm, Svd };
+const char *kernelName(Kernel k);
+
+enum class GroupKind : uint8_t { Arena, Input, Constant, Output };
+
+struct Group {
+  GroupKind kind = GroupKind::Arena;
+  int64_t index = -1;  ///< slot (Arena), input index, constant index, output index
+  int64_t elems = 0;   ///< size in doubles
+  int32_t producer = -1;        ///< instruction writing it (-1: input/constant)
+  std::vector<int32_t> readers; ///< instructions reading it (deduplicated)
+  bool pinned = false;          ///< read by a final output copy: never reused
+};
+
+struct PlanValue {
+  ir::Type type;
+  int32_t group = -1;
+  ir::ValueId irValue = ir::kNoValue; ///< kNoValue for internal temporaries
+  std::string name;                   ///< display name ("%T", "tmp3")
+};
+
+/// Strided N-d copy: out (row-major over `shape`) = in[base + Σ idx_d · stride_d].
+/// Dimensions are coalesced at prepare; the last one is the inner row.
+struct CopyPlan {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> stride;
+  int64_t base = 0;
+  int64_t rows = 1; ///< product of all but the last extent
+};
+
+/// Zero padding: per output dimension, low padding, input extent and input stride.
+struct PadPlan {
+  std::vector<int64_t> outShape, low, inShape, inStride;
+  int64_t rows = 1;
+};
+
+/// Reduction: outputs enumerate `keptShape` (row-major); each output sums / maxes
+/// over `redShape` in row-major order (a fixed order, the reference's order).
+struct ReducePlan {
+  bool isMax = false;
+  std::vector<int64_t> keptShape, keptStride, redShape, redStride;
+  int64_t outElems = 1, redElems = 1;
+  int64_t outPerChunk = 1;
+};
+
+/// Batched row-major GEMM C[b] = op(A[b]) · op(B[b]), C[b] of shape M×N.
+struct GemmPlan {
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  bool transA = false, transB = false;
+  int64_t lda = 0, ldb = 0, strideA = 0, strideB = 0, strideC = 0;
+  int64_t rowsPerChunk = 0;     ///< rows of C per chunk (row-block mode)
+  int64_t chunksPerBatch = 1;   ///< row-block mode
+  int64_t batchesPerChunk = 0;  ///< >0: batch-group mode (several whole batches a chunk)
+  double flops = 0;
+};
+
+/// Thin SVD of a row-major m×n matrix through LAPACKE_dgesdd_work, computed as the
+/// column-major SVD of Aᵀ (n×m) so that no transposition is needed.
+struct SvdPlan {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lwork = 0;      ///< queried once at prepare
+  int64_t iworkElems = 0; ///< 8·k ints, stored in doubles
+  bool inPlace = false;   ///< the operand dies here: gesdd overwrites it directly
+};
+
+struct Instruction {
+  Kernel kernel = Kernel::Copy;
+  ir::OpKind op = ir::OpKind::Reshape; ///< source op kind (elementwise: the function)
+  int32_t srcOp = -1;                  ///< index of the source op in the program
+  std::vector<int32_t> in;             ///< plan values read
+  std::vector<int32_t> out;            ///< plan values written (results, then temps)
+  int32_t numResults = 0;              ///< out[0..numResults) are results; rest temps
+  int32_t nchunks = 1;
+  int64_t numel = 0;                   ///< elements of the (first) result
+  CompareDir cmp = CompareDir::EQ;
+  bool inPlace = false;                ///< result shares its slot with operand 0..k
+  CopyPlan copy;
+  PadPlan pad;
+  ReducePlan reduce;
+  GemmPlan gemm;
+  SvdPlan svd;
+  std::string what;                    ///< short description of the kernel plan
+  // Scheduling.
+  int32_t initialDeps = 0;
+  int32_t succBegin = 0, succEnd = 0;   ///< range in Plan::succ
+  std::vector<int32_t> preds;           ///< for describePlan
+  int64_t bytesWritten = 0;
+};
+
+/// A final copy of an output that is not written in place (alias of an input, a
+/// constant, another output, or an SVD result).
+struct FinalCopy {
+  int32_t output;
+  int32_t value;
+};
+
+class Plan {
+public:
+  uint64_t id = 0; ///< unique per prepare() in the process (engine cache key)
+  ir::Program program;
+  PrepareOptions options;
+  std::vector<PlanValue> values;
+  std::vector<Group> groups;
+  std::vector<Instruction> insts;
+  std::vector<int32_t> succ;
+  std::vector<int32_t> initiallyReady;
+  std::vector<const double *> constants; ///< data of Constant groups
+  std::vector<std::vector<double>> ownedConstants; ///< iota tables
+  std::vector<int64_t> slotOffset;       ///< in doubles, per arena slot
+  std::vector<int64_t> slotElems;
+  int64_t arenaElems = 0;
+  int64_t peakLiveBytes = 0;
+  std::vector<int32_t> outputValue;      ///< plan value of each output
+  std::vector<FinalCopy> finalCopies;
+  int64_t maxChunks = 1;
+  bool usedAncestors = true;             ///< reuse without extra edges (else WAR edges)
+
+  const ir::Op &srcOp(const Instruction &in) const { return program.ops[in.srcOp]; }
+};
+
+} // namespace tessel::rt

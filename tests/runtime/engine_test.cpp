@@ -1,0 +1,262 @@
+// Engine vs reference evaluator, width independence, buffer reuse, errors.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include <doctest/doctest.h>
+
+#include "ir/Builder.h"
+#include "ir/Diagnostics.h"
+#include "runtime/Runtime.h"
+#include "tests/runtime/rt_testutil.h"
+
+using namespace tessel;
+using ir::Builder;
+using ir::OpKind;
+using ir::Program;
+using ir::Tensor;
+using ir::Type;
+using namespace rttest;
+
+#ifndef RT_TRIALS
+#define RT_TRIALS 40
+#endif
+static const int kTrials = RT_TRIALS;
+
+TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equal") {
+  std::mt19937_64 rng(7);
+  Program p;
+  Builder b(p);
+  auto x = p.addInput("x", Type({3, 4}));
+  auto y = p.addInput("y", Type({3, 4}));
+  auto m = p.addInput("m", Type({5, 3}));
+  auto pos = b.add(b.mul(x, x), b.full(Type({3, 4}), 0.5));
+  std::vector<ir::ValueId> outs = {
+      b.neg(x), b.unary(OpKind::Exp, x), b.unary(OpKind::Log, pos), b.unary(OpKind::Sqrt, pos),
+      b.unary(OpKind::Sin, x), b.unary(OpKind::Cos, x), b.unary(OpKind::Abs, x),
+      b.unary(OpKind::Sign, x), b.stopGradient(x), b.add(x, y), b.sub(x, y), b.mul(x, y),
+      b.div(x, pos), b.binary(OpKind::Maximum, x, y), b.compare(x, y, "EQ"),
+      b.compare(x, y, "NE"), b.compare(x, y, "LT"), b.compare(x, y, "LE"), b.compare(x, y, "GT"),
+      b.compare(x, y, "GE"), b.select(b.compare(x, y, "GT"), x, y), b.reduceSum(x, {0}),
+      b.reduceSum(x, {1}), b.reduceSum(x, {0, 1}), b.reduceMax(x, {1}), b.reduceMax(x, {0, 1}),
+      b.broadcastInDim(x, {2, 3, 4}, {1, 2}), b.broadcastScalar(b.scalar(1.5), {2, 2}),
+      b.reshape(x, {4, 3}), b.transpose(x, {1, 0}), b.slice(x, {1, 1}, {3, 4}),
+      b.pad(x, {1, 0}, {2, 1}), b.iota({2, 3}, 1),
+      b.dotGeneral(m, x, {}, {}, {1}, {0}),       // [5,4]
+      b.dotGeneral(x, m, {}, {}, {0}, {1}),       // [4,5] (lhs transposed)
+      b.dotGeneral(x, y, {0}, {0}, {1}, {1}),     // batched [3]
+  };
+  auto usv = b.svd(m);
+  outs.insert(outs.end(), usv.begin(), usv.end());
+  for (auto v : outs) p.addOutput(v);
+  std::vector<Tensor> in = {randomTensor(Type({3, 4}), rng), randomTensor(Type({3, 4}), rng),
+                            randomTensor(Type({5, 3}), rng)};
+  in[1].data[2] = in[0].data[2]; // an EQ hit
+  auto ref = rt::evaluateReference(p, in);
+  auto plan = rt::prepare(p);
+  std::vector<Tensor> w1;
+  for (int w : {1, 2, 4}) {
+    rt::Engine e(w);
+    auto got = e.run(*plan, in);
+    REQUIRE(got.size() == ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) {
+      INFO("output " << i << " width " << w);
+      CHECK(got[i].type == ref[i].type);
+      CHECK(maxRelDiff(got[i], ref[i]) <= 1e-13);
+    }
+    if (w == 1) w1 = got;
+    else
+      for (size_t i = 0; i < ref.size(); ++i) CHECK(bitwiseEqual(got[i], w1[i]));
+  }
+}
+
+TEST_CASE("engine: random programs match the reference; widths bitwise equal") {
+  std::mt19937_64 rng(12345);
+  for (int trial = 0; trial < kTrials; ++trial) {
+    INFO("trial " << trial);
+    RandomProgram rp = randomProgram(rng, 24);
+    auto ref = rt::evaluateReference(rp.program, rp.inputs);
+    auto plan = rt::prepare(rp.program);
+    std::vector<Tensor> first;
+    for (int w : {1, 2, 4}) {
+      rt::Engine e(w);
+      auto got = e.run(*plan, rp.inputs);
+      REQUIRE(got.size() == ref.size());
+      for (size_t i = 0; i < ref.size(); ++i) {
+        INFO("output " << i << " width " << w);
+        CHECK(maxRelDiff(got[i], ref[i]) <= 1e-13);
+        if (!first.empty()) CHECK(bitwiseEqual(got[i], first[i]));
+      }
+      if (first.empty()) first = got;
+    }
+  }
+}
+
+TEST_CASE("engine: large ops split into chunks give identical results for every width") {
+  std::mt19937_64 rng(99);
+  Program p;
+  Builder b(p);
+  auto a = p.addInput("a", Type({300, 280}));
+  auto c = p.addInput("c", Type({280, 260}));
+  auto t = p.addInput("t", Type({16, 16, 16, 16}));
+  auto prod = b.dotGeneral(a, c, {}, {}, {1}, {0}); // 2*300*280*260 = 43.7 MFLOP: chunked
+  auto e1 = b.unary(OpKind::Exp, b.mul(prod, b.full(Type({300, 260}), 1e-3)));
+  auto tt = b.transpose(t, {3, 2, 1, 0});
+  auto s = b.reduceSum(b.mul(tt, tt), {0, 2});
+  auto mx = b.reduceMax(b.unary(OpKind::Abs, t), {0, 1, 2, 3});
+  auto pd = b.pad(t, {1, 0, 0, 2}, {0, 1, 1, 0});
+  p.addOutput(e1);
+  p.addOutput(s);
+  p.addOutput(mx);
+  p.addOutput(pd);
+  std::vector<Tensor> in = {randomTensor(Type({300, 280}), rng), randomTensor(Type({280, 260}), rng),
+                            randomTensor(Type({16, 16, 16, 16}), rng)};
+  auto plan = rt::prepare(p);
+  CHECK(rt::describePlan(*plan).find("chunks: 1 |") != std::string::npos);
+  auto ref = rt::evaluateReference(p, in);
+  rt::Engine e1w(1), e2w(2), e4w(4);
+  auto r1 = e1w.run(*plan, in);
+  auto r2 = e2w.run(*plan, in);
+  auto r4 = e4w.run(*plan, in);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    INFO("output " << i);
+    CHECK(maxRelDiff(r1[i], ref[i]) <= 1e-13);
+    CHECK(bitwiseEqual(r1[i], r2[i]));
+    CHECK(bitwiseEqual(r1[i], r4[i]));
+  }
+  // Repeated runs on the same engine are bitwise stable too.
+  auto again = e4w.run(*plan, in);
+  for (size_t i = 0; i < ref.size(); ++i) CHECK(bitwiseEqual(again[i], r4[i]));
+}
+
+TEST_CASE("engine: buffer reuse shrinks the arena of a chain") {
+  Program p;
+  Builder b(p);
+  auto x = p.addInput("x", Type({64, 64}));
+  ir::ValueId v = x;
+  for (int i = 0; i < 20; ++i) v = b.unary(i % 2 ? OpKind::Sin : OpKind::Cos, b.add(v, v));
+  p.addOutput(b.reduceSum(v, {0, 1}));
+  rt::PrepareOptions noReuse;
+  noReuse.reuseBuffers = false;
+  auto reuse = rt::prepare(p), plain = rt::prepare(p, noReuse);
+  const int64_t one = 64 * 64 * 8;
+  CHECK(rt::arenaBytes(*plain) >= 40 * one);
+  CHECK(rt::arenaBytes(*reuse) <= 2 * one);
+  CHECK(rt::peakLiveBytes(*reuse) <= 2 * one + 8);
+  CHECK(rt::peakLiveBytes(*reuse) >= one);
+  // Same numbers either way.
+  std::mt19937_64 rng(3);
+  std::vector<Tensor> in = {randomTensor(Type({64, 64}), rng)};
+  rt::Engine e(2);
+  CHECK(bitwiseEqual(e.run(*reuse, in)[0], e.run(*plain, in)[0]));
+  CHECK(maxRelDiff(e.run(*reuse, in)[0], rt::evaluateReference(p, in)[0]) <= 1e-13);
+}
+
+TEST_CASE("engine: reshape and stop_gradient are aliases; outputs in place") {
+  Program p;
+  Builder b(p);
+  auto x = p.addInput("x", Type({4, 4}));
+  auto r = b.reshape(b.stopGradient(x), {2, 8});
+  auto y = b.neg(r);
+  p.addOutput(y);
+  p.addOutput(r);
+  p.addOutput(b.reshape(y, {16}));
+  auto plan = rt::prepare(p);
+  CHECK(rt::planSize(*plan) == 1);
+  std::mt19937_64 rng(5);
+  std::vector<Tensor> in = {randomTensor(Type({4, 4}), rng)};
+  rt::Engine e(1);
+  auto out = e.run(*plan, in);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].type == Type({2, 8}));
+  CHECK(out[1].type == Type({2, 8}));
+  CHECK(out[2].type == Type({16}));
+  for (int i = 0; i < 16; ++i) {
+    CHECK(out[0].data[i] == -in[0].data[i]);
+    CHECK(out[1].data[i] == in[0].data[i]);
+    CHECK(out[2].data[i] == -in[0].data[i]);
+  }
+}
+
+TEST_CASE("engine: input errors name the input; the engine stays usable") {
+  Program p;
+  Builder b(p);
+  auto x = p.addInput("T", Type({2, 3}));
+  p.addOutput(b.neg(x));
+  auto plan = rt::prepare(p);
+  rt::Engine e(2);
+  CHECK_THROWS_WITH_AS(e.run(*plan, {}), doctest::Contains("1 input(s) (%T), got 0"), Error);
+  CHECK_THROWS_WITH_AS(e.run(*plan, {Tensor::zeros(Type({3, 2}))}),
+                       doctest::Contains("input %T (#0): expected f64[2,3], got f64[3,2]"), Error);
+  auto ok = e.run(*plan, {Tensor(Type({2, 3}), {1, 2, 3, 4, 5, 6})});
+  CHECK(ok[0].data[5] == -6.0);
+}
+
+TEST_CASE("engine: kernel failure names the op, then the engine is reused") {
+  Program p;
+  Builder b(p);
+  auto m = p.addInput("M", Type({8, 8}));
+  auto m2 = p.addInput("M2", Type({8, 8}));
+  b.setLoc("test: svd of M");
+  auto usv = b.svd(b.mul(m, b.full(Type({8, 8}), 2.0)));
+  b.setLoc("test: svd of M2");
+  auto usv2 = b.svd(m2);
+  p.addOutput(usv[1]);
+  p.addOutput(usv2[1]);
+  auto plan = rt::prepare(p);
+  std::mt19937_64 rng(11);
+  Tensor good = randomTensor(Type({8, 8}), rng), bad = good;
+  bad.data[9] = std::numeric_limits<double>::quiet_NaN();
+  for (int w : {1, 2, 3}) {
+    rt::Engine e(w);
+    for (int rep = 0; rep < 3; ++rep) {
+      CHECK_THROWS_WITH_AS(e.run(*plan, {bad, good}), doctest::Contains("test: svd of M\""), Error);
+      CHECK_THROWS_WITH_AS(e.run(*plan, {good, bad}), doctest::Contains("NaN or inf"), Error);
+      auto out = e.run(*plan, {good, good});
+      auto ref = rt::evaluateReference(p, {good, good});
+      CHECK(maxRelDiff(out[0], ref[0]) <= 1e-13);
+      CHECK(maxRelDiff(out[1], ref[1]) <= 1e-13);
+    }
+  }
+}
+
+TEST_CASE("engine: --check-nan stops at the first op producing NaN") {
+  Program p;
+  Builder b(p);
+  auto x = p.addInput("x", Type({3}));
+  b.setLoc("log of x");
+  auto l = b.unary(OpKind::Log, x);
+  b.setLoc("");
+  p.addOutput(b.mul(l, x));
+  rt::PrepareOptions o;
+  o.checkNan = true;
+  auto plan = rt::prepare(p, o);
+  for (int w : {1, 2}) {
+    rt::Engine e(w);
+    CHECK_THROWS_WITH_AS(e.run(*plan, {Tensor(Type({3}), {1, -1, 2})}),
+                         doctest::Contains("log of x"), Error);
+    CHECK_THROWS_WITH_AS(e.run(*plan, {Tensor(Type({3}), {1, -1, 2})}),
+                         doctest::Contains("is NaN at [1]; operands: %x finite"), Error);
+    auto ok = e.run(*plan, {Tensor(Type({3}), {1, 2, 4})});
+    CHECK(ok[0].data[1] == doctest::Approx(2 * std::log(2.0)));
+  }
+}
+
+TEST_CASE("engine: prepare rejects einsum with a message naming the op") {
+  Program p;
+  Builder b(p);
+  auto x = p.addInput("x", Type({2, 2}));
+  b.setLoc("contract");
+  p.addOutput(b.einsum("ij,jk->ik", {x, x}));
+  CHECK_THROWS_WITH_AS(rt::prepare(p), doctest::Contains("einsum must be lowered by the order pass"),
+                       Error);
+  CHECK_THROWS_WITH_AS(rt::prepare(p), doctest::Contains("contract"), Error);
+}
+
+TEST_CASE("engine: width must be positive") {
+  CHECK_THROWS_AS(rt::Engine(0), Error);
+  rt::Engine e(3);
+  CHECK(e.width() == 3);
+  CHECK(rt::blasInfo().find("1 thread") != std::string::npos);
+}
