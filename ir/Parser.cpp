@@ -792,6 +792,9 @@ Program Parser::parseFile() {
   tok_ = lex();
   if (tok_.kind == Tok::Eof)
     fail(tok_.off, "empty input: expected 'program @name(...) { ... }'");
+  if (tok_.kind == Tok::LBrace)
+    fail(tok_.off, "expected 'program' at the start of the file, got '{' (this looks like the "
+                   "JSON form: use --input-format json)");
   if (!isIdent("program")) unexpected("'program' at the start of the file");
   size_t programOff = tok_.off;
   advance();
