@@ -1,0 +1,330 @@
+// Pass manager: registry, pipeline strings (parse / canonical print / round trip,
+// errors), instrumentation (verify-each, print-ir, dump-dir, bisect, disable-pass,
+// statistics, timing, crash reproducer).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "ir/Builder.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "passes/PassManager.h"
+
+using namespace tessel;
+using namespace tessel::passes;
+
+namespace {
+
+/// f(x, beta) = sum(exp(beta * x)); one scalar output.
+ir::Program smallProgram() {
+  ir::Program p;
+  p.name = "small";
+  ir::Builder b(p);
+  ir::ValueId x = p.addInput("x", ir::Type({3}));
+  ir::ValueId beta = p.addInput("beta", ir::Type({}));
+  ir::ValueId bb = b.broadcastScalar(beta, {3});
+  ir::ValueId e = b.unary(ir::OpKind::Exp, b.mul(x, bb));
+  ir::ValueId l = b.reduceSum(e, {0});
+  p.setName(l, "l");
+  p.addOutput(l);
+  return p;
+}
+
+std::string errorOf(const std::string &pipeline) {
+  try {
+    Pipeline::parse(pipeline);
+  } catch (const Error &e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string readAll(const std::filesystem::path &p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+TEST_CASE("pm: registry has the passes with options and one-line help") {
+  const PassInfo *g = lookupPass("grad");
+  REQUIRE(g != nullptr);
+  CHECK(g->findOption("wrt") == 0);
+  CHECK(g->findOption("vjp") == 1);
+  CHECK(g->findOption("keep-outputs") == 2);
+  const PassInfo *c = lookupPass("checkpoint");
+  REQUIRE(c != nullptr);
+  CHECK(c->options[c->findOption("policy")].defaultValue == "recompute");
+  CHECK(lookupPass("nonexistent") == nullptr);
+  for (const PassInfo &p : passRegistry()) {
+    CAPTURE(p.name);
+    CHECK(!p.summary.empty());
+    CHECK(p.summary.find('\n') == std::string::npos);
+    CHECK(p.run != nullptr);
+    for (const PassOptionInfo &o : p.options) {
+      CAPTURE(o.name);
+      CHECK(!o.help.empty());
+      // Every default is itself a valid, canonical value.
+      PassInvocation inv(p);
+      inv.set(o.name, o.defaultValue);
+      CHECK(inv.get(o.name) == o.defaultValue);
+    }
+  }
+  std::string list = describePasses();
+  for (const PassInfo &p : passRegistry()) CHECK(list.find("  " + p.name + " ") != std::string::npos);
+  CHECK(list.find("policy=store|recompute|save-svd  (default: recompute)") != std::string::npos);
+}
+
+TEST_CASE("pm: pipeline strings print canonically and round trip") {
+  Pipeline p = Pipeline::parse("grad{wrt=beta},checkpoint{policy=save-svd}");
+  REQUIRE(p.passes.size() == 2);
+  CHECK(p.str() == "grad{wrt=beta,vjp=false,keep-outputs=true},"
+                   "checkpoint{policy=save-svd,regions=auto}");
+  CHECK(p.passes[0].getList("wrt") == std::vector<std::string>{"beta"});
+  CHECK(p.passes[1].get("policy") == "save-svd");
+
+  // Spacing, boolean spellings, list items and integers are canonicalised.
+  Pipeline q = Pipeline::parse(
+      " grad { wrt = a ; b , vjp = 1 , keep-outputs=off } , checkpoint{regions=007} ");
+  CHECK(q.str() == "grad{wrt=a;b,vjp=true,keep-outputs=false},"
+                   "checkpoint{policy=recompute,regions=7}");
+  CHECK(q.passes[0].getList("wrt") == std::vector<std::string>{"a", "b"});
+  CHECK(q.passes[0].getBool("vjp"));
+  CHECK_FALSE(q.passes[0].getBool("keep-outputs"));
+  CHECK(q.passes[1].getInt("regions") == 7);
+
+  for (const char *s : {"", "grad", "grad{}", "checkpoint,checkpoint{policy=store}",
+                        "grad{wrt=a;b;c,vjp=true},checkpoint{policy=recompute,regions=3},grad",
+                        "checkpoint{regions=auto}"}) {
+    CAPTURE(s);
+    Pipeline a = Pipeline::parse(s);
+    Pipeline b = Pipeline::parse(a.str());
+    CHECK(a == b);
+    CHECK(b.str() == a.str());
+  }
+  CHECK(Pipeline::parse("").empty());
+  CHECK(Pipeline::parse("grad") != Pipeline::parse("grad{vjp=true}"));
+  CHECK(Pipeline::parse("grad{}") == Pipeline::parse("grad"));
+}
+
+TEST_CASE("pm: bad pipeline strings name the pass and option and list the allowed ones") {
+  std::string e = errorOf("grad,csee");
+  CHECK(e.find("unknown pass 'csee'") != std::string::npos);
+  CHECK(e.find("known passes: grad, checkpoint") != std::string::npos);
+
+  e = errorOf("checkpoint{strategy=x}");
+  CHECK(e.find("pass 'checkpoint' has no option 'strategy' (options: policy, regions)") !=
+        std::string::npos);
+
+  e = errorOf("checkpoint{policy=fast}");
+  CHECK(e.find("pass 'checkpoint', option 'policy': invalid value 'fast' "
+               "(allowed: store, recompute, save-svd)") != std::string::npos);
+
+  e = errorOf("grad{vjp=maybe}");
+  CHECK(e.find("option 'vjp': invalid value 'maybe' (allowed: true, false)") !=
+        std::string::npos);
+
+  e = errorOf("checkpoint{regions=0}");
+  CHECK(e.find("expected 'auto' or an integer >= 1") != std::string::npos);
+
+  e = errorOf("grad{wrt=a;;b}");
+  CHECK(e.find("empty item") != std::string::npos);
+
+  e = errorOf("grad{wrt=beta");
+  CHECK(e.find("expected '}'") != std::string::npos);
+  CHECK(e.find("column 14") != std::string::npos);
+  CHECK(e.find("\n  grad{wrt=beta\n               ^") != std::string::npos);
+
+  CHECK(errorOf("grad,").find("expected a pass name after ','") != std::string::npos);
+  CHECK(errorOf("grad checkpoint").find("expected ',' between passes") != std::string::npos);
+  CHECK(errorOf("grad{vjp}").find("expected '=' after option 'vjp'") != std::string::npos);
+  CHECK(errorOf("grad{vjp=true,vjp=false}").find("option 'vjp' given twice") !=
+        std::string::npos);
+  CHECK(errorOf("{").find("expected a pass name") != std::string::npos);
+}
+
+TEST_CASE("pm: run records every pass; print-ir, after-change, disable, statistics") {
+  ir::Program p = smallProgram();
+  std::ostringstream log;
+  PassManagerOptions o;
+  o.log = &log;
+  o.printIrBefore = {"checkpoint"};
+  o.printIrAfterChange = true;
+  o.statistics = true;
+  o.disabledPasses = {};
+  PassManager pm(Pipeline::parse("grad{wrt=beta},checkpoint{policy=store},"
+                                 "checkpoint{policy=recompute,regions=1}"),
+                 o);
+  PassRunReport r = pm.run(p);
+  REQUIRE(r.passes.size() == 3);
+  CHECK(r.passes[0].changed);
+  CHECK(r.passes[0].opsBefore == 4);
+  CHECK(r.passes[0].opsAfter > 4);
+  CHECK_FALSE(r.passes[1].changed); // store never changes the program
+  CHECK(r.passes[2].changed);
+  CHECK(r.passes[2].stats.counters.at("recomputed-ops") > 0);
+  CHECK(r.passes[2].opsAfter == r.passes[2].opsBefore + r.passes[2].stats.counters.at("recomputed-ops"));
+  std::string s = log.str();
+  CHECK(s.find("// -----// IR Dump At Start //----- //\nprogram @small(") != std::string::npos);
+  CHECK(s.find("// -----// IR Dump After grad (1) //----- //") != std::string::npos);
+  CHECK(s.find("// -----// IR Dump Before checkpoint (2) //----- //") != std::string::npos);
+  CHECK(s.find("// -----// IR Dump After checkpoint (2) omitted: no change //----- //") !=
+        std::string::npos);
+  CHECK(s.find("// -----// IR Dump After checkpoint (3) //----- //") != std::string::npos);
+  CHECK(s.find("Pass statistics report") != std::string::npos);
+  CHECK(s.find("(2) checkpoint{policy=store,regions=auto}: ops ") != std::string::npos);
+  // The final program still verifies and has grad_beta.
+  CHECK(p.outputName(1) == "grad_beta");
+
+  // Disabling a pass skips it everywhere it appears.
+  ir::Program q = smallProgram();
+  PassManagerOptions o2;
+  std::ostringstream log2;
+  o2.log = &log2;
+  o2.disabledPasses = {"checkpoint"};
+  PassRunReport r2 = PassManager(Pipeline::parse("grad,checkpoint,checkpoint"), o2).run(q);
+  CHECK(r2.passes[0].status == PassRecord::Status::Ran);
+  CHECK(r2.passes[1].status == PassRecord::Status::Disabled);
+  CHECK(r2.passes[2].status == PassRecord::Status::Disabled);
+  CHECK(log2.str().empty());
+
+  CHECK_THROWS_WITH_AS(PassManager(Pipeline{}, [] {
+                         PassManagerOptions x;
+                         x.disabledPasses = {"nope"};
+                         return x;
+                       }()),
+                       doctest::Contains("--disable-pass: unknown pass 'nope'"), Error);
+  CHECK_THROWS_AS(PassManager(Pipeline{}, [] {
+                    PassManagerOptions x;
+                    x.printIrAfter = {"grad", "cse2"};
+                    return x;
+                  }()),
+                  Error);
+}
+
+TEST_CASE("pm: bisect limit runs only the first N executions and logs each one") {
+  ir::Program p = smallProgram();
+  ir::Program orig = p;
+  std::ostringstream log;
+  PassManagerOptions o;
+  o.log = &log;
+  o.bisectLimit = 1;
+  PassRunReport r =
+      PassManager(Pipeline::parse("grad{wrt=beta},checkpoint{regions=1}"), o).run(p);
+  CHECK(r.passes[0].status == PassRecord::Status::Ran);
+  CHECK(r.passes[1].status == PassRecord::Status::Bisected);
+  CHECK(log.str() ==
+        "BISECT: running pass (1) grad{wrt=beta,vjp=false,keep-outputs=true} on program @small\n"
+        "BISECT: NOT running pass (2) checkpoint{policy=recompute,regions=1} on program @small\n");
+  // Limit 0 runs nothing.
+  ir::Program q = orig;
+  std::ostringstream log0;
+  o.log = &log0;
+  o.bisectLimit = 0;
+  PassManager(Pipeline::parse("grad"), o).run(q);
+  CHECK(ir::printProgram(q) == ir::printProgram(orig));
+  CHECK(log0.str().find("BISECT: NOT running pass (1) grad") == 0);
+  o.bisectLimit = -2;
+  CHECK_THROWS_AS(PassManager(Pipeline{}, o), Error);
+}
+
+TEST_CASE("pm: dump-dir writes one parseable file per stage, numbered") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "tessel_pm_dump_test";
+  fs::remove_all(dir);
+  ir::Program p = smallProgram();
+  PassManagerOptions o;
+  o.dumpDir = dir.string();
+  o.disabledPasses = {"checkpoint"};
+  std::ostringstream log;
+  o.log = &log;
+  PassManager(Pipeline::parse("grad{wrt=beta},checkpoint,checkpoint{policy=store}"), o).run(p);
+  CHECK(fs::exists(dir / "00-input.tir"));
+  CHECK(fs::exists(dir / "01-grad.tir"));
+  CHECK_FALSE(fs::exists(dir / "02-checkpoint.tir")); // disabled: not run, no file
+  CHECK_FALSE(fs::exists(dir / "03-checkpoint.tir"));
+  o.disabledPasses = {};
+  ir::Program p2 = smallProgram();
+  PassManager(Pipeline::parse("grad{wrt=beta},checkpoint{regions=1},checkpoint{policy=store}"), o)
+      .run(p2);
+  CHECK(fs::exists(dir / "02-checkpoint.tir"));
+  CHECK(fs::exists(dir / "03-checkpoint.tir"));
+  p = p2;
+  ir::Program in = ir::parseProgram(readAll(dir / "00-input.tir"));
+  CHECK(ir::printProgram(in) == ir::printProgram(smallProgram()));
+  std::string last = readAll(dir / "03-checkpoint.tir");
+  CHECK(last.find("// tessel pass dump: after pass 3 of 3: checkpoint{policy=store") == 0);
+  CHECK(ir::printProgram(ir::parseProgram(last)) == ir::printProgram(p));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("pm: a throwing pass writes a crash reproducer and names it") {
+  namespace fs = std::filesystem;
+  fs::path file = fs::temp_directory_path() / "tessel_pm_repro_test.tir";
+  fs::remove(file);
+  ir::Program p = smallProgram();
+  PassManagerOptions o;
+  o.crashReproducer = file.string();
+  std::ostringstream log;
+  o.log = &log;
+  // checkpoint on a program without gradients is a user error.
+  PassManager pm(Pipeline::parse("checkpoint{policy=save-svd}"), o);
+  std::string msg;
+  try {
+    pm.run(p);
+  } catch (const Error &e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("no gradient outputs") != std::string::npos);
+  CHECK(msg.find("note: while running pass 'checkpoint' (1 of 1)") != std::string::npos);
+  CHECK(msg.find("crash reproducer (the program before the pass) written to '" + file.string() +
+                 "'") != std::string::npos);
+  REQUIRE(fs::exists(file));
+  std::string text = readAll(file);
+  CHECK(text.find("// pipeline: checkpoint{policy=save-svd,regions=auto}\n") != std::string::npos);
+  CHECK(text.find("--passes='checkpoint{policy=save-svd,regions=auto}'") != std::string::npos);
+  // The reproducer parses back to the pass's input.
+  CHECK(ir::printProgram(ir::parseProgram(text)) == ir::printProgram(smallProgram()));
+  fs::remove(file);
+
+  // Without a reproducer the pass's error is rethrown with the note only.
+  ir::Program q = smallProgram();
+  PassManagerOptions o2;
+  o2.log = &log;
+  CHECK_THROWS_WITH_AS(PassManager(Pipeline::parse("checkpoint"), o2).run(q),
+                       doctest::Contains("note: while running pass 'checkpoint'"), Error);
+}
+
+TEST_CASE("pm: verify-each checks the input and names the pass") {
+  ir::Program p = smallProgram();
+  p.outputs.push_back(12345); // undefined output: the input does not verify
+  PassManagerOptions o;
+  std::ostringstream log;
+  o.log = &log;
+  CHECK_THROWS_WITH_AS(PassManager(Pipeline::parse("grad"), o).run(p),
+                       doctest::Contains("the input program does not verify"), Error);
+}
+
+TEST_CASE("pm: timing reports in text and JSON") {
+  ir::Program p = smallProgram();
+  PassManagerOptions o;
+  std::ostringstream log;
+  o.log = &log;
+  o.timePasses = true;
+  PassRunReport r = PassManager(Pipeline::parse("grad,checkpoint{regions=1}"), o).run(p);
+  std::string s = log.str();
+  CHECK(s.find("... Pass execution timing report ...") != std::string::npos);
+  CHECK(s.find("  grad (1)\n") != std::string::npos);
+  CHECK(s.find("  checkpoint (2)\n") != std::string::npos);
+  CHECK(s.find("  verifier\n") != std::string::npos);
+  CHECK(r.totalSeconds >= r.passes[0].seconds + r.passes[1].seconds);
+  std::string j = r.timingJson();
+  CHECK(j.find("\"name\": \"grad\"") != std::string::npos);
+  CHECK(j.find("\"pass\": \"checkpoint{policy=recompute,regions=1}\"") != std::string::npos);
+  CHECK(j.find("\"status\": \"ran\"") != std::string::npos);
+}
