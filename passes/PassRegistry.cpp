@@ -13,7 +13,11 @@
 
 #include "ir/Diagnostics.h"
 #include "passes/Checkpoint.h"
+#include "passes/Cse.h"
+#include "passes/Dce.h"
+#include "passes/Fold.h"
 #include "passes/Grad.h"
+#include "passes/Order.h"
 #include "passes/PassManager.h"
 
 namespace tessel::passes {
@@ -100,6 +104,62 @@ bool runCheckpointPass(ir::Program &p, const PassInvocation &inv, PassStatistics
   return changed;
 }
 
+PassOptionInfo intOption(std::string name, int64_t def, int64_t minValue, std::string help) {
+  PassOptionInfo o;
+  o.name = std::move(name);
+  o.kind = Kind::Int;
+  o.defaultValue = std::to_string(def);
+  o.minInt = minValue;
+  o.help = std::move(help);
+  return o;
+}
+
+int64_t countOps(const ir::Program &p, ir::OpKind k) {
+  int64_t n = 0;
+  for (const ir::Op &op : p.ops) n += op.kind == k;
+  return n;
+}
+
+//--- order ---------------------------------------------------------------------
+
+bool runOrderPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stats) {
+  OrderOptions o;
+  o.strategy = parseOrderStrategy(inv.get("strategy"));
+  int64_t einsums = countOps(p, ir::OpKind::Einsum);
+  int64_t dots = countOps(p, ir::OpKind::DotGeneral);
+  bool changed = runOrder(p, o);
+  stats.add("einsums-lowered", einsums - countOps(p, ir::OpKind::Einsum));
+  stats.add("dot-generals-created", countOps(p, ir::OpKind::DotGeneral) - dots);
+  return changed;
+}
+
+//--- cse / dce / fold ----------------------------------------------------------
+
+bool runCsePass(ir::Program &p, const PassInvocation &, PassStatistics &stats) {
+  CseStats s;
+  bool changed = runCse(p, CseOptions{}, &s);
+  stats.add("merged-ops", s.mergedOps);
+  return changed;
+}
+
+bool runDcePass(ir::Program &p, const PassInvocation &, PassStatistics &stats) {
+  DceStats s;
+  bool changed = runDce(p, DceOptions{}, &s);
+  stats.add("removed-ops", s.removedOps);
+  stats.add("removed-values", s.removedValues);
+  return changed;
+}
+
+bool runFoldPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stats) {
+  FoldOptions o;
+  o.maxBroadcastConstant = inv.getInt("max-broadcast-constant");
+  FoldStats s;
+  bool changed = runFold(p, o, &s);
+  stats.add("folded", s.folded);
+  stats.add("erased-ops", s.erased);
+  return changed;
+}
+
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
 
@@ -125,6 +185,35 @@ std::vector<PassInfo> buildRegistry() {
        autoOrCountOption("regions", "forward regions whose inputs are saved (1 = whole "
                                     "forward; auto = round(sqrt(forward ops)))")},
       runCheckpointPass});
+
+  r.push_back(PassInfo{
+      "order",
+      "Contraction ordering: lower every einsum into binary dot_generals (opt_einsum cost "
+      "model)",
+      {enumOption("strategy", {"chain", "pairwise", "greedy", "optimal", "auto"}, "auto",
+                  "chain: left to right; pairwise: balanced; greedy: opt_einsum greedy; "
+                  "optimal: DP over subsets; auto: optimal up to 8 operands, else greedy")},
+      runOrderPass});
+
+  r.push_back(PassInfo{"cse",
+                       "Common subexpression elimination (never merges remat: ops with "
+                       "forward ones)",
+                       {},
+                       runCsePass});
+
+  r.push_back(PassInfo{"dce",
+                       "Dead code elimination (keeps every output and input, zero gradients "
+                       "included)",
+                       {},
+                       runDcePass});
+
+  r.push_back(PassInfo{
+      "fold",
+      "Algebraic folds: transpose/reshape chains, identities, x*1, x+0, neg(neg x), "
+      "constant broadcasts",
+      {intOption("max-broadcast-constant", 256, 0,
+                 "largest constant (elements) a broadcast of a scalar constant folds into")},
+      runFoldPass});
 
   return r;
 }
