@@ -218,7 +218,7 @@ private:
       t.kind = c == '%' ? Tok::Value : Tok::Symbol;
       if (pos_ < src_.size() && src_[pos_] == '"') {
         t.text = lexString(pos_);
-        if (t.text.empty()) fail(t.off, std::string("empty name after '") + c + "'");
+        if (t.text.empty() && c == '%') fail(t.off, "empty value name '%\"\"'");
       } else {
         size_t b = pos_;
         while (pos_ < src_.size() && isNameChar(src_[pos_])) ++pos_;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 
 #include "ir/Builder.h"
@@ -537,4 +538,86 @@ TEST_CASE("dot: nodes for inputs, ops and outputs; edges labelled with values") 
   CHECK(dot.find("op0 -> out1 [label=\"%1 : f64[4]\"];") != std::string::npos);
   CHECK(dot.find("out2 [shape=house") != std::string::npos);
   CHECK(dot.substr(dot.size() - 2) == "}\n");
+}
+
+TEST_CASE("parser: every truncation and random byte damage gives a ParseError, never a crash") {
+  Program p = exampleFor(OpKind::Svd);
+  Builder b(p);
+  p.addOutput(b.constant(Tensor(Type({2, 2}), {1, -2, 0.5, 1e-3})));
+  p.addOutput(b.compare(p.inputs[0], p.inputs[0], "LT"));
+  std::string text = printProgram(p);
+  size_t errors = 0;
+  for (size_t n = 0; n < text.size(); ++n) {
+    if (n == text.size() - 1) continue;
+    std::string cut = text.substr(0, n);
+    try {
+      parseProgram(cut, "cut.tir");
+    } catch (const ParseError &e) {
+      ++errors;
+      CHECK(e.pos().known());
+      CHECK(std::string(e.what()).find("cut.tir:") == 0);
+    }
+  }
+  // Every prefix fails except the one that only drops the final newline.
+  CHECK(errors == text.size() - 1);
+  CHECK(printProgram(parseProgram(text.substr(0, text.size() - 1))) == text);
+  std::mt19937 rng(12345);
+  const char bytes[] = {'%', '{', '}', '[', ']', ',', ':', '=', '"', '-', '1', 'x', ' ', '\n',
+                        '<', '>', '\xff', '\\', '@', '('};
+  int parsed = 0, failed = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string t = text;
+    int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng() % t.size();
+      switch (rng() % 3) {
+      case 0: t[at] = bytes[rng() % sizeof bytes]; break;
+      case 1: t.erase(at, 1 + rng() % 4); break;
+      default: t.insert(at, 1, bytes[rng() % sizeof bytes]); break;
+      }
+      if (t.empty()) t = "x";
+    }
+    try {
+      Program q = parseProgram(t, "fuzz.tir");
+      ++parsed;
+      // Whatever parses must be valid and print canonically.
+      CHECK(verify(q).empty());
+      std::string once = printProgram(q);
+      CHECK(printProgram(parseProgram(once)) == once);
+    } catch (const ParseError &e) {
+      ++failed;
+      CHECK(e.pos().known());
+    }
+  }
+  CHECK(parsed + failed == 3000);
+  CHECK(failed > 2000); // most damage is detected
+}
+
+TEST_CASE("json: random damage gives a tessel::Error, never a crash") {
+  Program p = exampleFor(OpKind::Einsum);
+  Builder b(p);
+  p.addOutput(b.constant(Tensor(Type({2}), {1, -2})));
+  std::string json = programToJson(p);
+  std::mt19937 rng(777);
+  const char bytes[] = {'{', '}', '[', ']', ',', ':', '"', '-', '1', 'e', ' ', 'n', '\xff', '0'};
+  int parsed = 0, failed = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    std::string t = json;
+    size_t at = rng() % t.size();
+    switch (rng() % 3) {
+    case 0: t[at] = bytes[rng() % sizeof bytes]; break;
+    case 1: t.erase(at, 1 + rng() % 6); break;
+    default: t.insert(at, 1, bytes[rng() % sizeof bytes]); break;
+    }
+    try {
+      Program q = programFromJson(t, "fuzz.json");
+      ++parsed;
+      CHECK(verify(q).empty());
+    } catch (const Error &e) {
+      ++failed;
+      CHECK(std::string(e.what()).find("fuzz.json") == 0);
+    }
+  }
+  CHECK(parsed + failed == 1500);
+  CHECK(failed > 1000);
 }
