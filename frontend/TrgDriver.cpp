@@ -1,0 +1,463 @@
+//===- frontend/TrgDriver.cpp - Staged and whole-graph TRG drivers ----------------===//
+#include "frontend/TrgDriver.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "ir/Diagnostics.h"
+#include "passes/Grad.h"
+
+namespace tessel::frontend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string fmtG(double v, int prec = 17) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+  return buf;
+}
+
+std::string classGroup(int64_t din, int64_t dout) {
+  return "step " + std::to_string(din) + "->" + std::to_string(dout);
+}
+
+} // namespace
+
+const char *trgModeName(TrgMode m) { return m == TrgMode::Staged ? "staged" : "whole"; }
+
+TrgMode parseTrgMode(const std::string &s) {
+  if (s == "staged") return TrgMode::Staged;
+  if (s == "whole") return TrgMode::Whole;
+  throw Error("error: --mode: unknown mode '" + s + "' (allowed: staged, whole)");
+}
+
+std::string defaultTrgPipeline(passes::OrderStrategy order) {
+  return std::string("order{strategy=") + passes::orderStrategyName(order) + "},cse,dce";
+}
+
+void validateTrgOptions(const TrgOptions &o) {
+  if (o.chi < 2)
+    throw Error("error: --chi must be an integer >= 2, got " + std::to_string(o.chi));
+  if (o.steps < 1)
+    throw Error("error: --steps must be an integer >= 1, got " + std::to_string(o.steps));
+  if (o.width < 1)
+    throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
+  if (!(o.svdEps >= 0) || !std::isfinite(o.svdEps))
+    throw Error("error: svd eps must be finite and >= 0, got " + fmtG(o.svdEps));
+  if (!(o.rankTol >= 0) || !std::isfinite(o.rankTol))
+    throw Error("error: rank tolerance must be finite and >= 0, got " + fmtG(o.rankTol));
+  if (!o.ranks.empty()) {
+    if (static_cast<int>(o.ranks.size()) != o.steps)
+      throw Error("error: --ranks has " + std::to_string(o.ranks.size()) +
+                  " entries but --steps is " + std::to_string(o.steps));
+    checkTrgRanks(o.ranks, o.chi);
+  }
+}
+
+//===--- Impl ----------------------------------------------------------------------===//
+
+struct TrgDriver::Impl {
+  /// A forward/backward pair from splitVjp.
+  struct Split {
+    int fwd = -1, bwd = -1;
+    std::vector<passes::Residual> residuals;
+    size_t numPrimal = 0;
+  };
+
+  TrgOptions o;
+  std::vector<int64_t> ranks;
+  std::vector<int64_t> dims; // dims[n] = D of the input of step n+1; dims[N] = final D
+  std::vector<TrgProgramInfo> progs;
+  std::vector<std::string> groupOrder;
+  std::map<std::string, int> groupUses;
+  std::unique_ptr<passes::PassManager> pm;
+  std::unique_ptr<rt::Engine> engine;
+
+  // Staged programs.
+  int initValue = -1, closureValue = -1;
+  Split initSplit, closureSplit;
+  std::map<std::pair<int64_t, int64_t>, int> stepValue;
+  std::map<std::pair<int64_t, int64_t>, Split> stepSplit;
+  // Whole programs.
+  int wholeValue = -1, wholeGrad = -1, wholeSecond = -1;
+
+  explicit Impl(TrgOptions opts) : o(std::move(opts)) {
+    validateTrgOptions(o);
+    ranks = o.ranks.empty() ? trgDefaultRanks(o.chi, o.steps) : o.ranks;
+    dims.push_back(2);
+    for (int64_t r : ranks) dims.push_back(r);
+    std::string pipe = o.pipeline.empty() ? defaultTrgPipeline(o.order) : o.pipeline;
+    pm = std::make_unique<passes::PassManager>(passes::Pipeline::parse(pipe, "--passes"),
+                                               o.passOptions);
+    if (!o.reference) engine = std::make_unique<rt::Engine>(o.width);
+    if (o.mode == TrgMode::Staged) compileStaged();
+    else compileWhole();
+    if (o.second) compileSecond();
+  }
+
+  void noteGroup(const std::string &g) {
+    if (!groupUses.count(g)) groupOrder.push_back(g);
+    ++groupUses[g];
+  }
+
+  /// Runs the pipeline on `p` in place; returns the wall time in ms.
+  double runPasses(ir::Program &p) {
+    auto t0 = Clock::now();
+    pm->run(p);
+    return msSince(t0);
+  }
+
+  /// Registers a finished program: prepares it (timed) and stores it.
+  int add(std::string group, std::string role, ir::Program p, size_t tracedOps, double traceMs,
+          double passesMs, int64_t residualBytes = 0) {
+    TrgProgramInfo info;
+    info.group = std::move(group);
+    info.role = std::move(role);
+    info.tracedOps = tracedOps;
+    info.ops = p.ops.size();
+    info.traceMs = traceMs;
+    info.passesMs = passesMs;
+    info.residualBytes = residualBytes;
+    if (!o.reference) {
+      auto t0 = Clock::now();
+      info.plan = rt::prepare(p);
+      info.prepareMs = msSince(t0);
+    }
+    info.program = std::move(p);
+    progs.push_back(std::move(info));
+    return static_cast<int>(progs.size()) - 1;
+  }
+
+  /// Traces with `build`, runs the passes, adds the value program and (when gradients
+  /// are requested) the splitVjp pair with respect to `wrt`.
+  template <class Build>
+  void compileStagedProgram(const std::string &group, Build build, const std::string &wrt,
+                            int &valueIdx, Split *split) {
+    auto t0 = Clock::now();
+    ir::Program p = build();
+    double traceMs = msSince(t0);
+    size_t traced = p.ops.size();
+    double passMs = runPasses(p);
+    if (o.grad && split) {
+      auto t1 = Clock::now();
+      passes::GradOptions go;
+      go.wrt = {wrt};
+      go.vjp = true;
+      passes::ForwardBackward fb = passes::splitVjp(p, go, o.checkpoint);
+      double splitMs = msSince(t1);
+      size_t fTraced = fb.forward.ops.size(), bTraced = fb.backward.ops.size();
+      double fMs = runPasses(fb.forward);
+      double bMs = runPasses(fb.backward);
+      split->residuals = fb.residuals;
+      split->numPrimal = fb.numPrimalOutputs;
+      int64_t resBytes = fb.residualBytes();
+      valueIdx = add(group, "value", std::move(p), traced, traceMs, passMs);
+      split->fwd = add(group, "vjp forward", std::move(fb.forward), fTraced, 0, splitMs / 2 + fMs,
+                       resBytes);
+      split->bwd = add(group, "vjp backward", std::move(fb.backward), bTraced, 0,
+                       splitMs / 2 + bMs);
+    } else {
+      valueIdx = add(group, "value", std::move(p), traced, traceMs, passMs);
+    }
+  }
+
+  void compileStaged() {
+    TrgStepOptions so;
+    so.svdEps = o.svdEps;
+    so.outputKeptSingularValues = true;
+    noteGroup("init");
+    compileStagedProgram("init", [] { return buildTrgInit(); }, "beta", initValue, &initSplit);
+    for (size_t n = 0; n < ranks.size(); ++n) {
+      auto key = std::make_pair(dims[n], dims[n + 1]);
+      std::string g = classGroup(key.first, key.second);
+      noteGroup(g);
+      if (stepValue.count(key)) continue;
+      int idx = -1;
+      Split &sp = stepSplit[key];
+      compileStagedProgram(g, [&] { return buildTrgStep(key.first, key.second, so); }, "T", idx,
+                           &sp);
+      stepValue[key] = idx;
+    }
+    std::string g = "closure " + std::to_string(dims.back());
+    noteGroup(g);
+    int64_t D = dims.back();
+    compileStagedProgram(g, [D] { return buildTrgClosure(D); }, "T", closureValue, &closureSplit);
+  }
+
+  void compileWhole() {
+    TrgStepOptions so;
+    so.svdEps = o.svdEps;
+    so.outputKeptSingularValues = true;
+    noteGroup("whole");
+    auto t0 = Clock::now();
+    ir::Program p = buildTrgWhole(ranks, so);
+    double traceMs = msSince(t0);
+    size_t traced = p.ops.size();
+    double passMs = runPasses(p);
+    if (o.grad) {
+      // value_and_grad with a zero cotangent for %skept: outputs (lnz, skept, grad_beta).
+      auto t1 = Clock::now();
+      passes::GradOptions go;
+      go.wrt = {"beta"};
+      go.vjp = true;
+      go.keepOutputs = true;
+      ir::Program g = passes::grad(p, go);
+      if (o.checkpoint != passes::RematPolicy::Store) {
+        passes::CheckpointOptions co;
+        co.policy = o.checkpoint;
+        passes::runCheckpoint(g, co);
+      }
+      double gradMs = msSince(t1);
+      size_t gTraced = g.ops.size();
+      double gMs = runPasses(g);
+      wholeValue = add("whole", "value", std::move(p), traced, traceMs, passMs);
+      wholeGrad = add("whole", "value+grad", std::move(g), gTraced, 0, gradMs + gMs);
+    } else {
+      wholeValue = add("whole", "value", std::move(p), traced, traceMs, passMs);
+    }
+  }
+
+  /// d²(lnZ/N)/dβ² = grad(grad(whole)) (whole program, both modes).
+  void compileSecond() {
+    TrgStepOptions so;
+    so.svdEps = o.svdEps;
+    noteGroup("second");
+    auto t0 = Clock::now();
+    ir::Program p = buildTrgWhole(ranks, so);
+    double traceMs = msSince(t0);
+    double passMs = runPasses(p);
+    auto t1 = Clock::now();
+    passes::GradOptions g1;
+    g1.wrt = {"beta"};
+    g1.keepOutputs = false;
+    ir::Program d1 = passes::grad(p, g1);
+    runPasses(d1);
+    passes::GradOptions g2;
+    g2.wrt = {"beta"};
+    g2.keepOutputs = true;
+    ir::Program d2 = passes::grad(d1, g2); // outputs (d lnz, d² lnz)
+    size_t traced = d2.ops.size();
+    double gMs = msSince(t1);
+    double pMs = runPasses(d2);
+    wholeSecond = add("second", "second", std::move(d2), traced, traceMs, passMs + gMs + pMs);
+  }
+
+  std::vector<ir::Tensor> run(int idx, const std::vector<ir::Tensor> &in) {
+    const TrgProgramInfo &pi = progs[static_cast<size_t>(idx)];
+    if (o.reference) return rt::evaluateReference(pi.program, in);
+    return engine->run(*pi.plan, in);
+  }
+
+  void checkBeta(double beta) const {
+    if (!std::isfinite(beta) || beta <= 0)
+      throw Error("error: trg: beta must be finite and > 0, got " + fmtG(beta));
+  }
+
+  void checkKept(size_t n, const double *s, TrgResult &r) const {
+    r.keptSingularValues.push_back({s[0], s[1]});
+    for (int k = 0; k < 2; ++k)
+      if (!(s[k] > o.rankTol)) {
+        const char *m = k == 0 ? "a" : "b";
+        throw Error("error: trg: step " + std::to_string(n + 1) + " (" +
+                    std::to_string(dims[n]) + "->" + std::to_string(dims[n + 1]) +
+                    ", beta = " + fmtG(r.beta) + "): the smallest kept singular value s" + m +
+                    "[" + std::to_string(dims[n + 1] - 1) + "] = " + fmtG(s[k], 6) +
+                    " of M" + m + " is <= tol = " + fmtG(o.rankTol, 6) +
+                    "; it is an exact zero and its derivative would be infinite. Keep fewer "
+                    "singular values in this step with --ranks (D' < " +
+                    std::to_string(dims[n + 1]) + ")");
+      }
+  }
+
+  void checkFinite(const char *what, double v, double beta) const {
+    if (!std::isfinite(v))
+      throw Error(std::string("error: trg: ") + what + " is not finite (" + fmtG(v) +
+                  ") at beta = " + fmtG(beta));
+  }
+
+  static ir::Tensor scalar(double v) { return ir::Tensor::scalar(v); }
+
+  /// Inputs of a backward program: residuals (moved out of the forward's outputs or
+  /// copied from its inputs), then the cotangents.
+  static std::vector<ir::Tensor> backwardInputs(const Split &s, std::vector<ir::Tensor> &fin,
+                                                std::vector<ir::Tensor> &fout,
+                                                std::vector<ir::Tensor> cts) {
+    std::vector<ir::Tensor> in;
+    in.reserve(s.residuals.size() + cts.size());
+    for (const passes::Residual &r : s.residuals)
+      in.push_back(r.forwardInput >= 0 ? fin[static_cast<size_t>(r.forwardInput)]
+                                       : std::move(fout[static_cast<size_t>(r.forwardOutput)]));
+    for (ir::Tensor &t : cts) in.push_back(std::move(t));
+    return in;
+  }
+
+  TrgResult valueStaged(double beta) {
+    TrgResult r;
+    r.beta = beta;
+    ir::Tensor T = std::move(run(initValue, {scalar(beta)})[0]);
+    double lnz = 0;
+    for (size_t n = 0; n < ranks.size(); ++n) {
+      auto out = run(stepValue.at({dims[n], dims[n + 1]}), {T});
+      checkKept(n, out[2].data.data(), r);
+      r.logm.push_back(out[0].data[0]);
+      lnz += out[0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
+      T = std::move(out[1]);
+    }
+    double lntr = run(closureValue, {T})[0].data[0];
+    lnz += lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
+    checkFinite("lnZ/N", lnz, beta);
+    r.lnZ = lnz;
+    return r;
+  }
+
+  TrgResult valueWhole(double beta) {
+    TrgResult r;
+    r.beta = beta;
+    auto out = run(wholeValue, {scalar(beta)});
+    for (size_t n = 0; n < ranks.size(); ++n) checkKept(n, out[1].data.data() + 2 * n, r);
+    checkFinite("lnZ/N", out[0].data[0], beta);
+    r.lnZ = out[0].data[0];
+    return r;
+  }
+
+  TrgResult gradStaged(double beta) {
+    TrgResult r;
+    r.beta = beta;
+    const size_t N = ranks.size();
+    // Forward sweep: keep every step's inputs and outputs (residuals included).
+    std::vector<ir::Tensor> initIn = {scalar(beta)};
+    std::vector<ir::Tensor> initOut = run(initSplit.fwd, initIn);
+    std::vector<std::vector<ir::Tensor>> ins(N), outs(N);
+    ir::Tensor T = initOut[0];
+    double lnz = 0;
+    for (size_t n = 0; n < N; ++n) {
+      const Split &sp = stepSplit.at({dims[n], dims[n + 1]});
+      ins[n] = {std::move(T)};
+      outs[n] = run(sp.fwd, ins[n]);
+      checkKept(n, outs[n][2].data.data(), r);
+      r.logm.push_back(outs[n][0].data[0]);
+      lnz += outs[n][0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
+      T = outs[n][1];
+    }
+    std::vector<ir::Tensor> clIn = {std::move(T)};
+    std::vector<ir::Tensor> clOut = run(closureSplit.fwd, clIn);
+    lnz += clOut[0].data[0] * std::ldexp(1.0, -static_cast<int>(N));
+    checkFinite("lnZ/N", lnz, beta);
+    r.lnZ = lnz;
+    // Backward sweep.
+    ir::Tensor ct = std::move(
+        run(closureSplit.bwd,
+            backwardInputs(closureSplit, clIn, clOut, {scalar(std::ldexp(1.0, -static_cast<int>(N)))}))[0]);
+    for (size_t n = N; n-- > 0;) {
+      const Split &sp = stepSplit.at({dims[n], dims[n + 1]});
+      std::vector<ir::Tensor> cts;
+      cts.push_back(scalar(std::ldexp(1.0, -static_cast<int>(n)))); // ct_logm
+      cts.push_back(std::move(ct));                                 // ct_Tn
+      cts.push_back(ir::Tensor::zeros(ir::Type({2})));              // ct_skept
+      ct = std::move(run(sp.bwd, backwardInputs(sp, ins[n], outs[n], std::move(cts)))[0]);
+      ins[n].clear();
+      outs[n].clear();
+    }
+    std::vector<ir::Tensor> cts;
+    cts.push_back(std::move(ct));
+    double g = run(initSplit.bwd, backwardInputs(initSplit, initIn, initOut, std::move(cts)))[0]
+                   .data[0];
+    checkFinite("d(lnZ/N)/dbeta", g, beta);
+    r.dlnZ = g;
+    return r;
+  }
+
+  TrgResult gradWhole(double beta) {
+    TrgResult r;
+    r.beta = beta;
+    const size_t N = ranks.size();
+    auto out = run(wholeGrad, {scalar(beta), scalar(1.0),
+                               ir::Tensor::zeros(ir::Type({static_cast<int64_t>(N), 2}))});
+    for (size_t n = 0; n < N; ++n) checkKept(n, out[1].data.data() + 2 * n, r);
+    checkFinite("lnZ/N", out[0].data[0], beta);
+    checkFinite("d(lnZ/N)/dbeta", out[2].data[0], beta);
+    r.lnZ = out[0].data[0];
+    r.dlnZ = out[2].data[0];
+    return r;
+  }
+};
+
+//===--- TrgDriver -------------------------------------------------------------===//
+
+TrgDriver::TrgDriver(TrgOptions opts) : impl_(std::make_unique<Impl>(std::move(opts))) {}
+TrgDriver::~TrgDriver() = default;
+
+const TrgOptions &TrgDriver::options() const { return impl_->o; }
+const std::vector<int64_t> &TrgDriver::ranks() const { return impl_->ranks; }
+const std::vector<TrgProgramInfo> &TrgDriver::programs() const { return impl_->progs; }
+
+TrgResult TrgDriver::value(double beta) {
+  impl_->checkBeta(beta);
+  return impl_->o.mode == TrgMode::Staged ? impl_->valueStaged(beta) : impl_->valueWhole(beta);
+}
+
+TrgResult TrgDriver::valueAndGrad(double beta) {
+  impl_->checkBeta(beta);
+  if (!impl_->o.grad)
+    throw Error("error: trg: valueAndGrad needs the gradient programs (TrgOptions::grad)");
+  return impl_->o.mode == TrgMode::Staged ? impl_->gradStaged(beta) : impl_->gradWhole(beta);
+}
+
+TrgResult TrgDriver::second(double beta) {
+  impl_->checkBeta(beta);
+  if (!impl_->o.second)
+    throw Error("error: trg: second needs the second-order program (TrgOptions::second)");
+  TrgResult r = value(beta);
+  auto out = impl_->run(impl_->wholeSecond, {Impl::scalar(beta)});
+  impl_->checkFinite("d(lnZ/N)/dbeta", out[0].data[0], beta);
+  impl_->checkFinite("d2(lnZ/N)/dbeta2", out.back().data[0], beta);
+  r.dlnZ = out[0].data[0];
+  r.d2lnZ = out.back().data[0];
+  return r;
+}
+
+std::vector<TrgGroupInfo> TrgDriver::groups() const {
+  std::vector<TrgGroupInfo> gs;
+  for (const std::string &g : impl_->groupOrder) {
+    TrgGroupInfo gi;
+    gi.group = g;
+    gi.uses = impl_->groupUses.at(g);
+    for (const TrgProgramInfo &p : impl_->progs)
+      if (p.group == g) {
+        gi.ops += p.ops;
+        gi.compileMs += p.traceMs + p.passesMs;
+        gi.prepareMs += p.prepareMs;
+      }
+    gs.push_back(gi);
+  }
+  return gs;
+}
+
+double TrgDriver::compileMs() const {
+  double s = 0;
+  for (const TrgProgramInfo &p : impl_->progs) s += p.traceMs + p.passesMs;
+  return s;
+}
+
+double TrgDriver::prepareMs() const {
+  double s = 0;
+  for (const TrgProgramInfo &p : impl_->progs) s += p.prepareMs;
+  return s;
+}
+
+size_t TrgDriver::totalOps() const {
+  size_t s = 0;
+  for (const TrgProgramInfo &p : impl_->progs) s += p.ops;
+  return s;
+}
+
+std::string TrgDriver::blas() { return rt::blasInfo(); }
+
+} // namespace tessel::frontend

@@ -1,0 +1,159 @@
+//===- frontend/TrgDriver.h - Staged and whole-graph TRG drivers -------------===//
+//
+// Compiles and prepares the TRG programs of frontend/Trg.h once, then evaluates
+// lnZ/N, d(lnZ/N)/dβ and d²(lnZ/N)/dβ² at any β (trg.md §2–6):
+//
+//   staged (default)  one program per step class D -> D' (and init, closure), compiled
+//                     and prepared once, reused for every step of that class. For
+//                     gradients, passes::splitVjp turns each into a forward program
+//                     (which also outputs the residuals its VJP needs, per the
+//                     checkpoint policy) and a backward (VJP) program; the driver runs
+//                     the forward sweep, then the backward sweep with the cotangents
+//                     ct_logm_n = 1/2^n, ct_lntr = 1/2^N, ct_T from the next step.
+//   whole             one program β -> lnZ/N for all steps; its gradient is
+//                     passes::grad of the whole (+ passes::runCheckpoint policy).
+//
+// Second order (d²) is computed in whole mode in both modes: grad(grad(P)) of the
+// whole program (a staged second-order sweep would need the VJPs of every backward
+// program; not implemented).
+//
+// Compile = trace (frontend builders) + passes (the pipeline, default
+// `order{strategy=S},cse,dce`, applied to every program before splitVjp/grad and to
+// every program after); prepare = rt::prepare. Both happen in the constructor and are
+// timed per program; runs never compile.
+//
+// Rank schedule: TrgOptions::ranks, or trgDefaultRanks(χ, steps). Every run checks the
+// smallest kept singular values of each step (output %skept) and throws tessel::Error
+// naming the step and the value when one is ≤ rankTol (its reverse rule would divide
+// by ~0: trg.md §2.4, §5).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/Trg.h"
+#include "passes/Checkpoint.h"
+#include "passes/Order.h"
+#include "passes/PassManager.h"
+#include "runtime/Runtime.h"
+
+namespace tessel::frontend {
+
+enum class TrgMode { Staged, Whole };
+
+/// "staged", "whole".
+const char *trgModeName(TrgMode m);
+/// Parses a mode; throws tessel::Error "--mode: unknown mode 'x' (allowed: staged, whole)".
+TrgMode parseTrgMode(const std::string &s);
+
+/// The default pass pipeline of every TRG program: "order{strategy=<s>},cse,dce".
+std::string defaultTrgPipeline(passes::OrderStrategy order);
+
+struct TrgOptions {
+  int64_t chi = 16;
+  int steps = 20;
+  /// Truncation schedule (ranks[n] = D' of step n+1); empty = trgDefaultRanks(chi, steps).
+  std::vector<int64_t> ranks;
+  TrgMode mode = TrgMode::Staged;
+  /// Residual policy of the backward programs (trg.md §6).
+  passes::RematPolicy checkpoint = passes::RematPolicy::Store;
+  /// Contraction order of the plaquette einsum (used by the default pipeline).
+  passes::OrderStrategy order = passes::OrderStrategy::Chain;
+  /// Engine width (threads).
+  int width = 1;
+  /// Build the value+grad programs (valueAndGrad()).
+  bool grad = false;
+  /// Build the second-order program (second()).
+  bool second = false;
+  /// Lorentzian broadening of the svd reverse rule.
+  double svdEps = 1e-12;
+  /// Kept singular values must exceed this (absolute, normalised tensor).
+  double rankTol = kTrgRankTol;
+  /// Pass pipeline applied to every program; empty = defaultTrgPipeline(order).
+  std::string pipeline;
+  /// Pass-manager instrumentation (--print-ir-*, --time-passes, ...).
+  passes::PassManagerOptions passOptions;
+  /// Run with rt::evaluateReference instead of prepare + engine (slow; tests).
+  bool reference = false;
+};
+
+/// Throws tessel::Error naming the flag and the allowed values for an invalid option
+/// (chi < 2, steps < 1, width < 1, bad ranks, ...).
+void validateTrgOptions(const TrgOptions &o);
+
+/// One compiled (and prepared) program.
+struct TrgProgramInfo {
+  std::string group; ///< "init", "step 16->16", "closure 16", "whole"
+  std::string role;  ///< "value", "vjp forward", "vjp backward", "value+grad", "second"
+  size_t tracedOps = 0; ///< ops after tracing (or after splitVjp/grad)
+  size_t ops = 0;       ///< ops after the passes
+  double traceMs = 0, passesMs = 0, prepareMs = 0;
+  int64_t residualBytes = 0; ///< vjp forward: bytes of residuals per step
+  ir::Program program;
+  std::shared_ptr<const rt::Plan> plan; ///< null in reference mode
+};
+
+/// Compile figures of one group (a step class, init, closure or the whole program).
+struct TrgGroupInfo {
+  std::string group;
+  int uses = 0; ///< steps of this class (1 for init/closure/whole)
+  size_t ops = 0;
+  double compileMs = 0, prepareMs = 0;
+};
+
+/// Results of one evaluation at one β.
+struct TrgResult {
+  double beta = 0;
+  double lnZ = 0;                ///< lnZ/N
+  std::optional<double> dlnZ;    ///< d(lnZ/N)/dβ
+  std::optional<double> d2lnZ;   ///< d²(lnZ/N)/dβ²
+  std::vector<double> logm;      ///< ln m_n per step (m_n = max|T| divided out)
+  std::vector<std::array<double, 2>> keptSingularValues; ///< (sa[D'-1], sb[D'-1]) per step
+};
+
+class TrgDriver {
+public:
+  /// Validates the options, then traces, optimises and prepares every program the
+  /// options ask for. Throws tessel::Error for bad options or a failing pass.
+  explicit TrgDriver(TrgOptions opts);
+  ~TrgDriver();
+  TrgDriver(const TrgDriver &) = delete;
+  TrgDriver &operator=(const TrgDriver &) = delete;
+
+  const TrgOptions &options() const;
+  /// The schedule in use (ranks[n] = D' of step n+1).
+  const std::vector<int64_t> &ranks() const;
+
+  /// lnZ/N (forward only). Throws tessel::Error for β ≤ 0 or not finite, for a kept
+  /// singular value ≤ rankTol (naming the step), or a non-finite result.
+  TrgResult value(double beta);
+  /// lnZ/N and d(lnZ/N)/dβ (needs TrgOptions::grad).
+  TrgResult valueAndGrad(double beta);
+  /// lnZ/N, d(lnZ/N)/dβ and d²(lnZ/N)/dβ² (needs TrgOptions::second). Runs the value
+  /// programs first (for the rank check), then the whole second-order program.
+  TrgResult second(double beta);
+
+  /// Every compiled program, in compile order.
+  const std::vector<TrgProgramInfo> &programs() const;
+  /// Per group (init, each step class, closure / whole, second), in compile order.
+  std::vector<TrgGroupInfo> groups() const;
+  /// Total trace + passes time (ms) and total prepare time (ms).
+  double compileMs() const;
+  double prepareMs() const;
+  /// Total ops of all compiled programs.
+  size_t totalOps() const;
+  /// The BLAS library and thread count (rt::blasInfo()).
+  static std::string blas();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tessel::frontend
