@@ -22,7 +22,8 @@ std::string blasInfo() {
   std::string cfg = openblas_get_config();
   while (!cfg.empty() && std::isspace(static_cast<unsigned char>(cfg.back()))) cfg.pop_back();
   int n = openblas_get_num_threads();
-  return "OpenBLAS " + cfg + ", " + std::to_string(n) + (n == 1 ? " thread" : " threads");
+  if (cfg.rfind("OpenBLAS", 0) != 0) cfg = "OpenBLAS " + cfg;
+  return cfg + ", " + std::to_string(n) + (n == 1 ? " thread" : " threads");
 }
 
 void validateInputs(const ir::Program &p, const std::vector<ir::Tensor> &inputs) {

@@ -1,5 +1,233 @@
-// Placeholder: the 'run' subcommand is being written (see tools/Commands.h).
+//===- tools/cmd_run.cpp - `tessel run FILE --input NAME=VALUE ...` --------------===//
+//
+// Prepares and runs a program on the engine, writes the outputs as .npy files (or
+// prints them), and reports timings as benchmarking.md asks: prepare, the first run
+// alone, the steady state over N runs after one warm-up (min/median/p90/max), the
+// engine width, the BLAS library and its thread count, and the load average before
+// and after.
+//
+//===----------------------------------------------------------------------===//
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/Diagnostics.h"
+#include "runtime/Npy.h"
+#include "runtime/Runtime.h"
+#include "runtime/Stats.h"
 #include "tools/Commands.h"
+#include "tools/RuntimeCommon.h"
+
 namespace tessel::tools {
-void addRunCommand(CLI::App &) {}
+namespace {
+
+/// Inline JSON: a number (scalar) or a nested rectangular list of numbers.
+ir::Tensor tensorFromJson(const nlohmann::json &j, const std::string &who) {
+  std::vector<int64_t> shape;
+  const nlohmann::json *cur = &j;
+  while (cur->is_array()) {
+    shape.push_back(static_cast<int64_t>(cur->size()));
+    if (cur->empty()) break;
+    cur = &(*cur)[0];
+  }
+  if (shape.size() > static_cast<size_t>(ir::kMaxRank))
+    throw Error(who + ": nested list of rank " + std::to_string(shape.size()) + " exceeds 8");
+  std::vector<double> data;
+  std::function<void(const nlohmann::json &, size_t)> walk = [&](const nlohmann::json &x, size_t d) {
+    if (d == shape.size()) {
+      if (!x.is_number())
+        throw Error(who + ": expected a number, got " + x.dump() + " (inline inputs are JSON "
+                    "numbers or nested lists of numbers)");
+      data.push_back(x.get<double>());
+      return;
+    }
+    if (!x.is_array() || static_cast<int64_t>(x.size()) != shape[d])
+      throw Error(who + ": nested list is not rectangular: expected " + std::to_string(shape[d]) +
+                  " entries at depth " + std::to_string(d) + ", got " + x.dump());
+    for (const auto &e : x) walk(e, d + 1);
+  };
+  walk(j, 0);
+  return ir::Tensor(ir::Type(shape), std::move(data));
+}
+
+ir::Tensor loadInput(const std::string &name, const std::string &value) {
+  std::string who = "error: input %" + name;
+  bool npy = value.size() >= 4 && value.compare(value.size() - 4, 4, ".npy") == 0;
+  if (!npy && !value.empty() && std::string("[-+.0123456789").find(value[0]) != std::string::npos) {
+    nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+    if (!j.is_discarded()) return tensorFromJson(j, who);
+    if (!std::filesystem::exists(value))
+      throw Error(who + ": '" + value + "' is neither valid inline JSON nor an existing .npy file");
+  }
+  try {
+    return rt::readNpy(value);
+  } catch (const Error &e) {
+    throw Error(who + ": " + e.what());
+  }
+}
+
+std::string formatTensorShort(const ir::Tensor &t) {
+  std::ostringstream os;
+  os.precision(17);
+  if (t.data.size() <= 16) {
+    os << "[";
+    for (size_t i = 0; i < t.data.size(); ++i) os << (i ? ", " : "") << t.data[i];
+    os << "]";
+    return os.str();
+  }
+  double mn = t.data[0], mx = t.data[0], sum = 0;
+  for (double x : t.data) {
+    mn = std::min(mn, x);
+    mx = std::max(mx, x);
+    sum += x;
+  }
+  os << "<" << t.data.size() << " elements, min " << mn << ", max " << mx << ", sum " << sum << ">";
+  return os.str();
+}
+
+} // namespace
+
+void addRunCommand(CLI::App &app) {
+  struct Opts {
+    std::string file;
+    std::string inputFormat = "auto";
+    std::vector<std::string> inputs;
+    int width = 1;
+    int repeat = 0;
+    std::string outputDir;
+    bool checkNan = false;
+    std::string order = "auto";
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App *cmd = app.add_subcommand(
+      "run",
+      "Prepare a program and run it on an engine of fixed width. Inputs come from NumPy "
+      ".npy files (little-endian float64, C order) or, for small ones, inline JSON "
+      "(NAME=0.4, NAME=[[1,2],[3,4]]). Outputs are written as DIR/<output name>.npy with "
+      "--output-dir, else printed (values of up to 16 elements, a summary otherwise). "
+      "Timings: prepare, the first run, and with --repeat N the steady state over N runs "
+      "after one warm-up (min/median/p90/max), plus the width, the BLAS library and its "
+      "thread count and the load average before and after. A missing, unknown, "
+      "unreadable or mis-shaped input exits 1 naming the input. einsum ops are lowered "
+      "by the order pass first (see --order).");
+  cmd->add_option("file", opts->file, "Program file (.tir text or .json), or '-' for stdin")
+      ->required();
+  cmd->add_option("--input-format", opts->inputFormat, "auto, text or json")->capture_default_str();
+  cmd->add_option("-i,--input", opts->inputs,
+                  "NAME=PATH.npy or NAME=<JSON number or nested list>; one per program input")
+      ->allow_extra_args(false);
+  cmd->add_option("-w,--width", opts->width, "Engine width (threads; 1 = the calling thread)")
+      ->capture_default_str();
+  cmd->add_option("-n,--repeat", opts->repeat,
+                  "Steady-state runs timed after one warm-up (0 = only the first run)")
+      ->capture_default_str();
+  cmd->add_option("-o,--output-dir", opts->outputDir,
+                  "Directory for the outputs as <name>.npy (created if missing)");
+  cmd->add_flag("--check-nan", opts->checkNan,
+                "Check every op's results for NaN/inf; the first one stops the run with an "
+                "error naming the op");
+  cmd->add_option("--order", opts->order,
+                  "Strategy to lower einsum ops (auto, chain, pairwise, greedy, optimal) or "
+                  "'none' to reject them")
+      ->capture_default_str();
+  cmd->callback([opts]() {
+    if (opts->width < 1 || opts->width > 256)
+      throw Error("error: --width must be between 1 and 256, got " + std::to_string(opts->width));
+    if (opts->repeat < 0) throw Error("error: --repeat must be >= 0, got " + std::to_string(opts->repeat));
+    std::string loadBefore = rt::loadAverage();
+    ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
+    std::string note = lowerEinsumsForRuntime(p, opts->order);
+
+    // Inputs: every program input exactly once.
+    std::map<std::string, std::string> given;
+    for (const std::string &s : opts->inputs) {
+      size_t eq = s.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw Error("error: --input '" + s + "': expected NAME=PATH.npy or NAME=<JSON>");
+      std::string name = s.substr(0, eq);
+      if (!name.empty() && name[0] == '%') name = name.substr(1);
+      if (p.inputIndex(name) < 0) {
+        std::string names;
+        for (ir::ValueId v : p.inputs) names += (names.empty() ? "%" : ", %") + p.value(v).name;
+        throw Error("error: --input " + name + ": program @" + p.name + " has no input %" + name +
+                    " (inputs: " + (names.empty() ? "none" : names) + ")");
+      }
+      if (!given.emplace(name, s.substr(eq + 1)).second)
+        throw Error("error: --input " + name + " given twice");
+    }
+    std::vector<ir::Tensor> inputs;
+    for (ir::ValueId v : p.inputs) {
+      const ir::ValueInfo &vi = p.value(v);
+      auto it = given.find(vi.name);
+      if (it == given.end())
+        throw Error("error: missing input %" + vi.name + " (" + vi.type.str() +
+                    "): pass --input " + vi.name + "=PATH.npy");
+      ir::Tensor t = loadInput(vi.name, it->second);
+      if (t.type != vi.type)
+        throw Error("error: input %" + vi.name + ": expected " + vi.type.str() + ", got " +
+                    t.type.str() + " from '" + it->second + "'");
+      inputs.push_back(std::move(t));
+    }
+
+    rt::PrepareOptions po;
+    po.checkNan = opts->checkNan;
+    auto t0 = std::chrono::steady_clock::now();
+    auto plan = rt::prepare(p, po);
+    double prepareMs = rt::msSince(t0);
+    rt::Engine engine(opts->width);
+
+    t0 = std::chrono::steady_clock::now();
+    std::vector<ir::Tensor> outs = engine.run(*plan, inputs);
+    double firstMs = rt::msSince(t0);
+    std::vector<double> steady;
+    if (opts->repeat > 0) {
+      engine.run(*plan, inputs); // warm-up
+      for (int r = 0; r < opts->repeat; ++r) {
+        t0 = std::chrono::steady_clock::now();
+        auto o = engine.run(*plan, inputs);
+        steady.push_back(rt::msSince(t0));
+      }
+    }
+    std::string loadAfter = rt::loadAverage();
+
+    std::string text;
+    if (!opts->outputDir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(opts->outputDir, ec);
+      if (ec) throw Error("error: --output-dir: cannot create '" + opts->outputDir + "': " + ec.message());
+    }
+    std::map<std::string, int> used;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      std::string name = p.outputName(i);
+      if (used[name]++) name += "_" + std::to_string(i);
+      if (!opts->outputDir.empty()) {
+        std::string path = (std::filesystem::path(opts->outputDir) / (name + ".npy")).string();
+        rt::writeNpy(path, outs[i]);
+        text += "output " + name + ": " + outs[i].type.str() + " -> " + path + "\n";
+      } else {
+        text += "output " + name + ": " + outs[i].type.str() + " = " + formatTensorShort(outs[i]) + "\n";
+      }
+    }
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "prepare: %.3f ms (%zu instructions, arena %lld bytes, peak live %lld bytes)\n",
+                  prepareMs, rt::planSize(*plan), static_cast<long long>(rt::arenaBytes(*plan)),
+                  static_cast<long long>(rt::peakLiveBytes(*plan)));
+    text += buf;
+    std::snprintf(buf, sizeof buf, "run first: %.3f ms\n", firstMs);
+    text += buf;
+    if (!steady.empty())
+      text += "run steady: " + rt::formatSummary(rt::summarize(steady)) + " after 1 warm-up\n";
+    text += "width: " + std::to_string(opts->width) + "\n";
+    text += "blas: " + rt::blasInfo() + "\n";
+    text += "load average: before " + loadBefore + ", after " + loadAfter + "\n";
+    if (!note.empty()) text += "note: " + note + "\n";
+    writeOutput("-", text);
+  });
+}
+
 } // namespace tessel::tools

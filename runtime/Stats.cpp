@@ -1,0 +1,40 @@
+//===- runtime/Stats.cpp - Timing summaries and machine load ------------------===//
+#include "runtime/Stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace tessel::rt {
+
+Summary summarize(std::vector<double> ms) {
+  Summary s;
+  s.n = ms.size();
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  s.min = ms.front();
+  s.max = ms.back();
+  size_t n = ms.size();
+  s.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  size_t rank = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n)));
+  s.p90 = ms[std::clamp<size_t>(rank, 1, n) - 1];
+  return s;
+}
+
+std::string formatSummary(const Summary &s) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "min %.3f median %.3f p90 %.3f max %.3f ms (N=%zu)", s.min,
+                s.median, s.p90, s.max, s.n);
+  return buf;
+}
+
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  if (!(in >> a >> b >> c)) return "unavailable";
+  return a + " " + b + " " + c;
+}
+
+} // namespace tessel::rt

@@ -1,0 +1,29 @@
+//===- runtime/Stats.h - Timing summaries and machine load (benchmarking.md) ---===//
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace tessel::rt {
+
+/// Milliseconds elapsed since `t0` on the steady clock.
+inline double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// min / median / p90 / max of a set of timings (ms). p90 is the nearest-rank
+/// percentile: the ceil(0.9·N)-th smallest. Empty input gives n = 0 and zeros.
+struct Summary {
+  size_t n = 0;
+  double min = 0, median = 0, p90 = 0, max = 0;
+};
+Summary summarize(std::vector<double> ms);
+
+/// "min 8.812 median 8.901 p90 9.120 max 9.532 ms (N=30)".
+std::string formatSummary(const Summary &s);
+
+/// The first three fields of /proc/loadavg ("0.52 0.58 0.59"), or "unavailable".
+std::string loadAverage();
+
+} // namespace tessel::rt
