@@ -1,5 +1,486 @@
-// Placeholder: the 'trg' subcommand is being written (see tools/Commands.h).
+//===- tools/cmd_trg.cpp - `tessel trg`: the main job (issue 6) -----------------===//
+//
+//   tessel trg [--beta B[,B...] | --beta-range A:B:N] [--chi 16] [--steps 20] [--grad]
+//              [--second] [--mode staged|whole] [--checkpoint store|recompute|save-svd]
+//              [--order chain|pairwise|greedy|optimal] [--width N] [--repeat N]
+//              [--ranks r1,...] [--passes ...] [--json]
+//
+// Compiles and prepares the TRG programs once (frontend/TrgDriver.h), then per β runs
+// the value (and value+grad, second order), compares with Onsager's exact values and
+// reports timings the way benchmarking.md asks: compile, prepare, first run, steady
+// min/median/p90/max over --repeat runs after one warm-up, engine width, BLAS, load
+// average before/after. --json prints one JSON object per β (JSON Lines).
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/Onsager.h"
+#include "frontend/TrgDriver.h"
 #include "tools/Commands.h"
+#include "tools/PassFlags.h"
+
 namespace tessel::tools {
-void addTrgCommand(CLI::App &) {}
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct TrgArgs {
+  std::string beta;
+  std::string betaRange;
+  int64_t chi = 16;
+  int64_t steps = 20;
+  std::string ranks;
+  bool grad = false;
+  bool second = false;
+  std::string mode = "staged";
+  std::string checkpoint = "store";
+  std::string order = "chain";
+  int64_t width = 1;
+  int64_t repeat = 10;
+  double eps = 1e-12;
+  bool json = false;
+  bool noProgress = false;
+  PassFlags flags;
+};
+
+//--- Argument parsing ------------------------------------------------------------
+
+double parseDouble(const std::string &s, const std::string &flag) {
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != s.size())
+    throw Error("error: " + flag + ": '" + s + "' is not a number");
+  return v;
+}
+
+int64_t parseInt(const std::string &s, const std::string &flag) {
+  size_t pos = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != s.size())
+    throw Error("error: " + flag + ": '" + s + "' is not an integer");
+  return v;
+}
+
+std::vector<std::string> splitOn(const std::string &s, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) parts.push_back(item);
+  if (!s.empty() && s.back() == sep) parts.push_back("");
+  return parts;
+}
+
+void checkBetaValue(double b, const std::string &flag) {
+  if (!std::isfinite(b) || b <= 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", b);
+    throw Error("error: " + flag + ": beta must be finite and > 0, got " + buf +
+                " (allowed: beta > 0, e.g. 0.3 or 0.3,0.4,0.5)");
+  }
+}
+
+std::vector<double> parseBetas(const TrgArgs &a) {
+  if (!a.beta.empty() && !a.betaRange.empty())
+    throw Error("error: --beta and --beta-range are exclusive (give one of them)");
+  std::vector<double> betas;
+  if (!a.betaRange.empty()) {
+    auto parts = splitOn(a.betaRange, ':');
+    if (parts.size() != 3)
+      throw Error("error: --beta-range: expected A:B:N (N points from A to B inclusive), got '" +
+                  a.betaRange + "'");
+    double lo = parseDouble(parts[0], "--beta-range"), hi = parseDouble(parts[1], "--beta-range");
+    int64_t n = parseInt(parts[2], "--beta-range");
+    if (n < 1) throw Error("error: --beta-range: N must be >= 1, got " + std::to_string(n));
+    checkBetaValue(lo, "--beta-range");
+    checkBetaValue(hi, "--beta-range");
+    for (int64_t i = 0; i < n; ++i)
+      betas.push_back(n == 1 ? lo : lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(n - 1));
+    return betas;
+  }
+  std::string list = a.beta.empty() ? "0.3" : a.beta;
+  for (const std::string &s : splitOn(list, ',')) {
+    double b = parseDouble(s, "--beta");
+    checkBetaValue(b, "--beta");
+    betas.push_back(b);
+  }
+  return betas;
+}
+
+passes::RematPolicy parsePolicy(const std::string &s) {
+  if (s == "store") return passes::RematPolicy::Store;
+  if (s == "recompute") return passes::RematPolicy::Recompute;
+  if (s == "save-svd") return passes::RematPolicy::SaveSvd;
+  throw Error("error: --checkpoint: unknown policy '" + s +
+              "' (allowed: store, recompute, save-svd)");
+}
+
+passes::OrderStrategy parseOrder(const std::string &s) {
+  if (s == "chain") return passes::OrderStrategy::Chain;
+  if (s == "pairwise") return passes::OrderStrategy::Pairwise;
+  if (s == "greedy") return passes::OrderStrategy::Greedy;
+  if (s == "optimal") return passes::OrderStrategy::Optimal;
+  throw Error("error: --order: unknown order '" + s +
+              "' (allowed: chain, pairwise, greedy, optimal)");
+}
+
+frontend::TrgOptions makeOptions(const TrgArgs &a) {
+  frontend::TrgOptions o;
+  if (a.chi < 2) throw Error("error: --chi must be an integer >= 2, got " + std::to_string(a.chi));
+  if (a.steps < 1)
+    throw Error("error: --steps must be an integer >= 1, got " + std::to_string(a.steps));
+  if (a.width < 1)
+    throw Error("error: --width must be an integer >= 1, got " + std::to_string(a.width));
+  if (a.repeat < 0)
+    throw Error("error: --repeat must be an integer >= 0, got " + std::to_string(a.repeat));
+  if (!(a.eps >= 0) || !std::isfinite(a.eps))
+    throw Error("error: --eps must be finite and >= 0");
+  o.chi = a.chi;
+  o.steps = static_cast<int>(a.steps);
+  o.mode = frontend::parseTrgMode(a.mode);
+  o.checkpoint = parsePolicy(a.checkpoint);
+  o.order = parseOrder(a.order);
+  o.width = static_cast<int>(a.width);
+  o.second = a.second;
+  o.grad = a.grad || a.second;
+  o.svdEps = a.eps;
+  if (!a.ranks.empty()) {
+    for (const std::string &s : splitOn(a.ranks, ',')) o.ranks.push_back(parseInt(s, "--ranks"));
+  }
+  o.pipeline = a.flags.passesGiven ? a.flags.passes : "";
+  o.passOptions = a.flags.managerOptions();
+  return o;
+}
+
+//--- Timing --------------------------------------------------------------------------
+
+struct Stats {
+  bool have = false;
+  double first = 0;
+  size_t n = 0;
+  double min = 0, median = 0, p90 = 0, max = 0;
+};
+
+double msSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// Summary of the steady runs: min, median (mean of the two middle values for even N),
+/// p90 (nearest rank: the ceil(0.9 N)-th smallest), max.
+void summarise(Stats &s, std::vector<double> ms) {
+  s.n = ms.size();
+  if (ms.empty()) return;
+  std::sort(ms.begin(), ms.end());
+  auto rank = [&](double q) {
+    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(ms.size())));
+    return ms[std::clamp<size_t>(k, 1, ms.size()) - 1];
+  };
+  s.min = ms.front();
+  s.max = ms.back();
+  s.median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  s.p90 = rank(0.9);
+}
+
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  if (!(in >> a >> b >> c)) return "unavailable";
+  return a + " " + b + " " + c;
+}
+
+/// A progress line on stderr, only when stderr is a terminal.
+struct Progress {
+  bool on = false;
+  size_t nbeta = 1;
+  void show(size_t ib, double beta, const std::string &what, int64_t k, int64_t n) const {
+    if (!on) return;
+    std::fprintf(stderr, "\r\033[Ktessel trg: beta %zu/%zu (%.6g): %s run %lld/%lld", ib + 1, nbeta,
+                 beta, what.c_str(), static_cast<long long>(k), static_cast<long long>(n));
+    std::fflush(stderr);
+  }
+  void clear() const {
+    if (!on) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+};
+
+/// Runs `f` once (first), once more untimed (warm-up), then `repeat` timed times.
+template <class F>
+Stats timeRuns(F &&f, int64_t repeat, const Progress &prog, size_t ib, double beta,
+               const std::string &what) {
+  Stats s;
+  s.have = true;
+  int64_t total = repeat > 0 ? repeat + 2 : 1;
+  prog.show(ib, beta, what, 1, total);
+  auto t0 = Clock::now();
+  f();
+  s.first = msSince(t0);
+  if (repeat > 0) {
+    prog.show(ib, beta, what + " (warm-up)", 2, total);
+    f();
+    std::vector<double> ms;
+    for (int64_t i = 0; i < repeat; ++i) {
+      prog.show(ib, beta, what, i + 3, total);
+      auto t1 = Clock::now();
+      f();
+      ms.push_back(msSince(t1));
+    }
+    summarise(s, ms);
+  }
+  return s;
+}
+
+//--- Report ----------------------------------------------------------------------------
+
+std::string fmt(const char *f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string ranksStr(const std::vector<int64_t> &r) {
+  std::string s;
+  for (size_t i = 0; i < r.size();) {
+    size_t j = i;
+    while (j < r.size() && r[j] == r[i]) ++j;
+    if (!s.empty()) s += ",";
+    if (j - i > 2) {
+      s += std::to_string(r[i]) + "x" + std::to_string(j - i);
+      i = j;
+    } else {
+      s += std::to_string(r[i]);
+      ++i;
+    }
+  }
+  return s;
+}
+
+nlohmann::json statsJson(const Stats &s) {
+  if (!s.have) return nullptr;
+  nlohmann::json j;
+  j["first"] = s.first;
+  if (s.n) {
+    j["min"] = s.min;
+    j["median"] = s.median;
+    j["p90"] = s.p90;
+    j["max"] = s.max;
+  } else {
+    j["min"] = j["median"] = j["p90"] = j["max"] = nullptr;
+  }
+  j["n"] = s.n;
+  return j;
+}
+
+std::string statsText(const Stats &s) {
+  std::string t = "first " + fmt("%.3f", s.first) + " ms";
+  if (s.n)
+    t += " | steady min " + fmt("%.3f", s.min) + " median " + fmt("%.3f", s.median) + " p90 " +
+         fmt("%.3f", s.p90) + " max " + fmt("%.3f", s.max) + " ms (N=" + std::to_string(s.n) +
+         " after 1 warm-up)";
+  return t;
+}
+
+nlohmann::json optNumber(const std::optional<double> &v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
+
+void runTrg(TrgArgs &a) {
+  if (a.flags.handleListPasses()) return;
+  std::vector<double> betas = parseBetas(a);
+  frontend::TrgOptions opts = makeOptions(a);
+
+  frontend::TrgDriver drv(opts); // compile + prepare (timed inside)
+  const std::string blas = frontend::TrgDriver::blas();
+  Progress prog;
+  prog.on = !a.noProgress && isatty(STDERR_FILENO) &&
+            (betas.size() > 1 || a.repeat > 20 || opts.chi > 16);
+  prog.nbeta = betas.size();
+
+  nlohmann::json groupsJson = nlohmann::json::array();
+  for (const auto &g : drv.groups())
+    groupsJson.push_back({{"group", g.group}, {"uses", g.uses}, {"ops", g.ops},
+                          {"compile_ms", g.compileMs}, {"prepare_ms", g.prepareMs}});
+
+  if (!a.json) {
+    std::cout << "tessel trg: chi = " << opts.chi << ", steps = " << opts.steps
+              << ", mode = " << frontend::trgModeName(opts.mode)
+              << ", checkpoint = " << a.checkpoint << ", order = " << a.order
+              << ", width = " << opts.width << "\n";
+    std::cout << "  ranks      " << ranksStr(drv.ranks()) << "\n";
+    std::cout << "  passes     "
+              << (opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline)
+              << "\n";
+    std::cout << "  compile    " << fmt("%.3f", drv.compileMs()) << " ms (trace + passes; "
+              << drv.totalOps() << " ops in " << drv.programs().size() << " programs)\n";
+    for (const auto &g : drv.groups()) {
+      char line[160];
+      std::snprintf(line, sizeof line, "    %-14s x%-3d %6zu ops  compile %8.3f ms  prepare %8.3f ms\n",
+                    g.group.c_str(), g.uses, g.ops, g.compileMs, g.prepareMs);
+      std::cout << line;
+    }
+    std::cout << "  prepare    " << fmt("%.3f", drv.prepareMs()) << " ms\n";
+    std::cout << "  engine     width " << opts.width << " | BLAS " << blas << "\n";
+    if (a.second)
+      std::cout << "  note       d2(lnZ/N)/dbeta2 comes from grad(grad(whole program)) in "
+                   "every mode\n";
+    std::cout.flush();
+  }
+
+  for (size_t ib = 0; ib < betas.size(); ++ib) {
+    const double beta = betas[ib];
+    const std::string loadBefore = loadAverage();
+    frontend::TrgResult rv, rg, rs;
+    Stats tv = timeRuns([&] { rv = drv.value(beta); }, a.repeat, prog, ib, beta, "value");
+    Stats tg, ts;
+    if (opts.grad)
+      tg = timeRuns([&] { rg = drv.valueAndGrad(beta); }, a.repeat, prog, ib, beta, "value+grad");
+    if (opts.second)
+      ts = timeRuns([&] { rs = drv.second(beta); }, a.repeat, prog, ib, beta, "second");
+    const std::string loadAfter = loadAverage();
+    prog.clear();
+
+    // Exact values (derivatives diverge exactly at beta_c).
+    std::optional<double> exLnZ = frontend::onsagerLnZ(beta), exD1, exD2, exC;
+    if (beta != frontend::kIsingBetaC) {
+      frontend::OnsagerValues ex = frontend::onsager(beta);
+      exD1 = ex.dlnZ;
+      exD2 = ex.d2lnZ;
+      exC = ex.specificHeat;
+    }
+    std::optional<double> d1, d2;
+    if (opts.grad) d1 = rg.dlnZ;
+    if (opts.second) d2 = rs.d2lnZ;
+
+    if (a.json) {
+      nlohmann::json j;
+      j["beta"] = beta;
+      j["chi"] = opts.chi;
+      j["steps"] = opts.steps;
+      j["mode"] = frontend::trgModeName(opts.mode);
+      j["checkpoint"] = a.checkpoint;
+      j["order"] = a.order;
+      j["width"] = opts.width;
+      j["ranks"] = drv.ranks();
+      j["lnZ_per_site"] = rv.lnZ;
+      j["exact_lnZ_per_site"] = optNumber(exLnZ);
+      j["dlnZ_dbeta"] = optNumber(d1);
+      j["exact_dlnZ_dbeta"] = optNumber(exD1);
+      j["energy_per_site"] = d1 ? nlohmann::json(-*d1) : nlohmann::json(nullptr);
+      j["exact_energy_per_site"] = exD1 ? nlohmann::json(-*exD1) : nlohmann::json(nullptr);
+      j["d2lnZ_dbeta2"] = optNumber(d2);
+      j["exact_d2lnZ_dbeta2"] = optNumber(exD2);
+      j["specific_heat"] = d2 ? nlohmann::json(beta * beta * *d2) : nlohmann::json(nullptr);
+      j["exact_specific_heat"] = optNumber(exC);
+      nlohmann::json t;
+      t["compile"] = drv.compileMs();
+      t["prepare"] = drv.prepareMs();
+      t["value"] = statsJson(tv);
+      t["value_and_grad"] = statsJson(tg);
+      t["second"] = statsJson(ts);
+      j["timing_ms"] = t;
+      j["compile_groups"] = groupsJson;
+      j["ops"] = drv.totalOps();
+      j["repeat"] = a.repeat;
+      j["passes"] = opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline;
+      j["blas"] = blas;
+      j["loadavg"] = {{"before", loadBefore}, {"after", loadAfter}};
+      std::cout << j.dump() << "\n";
+      std::cout.flush();
+      continue;
+    }
+
+    std::cout << "beta = " << fmt("%.10g", beta) << "\n";
+    std::cout << "  lnZ/N             " << fmt("%.15f", rv.lnZ) << "  exact "
+              << fmt("%.15f", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ) << "\n";
+    if (d1) {
+      std::cout << "  d(lnZ/N)/dbeta    " << fmt("%.15f", *d1);
+      if (exD1) std::cout << "  exact " << fmt("%.15f", *exD1) << "  err " << errStr(*d1, *exD1);
+      std::cout << "\n  energy per site   " << fmt("%.15f", -*d1);
+      if (exD1) std::cout << "  exact " << fmt("%.15f", -*exD1) << "  err " << errStr(-*d1, -*exD1);
+      std::cout << "\n";
+    }
+    if (d2) {
+      std::cout << "  d2(lnZ/N)/dbeta2  " << fmt("%.12f", *d2);
+      if (exD2) std::cout << "  exact " << fmt("%.12f", *exD2) << "  err " << errStr(*d2, *exD2);
+      double c = beta * beta * *d2;
+      std::cout << "\n  specific heat     " << fmt("%.12f", c);
+      if (exC) std::cout << "  exact " << fmt("%.12f", *exC) << "  err " << errStr(c, *exC);
+      std::cout << "\n";
+    }
+    std::cout << "  run value         " << statsText(tv) << "\n";
+    if (opts.grad) std::cout << "  run value+grad    " << statsText(tg) << "\n";
+    if (opts.second) std::cout << "  run second        " << statsText(ts) << "\n";
+    std::cout << "  loadavg           before " << loadBefore << " | after " << loadAfter << "\n";
+    std::cout.flush();
+  }
+}
+
+} // namespace
+
+void addTrgCommand(CLI::App &app) {
+  auto args = std::make_shared<TrgArgs>();
+  CLI::App *cmd = app.add_subcommand(
+      "trg",
+      "TRG of the 2D Ising model (../shared/docs/trg.md): lnZ/N, d(lnZ/N)/dbeta and\n"
+      "d2(lnZ/N)/dbeta2 per beta, compared with Onsager's exact values, with timings\n"
+      "(compile = trace + passes, prepare, first run, steady min/median/p90/max over\n"
+      "--repeat runs after one warm-up, engine width, BLAS, load average).\n"
+      "Example: tessel trg --beta 0.3 --grad\n"
+      "Staged mode (default) compiles one program per step class D->D' and chains them;\n"
+      "whole mode compiles one program for all steps. --json prints one JSON object per\n"
+      "beta (JSON Lines; schema in README.md).");
+  cmd->add_option("--beta", args->beta,
+                  "inverse temperature(s), comma-separated, each > 0 (default 0.3)");
+  cmd->add_option("--beta-range", args->betaRange,
+                  "sweep A:B:N: N values from A to B inclusive (exclusive with --beta)");
+  cmd->add_option("--chi", args->chi, "maximal bond dimension chi (integer >= 2; default 16)");
+  cmd->add_option("--steps", args->steps, "number of TRG steps (integer >= 1; default 20)");
+  cmd->add_option("--ranks", args->ranks,
+                  "truncation schedule D'_1,...,D'_N overriding the default rule "
+                  "min(D^2, chi, exact rank bound) = 2,4,4,16,16,... for chi = 16");
+  cmd->add_flag("--grad", args->grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
+  cmd->add_flag("--second", args->second,
+                "also compute d2(lnZ/N)/dbeta2 and the specific heat (grad of grad of the "
+                "whole program; implies --grad)");
+  cmd->add_option("--mode", args->mode, "staged (default) or whole");
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "residual policy of the backward: store (default), recompute, save-svd");
+  cmd->add_option("--order", args->order,
+                  "contraction order of the plaquette einsum: chain (default), pairwise, "
+                  "greedy, optimal");
+  cmd->add_option("--width", args->width, "engine width, threads (integer >= 1; default 1)");
+  cmd->add_option("--repeat", args->repeat,
+                  "steady-state runs after the first run and one warm-up (default 10; 0 = "
+                  "first run only)");
+  cmd->add_option("--eps", args->eps,
+                  "Lorentzian broadening of the svd reverse rule (default 1e-12)");
+  cmd->add_flag("--json", args->json, "one JSON object per beta (JSON Lines) on stdout");
+  cmd->add_flag("--no-progress", args->noProgress, "no progress line on stderr");
+  args->flags.addTo(*cmd, "pass pipeline applied to every TRG program (default: "
+                          "order{strategy=<--order>},cse,dce)");
+  cmd->callback([args] { runTrg(*args); });
+}
+
 } // namespace tessel::tools
