@@ -562,13 +562,11 @@ std::string formatContractionPath(const ContractionPath &cp) {
     if (s.lhs >= 0) alive[size_t(s.lhs)] = false;
     if (s.rhs >= 0) alive[size_t(s.rhs)] = false;
     std::string remaining;
-    if (s.rhs >= 0) {
-      terms.push_back(s.resultLabels);
-      alive.push_back(true);
-      for (size_t t = 0; t < terms.size(); ++t)
-        if (alive[t]) remaining += (remaining.empty() ? "" : ",") + terms[t];
-      remaining += "->" + out;
-    }
+    terms.push_back(s.resultLabels);
+    alive.push_back(true);
+    for (size_t t = 0; t < terms.size(); ++t)
+      if (alive[t]) remaining += (remaining.empty() ? "" : ",") + terms[t];
+    remaining += "->" + out;
     char line[256];
     std::snprintf(line, sizeof line, "%4d    %15s   %-30s %s", s.scaling, integer(s.flops).c_str(),
                   current.c_str(), remaining.c_str());
