@@ -573,6 +573,10 @@ PassRunReport PassManager::run(ir::Program &p) const {
     } catch (const std::exception &e) {
       std::string what = e.what();
       while (!what.empty() && what.back() == '\n') what.pop_back();
+      // Every diagnostic reads "...error: ..." on its first line (file:line:col: error:
+      // for parse errors); add the prefix when the pass's message lacks it.
+      if (llvm::StringRef(what).split('\n').first.find("error:") == llvm::StringRef::npos)
+        what = "error: " + what;
       std::string note = "\nnote: while running " + passLabel(rec, total) + ": " + rec.invocation;
       if (!opts_.crashReproducer.empty()) {
         std::string repro = writeReproducer(what);

@@ -15,6 +15,9 @@ void PassFlags::addTo(CLI::App &cmd, const std::string &passesHelp) {
   p->each([this](const std::string &) { passesGiven = true; });
   cmd.add_flag("--list-passes", listPasses,
                "Print every registered pass with its options and defaults, then exit");
+  cmd.add_flag("--print-pipeline", printPipeline,
+               "Print the canonical form of the pipeline (every option spelled out) to "
+               "stderr before running it");
   cmd.add_option("--disable-pass", disablePass,
                  "Skip the named pass(es) wherever they appear in the pipeline")
       ->delimiter(',');
@@ -67,6 +70,7 @@ passes::PassManagerOptions PassFlags::managerOptions() const {
 
 passes::PassManager PassFlags::buildPassManager(const std::string &defaultPipeline) const {
   passes::Pipeline pl = passes::Pipeline::parse(passesGiven ? passes : defaultPipeline);
+  if (printPipeline) std::cerr << "pipeline: " << pl.str() << "\n";
   return passes::PassManager(std::move(pl), managerOptions());
 }
 

@@ -6,6 +6,7 @@
 //
 //   --passes=PIPELINE         e.g. 'grad{wrt=beta},checkpoint{policy=recompute},cse,dce'
 //   --list-passes             print the registry (to stdout) and exit
+//   --print-pipeline          print the canonical pipeline string (stderr) before running
 //   --disable-pass=NAME[,..]  skip these passes wherever they appear
 //   --print-ir-before=P[,..]  --print-ir-after=P[,..]  --print-ir-after-all
 //   --print-ir-after-change   --dump-dir=DIR           --time-passes
@@ -31,6 +32,7 @@ struct PassFlags {
   std::string passes;
   bool passesGiven = false; ///< --passes appeared on the command line
   bool listPasses = false;
+  bool printPipeline = false;
   std::vector<std::string> disablePass;
   std::vector<std::string> printIrBefore, printIrAfter;
   bool printIrAfterAll = false;
