@@ -32,8 +32,11 @@ struct GradCheckOptions {
   std::vector<std::string> wrt;
   /// 1 = first derivatives; 2 = first and second (grad of grad).
   int order = 1;
-  /// Step h of the finite difference along the direction t (t has N(0,1) entries).
-  double eps = 1e-4;
+  /// Step h of the finite difference along the direction t (t has N(0,1) entries, so
+  /// the perturbation's norm grows like sqrt(#elements)). Too large a step can cross a
+  /// kink (abs, max) or a sign flip of LAPACK's singular vectors (gauge-dependent
+  /// outputs such as a TRG step's Tn); too small a step loses digits to rounding.
+  double eps = 1e-5;
   /// Points of the central difference: 3 (error O(h²)) or 5 (error O(h⁴), the default).
   int stencil = 5;
   /// Seed of the directions and cotangents (std::mt19937_64).
