@@ -67,7 +67,9 @@ ir::Tensor loadInput(const std::string &name, const std::string &value) {
   try {
     return rt::readNpy(value);
   } catch (const Error &e) {
-    throw Error(who + ": " + e.what());
+    std::string msg = e.what();
+    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+    throw Error(who + ": " + msg);
   }
 }
 
