@@ -8,7 +8,9 @@
 #include <string>
 
 #include "ir/Builder.h"
+#include "frontend/Trg.h"
 #include "ir/Verifier.h"
+#include "passes/Grad.h"
 #include "passes/Order.h"
 #include "runtime/Runtime.h"
 
@@ -444,4 +446,45 @@ TEST_CASE("order: einsumCosts lists every einsum with all strategies") {
   CHECK(costs[1].all[0].used == OrderStrategy::Chain);
   CHECK(costs[1].all[3].used == OrderStrategy::Optimal);
   CHECK(costs[0].chosen.totalFlops == 2 * 3 * 4 * 2);
+}
+
+TEST_CASE("order: a whole TRG program (4 steps, ranks 2,4,4,16) gives lnZ/N under every strategy") {
+  Program p = frontend::buildTrgWhole({2, 4, 4, 16});
+  const int einsums = countOps(p, OpKind::Einsum);
+  CHECK(einsums == 5); // T0 and one plaquette per step
+  std::vector<Tensor> ins = {Tensor::scalar(0.4)};
+  const double want = rt::evaluateReference(p, ins)[0].data[0];
+  for (OrderStrategy s : {OrderStrategy::Chain, OrderStrategy::Pairwise, OrderStrategy::Greedy,
+                          OrderStrategy::Optimal, OrderStrategy::Auto}) {
+    const std::string sname = orderStrategyName(s);
+    CAPTURE(sname);
+    Program q = p;
+    CHECK(runOrder(q, OrderOptions{s}));
+    CHECK(verify(q).empty());
+    CHECK(countOps(q, OpKind::Einsum) == 0);
+    CHECK(countOps(q, OpKind::DotGeneral) == 3 * einsums);
+    CHECK(q.outputName(0) == p.outputName(0));
+    const double got = rt::evaluateReference(q, ins)[0].data[0];
+    CHECK(std::abs(got - want) <= 1e-13 * std::abs(want));
+  }
+}
+
+TEST_CASE("order: grad of the TRG program, lowered, gives the same d(lnZ/N)/dbeta") {
+  Program p = frontend::buildTrgWhole({2, 4, 4});
+  Program g = grad(p, GradOptions{{"beta"}, false, true});
+  REQUIRE(g.outputs.size() == 2);
+  std::vector<Tensor> ins = {Tensor::scalar(0.44)};
+  const std::vector<Tensor> want = rt::evaluateReference(g, ins);
+  for (OrderStrategy s : concreteOrderStrategies()) {
+    const std::string sname = orderStrategyName(s);
+    CAPTURE(sname);
+    Program q = g;
+    CHECK(runOrder(q, OrderOptions{s}));
+    CHECK(verify(q).empty());
+    CHECK(countOps(q, OpKind::Einsum) == 0);
+    CHECK(q.outputName(1) == "grad_beta");
+    const std::vector<Tensor> got = rt::evaluateReference(q, ins);
+    for (size_t o = 0; o < 2; ++o)
+      CHECK(std::abs(got[o].data[0] - want[o].data[0]) <= 1e-12 * std::abs(want[o].data[0]));
+  }
 }
