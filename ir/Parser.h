@@ -1,4 +1,11 @@
 //===- ir/Parser.h - Reading the text (.tir) form ------------------------------===//
+//
+// The grammar is documented at the top of ir/Printer.cpp (and in docs/ir-text.md); the
+// parser's decisions (UTF-8 check first, byte columns, anonymous %N values, NaN/inf only
+// in dense<> constants, elided constants rejected, overflow checks on declared shapes,
+// Op::pos = position of the op name) at the top of ir/Parser.cpp.
+//
+//===----------------------------------------------------------------------===//
 #pragma once
 
 #include <string>

@@ -17,8 +17,8 @@ struct PrintOptions {
 };
 
 /// Canonical text form: one op per line, every result typed, attributes in op-table
-/// order, floats printed with 17 significant digits (round-trip exact).
-/// print(parse(print(p))) == print(p).
+/// order, floats printed in the shortest form that reads back exactly (std::to_chars).
+/// print(parse(print(p))) == print(p). Grammar: top of ir/Printer.cpp, docs/ir-text.md.
 std::string printProgram(const Program &p, const PrintOptions &opts = {});
 
 /// Graphviz DOT of the dataflow graph (inputs, ops, outputs).
