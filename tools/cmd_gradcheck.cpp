@@ -6,8 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "frontend/GradCheck.h"
 #include "ir/Diagnostics.h"
@@ -18,13 +21,13 @@ namespace tessel::tools {
 
 namespace {
 
-/// NAME=VALUE: a number (fills the tensor), a comma-separated list of numel numbers
-/// (row-major), or a path to a .npy file.
+/// NAME=VALUE: a number (fills the tensor), a list of all numel numbers in row-major
+/// order (bare "a,b,c" or JSON, possibly nested "[[a,b],[c,d]]"), or a .npy file.
 void applyInputSpec(const ir::Program &p, const std::string &spec, std::vector<ir::Tensor> &xs) {
   size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0)
     throw Error("error: --input '" + spec + "': expected NAME=VALUE (a number, a list "
-                "'a,b,...', or a .npy file)");
+                "of numbers, or a .npy file)");
   std::string name = spec.substr(0, eq), value = spec.substr(eq + 1);
   if (!name.empty() && name[0] == '%') name = name.substr(1);
   int idx = p.inputIndex(name);
@@ -44,23 +47,22 @@ void applyInputSpec(const ir::Program &p, const std::string &spec, std::vector<i
     x = std::move(v);
     return;
   }
+  // A JSON number or nested list (as `tessel run` takes), or a bare list "a,b,c".
   std::vector<double> nums;
-  std::stringstream ss(value);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    double d = 0;
-    try {
-      d = std::stod(item, &used);
-    } catch (const std::exception &) {
-      used = 0;
-    }
-    while (used < item.size() && std::isspace(static_cast<unsigned char>(item[used]))) ++used;
-    if (item.empty() || used != item.size() || !std::isfinite(d))
-      throw Error("error: --input " + name + ": '" + item +
-                  "' is not a finite number (VALUE is a number, a list 'a,b,...', or a .npy file)");
-    nums.push_back(d);
-  }
+  nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) j = nlohmann::json::parse("[" + value + "]", nullptr, false);
+  bool ok = !j.is_discarded();
+  std::function<void(const nlohmann::json &)> flatten = [&](const nlohmann::json &v) {
+    if (v.is_number()) nums.push_back(v.get<double>());
+    else if (v.is_array()) for (const auto &e : v) flatten(e);
+    else ok = false;
+  };
+  if (ok) flatten(j);
+  for (double d : nums) ok &= std::isfinite(d);
+  if (!ok || nums.empty())
+    throw Error("error: --input " + name + ": '" + value +
+                "' is not a finite number, a list of numbers ('a,b,...' or JSON "
+                "'[[a,b],[c,d]]') or a .npy file");
   if (nums.size() == 1) {
     std::fill(x.data.begin(), x.data.end(), nums[0]);
   } else if (static_cast<int64_t>(nums.size()) == t.numel()) {
@@ -126,9 +128,9 @@ void addGradcheckCommand(CLI::App &app) {
   cmd->add_option("--atol", o->atol, "Absolute tolerance")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--rtol", o->rtol, "Relative tolerance")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--input", o->inputs,
-                  "NAME=VALUE: the value of an input: a number (fills the tensor), a "
-                  "comma-separated list of all its elements (row-major), or a .npy file "
-                  "(float64, C order). Repeatable.")
+                  "NAME=VALUE: the value of an input: a number (fills the tensor), all its "
+                  "elements in row-major order ('a,b,c' or JSON '[[a,b],[c,d]]'), or a "
+                  ".npy file (float64, C order). Repeatable.")
       ->take_all();
   cmd->add_option("--init", o->init,
                   "Distribution of inputs not given: positive (U[0.5,1.5]), symmetric "
@@ -152,7 +154,13 @@ void addGradcheckCommand(CLI::App &app) {
     go.seed = o->seed;
     go.atol = o->atol;
     go.rtol = o->rtol;
-    frontend::GradCheckResult r = frontend::gradCheck(p, point, go);
+    frontend::GradCheckResult r;
+    try {
+      r = frontend::gradCheck(p, point, go);
+    } catch (const Error &e) {
+      std::string m = e.what();
+      throw Error(m.rfind("error", 0) == 0 ? m : "error: " + m);
+    }
 
     std::string wrt;
     if (o->wrt.empty())
