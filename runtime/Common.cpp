@@ -37,13 +37,13 @@ void validateInputs(const ir::Program &p, const std::vector<ir::Tensor> &inputs)
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::ValueInfo &vi = p.value(p.inputs[i]);
     const ir::Tensor &t = inputs[i];
+    bool typeOk = t.type == vi.type;
+    if (typeOk && static_cast<int64_t>(t.data.size()) == t.type.numel()) continue;
+    // Error path only: no allocation when the inputs are fine.
     std::string who = "error: input %" + vi.name + " (#" + std::to_string(i) + ")";
-    if (t.type != vi.type)
-      throw Error(who + ": expected " + vi.type.str() + ", got " + t.type.str());
-    if (static_cast<int64_t>(t.data.size()) != t.type.numel())
-      throw Error(who + ": tensor of type " + t.type.str() + " holds " +
-                  std::to_string(t.data.size()) + " elements, expected " +
-                  std::to_string(t.type.numel()));
+    if (!typeOk) throw Error(who + ": expected " + vi.type.str() + ", got " + t.type.str());
+    throw Error(who + ": tensor of type " + t.type.str() + " holds " + std::to_string(t.data.size()) +
+                " elements, expected " + std::to_string(t.type.numel()));
   }
 }
 

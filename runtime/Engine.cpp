@@ -20,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +62,8 @@ struct PlanState {
   std::unique_ptr<std::atomic<int32_t>[]> done;
   std::vector<int32_t> nextChunk;
   std::vector<int32_t> queue;
+  std::unique_ptr<std::atomic<int64_t>[]> profNs; ///< per instruction, when profiling
+  int64_t profRuns = 0;
 
   explicit PlanState(const Plan &P) : planId(P.id) {
     if (P.arenaElems > 0) {
@@ -75,6 +79,8 @@ struct PlanState {
     done.reset(new std::atomic<int32_t>[n == 0 ? 1 : n]);
     nextChunk.assign(n, 0);
     queue.assign(n, 0);
+    profNs.reset(new std::atomic<int64_t>[n == 0 ? 1 : n]);
+    for (size_t i = 0; i < (n == 0 ? 1 : n); ++i) profNs[i].store(0);
   }
 };
 
@@ -82,6 +88,7 @@ struct PlanState {
 
 struct Engine::Impl {
   int width = 1;
+  bool profiling = false;
   std::vector<std::thread> threads;
   std::vector<std::unique_ptr<PlanState>> cache;
   uint64_t useCounter = 0;
@@ -144,6 +151,20 @@ struct Engine::Impl {
     for (int k = 0; k < want; ++k) cv.notify_one();
   }
 
+  /// One chunk, timed into the plan's profile when profiling.
+  void exec(const Plan &P, PlanState &S, int32_t inst, int32_t chunk) {
+    if (!profiling) {
+      runChunk(P, P.insts[inst], chunk, S.ptr.data());
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    runChunk(P, P.insts[inst], chunk, S.ptr.data());
+    S.profNs[inst].fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now() - t0)
+                                 .count(),
+                             std::memory_order_relaxed);
+  }
+
   /// Runs a claimed chunk, then follows single-chunk successors it makes ready.
   void process(int32_t inst, int32_t chunk) {
     const Plan &P = *plan;
@@ -152,7 +173,7 @@ struct Engine::Impl {
       const Instruction &I = P.insts[inst];
       bool ok = true;
       try {
-        runChunk(P, I, chunk, S.ptr.data());
+        exec(P, S, inst, chunk);
       } catch (...) {
         fail(std::current_exception());
         ok = false;
@@ -254,8 +275,9 @@ struct Engine::Impl {
   }
 
   void runSerial(const Plan &P, PlanState &S) {
-    for (const Instruction &I : P.insts) {
-      for (int32_t c = 0; c < I.nchunks; ++c) runChunk(P, I, c, S.ptr.data());
+    for (size_t i = 0; i < P.insts.size(); ++i) {
+      const Instruction &I = P.insts[i];
+      for (int32_t c = 0; c < I.nchunks; ++c) exec(P, S, static_cast<int32_t>(i), c);
       if (P.options.checkNan) checkFiniteResults(P, I, S.ptr.data());
     }
   }
@@ -306,11 +328,50 @@ std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs
     if (impl_->width == 1) impl_->runSerial(P, S);
     else impl_->runParallel(P, S);
   }
+  if (impl_->profiling) ++S.profRuns;
   for (const FinalCopy &fc : P.finalCopies) {
     size_t n = outs[fc.output].data.size();
     if (n) std::memcpy(outs[fc.output].data.data(), S.ptr[fc.value], n * sizeof(double));
   }
   return outs;
+}
+
+void Engine::setProfiling(bool on) { impl_->profiling = on; }
+
+std::string Engine::profileReport(const Plan &P, size_t top) const {
+  const PlanState *S = nullptr;
+  for (const auto &s : impl_->cache)
+    if (s->planId == P.id) S = s.get();
+  if (!S || S->profRuns == 0) return "";
+  struct Row {
+    size_t i;
+    double ms;
+  };
+  std::vector<Row> rows;
+  double total = 0;
+  for (size_t i = 0; i < P.insts.size(); ++i) {
+    double ms = static_cast<double>(S->profNs[i].load()) / 1e6 / static_cast<double>(S->profRuns);
+    rows.push_back({i, ms});
+    total += ms;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.ms > b.ms; });
+  if (top && rows.size() > top) rows.resize(top);
+  std::string out;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "profile: %lld runs, %.3f ms per run in kernels (summed over threads)\n",
+                static_cast<long long>(S->profRuns), total);
+  out += buf;
+  for (const Row &r : rows) {
+    const Instruction &I = P.insts[r.i];
+    const ir::Op &op = P.srcOp(I);
+    std::snprintf(buf, sizeof buf, "  %9.3f ms %5.1f%%  #%-4zu %-11s ", r.ms,
+                  total > 0 ? 100.0 * r.ms / total : 0.0, r.i, kernelName(I.kernel));
+    out += buf;
+    out += std::string(ir::opName(op.kind)) + " " + P.values[I.out[0]].name;
+    if (!op.loc.empty()) out += " (" + op.loc + ")";
+    out += " | " + I.what + "\n";
+  }
+  return out;
 }
 
 } // namespace tessel::rt

@@ -69,6 +69,15 @@ public:
   /// the engine stays usable.
   std::vector<Tensor> run(const Plan &plan, const std::vector<Tensor> &inputs);
 
+  /// Profiling: when on, run() adds the time spent in each instruction (summed over
+  /// its chunks, so CPU time at width > 1) to per-plan counters. Costs two clock reads
+  /// per chunk. Off by default.
+  void setProfiling(bool on);
+  /// Table of the profiled runs of `plan` on this engine: one line per instruction
+  /// (index, kernel, op, first result, loc), mean ms per run and share of the total,
+  /// sorted by time, at most `top` lines (0 = all). Empty if nothing was profiled.
+  std::string profileReport(const Plan &plan, size_t top = 0) const;
+
 private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -104,6 +104,7 @@ void addRunCommand(CLI::App &app) {
     std::string outputDir;
     bool checkNan = false;
     std::string order = "auto";
+    bool profile = false;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App *cmd = app.add_subcommand(
@@ -133,6 +134,9 @@ void addRunCommand(CLI::App &app) {
   cmd->add_flag("--check-nan", opts->checkNan,
                 "Check every op's results for NaN/inf; the first one stops the run with an "
                 "error naming the op");
+  cmd->add_flag("--profile", opts->profile,
+                "Time every instruction over all runs and print the costliest ones (mean ms "
+                "per run, share of the total)");
   cmd->add_option("--order", opts->order,
                   "Strategy to lower einsum ops (auto, chain, pairwise, greedy, optimal) or "
                   "'none' to reject them")
@@ -182,6 +186,7 @@ void addRunCommand(CLI::App &app) {
     auto plan = rt::prepare(p, po);
     double prepareMs = rt::msSince(t0);
     rt::Engine engine(opts->width);
+    engine.setProfiling(opts->profile);
 
     t0 = std::chrono::steady_clock::now();
     std::vector<ir::Tensor> outs = engine.run(*plan, inputs);
@@ -228,6 +233,7 @@ void addRunCommand(CLI::App &app) {
     text += "blas: " + rt::blasInfo() + "\n";
     text += "load average: before " + loadBefore + ", after " + loadAfter + "\n";
     if (!note.empty()) text += "note: " + note + "\n";
+    if (opts->profile) text += engine.profileReport(*plan, 15);
     writeOutput("-", text);
   });
 }
