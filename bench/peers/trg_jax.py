@@ -122,8 +122,10 @@ def cmd_trg(a) -> None:
     _, ranks = trg_numpy.trg_forward(a.beta, a.chi, a.steps)
     beta = jnp.asarray(a.beta, dtype=jnp.float64)
     f = make_lnz(ranks)
-    for workload, fn in (("trg_value", jax.jit(f)),
-                         ("trg_value_and_grad", jax.jit(jax.value_and_grad(f)))):
+    jobs = [("trg_value", jax.jit(f))]
+    if not a.value_only:
+        jobs.append(("trg_value_and_grad", jax.jit(jax.value_and_grad(f))))
+    for workload, fn in jobs:
         load = common.loadavg()
         first, steady, res = common.time_calls(lambda: ready(fn(beta)), a.repeat)
         if workload == "trg_value":
@@ -167,13 +169,16 @@ def cmd_compile(a) -> None:
 
 
 def cmd_grad(a) -> None:
-    x = jnp.asarray(np.random.default_rng(0).uniform(-1.0, 1.0, size=a.n))
+    if a.x:
+        x = jnp.asarray(np.load(a.x))
+    else:
+        x = jnp.asarray(np.random.default_rng(0).uniform(-1.0, 1.0, size=a.n))
     g = jax.jit(jax.grad(lambda v: jnp.sum(jnp.sin(v) * v * v)))
     load = common.loadavg()
     first, steady, res = common.time_calls(lambda: ready(g(x)), a.repeat)
     ref = np.sin(np.asarray(x)) * 2 * np.asarray(x) + np.cos(np.asarray(x)) * np.asarray(x) ** 2
     err = float(np.max(np.abs(np.asarray(res) - ref)))
-    common.emit(common.record("jax", f"grad_sin_x2_{a.n}", first, steady, load, n=a.n,
+    common.emit(common.record("jax", f"grad_sin_x2_{x.shape[0]}", first, steady, load, n=x.shape[0],
                               max_abs_err_vs_closed_form=err, versions=versions()))
 
 
@@ -201,9 +206,12 @@ def main() -> None:
         p.add_argument("--chi", type=int, default=16)
         p.add_argument("--steps", type=int, default=20)
         p.add_argument("--repeat", type=int, default=10 if name == "trg" else 3)
+        if name == "trg":
+            p.add_argument("--value-only", action="store_true", help="skip value_and_grad")
     g = sub.add_parser("grad")
     g.add_argument("--n", type=int, default=1000)
     g.add_argument("--repeat", type=int, default=2000)
+    g.add_argument("--x", help=".npy input vector (default: uniform(-1,1), seed 0)")
     s = sub.add_parser("svd")
     s.add_argument("--n", type=int, default=256)
     s.add_argument("--matrix")

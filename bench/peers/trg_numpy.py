@@ -98,7 +98,7 @@ def cmd_floor(a) -> None:
     load = common.loadavg()
     first, steady, _ = common.time_calls(lambda: svd_floor(mats), a.repeat)
     common.emit(common.record(
-        "numpy", "svd_floor", first, steady, load, count=len(mats),
+        "numpy", f"svd_floor_{len(mats)}", first, steady, load, count=len(mats),
         shape=list(mats[0].shape), source=a.dir, versions={"numpy": np.__version__}))
 
 

@@ -112,7 +112,8 @@ def cmd_trg(a) -> None:
         (g,) = torch.autograd.grad(v, b)
         return v.item(), g.item()
 
-    for workload, fn in (("trg_value", value), ("trg_value_and_grad", value_and_grad)):
+    jobs = [("trg_value", value)] + ([] if a.value_only else [("trg_value_and_grad", value_and_grad)])
+    for workload, fn in jobs:
         load = common.loadavg()
         first, steady, res = common.time_calls(fn, a.repeat)
         extra = ({"lnZ_per_site": res} if workload == "trg_value"
@@ -147,6 +148,7 @@ def main() -> None:
     t.add_argument("--chi", type=int, default=16)
     t.add_argument("--steps", type=int, default=20)
     t.add_argument("--repeat", type=int, default=10)
+    t.add_argument("--value-only", action="store_true", help="skip value_and_grad")
     s = sub.add_parser("svd")
     s.add_argument("--n", type=int, default=256)
     s.add_argument("--matrix")
