@@ -874,7 +874,15 @@ Program Parser::parseFile() {
     // Point at the op the first message is about, when it names the op's position
     // or location.
     for (const Op &op : p.ops) {
-      bool named = (op.pos.known() && problems[0].find(op.pos.str()) != std::string::npos) ||
+      auto mentions = [&](const std::string &needle) {
+        for (size_t at = problems[0].find(needle); at != std::string::npos;
+             at = problems[0].find(needle, at + 1)) {
+          size_t end = at + needle.size();
+          if (end == problems[0].size() || !isDigit(problems[0][end])) return true;
+        }
+        return false;
+      };
+      bool named = (op.pos.known() && mentions(" at " + op.pos.str())) ||
                    (!op.loc.empty() && problems[0].find(op.loc) != std::string::npos);
       if (named) {
         off = lineStarts_[op.pos.line - 1] + op.pos.col - 1;

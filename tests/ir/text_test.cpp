@@ -575,7 +575,7 @@ TEST_CASE("parser: every truncation and random byte damage gives a ParseError, n
       case 1: t.erase(at, 1 + rng() % 4); break;
       default: t.insert(at, 1, bytes[rng() % sizeof bytes]); break;
       }
-      if (t.empty()) t = "x";
+      if (t.empty()) t.assign(1, 'x');
     }
     try {
       Program q = parseProgram(t, "fuzz.tir");
