@@ -275,15 +275,18 @@ std::string ranksStr(const std::vector<int64_t> &r) {
   return s;
 }
 
+/// Milliseconds rounded to the microsecond (short JSON numbers).
+double us(double ms) { return std::round(ms * 1e3) / 1e3; }
+
 nlohmann::json statsJson(const Stats &s) {
   if (!s.have) return nullptr;
   nlohmann::json j;
-  j["first"] = s.first;
+  j["first"] = us(s.first);
   if (s.n) {
-    j["min"] = s.min;
-    j["median"] = s.median;
-    j["p90"] = s.p90;
-    j["max"] = s.max;
+    j["min"] = us(s.min);
+    j["median"] = us(s.median);
+    j["p90"] = us(s.p90);
+    j["max"] = us(s.max);
   } else {
     j["min"] = j["median"] = j["p90"] = j["max"] = nullptr;
   }
@@ -321,7 +324,7 @@ void runTrg(TrgArgs &a) {
   nlohmann::json groupsJson = nlohmann::json::array();
   for (const auto &g : drv.groups())
     groupsJson.push_back({{"group", g.group}, {"uses", g.uses}, {"ops", g.ops},
-                          {"compile_ms", g.compileMs}, {"prepare_ms", g.prepareMs}});
+                          {"compile_ms", us(g.compileMs)}, {"prepare_ms", us(g.prepareMs)}});
 
   if (!a.json) {
     std::cout << "tessel trg: chi = " << opts.chi << ", steps = " << opts.steps
@@ -394,8 +397,8 @@ void runTrg(TrgArgs &a) {
       j["specific_heat"] = d2 ? nlohmann::json(beta * beta * *d2) : nlohmann::json(nullptr);
       j["exact_specific_heat"] = optNumber(exC);
       nlohmann::json t;
-      t["compile"] = drv.compileMs();
-      t["prepare"] = drv.prepareMs();
+      t["compile"] = us(drv.compileMs());
+      t["prepare"] = us(drv.prepareMs());
       t["value"] = statsJson(tv);
       t["value_and_grad"] = statsJson(tg);
       t["second"] = statsJson(ts);
