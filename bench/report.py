@@ -58,9 +58,11 @@ def render(h, agg, mi, t_start):
           f"* tessel: commit `{mi['commit']}`, binary `{os.path.relpath(h.extra.get('tessel_source') or '-', ROOT)}` "
           f"(snapshot copied before the run)" + (f", {h.extra['tessel_version']}" if h.extra.get("tessel_version") else "") + ".",
           "* Peers (bench/.venv, from PyPI): " + (", ".join(f"{k} {v}" for k, v in h.peers.items()) or "none") + ".",
-          f"* Rounds: {a.rounds}; in every round each contender runs once per width, one after "
-          f"the other (A B C … A B C …). TRG: {a.repeat} steady runs per process after one warm-up; "
-          f"grad micro: {a.micro_repeat}; svd: {a.svd_repeat}.",
+          f"* Rounds: {a.rounds} at width 1 (widths above 1: {getattr(a, 'wide_rounds', 1)}); in every "
+          f"round each contender runs once per width, one after the other (A B C … A B C …). "
+          f"TRG: {a.repeat} steady runs per process after one warm-up ({getattr(a, 'wide_repeat', a.repeat)} "
+          f"at widths above 1); grad micro: {a.micro_repeat}; svd: {a.svd_repeat}; load test: "
+          f"{getattr(a, 'load_repeat', '?')}.",
           "* **first** = the first call in a fresh process (median over the rounds' processes; "
           "for JAX it includes trace + lower + XLA compile); **min** = over all steady runs; "
           "**median**, **p90** = median over rounds of each process's median / p90; **max** = "

@@ -766,7 +766,8 @@ def load_state(h: Harness) -> None:
     h.tessel_caps, h.extra = st["tessel_caps"], st["extra"]
     h.checks = {k: {float(b): tuple(v) for b, v in d.items()} for k, d in st["checks"].items()}
     h.extra["machine"] = st.get("machine")
-    for k in ("widths", "rounds", "repeat", "micro_repeat", "svd_repeat", "tessel_order"):
+    for k in ("widths", "rounds", "repeat", "micro_repeat", "svd_repeat", "tessel_order",
+              "wide_rounds", "wide_repeat", "load_repeat"):
         if k in st.get("args", {}):
             setattr(h.args, k, st["args"][k])
     with open(os.path.join(h.out, "results.jsonl")) as f:
