@@ -283,20 +283,63 @@ size_t countPrimalOutputs(const Program &p) {
   return p.outputs.size() - grads;
 }
 
+/// `%U, %s, %Vt = svd %Ma loc("...")`: the op that defines `v`, with `p`'s names.
+std::string describeOrigin(const Program &p, ValueId v) {
+  int32_t d = p.values[v].def;
+  if (d < 0) return "input " + ir::valueRef(p, v);
+  const Op &op = p.ops[d];
+  std::string s;
+  for (size_t j = 0; j < op.results.size(); ++j)
+    s += (j ? ", " : "") + ir::valueRef(p, op.results[j]);
+  s += std::string(" = ") + ir::opName(op.kind);
+  for (size_t j = 0; j < op.operands.size(); ++j)
+    s += (j ? ", " : " ") + ir::valueRef(p, op.operands[j]);
+  if (!op.loc.empty()) s += " loc(\"" + op.loc + "\")";
+  return s;
+}
+
+size_t primalOutputCount(const Program &p, int64_t requested) {
+  if (requested < 0) return countPrimalOutputs(p);
+  if (requested == 0 || size_t(requested) >= p.outputs.size())
+    throw Error("error: checkpoint: " + std::to_string(requested) +
+                " primal outputs requested, program @" + p.name + " has " +
+                std::to_string(p.outputs.size()) +
+                " outputs (need at least one primal and one gradient output)");
+  return size_t(requested);
+}
+
 } // namespace
 
-bool runCheckpoint(Program &p, const CheckpointOptions &opts, CheckpointStats *stats) {
-  size_t numPrimal;
-  if (opts.numPrimalOutputs >= 0) {
-    if (opts.numPrimalOutputs == 0 || size_t(opts.numPrimalOutputs) >= p.outputs.size())
-      throw Error("error: checkpoint: " + std::to_string(opts.numPrimalOutputs) +
-                  " primal outputs requested, program @" + p.name + " has " +
-                  std::to_string(p.outputs.size()) +
-                  " outputs (need at least one primal and one gradient output)");
-    numPrimal = size_t(opts.numPrimalOutputs);
-  } else {
-    numPrimal = countPrimalOutputs(p);
+std::vector<Residual> listResiduals(const Program &p, int64_t numPrimalOutputs) {
+  size_t numPrimal = primalOutputCount(p, numPrimalOutputs);
+  std::vector<char> fwd = markForward(p, numPrimal);
+  std::vector<ValueId> vals = residualValues(p, fwd, numPrimal, p.inputs.size(), false);
+  std::vector<Residual> out;
+  for (ValueId v : vals) {
+    Residual r;
+    r.name = llvm::StringRef(ir::valueRef(p, v)).drop_front().str();
+    r.type = p.values[v].type;
+    r.bytes = r.type.bytes();
+    int32_t d = p.values[v].def;
+    if (d < 0) {
+      r.forwardInput = p.inputIndex(p.values[v].name);
+      r.originOp = "input";
+    } else {
+      for (size_t o = 0; o < numPrimal; ++o)
+        if (p.outputs[o] == v) {
+          r.forwardOutput = static_cast<int>(o);
+          break;
+        }
+      r.originOp = ir::opName(p.ops[d].kind);
+    }
+    r.origin = describeOrigin(p, v);
+    out.push_back(std::move(r));
   }
+  return out;
+}
+
+bool runCheckpoint(Program &p, const CheckpointOptions &opts, CheckpointStats *stats) {
+  size_t numPrimal = primalOutputCount(p, opts.numPrimalOutputs);
   if (opts.regions < 0)
     throw Error("error: checkpoint: regions must be >= 0 (0 = auto), got " +
                 std::to_string(opts.regions));
@@ -467,15 +510,8 @@ ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolic
       continue;
     }
     ValueId fv = toF[res[k]];
-    const Op &op = F.ops[F.values[fv].def];
-    rr.originOp = ir::opName(op.kind);
-    std::string s;
-    for (size_t j = 0; j < op.results.size(); ++j) s += (j ? ", " : "") + ir::valueRef(F, op.results[j]);
-    s += std::string(" = ") + ir::opName(op.kind);
-    for (size_t j = 0; j < op.operands.size(); ++j)
-      s += (j ? ", " : " ") + ir::valueRef(F, op.operands[j]);
-    if (!op.loc.empty()) s += " loc(\"" + op.loc + "\")";
-    rr.origin = s;
+    rr.originOp = ir::opName(F.ops[F.values[fv].def].kind);
+    rr.origin = describeOrigin(F, fv);
   }
 
   // Backward program: residuals, then the cotangents; the backward ops and clones.

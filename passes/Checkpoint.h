@@ -92,25 +92,34 @@ bool runCheckpoint(ir::Program &p, const CheckpointOptions &opts,
                    CheckpointStats *stats = nullptr);
 
 //===----------------------------------------------------------------------===//
-// (b) splitVjp: a forward and a backward program for staged execution
+// Residuals, and (b) splitVjp: a forward and a backward program for staged execution
 //===----------------------------------------------------------------------===//
 
-/// One value the backward program needs from the forward.
+/// One value the backward needs from the forward.
 struct Residual {
   /// Name of the backward input (and of the forward output that carries it; an input
   /// keeps its name, a named value its name, anonymous values get `res<k>`).
   std::string name;
   ir::Type type;
   int64_t bytes = 0; ///< 8 * numel
-  /// Where the driver finds it: exactly one of the two is >= 0.
+  /// Where the driver finds it. From splitVjp exactly one of the two is >= 0; from
+  /// listResiduals forwardInput is set for an input, forwardOutput for a primal
+  /// output, and both are -1 for a value inside the program.
   int forwardInput = -1;  ///< index into the forward program's inputs
   int forwardOutput = -1; ///< index into the forward program's outputs
   /// Op that defines it in the forward ("input" for an input), e.g. "svd".
   std::string originOp;
-  /// Human description: `%U = svd %Ma (result 0 of 3) loc("step: svd Ma")` or
-  /// `input %T`.
+  /// Human description: the defining op, e.g. `%U, %s, %Vt = svd %Ma loc("step: svd
+  /// Ma")`, or `input %T`.
   std::string origin;
 };
+
+/// The residuals of a gradient program as it stands (after grad, or after grad and
+/// checkpoint): every forward value, program inputs included, that a backward op
+/// reads, inputs first (input order), then op results in definition order. Names are
+/// the printed names without '%'. `numPrimalOutputs` as in CheckpointOptions. Throws
+/// like runCheckpoint when the program is not a gradient program.
+std::vector<Residual> listResiduals(const ir::Program &p, int64_t numPrimalOutputs = -1);
 
 /// A forward and a backward (VJP) program of one step, for staged execution:
 ///

@@ -20,6 +20,7 @@
 #include "ir/Printer.h"
 #include "passes/Order.h"
 #include "tools/Commands.h"
+#include "tools/CostResiduals.h"
 
 namespace tessel::tools {
 
@@ -31,6 +32,7 @@ struct CostArgs {
   std::string strategy = "auto";
   int optimalLimit = passes::OrderOptions{}.optimalLimit;
   bool json = false;
+  ResidualArgs residuals; // --residuals (tools/CostResiduals.h)
 };
 
 std::string fmt(const char *f, double x) {
@@ -190,6 +192,10 @@ void runCost(const CostArgs &a) {
                 std::to_string(a.optimalLimit));
   opts.optimalLimit = a.optimalLimit;
   ir::Program p = loadProgram(a.file, parseInputFormat(a.inputFormat));
+  if (a.residuals.enabled) {
+    writeOutput("-", residualsReport(p, a.residuals, opts.strategy, a.json));
+    return;
+  }
   writeOutput("-", printEinsumReport(p, opts, a.json));
 }
 
@@ -221,6 +227,7 @@ void addCostCommand(CLI::App &app) {
   cmd->add_option("--input-format", args->inputFormat, "Input format: auto, text or json")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print the report as JSON");
+  addResidualFlags(*cmd, args->residuals);
   cmd->callback([args] { runCost(*args); });
 }
 

@@ -6,6 +6,7 @@
 //    of svd steps; staged residual bytes likewise.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -344,4 +345,44 @@ TEST_CASE("checkpoint: engine gradients bitwise identical across policies and wi
   CHECK(peak[0] <= peak[1]);
   CHECK(peak[1] <= peak[2]);
   CHECK(peak[0] < peak[2]);
+}
+
+TEST_CASE("listResiduals: what the backward reads under each policy") {
+  ir::Program f = svdChain(4, 2);
+  GradOptions go;
+  go.wrt = {"beta"};
+  ir::Program g = grad(f, go);
+  auto names = [](const std::vector<Residual> &rs) {
+    std::vector<std::string> n;
+    for (const Residual &r : rs) n.push_back(r.name);
+    return n;
+  };
+  auto has = [](const std::vector<std::string> &v, const char *s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  std::vector<Residual> store = listResiduals(g);
+  std::vector<std::string> sn = names(store);
+  CHECK(has(sn, "U1"));
+  CHECK(has(sn, "Vt2"));
+  for (const Residual &r : store) {
+    CAPTURE(r.name);
+    CHECK(r.bytes == r.type.bytes());
+    if (r.originOp == "input") CHECK(r.forwardInput >= 0);
+    if (r.name == "U1") {
+      CHECK(r.originOp == "svd");
+      CHECK(r.origin == "%U1, %s1, %Vt1 = svd %x0 loc(\"step 1\")");
+    }
+  }
+  std::vector<Residual> rec = listResiduals(checkpointed(g, RematPolicy::Recompute, 1));
+  for (const Residual &r : rec) CHECK(r.originOp == "input");
+  CHECK(names(rec) == std::vector<std::string>{"a", "beta"});
+  std::vector<Residual> svd = listResiduals(checkpointed(g, RematPolicy::SaveSvd, 1));
+  for (const Residual &r : svd) CHECK((r.originOp == "svd" || r.originOp == "input"));
+  int64_t b0 = 0, b1 = 0, b2 = 0;
+  for (const Residual &r : rec) b0 += r.bytes;
+  for (const Residual &r : svd) b1 += r.bytes;
+  for (const Residual &r : store) b2 += r.bytes;
+  CHECK(b0 < b1);
+  CHECK(b1 < b2);
+  CHECK_THROWS_AS(listResiduals(f), Error);
 }
