@@ -52,13 +52,14 @@ std::vector<std::string> verify(const Program &p) {
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op &op = p.ops[i];
     const OpInfo &info = opInfo(op.kind);
-    std::string where = describeOp(p, op, i);
+    // Built only when reporting: describing every op would make verify() quadratic.
+    auto where = [&] { return describeOp(p, op, i); };
     bool ok = true;
     llvm::SmallVector<Type, 4> types;
     for (size_t j = 0; j < op.operands.size(); ++j) {
       ValueId v = op.operands[j];
       if (v >= p.values.size() || !defined[v]) {
-        errs.push_back(where + ": operand " + std::to_string(j) + " " +
+        errs.push_back(where() + ": operand " + std::to_string(j) + " " +
                        (v < p.values.size() ? valueRef(p, v) : std::string("?")) +
                        " is not defined before use");
         ok = false;
@@ -67,18 +68,18 @@ std::vector<std::string> verify(const Program &p) {
       }
     }
     if (static_cast<int>(op.results.size()) != info.numResults) {
-      errs.push_back(where + ": has " + std::to_string(op.results.size()) +
+      errs.push_back(where() + ": has " + std::to_string(op.results.size()) +
                      " results, the op defines " + std::to_string(info.numResults));
       ok = false;
     }
     for (ValueId r : op.results) {
       if (r >= p.values.size()) {
-        errs.push_back(where + ": result refers to a value that does not exist");
+        errs.push_back(where() + ": result refers to a value that does not exist");
         ok = false;
         continue;
       }
       if (defined[r]) {
-        errs.push_back(where + ": redefines " + valueRef(p, r));
+        errs.push_back(where() + ": redefines " + valueRef(p, r));
         ok = false;
       }
     }
@@ -87,15 +88,15 @@ std::vector<std::string> verify(const Program &p) {
         AttrList canon = op.attrs;
         canonicalizeAttrs(op.kind, canon);
         if (!(canon == op.attrs))
-          errs.push_back(where + ": attributes are not in canonical form (order or defaults)");
+          errs.push_back(where() + ": attributes are not in canonical form (order or defaults)");
         std::vector<Type> expect = inferResultTypes(op.kind, types, canon);
         for (size_t r = 0; r < expect.size() && r < op.results.size(); ++r)
           if (expect[r] != p.type(op.results[r]))
-            errs.push_back(where + ": result " + valueRef(p, op.results[r]) + " has type " +
+            errs.push_back(where() + ": result " + valueRef(p, op.results[r]) + " has type " +
                            p.type(op.results[r]).str() + " but the shape rule gives " +
                            expect[r].str());
       } catch (const Error &e) {
-        errs.push_back(where + ": " + e.what());
+        errs.push_back(where() + ": " + e.what());
       }
     }
     for (ValueId r : op.results)
