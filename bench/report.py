@@ -367,6 +367,8 @@ def _plot(h, agg, widths):
     except Exception:
         return None
     contenders = ["tessel store", "tessel recompute", "jax", "torch", "numpy"]
+    if not any(k[0].startswith("trg_") for k in agg):
+        return None
     fig, axes = plt.subplots(1, len(widths), figsize=(5.2 * len(widths), 3.8), squeeze=False)
     for ax, w in zip(axes[0], widths):
         xs, v, g = [], [], []
