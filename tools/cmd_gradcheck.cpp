@@ -175,6 +175,12 @@ void addGradcheckCommand(CLI::App &app) {
       std::ostringstream msg;
       msg << "error: gradcheck of @" << p.name << " failed: max abs err " << r.maxAbsErr
           << ", max rel err " << r.maxRelErr << " (atol " << o->atol << ", rtol " << o->rtol << ")";
+      size_t stops = 0;
+      for (const ir::Op &op : p.ops) stops += op.kind == ir::OpKind::StopGradient;
+      if (stops)
+        msg << "\nnote: the program has " << stops << " stop_gradient op" << (stops > 1 ? "s" : "")
+            << "; finite differences see through stop_gradient, so they disagree with the "
+               "transform by design (for TRG steps: emit with --no-stop-gradient)";
       throw Error(msg.str());
     }
   });
