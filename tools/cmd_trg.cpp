@@ -200,11 +200,23 @@ void summarise(Stats &s, std::vector<double> ms) {
   s.p90 = rank(0.9);
 }
 
-std::string loadAverage() {
+/// The 1, 5 and 15 minute load averages from /proc/loadavg (empty if unavailable).
+std::vector<double> loadAverage() {
   std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  if (!(in >> a >> b >> c)) return "unavailable";
-  return a + " " + b + " " + c;
+  double a = 0, b = 0, c = 0;
+  if (!(in >> a >> b >> c)) return {};
+  return {a, b, c};
+}
+
+std::string loadText(const std::vector<double> &l) {
+  if (l.size() != 3) return "unavailable";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.2f %.2f %.2f", l[0], l[1], l[2]);
+  return buf;
+}
+
+nlohmann::json loadJson(const std::vector<double> &l) {
+  return l.size() == 3 ? nlohmann::json(l) : nlohmann::json(nullptr);
 }
 
 /// A progress line on stderr, only when stderr is a terminal.
@@ -353,7 +365,7 @@ void runTrg(TrgArgs &a) {
 
   for (size_t ib = 0; ib < betas.size(); ++ib) {
     const double beta = betas[ib];
-    const std::string loadBefore = loadAverage();
+    const std::vector<double> loadBefore = loadAverage();
     frontend::TrgResult rv, rg, rs;
     Stats tv = timeRuns([&] { rv = drv.value(beta); }, a.repeat, prog, ib, beta, "value");
     Stats tg, ts;
@@ -361,7 +373,7 @@ void runTrg(TrgArgs &a) {
       tg = timeRuns([&] { rg = drv.valueAndGrad(beta); }, a.repeat, prog, ib, beta, "value+grad");
     if (opts.second)
       ts = timeRuns([&] { rs = drv.second(beta); }, a.repeat, prog, ib, beta, "second");
-    const std::string loadAfter = loadAverage();
+    const std::vector<double> loadAfter = loadAverage();
     prog.clear();
 
     // Exact values (derivatives diverge exactly at beta_c).
@@ -408,7 +420,7 @@ void runTrg(TrgArgs &a) {
       j["repeat"] = a.repeat;
       j["passes"] = opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline;
       j["blas"] = blas;
-      j["loadavg"] = {{"before", loadBefore}, {"after", loadAfter}};
+      j["loadavg"] = {{"before", loadJson(loadBefore)}, {"after", loadJson(loadAfter)}};
       std::cout << j.dump() << "\n";
       std::cout.flush();
       continue;
@@ -435,7 +447,8 @@ void runTrg(TrgArgs &a) {
     std::cout << "  run value         " << statsText(tv) << "\n";
     if (opts.grad) std::cout << "  run value+grad    " << statsText(tg) << "\n";
     if (opts.second) std::cout << "  run second        " << statsText(ts) << "\n";
-    std::cout << "  loadavg           before " << loadBefore << " | after " << loadAfter << "\n";
+    std::cout << "  loadavg           before " << loadText(loadBefore) << " | after "
+              << loadText(loadAfter) << "\n";
     std::cout.flush();
   }
 }
