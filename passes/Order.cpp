@@ -693,14 +693,28 @@ ValueId lowerEinsum(Builder &b, llvm::StringRef spec, llvm::ArrayRef<ValueId> op
                   "' of rank " + std::to_string(s.resultLabels.size()) +
                   ", above the limit of " + std::to_string(kMaxRank) +
                   " (try strategy=optimal)");
-    v = b.dotGeneral(term[size_t(s.lhs)], term[size_t(s.rhs)], positionsIn(la, s.batch),
-                     positionsIn(lb, s.batch), positionsIn(la, contract),
-                     positionsIn(lb, contract));
-    std::string got = s.batch;
-    for (char c : la)
-      if (lb.find(c) == std::string::npos) got += c;
-    for (char c : lb)
-      if (la.find(c) == std::string::npos) got += c;
+    std::string got;
+    if (contract.empty() && s.batch.size() == la.size() && s.batch.size() == lb.size()) {
+      // Hadamard product (same labels on both sides, nothing summed): an elementwise
+      // mul, after putting rhs in lhs's order; same rounding as the dot_general.
+      ValueId r = term[size_t(s.rhs)];
+      if (lb != la) r = b.transpose(r, positionsIn(lb, la));
+      v = b.mul(term[size_t(s.lhs)], r);
+      got = la;
+      if (got != s.resultLabels) {
+        v = b.transpose(v, positionsIn(got, s.resultLabels));
+        got = s.resultLabels;
+      }
+    } else {
+      v = b.dotGeneral(term[size_t(s.lhs)], term[size_t(s.rhs)], positionsIn(la, s.batch),
+                       positionsIn(lb, s.batch), positionsIn(la, contract),
+                       positionsIn(lb, contract));
+      got = s.batch;
+      for (char c : la)
+        if (lb.find(c) == std::string::npos) got += c;
+      for (char c : lb)
+        if (la.find(c) == std::string::npos) got += c;
+    }
     if (got != s.resultLabels)
       throw Error("internal: einsum lowering produced '" + got + "', path says '" +
                   s.resultLabels + "'");

@@ -14,7 +14,9 @@
 //     dims, then the rhs free dims; the last step picks lhs/rhs and the batch order
 //     to match the output when it can).
 // Indices shared by the two operands of a step and still needed later (by another
-// operand or the output) become batch dims; the others are contracted.
+// operand or the output) become batch dims; the others are contracted. A step whose
+// operands carry the same indices and sums none (a Hadamard product) becomes an
+// elementwise mul instead (rhs transposed to lhs's order if needed).
 // Ops created for an einsum carry the einsum's `loc` verbatim (so the "remat:" tag of
 // the checkpoint pass survives, see passes/Cse.h); the final value takes the
 // einsum's result name.
