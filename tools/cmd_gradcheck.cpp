@@ -179,8 +179,8 @@ void addGradcheckCommand(CLI::App &app) {
       for (const ir::Op &op : p.ops) stops += op.kind == ir::OpKind::StopGradient;
       if (stops)
         msg << "\nnote: the program has " << stops << " stop_gradient op" << (stops > 1 ? "s" : "")
-            << "; finite differences see through stop_gradient, so they disagree with the "
-               "transform by design (for TRG steps: emit with --no-stop-gradient)";
+            << "; finite differences see through stop_gradient, so they can disagree with "
+               "the transform where it matters (for TRG steps: emit with --no-stop-gradient)";
       throw Error(msg.str());
     }
   });

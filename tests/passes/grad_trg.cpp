@@ -96,3 +96,18 @@ TEST_CASE("grad trg: the 16->16 step class (two 256×256 SVDs) agrees with FD to
   o.atol = 0;
   requirePass(gradCheck(step, {gradedTensor(16, 0.7, 3)}, o), 1e-8);
 }
+
+TEST_CASE("grad trg: d/dβ and d²/dβ² of lnZ/N through 4 whole steps (exact ties) vs FD") {
+  // β -> lnZ/N over the steps 2->2, 2->4, 4->4, 4->16 at the Ising point, where lattice
+  // symmetry makes exact ties among the singular values. Without the (d != 0) mask in
+  // the svd rule's Lorentzian, the second derivative is off by 1.5% here (the 1/ε²
+  // slope of d/(d² + ε²) at d = 0 amplifies rounding); with it, 1e-12.
+  Program p = buildTrgWhole(trgDefaultRanks(16, 4));
+  tessel::passes::runOrder(p, {});
+  GradCheckOptions o;
+  o.order = 2;
+  o.eps = 1e-4;
+  o.rtol = 1e-8;
+  o.atol = 0;
+  requirePass(gradCheck(p, {ir::Tensor::scalar(0.4)}, o), 1e-8);
+}
