@@ -575,17 +575,19 @@ PassRunReport PassManager::run(ir::Program &p) const {
       while (!what.empty() && what.back() == '\n') what.pop_back();
       // Every diagnostic reads "...error: ..." on its first line (file:line:col: error:
       // for parse errors); add the prefix when the pass's message lacks it.
-      if (llvm::StringRef(what).split('\n').first.find("error:") == llvm::StringRef::npos)
+      const bool userError = dynamic_cast<const Error *>(&e) != nullptr;
+      if (userError &&
+          llvm::StringRef(what).split('\n').first.find("error:") == llvm::StringRef::npos)
         what = "error: " + what;
       std::string note = "\nnote: while running " + passLabel(rec, total) + ": " + rec.invocation;
       if (!opts_.crashReproducer.empty()) {
         std::string repro = writeReproducer(what);
-        if (dynamic_cast<const Error *>(&e) == nullptr)
+        if (!userError)
           throw Error("error: internal error in " + passLabel(rec, total) + ": " + what + note +
                       repro);
         throw Error(what + note + repro);
       }
-      if (dynamic_cast<const Error *>(&e) != nullptr) throw Error(what + note);
+      if (userError) throw Error(what + note);
       throw std::runtime_error(what + note);
     }
     rec.seconds = secondsSince(tp);

@@ -328,3 +328,91 @@ TEST_CASE("pm: timing reports in text and JSON") {
   CHECK(j.find("\"pass\": \"checkpoint{policy=recompute,regions=1}\"") != std::string::npos);
   CHECK(j.find("\"status\": \"ran\"") != std::string::npos);
 }
+
+namespace {
+
+/// Test-only passes (not in the registry): one that breaks the IR, one that throws an
+/// internal error.
+const PassInfo &breakingPass() {
+  static const PassInfo info{
+      "test-break-ir", "makes an output refer to a value of the wrong type", {},
+      [](ir::Program &p, const PassInvocation &, PassStatistics &) {
+        // Declare a wrong result type for the last op.
+        p.values[p.ops.back().results[0]].type = ir::Type({7, 7});
+        return true;
+      }};
+  return info;
+}
+
+const PassInfo &throwingPass() {
+  static const PassInfo info{"test-throw", "throws std::logic_error", {},
+                             [](ir::Program &, const PassInvocation &, PassStatistics &) -> bool {
+                               throw std::logic_error("broken invariant");
+                             }};
+  return info;
+}
+
+} // namespace
+
+TEST_CASE("pm: verify-each names the pass that broke the program; off lets it through") {
+  namespace fs = std::filesystem;
+  Pipeline pl = Pipeline::parse("grad{wrt=beta}");
+  pl.passes.push_back(PassInvocation(breakingPass()));
+  pl.passes.push_back(PassInvocation(*lookupPass("dce")));
+  std::ostringstream log;
+  PassManagerOptions o;
+  o.log = &log;
+  fs::path file = fs::temp_directory_path() / "tessel_pm_verify_repro.tir";
+  fs::remove(file);
+  o.crashReproducer = file.string();
+  ir::Program p = smallProgram();
+  std::string msg;
+  try {
+    PassManager(pl, o).run(p);
+  } catch (const VerifyError &e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("error: verifier failed after pass 'test-break-ir' (2 of 3): test-break-ir") !=
+        std::string::npos);
+  CHECK(msg.find("crash reproducer") != std::string::npos);
+  REQUIRE(fs::exists(file));
+  // The reproducer holds the (valid) input of the breaking pass: it parses.
+  CHECK_NOTHROW(ir::parseProgram(readAll(file)));
+  fs::remove(file);
+
+  PassManagerOptions off;
+  off.log = &log;
+  off.verifyEach = false;
+  ir::Program q = smallProgram();
+  PassRunReport r = PassManager(pl, off).run(q);
+  CHECK(r.passes.size() == 3);
+  CHECK(r.passes[1].verifySeconds == 0);
+}
+
+TEST_CASE("pm: an internal error in a pass becomes a tessel::Error naming the reproducer") {
+  namespace fs = std::filesystem;
+  Pipeline pl;
+  pl.passes.push_back(PassInvocation(throwingPass()));
+  std::ostringstream log;
+  PassManagerOptions o;
+  o.log = &log;
+  ir::Program p = smallProgram();
+  // Without a reproducer: stays an internal (non-tessel) error, with the note.
+  bool internal = false;
+  try {
+    PassManager(pl, o).run(p);
+  } catch (const Error &) {
+  } catch (const std::exception &e) {
+    internal = std::string(e.what()).find("note: while running pass 'test-throw'") !=
+               std::string::npos;
+  }
+  CHECK(internal);
+  fs::path file = fs::temp_directory_path() / "tessel_pm_throw_repro.tir";
+  o.crashReproducer = file.string();
+  CHECK_THROWS_WITH_AS(PassManager(pl, o).run(p),
+                       doctest::Contains("internal error in pass 'test-throw' (1 of 1): "
+                                         "broken invariant"),
+                       Error);
+  CHECK(fs::exists(file));
+  fs::remove(file);
+}
