@@ -219,6 +219,8 @@ std::map<OpKind, CaseFn> opCases() {
     add("iij,jk->ik", {Type({3, 3, 2}), Type({2, 4})}); // a diagonal
     add("ijk->kj", {Type({2, 3, 4})});
     add("ij,ij->", {Type({2, 3}), Type({2, 3})});
+    add("iij->j", {Type({3, 3, 2})}); // diagonal, 'i' only in this operand
+    add("ijij->", {Type({2, 3, 2, 3})}); // the TRG closure's trace
     return cs;
   };
   m[OpKind::Svd] = [] {
