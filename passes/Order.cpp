@@ -497,6 +497,19 @@ ContractionPath planContraction(llvm::StringRef spec, llvm::ArrayRef<Shape> shap
     break;
   }
   ContractionPath cp = buildPath(P, pairs);
+  auto tooWide = [](const ContractionPath &c) {
+    for (const ContractionStep &st : c.steps)
+      if (st.resultLabels.size() > size_t(kMaxRank)) return true;
+    return false;
+  };
+  if (strategy == OrderStrategy::Auto && used == OrderStrategy::Greedy && tooWide(cp) &&
+      int(n) <= std::min(opts.optimalLimit, 30) && optimalPairs(P, pairs)) {
+    // auto must produce a path the lowering accepts: prefer the rank-limited DP.
+    used = OrderStrategy::Optimal;
+    note = "auto: greedy needs an intermediate of rank > " + std::to_string(kMaxRank) +
+           ", used optimal";
+    cp = buildPath(P, pairs);
+  }
   cp.requested = strategy;
   cp.used = used;
   cp.note = note;

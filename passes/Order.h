@@ -46,7 +46,9 @@
 //             excluded. Time and memory grow as 3^n and 2^n; beyond
 //             OrderOptions::optimalLimit operands (default 14, about 0.1 s) it falls
 //             back to greedy and ContractionPath::note says so;
-//   auto      optimal for n <= OrderOptions::autoOptimalMax (default 8), else greedy.
+//   auto      optimal for n <= OrderOptions::autoOptimalMax (default 8), else greedy;
+//             if that greedy path needs an intermediate of rank > 8, the rank-limited
+//             optimal DP instead (when n <= optimalLimit).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -488,3 +488,32 @@ TEST_CASE("order: grad of the TRG program, lowered, gives the same d(lnZ/N)/dbet
       CHECK(std::abs(got[o].data[0] - want[o].data[0]) <= 1e-12 * std::abs(want[o].data[0]));
   }
 }
+
+TEST_CASE("order: auto avoids a greedy path whose intermediates exceed rank 8") {
+  // Found by a seeded random search: 10 operands (so auto starts from greedy), labels
+  // a-e of size 1, f-j of size 2, k-p of size 3; greedy's free size-1 outer products
+  // build an intermediate of rank > 8.
+  const std::string spec = "phcold,oaigbd,jikp,feanp,l,aedhg,pb,hdi,cbhpj,afpcl->dbn";
+  auto sizeOf = [](char c) -> int64_t { return c < 'f' ? 1 : c < 'k' ? 2 : 3; };
+  std::vector<Shape> shapes;
+  std::string in = spec.substr(0, spec.find("->")) + ",";
+  for (size_t pos = 0, c; (c = in.find(',', pos)) != std::string::npos; pos = c + 1) {
+    Shape s;
+    for (char ch : in.substr(pos, c - pos)) s.push_back(sizeOf(ch));
+    shapes.push_back(s);
+  }
+  REQUIRE(shapes.size() == 10);
+  ContractionPath g = planContraction(spec, shapes, OrderStrategy::Greedy);
+  size_t widest = 0;
+  for (const ContractionStep &st : g.steps) widest = std::max(widest, st.resultLabels.size());
+  CHECK(widest > 8);
+  ContractionPath a = planContraction(spec, shapes, OrderStrategy::Auto);
+  CHECK(a.used == OrderStrategy::Optimal);
+  CHECK(a.note.find("rank > 8") != std::string::npos);
+  for (const ContractionStep &st : a.steps) CHECK(st.resultLabels.size() <= 8);
+  Program p = einsumProgram(spec, shapes);
+  Program q = p;
+  CHECK_THROWS_WITH_AS(runOrder(q, OrderOptions{OrderStrategy::Greedy}),
+                       doctest::Contains("above the limit of 8"), Error);
+  checkLowering(p, OrderStrategy::Auto, 13);
+}
