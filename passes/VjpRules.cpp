@@ -418,6 +418,8 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   auto addInner = [&](ValueId t) { inner = inner == kNone ? t : b.add(inner, t); };
   ValueId UtgU = kNone, VtgV = kNone;
   if (gU != kNone || gVt != kNone) {
+    // s² once, then a plain subtraction: exact ties give d = 0 bitwise (a fused
+    // fma(s_j, s_j, −s_i²) would not).
     ValueId s2 = b.mul(s, s);
     ValueId d = b.sub(b.broadcastInDim(s2, kk, {1}), b.broadcastInDim(s2, kk, {0})); // s_j² − s_i²
     ValueId F = lorentzian(d);
