@@ -63,6 +63,9 @@ def render(h, agg, mi, t_start):
           f"TRG: {a.repeat} steady runs per process after one warm-up ({getattr(a, 'wide_repeat', a.repeat)} "
           f"at widths above 1); grad micro: {a.micro_repeat}; svd: {a.svd_repeat}; load test: "
           f"{getattr(a, 'load_repeat', '?')}.",
+          "* **CPU/wall** = CPU time of all the process's threads / wall time: over the steady "
+          "runs for the Python peers, over the whole process (incl. start-up and compile) for "
+          "tessel (marked proc). ≈ 1 means one busy thread; 2 means both cores.",
           "* **first** = the first call in a fresh process (median over the rounds' processes; "
           "for JAX it includes trace + lower + XLA compile); **min** = over all steady runs; "
           "**median**, **p90** = median over rounds of each process's median / p90; **max** = "
@@ -128,8 +131,8 @@ def render(h, agg, mi, t_start):
     workloads = sorted({k[0] for k in agg}, key=lambda w: ORDER.index(w) if w in ORDER else 99)
     for wl in workloads:
         L += [f"### {WORKLOAD_TITLES.get(wl, wl)}", "",
-              "| contender | width | first | min | median | p90 | max | runs | BLAS / threads | load before → after |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| contender | width | first | min | median | p90 | max | runs | CPU/wall | BLAS / threads | load before → after |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
         keys = sorted((k for k in agg if k[0] == wl), key=lambda k: (k[2], k[1]))
         for k in keys:
             s = agg[k]
@@ -140,7 +143,7 @@ def render(h, agg, mi, t_start):
                 extra = f" ({r0['order']})"
             L.append(f"| {name}{extra} | {k[2]} | {fmt(s['first'])} | {fmt(s['min'])} | "
                      f"{fmt(s['median'])} | {fmt(s['p90'])} | {fmt(s['max'])} | "
-                     f"{s['procs']}×{s['n'] // max(s['procs'], 1)} | {s['blas']} | "
+                     f"{s['procs']}×{s['n'] // max(s['procs'], 1)} | {_cpu(s)} | {s['blas']} | "
                      f"{s['load_before']} → {s['load_after']} |")
         L.append("")
 
@@ -249,6 +252,13 @@ def render(h, agg, mi, t_start):
     if plot_note:
         L += ["## Plot", "", f"![TRG times per contender]({plot_note})", ""]
     return "\n".join(L) + "\n", plot_note
+
+
+def _cpu(s):
+    c = s.get("cpu_per_wall")
+    if c is None:
+        return "–"
+    return f"{c:.2f}" + (" (proc)" if s.get("cpu_scope") == "process" else "")
 
 
 def _e(x):

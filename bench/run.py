@@ -41,6 +41,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -77,6 +78,7 @@ class Harness:
         self.tessel_caps: dict[str, bool] = {}
         self.peers: dict[str, str] = {}     # importable peer -> version
         self.extra: dict = {}               # profile text, load test, tessel bench svd text
+        self.last_cpu_per_wall: float | None = None   # of the last process run()
 
     def log(self, msg: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {msg}"
@@ -94,8 +96,13 @@ class Harness:
         timeout = timeout or self.args.timeout
         shown = " ".join("<inline script>" if "\n" in c else shell_quote(c) for c in cmd)
         self.log(f"$ {shown}" + (f"   # {what}" if what else ""))
+        ru0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        self.last_cpu_per_wall = None
         try:
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+            ru1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - t0
+            cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+            self.last_cpu_per_wall = cpu / wall if wall > 0 else None
         except subprocess.TimeoutExpired:
             self.note(f"timed out after {timeout:.0f} s: {' '.join(cmd[:4])} …")
             return 124, "", "timeout"
@@ -202,7 +209,8 @@ def peer_row(rec: dict, contender: str, width: int, rnd: int) -> dict:
             "load_after": rec.get("loadavg", {}).get("after"),
             "values": {k: rec[k] for k in ("lnZ_per_site", "dlnZ_dbeta", "beta",
                                            "max_abs_err_vs_closed_form") if k in rec},
-            "env": rec.get("env", {})}
+            "env": rec.get("env", {}), "cpu_per_wall": rec.get("steady_cpu_per_wall"),
+            "cpu_per_wall_scope": "steady"}
 
 
 _SUMMARY_RE = re.compile(r"min ([\d.]+) median ([\d.]+) p90 ([\d.]+) max ([\d.]+) ms \(N=(\d+)\)")
@@ -409,7 +417,8 @@ def tessel_trg(h: Harness, width: int, rnd: int, checkpoint: str, grad: bool = T
                                 "dlnZ_dbeta": r.get("dlnZ_dbeta"), "beta": r.get("beta")},
                      "compile_ms": tm.get("compile"), "prepare_ms": tm.get("prepare"),
                      "compile_groups": r.get("compile_groups"), "ops": r.get("ops"),
-                     "order": r.get("order"), "mode": r.get("mode")})
+                     "order": r.get("order"), "mode": r.get("mode"),
+                     "cpu_per_wall": h.last_cpu_per_wall, "cpu_per_wall_scope": "process"})
     return rows
 
 
@@ -443,7 +452,8 @@ def tessel_run(h: Harness, prog: str, inputs: list[str], width: int, rnd: int, w
     return [{"workload": workload, "contender": contender, "width": width, "round": rnd,
              "first": p["first"], "min": p["min"], "median": p["median"], "p90": p["p90"],
              "max": p["max"], "n": p["n"], "blas": p["blas"], "load_before": p["load_before"],
-             "load_after": p["load_after"], "prepare_ms": p["prepare"], "values": {}}]
+             "load_after": p["load_after"], "prepare_ms": p["prepare"], "values": {},
+             "cpu_per_wall": h.last_cpu_per_wall, "cpu_per_wall_scope": "process"}]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -681,6 +691,8 @@ def aggregate(h: Harness) -> dict:
         agg[key] = {"first": med("first"), "min": min(mins) if mins else None, "median": med("median"),
                     "p90": med("p90"), "max": max(maxs) if maxs else None,
                     "n": sum(r.get("n") or 0 for r in rs), "procs": len(rs),
+                    "cpu_per_wall": med("cpu_per_wall"),
+                    "cpu_scope": rs[0].get("cpu_per_wall_scope"),
                     "blas": rs[0].get("blas", "?"), "load_before": rs[0].get("load_before"),
                     "load_after": rs[-1].get("load_after"), "rows": rs,
                     "valid": key[1] not in h.invalid}
