@@ -476,10 +476,10 @@ ContractionPath planContraction(llvm::StringRef spec, llvm::ArrayRef<Shape> shap
            " operand" + (n == 1 ? "" : "s") + (used == OrderStrategy::Optimal ? " <= " : " > ") +
            std::to_string(opts.autoOptimalMax) + ")";
   }
-  if (used == OrderStrategy::Optimal && int(n) > std::min(opts.optimalLimit, 30)) {
+  if (used == OrderStrategy::Optimal && int(n) > std::min(opts.optimalLimit, kOptimalHardLimit)) {
     used = OrderStrategy::Greedy;
     note = "optimal: " + std::to_string(n) + " operands > limit " +
-           std::to_string(std::min(opts.optimalLimit, 30)) + ", fell back to greedy";
+           std::to_string(std::min(opts.optimalLimit, kOptimalHardLimit)) + ", fell back to greedy";
   }
   Pairs pairs;
   switch (used) {
@@ -503,7 +503,7 @@ ContractionPath planContraction(llvm::StringRef spec, llvm::ArrayRef<Shape> shap
     return false;
   };
   if (strategy == OrderStrategy::Auto && used == OrderStrategy::Greedy && tooWide(cp) &&
-      int(n) <= std::min(opts.optimalLimit, 30) && optimalPairs(P, pairs)) {
+      int(n) <= std::min(opts.optimalLimit, kOptimalHardLimit) && optimalPairs(P, pairs)) {
     // auto must produce a path the lowering accepts: prefer the rank-limited DP.
     used = OrderStrategy::Optimal;
     note = "auto: greedy needs an intermediate of rank > " + std::to_string(kMaxRank) +

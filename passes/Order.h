@@ -73,9 +73,14 @@ OrderStrategy parseOrderStrategy(llvm::StringRef name);
 /// The concrete strategies in display order: chain, pairwise, greedy, optimal.
 llvm::ArrayRef<OrderStrategy> concreteOrderStrategies();
 
+/// `optimal`'s subset DP never runs on more operands than this (2^n table entries,
+/// ~3^n steps), whatever OrderOptions::optimalLimit says.
+inline constexpr int kOptimalHardLimit = 20;
+
 struct OrderOptions {
   OrderStrategy strategy = OrderStrategy::Auto;
-  /// `optimal` runs its subset DP up to this many operands, else falls back to greedy.
+  /// `optimal` runs its subset DP up to this many operands (capped at
+  /// kOptimalHardLimit), else falls back to greedy.
   int optimalLimit = 14;
   /// `auto` uses optimal up to this many operands, greedy beyond.
   int autoOptimalMax = 8;

@@ -187,8 +187,9 @@ std::string printEinsumReport(const ir::Program &p, const passes::OrderOptions &
 void runCost(const CostArgs &a) {
   passes::OrderOptions opts;
   opts.strategy = passes::parseOrderStrategy(a.strategy);
-  if (a.optimalLimit < 1 || a.optimalLimit > 30)
-    throw Error("error: cost: --optimal-limit must be between 1 and 30, got " +
+  if (a.optimalLimit < 1 || a.optimalLimit > passes::kOptimalHardLimit)
+    throw Error("error: cost: --optimal-limit must be between 1 and " +
+                std::to_string(passes::kOptimalHardLimit) + ", got " +
                 std::to_string(a.optimalLimit));
   opts.optimalLimit = a.optimalLimit;
   ir::Program p = loadProgram(a.file, parseInputFormat(a.inputFormat));
