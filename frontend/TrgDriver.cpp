@@ -1,6 +1,7 @@
 //===- frontend/TrgDriver.cpp - Staged and whole-graph TRG drivers ----------------===//
 #include "frontend/TrgDriver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -59,6 +60,51 @@ void validateTrgOptions(const TrgOptions &o) {
                   " entries but --steps is " + std::to_string(o.steps));
     checkTrgRanks(o.ranks, o.chi);
   }
+}
+
+std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double tol,
+                                    const std::string &pipeline) {
+  TrgOptions chk;
+  chk.chi = chi;
+  chk.steps = steps;
+  chk.rankTol = tol;
+  validateTrgOptions(chk);
+  if (!std::isfinite(beta) || beta <= 0)
+    throw Error("error: trg: beta must be finite and > 0, got " + fmtG(beta));
+  passes::PassManager pm(
+      passes::Pipeline::parse(pipeline.empty() ? defaultTrgPipeline(chk.order) : pipeline,
+                              "--passes"));
+  rt::Engine engine(1);
+  auto runStep = [&](const ir::Tensor &T, int64_t D, int64_t Dp) {
+    TrgStepOptions so;
+    so.outputSingularValues = true;
+    ir::Program p = buildTrgStep(D, Dp, so);
+    pm.run(p);
+    return engine.run(*rt::prepare(p), {T});
+  };
+  ir::Program init = buildTrgInit();
+  pm.run(init);
+  ir::Tensor T = std::move(engine.run(*rt::prepare(init), {ir::Tensor::scalar(beta)})[0]);
+  std::vector<int64_t> ranks;
+  int64_t D = 2;
+  for (int n = 0; n < steps; ++n) {
+    int64_t Dmax = std::min(D * D, chi);
+    auto out = runStep(T, D, Dmax);
+    int64_t keep = Dmax;
+    for (int k : {2, 3}) {
+      int64_t cnt = 0;
+      for (double s : out[static_cast<size_t>(k)].data) cnt += s > tol;
+      keep = std::min(keep, cnt);
+    }
+    if (keep < 1)
+      throw Error("error: trg: step " + std::to_string(n + 1) + " at beta = " + fmtG(beta) +
+                  ": no singular value above tol = " + fmtG(tol, 6));
+    if (keep < Dmax) out = runStep(T, D, keep);
+    ranks.push_back(keep);
+    T = std::move(out[1]);
+    D = keep;
+  }
+  return ranks;
 }
 
 //===--- Impl ----------------------------------------------------------------------===//
@@ -127,7 +173,9 @@ struct TrgDriver::Impl {
     info.residualBytes = residualBytes;
     if (!o.reference) {
       auto t0 = Clock::now();
-      info.plan = rt::prepare(p);
+      rt::PrepareOptions po;
+      po.checkNan = o.checkNan;
+      info.plan = rt::prepare(p, po);
       info.prepareMs = msSince(t0);
     }
     info.program = std::move(p);
@@ -249,11 +297,24 @@ struct TrgDriver::Impl {
     wholeSecond = add("second", "second", std::move(d2), traced, traceMs, passMs + gMs + pMs);
   }
 
-  std::vector<ir::Tensor> run(int idx, const std::vector<ir::Tensor> &in) {
+  /// Runs program `idx`; `where` names the step (or part of the sweep) for errors: a
+  /// kernel failure or a --check-nan stop becomes "error: trg: <where>, beta = B: <the
+  /// engine's message naming the op>".
+  std::vector<ir::Tensor> run(int idx, const std::vector<ir::Tensor> &in, const std::string &where,
+                              double beta) {
     const TrgProgramInfo &pi = progs[static_cast<size_t>(idx)];
-    if (o.reference) return rt::evaluateReference(pi.program, in);
-    return engine->run(*pi.plan, in);
+    try {
+      if (o.reference) return rt::evaluateReference(pi.program, in);
+      return engine->run(*pi.plan, in);
+    } catch (const Error &e) {
+      std::string msg = e.what();
+      if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+      throw Error("error: trg: " + where + " (" + pi.group + ", " + pi.role + "), beta = " +
+                  fmtG(beta) + ": " + msg);
+    }
   }
+
+  std::string stepName(size_t n) const { return "step " + std::to_string(n + 1); }
 
   void checkBeta(double beta) const {
     if (!std::isfinite(beta) || beta <= 0)
@@ -272,7 +333,7 @@ struct TrgDriver::Impl {
                     " of M" + m + " is <= tol = " + fmtG(o.rankTol, 6) +
                     "; it is an exact zero and its derivative would be infinite. Keep fewer "
                     "singular values in this step with --ranks (D' < " +
-                    std::to_string(dims[n + 1]) + ")");
+                    std::to_string(dims[n + 1]) + "), or --ranks auto");
       }
   }
 
@@ -301,16 +362,16 @@ struct TrgDriver::Impl {
   TrgResult valueStaged(double beta) {
     TrgResult r;
     r.beta = beta;
-    ir::Tensor T = std::move(run(initValue, {scalar(beta)})[0]);
+    ir::Tensor T = std::move(run(initValue, {scalar(beta)}, "init", beta)[0]);
     double lnz = 0;
     for (size_t n = 0; n < ranks.size(); ++n) {
-      auto out = run(stepValue.at({dims[n], dims[n + 1]}), {T});
+      auto out = run(stepValue.at({dims[n], dims[n + 1]}), {T}, stepName(n), beta);
       checkKept(n, out[2].data.data(), r);
       r.logm.push_back(out[0].data[0]);
       lnz += out[0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
       T = std::move(out[1]);
     }
-    double lntr = run(closureValue, {T})[0].data[0];
+    double lntr = run(closureValue, {T}, "closure", beta)[0].data[0];
     lnz += lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
@@ -320,7 +381,7 @@ struct TrgDriver::Impl {
   TrgResult valueWhole(double beta) {
     TrgResult r;
     r.beta = beta;
-    auto out = run(wholeValue, {scalar(beta)});
+    auto out = run(wholeValue, {scalar(beta)}, "whole program", beta);
     for (size_t n = 0; n < ranks.size(); ++n) checkKept(n, out[1].data.data() + 2 * n, r);
     checkFinite("lnZ/N", out[0].data[0], beta);
     r.lnZ = out[0].data[0];
@@ -333,41 +394,42 @@ struct TrgDriver::Impl {
     const size_t N = ranks.size();
     // Forward sweep: keep every step's inputs and outputs (residuals included).
     std::vector<ir::Tensor> initIn = {scalar(beta)};
-    std::vector<ir::Tensor> initOut = run(initSplit.fwd, initIn);
+    std::vector<ir::Tensor> initOut = run(initSplit.fwd, initIn, "init", beta);
     std::vector<std::vector<ir::Tensor>> ins(N), outs(N);
     ir::Tensor T = initOut[0];
     double lnz = 0;
     for (size_t n = 0; n < N; ++n) {
       const Split &sp = stepSplit.at({dims[n], dims[n + 1]});
       ins[n] = {std::move(T)};
-      outs[n] = run(sp.fwd, ins[n]);
+      outs[n] = run(sp.fwd, ins[n], stepName(n), beta);
       checkKept(n, outs[n][2].data.data(), r);
       r.logm.push_back(outs[n][0].data[0]);
       lnz += outs[n][0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
       T = outs[n][1];
     }
     std::vector<ir::Tensor> clIn = {std::move(T)};
-    std::vector<ir::Tensor> clOut = run(closureSplit.fwd, clIn);
+    std::vector<ir::Tensor> clOut = run(closureSplit.fwd, clIn, "closure", beta);
     lnz += clOut[0].data[0] * std::ldexp(1.0, -static_cast<int>(N));
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     // Backward sweep.
     ir::Tensor ct = std::move(
         run(closureSplit.bwd,
-            backwardInputs(closureSplit, clIn, clOut, {scalar(std::ldexp(1.0, -static_cast<int>(N)))}))[0]);
+            backwardInputs(closureSplit, clIn, clOut, {scalar(std::ldexp(1.0, -static_cast<int>(N)))}),
+            "closure", beta)[0]);
     for (size_t n = N; n-- > 0;) {
       const Split &sp = stepSplit.at({dims[n], dims[n + 1]});
       std::vector<ir::Tensor> cts;
       cts.push_back(scalar(std::ldexp(1.0, -static_cast<int>(n)))); // ct_logm
       cts.push_back(std::move(ct));                                 // ct_Tn
       cts.push_back(ir::Tensor::zeros(ir::Type({2})));              // ct_skept
-      ct = std::move(run(sp.bwd, backwardInputs(sp, ins[n], outs[n], std::move(cts)))[0]);
+      ct = std::move(run(sp.bwd, backwardInputs(sp, ins[n], outs[n], std::move(cts)), stepName(n), beta)[0]);
       ins[n].clear();
       outs[n].clear();
     }
     std::vector<ir::Tensor> cts;
     cts.push_back(std::move(ct));
-    double g = run(initSplit.bwd, backwardInputs(initSplit, initIn, initOut, std::move(cts)))[0]
+    double g = run(initSplit.bwd, backwardInputs(initSplit, initIn, initOut, std::move(cts)), "init", beta)[0]
                    .data[0];
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
@@ -379,7 +441,8 @@ struct TrgDriver::Impl {
     r.beta = beta;
     const size_t N = ranks.size();
     auto out = run(wholeGrad, {scalar(beta), scalar(1.0),
-                               ir::Tensor::zeros(ir::Type({static_cast<int64_t>(N), 2}))});
+                               ir::Tensor::zeros(ir::Type({static_cast<int64_t>(N), 2}))},
+                   "whole program", beta);
     for (size_t n = 0; n < N; ++n) checkKept(n, out[1].data.data() + 2 * n, r);
     checkFinite("lnZ/N", out[0].data[0], beta);
     checkFinite("d(lnZ/N)/dbeta", out[2].data[0], beta);
@@ -415,7 +478,7 @@ TrgResult TrgDriver::second(double beta) {
   if (!impl_->o.second)
     throw Error("error: trg: second needs the second-order program (TrgOptions::second)");
   TrgResult r = value(beta);
-  auto out = impl_->run(impl_->wholeSecond, {Impl::scalar(beta)});
+  auto out = impl_->run(impl_->wholeSecond, {Impl::scalar(beta)}, "whole program", beta);
   impl_->checkFinite("d(lnZ/N)/dbeta", out[0].data[0], beta);
   impl_->checkFinite("d2(lnZ/N)/dbeta2", out.back().data[0], beta);
   r.dlnZ = out[0].data[0];

@@ -81,11 +81,25 @@ struct TrgOptions {
   passes::PassManagerOptions passOptions;
   /// Run with rt::evaluateReference instead of prepare + engine (slow; tests).
   bool reference = false;
+  /// Prepare every program with rt::PrepareOptions::checkNan: after each op the engine
+  /// checks its results, and the first NaN/inf stops the run with tessel::Error
+  /// "trg: step N (group, role), beta = B: --check-nan: <op> (loc) ...: result ... is
+  /// NaN at [i,j]; operands: %a finite, ...". Engine only (ignored with `reference`).
+  bool checkNan = false;
 };
 
 /// Throws tessel::Error naming the flag and the allowed values for an invalid option
 /// (chi < 2, steps < 1, width < 1, bad ranks, ...).
 void validateTrgOptions(const TrgOptions &o);
+
+/// The schedule of trg.md §2.4 from values: a forward pass at `beta` in which step n+1
+/// keeps D' = min(D², χ, #{sa > tol}, #{sb > tol}) singular values (each step class is
+/// traced, optimised with `pipeline` (empty = the default) and prepared on the fly).
+/// For the Ising model at χ = 16 and moderate β this equals trgDefaultRanks; at low
+/// temperature (e.g. β = 2) it keeps fewer values where the spectrum falls below tol.
+/// Throws tessel::Error for β ≤ 0 or bad χ/steps.
+std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps,
+                                    double tol = kTrgRankTol, const std::string &pipeline = "");
 
 /// One compiled (and prepared) program.
 struct TrgProgramInfo {

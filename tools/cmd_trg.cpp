@@ -163,7 +163,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.second = a.second;
   o.grad = a.grad || a.second;
   o.svdEps = a.eps;
-  if (!a.ranks.empty()) {
+  if (!a.ranks.empty() && a.ranks != "auto") {
     for (const std::string &s : splitOn(a.ranks, ',')) o.ranks.push_back(parseInt(s, "--ranks"));
   }
   o.pipeline = a.flags.passesGiven ? a.flags.passes : "";
@@ -325,6 +325,14 @@ void runTrg(TrgArgs &a) {
   if (a.flags.handleListPasses()) return;
   std::vector<double> betas = parseBetas(a);
   frontend::TrgOptions opts = makeOptions(a);
+  double probeMs = -1;
+  if (a.ranks == "auto") {
+    // trg.md §2.4 from values: one forward pass at the first beta counts singular values.
+    auto t0 = Clock::now();
+    opts.ranks = frontend::deriveTrgRanks(betas[0], opts.chi, opts.steps, opts.rankTol,
+                                          opts.pipeline);
+    probeMs = msSince(t0);
+  }
 
   frontend::TrgDriver drv(opts); // compile + prepare (timed inside)
   const std::string blas = frontend::TrgDriver::blas();
@@ -343,7 +351,11 @@ void runTrg(TrgArgs &a) {
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
               << ", width = " << opts.width << "\n";
-    std::cout << "  ranks      " << ranksStr(drv.ranks()) << "\n";
+    std::cout << "  ranks      " << ranksStr(drv.ranks());
+    if (probeMs >= 0)
+      std::cout << " (from the singular values > " << opts.rankTol << " at beta = " << betas[0]
+                << "; probe " << fmt("%.3f", probeMs) << " ms)";
+    std::cout << "\n";
     std::cout << "  passes     "
               << (opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline)
               << "\n";
@@ -398,6 +410,7 @@ void runTrg(TrgArgs &a) {
       j["order"] = a.order;
       j["width"] = opts.width;
       j["ranks"] = drv.ranks();
+      j["ranks_probe_ms"] = probeMs >= 0 ? nlohmann::json(us(probeMs)) : nlohmann::json(nullptr);
       j["lnZ_per_site"] = rv.lnZ;
       j["exact_lnZ_per_site"] = optNumber(exLnZ);
       j["dlnZ_dbeta"] = optNumber(d1);
@@ -475,7 +488,8 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_option("--steps", args->steps, "number of TRG steps (integer >= 1; default 20)");
   cmd->add_option("--ranks", args->ranks,
                   "truncation schedule D'_1,...,D'_N overriding the default rule "
-                  "min(D^2, chi, exact rank bound) = 2,4,4,16,16,... for chi = 16");
+                  "min(D^2, chi, exact rank bound) = 2,4,4,16,16,... for chi = 16; 'auto' = "
+                  "count the singular values > 1e-12 in a forward pass at the first beta");
   cmd->add_flag("--grad", args->grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (grad of grad of the "

@@ -204,3 +204,25 @@ TEST_CASE("trg driver: a kept exact zero singular value stops the run, naming th
   CHECK_THROWS_AS(ok.valueAndGrad(0.3), Error); // built without gradients
   CHECK_THROWS_WITH_AS(parseTrgMode("fast"), doctest::Contains("allowed: staged, whole"), Error);
 }
+
+TEST_CASE("trg driver: the schedule from singular values (trg.md §2.4)") {
+  // At moderate beta the value-derived schedule is the default rule's.
+  for (double beta : {0.3, 0.5})
+    CHECK(deriveTrgRanks(beta, 16, 6) == trgDefaultRanks(16, 6));
+  CHECK(deriveTrgRanks(0.4, 3, 5) == trgDefaultRanks(3, 5));
+  // At low temperature the spectrum of step 4 falls below tol: the rule's schedule
+  // stops with an error naming the step, the derived one keeps fewer values and runs.
+  TrgOptions o;
+  o.steps = 6;
+  TrgDriver rule(o);
+  CHECK_THROWS_WITH_AS(rule.value(2.0), doctest::Contains("step 4 (4->16"), Error);
+  o.ranks = deriveTrgRanks(2.0, 16, 6);
+  CHECK(o.ranks[3] < 16);
+  o.grad = true;
+  TrgDriver derived(o);
+  TrgResult r = derived.valueAndGrad(2.0);
+  CHECK(std::isfinite(r.lnZ));
+  CHECK(std::isfinite(*r.dlnZ));
+  for (auto s : r.keptSingularValues) CHECK(std::min(s[0], s[1]) > 1e-12);
+  CHECK_THROWS_AS(deriveTrgRanks(0.0, 16, 6), Error);
+}
