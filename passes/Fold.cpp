@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "passes/Cse.h"
 #include "passes/Rewrite.h"
 
 namespace tessel::passes {
@@ -25,6 +26,12 @@ private:
   const Op *defOp(ValueId v) const {
     int32_t d = p_.values[v].def;
     return d < 0 ? nullptr : &p_.ops[size_t(d)];
+  }
+  /// The op defining `v` if a fold of `user` may look through it: both or neither are
+  /// rematerialised (see Fold.h).
+  const Op *producer(const Op &user, ValueId v) const {
+    const Op *op = defOp(v);
+    return op && isRematLoc(op->loc) == isRematLoc(user.loc) ? op : nullptr;
   }
   /// v is a constant (or a broadcast of one) whose every element equals `x`
   /// (0.0 == -0.0 here).
@@ -59,7 +66,7 @@ ValueId Folder::fold(Op &op) {
   const Type &rt = p_.type(op.results[0]);
   switch (op.kind) {
   case OpKind::Transpose: {
-    const Op *in = defOp(op.operands[0]);
+    const Op *in = producer(op, op.operands[0]);
     if (in && in->kind == OpKind::Transpose) {
       const I64List &inner = in->attrs.getI64s("perm");
       const I64List outer = op.attrs.getI64s("perm");
@@ -73,7 +80,7 @@ ValueId Folder::fold(Op &op) {
     return kNoValue;
   }
   case OpKind::Reshape: {
-    const Op *in = defOp(op.operands[0]);
+    const Op *in = producer(op, op.operands[0]);
     if (in && in->kind == OpKind::Reshape) {
       op.operands[0] = in->operands[0];
       ++folded_;
@@ -83,7 +90,7 @@ ValueId Folder::fold(Op &op) {
   }
   case OpKind::BroadcastInDim: {
     if (p_.type(op.operands[0]) == rt) return op.operands[0];
-    const Op *in = defOp(op.operands[0]);
+    const Op *in = defOp(op.operands[0]); // the result is a constant: reads nothing
     if (in && in->kind == OpKind::Constant && p_.type(op.operands[0]).numel() == 1 &&
         rt.numel() <= opts_.maxBroadcastConstant) {
       double x = in->attrs.getTensor("value").data[0];
@@ -128,7 +135,7 @@ ValueId Folder::fold(Op &op) {
     }
     return kNoValue;
   case OpKind::Neg: {
-    const Op *in = defOp(op.operands[0]);
+    const Op *in = producer(op, op.operands[0]);
     return in && in->kind == OpKind::Neg ? in->operands[0] : kNoValue;
   }
   default: return kNoValue;

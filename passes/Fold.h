@@ -22,6 +22,11 @@
 // -0.0; the folded program may differ there (only there). NaN and inf propagate as
 // before (x * 1 and x / 1 are x for every x).
 //
+// Folds that look through the op defining an operand (transpose∘transpose,
+// reshape∘reshape, neg∘neg) apply only when both ops are rematerialised ("remat:"
+// loc, passes/Cse.h) or neither is, so a recomputed op never ends up reading a forward
+// value the checkpoint policy did not save.
+//
 // A value that is an output is only replaced when the replacement can take over the
 // output's name (passes/Rewrite.h). Ops left without uses by a rewrite are erased
 // (other dead ops are DCE's job); values are compacted. Locations of rewritten ops

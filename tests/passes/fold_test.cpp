@@ -6,6 +6,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Verifier.h"
+#include "passes/Cse.h"
 #include "passes/Fold.h"
 #include "runtime/Runtime.h"
 
@@ -160,4 +161,32 @@ TEST_CASE("fold: output names are kept; nothing to do returns false") {
   ValueId y = r.addInput("y", Type({2}));
   r.addOutput(rb.mul(y, rb.full(Type({2}), 2.0)));
   folded(r, false);
+}
+
+TEST_CASE("fold: never looks through a forward op from a remat op (or back)") {
+  Program p;
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({2, 3}));
+  ValueId t = b.transpose(x, {1, 0});   // forward (saved by the policy, say)
+  ValueId n = b.neg(x);
+  b.setLoc("remat:bwd");
+  ValueId tt = b.transpose(t, {1, 0});  // would fold to x: a forward value, not saved
+  ValueId nn = b.neg(n);
+  // remat∘remat composes to the identity: rr becomes t, which the remat chain read anyway.
+  ValueId rr = b.transpose(b.transpose(t, {1, 0}), {1, 0});
+  b.setLoc("");
+  p.addOutput(b.add(tt, nn));
+  p.addOutput(b.add(rr, b.neg(b.neg(t)))); // forward∘forward: folds
+  Program q = folded(p);
+  for (const Op &op : q.ops) {
+    if (!isRematLoc(op.loc)) continue;
+    CHECK(op.operands[0] != q.inputs[0]); // no remat op reads x directly
+  }
+  int rematTransposes = 0, negs = 0;
+  for (const Op &op : q.ops) {
+    rematTransposes += op.kind == OpKind::Transpose && isRematLoc(op.loc);
+    negs += op.kind == OpKind::Neg;
+  }
+  CHECK(rematTransposes == 1); // tt only
+  CHECK(negs == 2);            // n and nn; neg(neg(t)) folded to t
 }
