@@ -92,3 +92,17 @@ TEST_CASE("trg step 16 -> 16 on the physical tensor: widths 1/2/4 bitwise, refer
   CHECK(d.substr(a, d.find('\n', a) - a).find("in-place") != std::string::npos);
   CHECK(d.substr(b, d.find('\n', b) - b).find("in-place") != std::string::npos);
 }
+
+TEST_CASE("whole 20-step TRG program on the engine: lnZ/N at beta=0.4 to 1e-13, widths bitwise") {
+  // ../shared/reference/trg_beta0.4_checkpoints.json: lnZ_per_site.
+  const double expect = 0.8793630603068517;
+  ir::Program p = frontend::buildTrgWhole(frontend::trgDefaultRanks(16, 20));
+  passes::runOrder(p, passes::OrderOptions{});
+  auto plan = rt::prepare(p);
+  rt::Engine e1(1), e2(2);
+  auto r1 = e1.run(*plan, {Tensor::scalar(0.4)});
+  auto r2 = e2.run(*plan, {Tensor::scalar(0.4)});
+  REQUIRE(r1[0].data.size() == 1);
+  CHECK(std::fabs(r1[0].data[0] - expect) <= 1e-13 * expect);
+  CHECK(bitwiseEqual(r1[0], r2[0]));
+}
