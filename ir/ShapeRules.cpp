@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <map>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 
 namespace tessel::ir {
 
@@ -51,6 +53,10 @@ Type checkedType(OpKind k, llvm::ArrayRef<int64_t> shape) {
                 std::to_string(kMaxRank));
   for (int64_t d : shape)
     if (d < 0) fail(k, "negative dimension in result shape " + list(shape));
+  // Like a declared type (ir/Parser.cpp), the byte size 8 * numel must fit in int64,
+  // so Type::numel()/bytes() never overflow downstream.
+  if (!text::checkedNumel(shape))
+    fail(k, "result shape " + list(shape) + " is too large: its byte size overflows 64 bits");
   return Type(shape);
 }
 
@@ -166,6 +172,9 @@ Result rulePad(OpKind k, Types ops, const AttrList &a) {
   for (int i = 0; i < in.rank(); ++i) {
     if (low[i] < 0 || high[i] < 0)
       fail(k, "negative padding in dimension " + std::to_string(i) + " (use slice)");
+    if (low[i] > INT64_MAX - in.shape[i] || high[i] > INT64_MAX - in.shape[i] - low[i])
+      fail(k, "padding low " + list(low) + " high " + list(high) + " overflows dimension " +
+                  std::to_string(i) + " of " + in.str());
     out.push_back(in.shape[i] + low[i] + high[i]);
   }
   return {checkedType(k, out)};
