@@ -28,6 +28,7 @@
 #include "ir/Json.h"
 
 #include <cmath>
+#include <set>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -419,10 +420,87 @@ std::string programToJson(const Program &p, int indent) {
   return root.dump(indent, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+/// Thrown by the parse callback for a key that appears twice in one object.
+struct DuplicateKey {
+  std::string pointer, key;
+};
+
+/// nlohmann-json keeps the last of duplicate keys silently; a program file with two
+/// "eps" attributes or two "ops" arrays is ambiguous, so the reader rejects it (as the
+/// text parser rejects a duplicate attribute). Tracks the JSON pointer of the object
+/// being read to name it.
+class DuplicateKeyCheck {
+public:
+  bool operator()(int, ojson::parse_event_t ev, ojson &parsed) {
+    using E = ojson::parse_event_t;
+    switch (ev) {
+    case E::object_start: frames_.push_back({true, {}, {}, 0}); break;
+    case E::array_start: frames_.push_back({false, {}, {}, 0}); break;
+    case E::key: {
+      std::string k = parsed.get<std::string>();
+      Frame &f = frames_.back();
+      if (!f.keys.insert(k).second) throw DuplicateKey{pointer(), k};
+      f.key = k;
+      break;
+    }
+    case E::object_end:
+    case E::array_end:
+      frames_.pop_back();
+      [[fallthrough]];
+    case E::value:
+      if (!frames_.empty() && !frames_.back().obj) ++frames_.back().index;
+      break;
+    }
+    return true;
+  }
+
+private:
+  struct Frame {
+    bool obj;
+    std::set<std::string> keys;
+    std::string key;
+    size_t index;
+  };
+  std::vector<Frame> frames_;
+  /// Pointer of the innermost object (the one holding the duplicate).
+  std::string pointer() const {
+    std::string ptr;
+    for (size_t i = 0; i + 1 < frames_.size(); ++i) {
+      const Frame &f = frames_[i];
+      ptr += "/";
+      if (!f.obj) {
+        ptr += std::to_string(f.index);
+        continue;
+      }
+      for (char c : f.key) ptr += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+    }
+    return ptr.empty() ? "/" : ptr;
+  }
+};
+
+} // namespace
+
 Program programFromJson(const std::string &text, const std::string &filename) {
   ojson root;
   try {
-    root = ojson::parse(text);
+    root = ojson::parse(text, DuplicateKeyCheck());
+  } catch (const DuplicateKey &d) {
+    throw Error(filename + ": " + d.pointer + ": error: duplicate key \"" + d.key +
+                "\" (JSON object keys must be unique)");
+  } catch (const ojson::out_of_range &e) {
+    // A number literal outside the range of double (e.g. 1e400): nlohmann reports no
+    // position, so point at the first occurrence of the literal it quotes.
+    std::string msg = e.what(), lit;
+    if (size_t a = msg.find('\''), b = msg.rfind('\''); a != std::string::npos && b > a)
+      lit = msg.substr(a + 1, b - a - 1);
+    if (size_t c = msg.find("] "); c != std::string::npos) msg = msg.substr(c + 2);
+    size_t off = lit.empty() ? std::string::npos : text.find(lit);
+    if (off == std::string::npos) throw Error(filename + ": error: invalid JSON: " + msg);
+    std::string line;
+    SourcePos pos = offsetToPos(text, off, filename, line);
+    throw ParseError(formatDiagnostic(pos, "invalid JSON: " + msg + " (out of the range of f64)", line), pos);
   } catch (const ojson::parse_error &e) {
     // e.byte is the 1-based offset of the last byte read; point at that byte.
     size_t off = e.byte > 0 ? e.byte - 1 : 0;
