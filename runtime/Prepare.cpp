@@ -23,6 +23,8 @@
 #include <numeric>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <lapacke.h>
 #include <nlohmann/json.hpp>
 
@@ -563,7 +565,7 @@ private:
 
   void allocate() {
     size_t n = P.insts.size();
-    P.usedAncestors = n <= 8192 && P.options.reuseBuffers;
+    P.usedAncestors = n <= 8192 && P.options.reuseBuffers && !getenv("TESSEL_WAR");
     if (P.usedAncestors) {
       words = (n + 63) / 64;
       anc.assign(n * words, 0);
@@ -600,7 +602,10 @@ private:
     for (size_t ii = 0; ii < n; ++ii) {
       int32_t i = static_cast<int32_t>(ii);
       Instruction &inst = P.insts[ii];
-      if (inst.kernel == Kernel::Svd && inst.svd.k > 0) {
+      // --check-nan reports whether each operand of a failing op was finite, so with
+      // it on no op may overwrite its operands (no in-place svd or elementwise).
+      const bool mayWorkInPlace = !P.options.checkNan;
+      if (inst.kernel == Kernel::Svd && inst.svd.k > 0 && mayWorkInPlace) {
         int32_t h = groupOf(inst.in[0]);
         if (diesAt(h, i)) {
           inst.svd.inPlace = true;
@@ -617,7 +622,7 @@ private:
         }
         if (skip[g] || G.kind != GroupKind::Arena || G.elems == 0) continue;
         // In place: an elementwise result over an operand that dies here.
-        if (inst.kernel == Kernel::Elementwise && k == 0) {
+        if (inst.kernel == Kernel::Elementwise && k == 0 && mayWorkInPlace) {
           bool done = false;
           for (int32_t v : inst.in) {
             int32_t h = groupOf(v);
@@ -726,14 +731,65 @@ std::string bytesStr(int64_t b) {
 
 } // namespace
 
+namespace {
+
+/// Physical memory of this machine in bytes (sysconf), or INT64_MAX if unknown.
+int64_t physicalMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return INT64_MAX;
+  return static_cast<int64_t>(pages) * static_cast<int64_t>(page);
+}
+
+std::string gib(int64_t b) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g GiB", static_cast<double>(b) / double(int64_t(1) << 30));
+  return buf;
+}
+
+/// A program whose values cannot fit in this machine's memory is refused before any
+/// buffer is sized or allocated (the verifier only guarantees byte sizes fit int64):
+/// a clear error naming the value and its op instead of std::bad_alloc or the OOM
+/// killer at run time. Also keeps the plan's byte sums far from int64 overflow.
+void checkValuesFitInMemory(const ir::Program &p) {
+  const int64_t mem = physicalMemoryBytes();
+  auto tooBig = [&](int64_t bytes) { return bytes > mem; };
+  for (ir::ValueId v : p.inputs)
+    if (tooBig(p.type(v).bytes()))
+      throw Error("error: prepare: input " + valueDisplayName(p, v) + " " + p.type(v).str() +
+                  " needs " + std::to_string(p.type(v).bytes()) + " bytes, more than this machine's " +
+                  gib(mem) + " of memory");
+  for (const ir::Op &op : p.ops)
+    for (ir::ValueId v : op.results)
+      if (tooBig(p.type(v).bytes()))
+        throw Error("error: prepare: " + describeOp(p, op) + ": result " + valueDisplayName(p, v) +
+                    " " + p.type(v).str() + " needs " + std::to_string(p.type(v).bytes()) +
+                    " bytes, more than this machine's " + gib(mem) + " of memory");
+}
+
+/// The buffers an engine allocates for one run (arena + output tensors) must fit too.
+void checkPlanFitsInMemory(const Plan &P) {
+  const int64_t mem = physicalMemoryBytes();
+  int64_t outBytes = 0;
+  for (int32_t v : P.outputValue) outBytes += P.values[v].type.bytes();
+  int64_t arena = P.arenaElems * 8;
+  if (arena > mem - std::min(mem, outBytes))
+    throw Error("error: prepare: program @" + P.program.name + " needs " + gib(arena) +
+                " of buffers (peak live " + gib(P.peakLiveBytes) + ") plus " + gib(outBytes) +
+                " of outputs per run, more than this machine's " + gib(mem) + " of memory");
+}
+
+} // namespace
+
 std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &opts) {
   ensureBlasSingleThreaded();
   ir::verifyOrThrow(p);
+  checkValuesFitInMemory(p);
   auto plan = std::make_shared<Plan>();
   plan->id = nextPlanId.fetch_add(1);
   plan->program = p;
   plan->options = opts;
   Preparer(*plan).run();
+  checkPlanFitsInMemory(*plan);
   return plan;
 }
 
