@@ -4,6 +4,7 @@
 #include <bit>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -159,6 +160,8 @@ ir::Tensor decodeNpy(const std::string &bytes, const std::string &name) {
 }
 
 ir::Tensor readNpy(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "cannot read: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open file");
   std::ostringstream ss;

@@ -1,4 +1,5 @@
 //===- tools/Common.cpp - File helpers shared by the subcommands ---------------===//
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -15,6 +16,9 @@ std::string readFile(const std::string &path) {
     ss << std::cin.rdbuf();
     return ss.str();
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error("error: cannot read '" + path + "': it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error("error: cannot open '" + path + "'");
