@@ -3,7 +3,7 @@
 //   tessel trg [--beta B[,B...] | --beta-range A:B:N] [--chi 16] [--steps 20] [--grad]
 //              [--second] [--mode staged|whole] [--checkpoint store|recompute|save-svd]
 //              [--order chain|pairwise|greedy|optimal] [--width N] [--repeat N]
-//              [--ranks r1,...] [--passes ...] [--json]
+//              [--ranks r1,...] [--passes ...] [--json] [--check-nan]
 //
 // Compiles and prepares the TRG programs once (frontend/TrgDriver.h), then per β runs
 // the value (and value+grad, second order), compares with Onsager's exact values and
@@ -50,6 +50,7 @@ struct TrgArgs {
   double eps = 1e-12;
   bool json = false;
   bool noProgress = false;
+  bool checkNan = false;
   PassFlags flags;
 };
 
@@ -163,6 +164,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.second = a.second;
   o.grad = a.grad || a.second;
   o.svdEps = a.eps;
+  o.checkNan = a.checkNan;
   if (!a.ranks.empty() && a.ranks != "auto") {
     for (const std::string &s : splitOn(a.ranks, ',')) o.ranks.push_back(parseInt(s, "--ranks"));
   }
@@ -508,6 +510,10 @@ void addTrgCommand(CLI::App &app) {
                   "Lorentzian broadening of the svd reverse rule (default 1e-12)");
   cmd->add_flag("--json", args->json, "one JSON object per beta (JSON Lines) on stdout");
   cmd->add_flag("--no-progress", args->noProgress, "no progress line on stderr");
+  cmd->add_flag("--check-nan", args->checkNan,
+                "check every op's results for NaN/inf; the first one stops the job with an "
+                "error naming the TRG step, the op, its location and which operands were "
+                "finite");
   args->flags.addTo(*cmd, "pass pipeline applied to every TRG program (default: "
                           "order{strategy=<--order>},cse,dce)");
   cmd->callback([args] { runTrg(*args); });
