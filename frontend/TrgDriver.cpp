@@ -133,6 +133,14 @@ struct TrgDriver::Impl {
   std::map<std::pair<int64_t, int64_t>, Split> stepSplit;
   // Whole programs.
   int wholeValue = -1, wholeGrad = -1, wholeSecond = -1;
+  // Staged second order: per program P, its VJP P' = grad(P, vjp) and the VJP of
+  // the VJP P'' = grad(P', vjp, wrt {primal input, incoming cotangent}).
+  struct Second {
+    int vjp = -1, vjp2 = -1;
+    int outGrad = 0, outGradCt = -1; ///< output positions of P'' (grad_<x>, grad_ct_<y>)
+  };
+  Second initSecond, closureSecond;
+  std::map<std::pair<int64_t, int64_t>, Second> stepSecond;
 
   explicit Impl(TrgOptions opts) : o(std::move(opts)) {
     validateTrgOptions(o);
@@ -145,7 +153,10 @@ struct TrgDriver::Impl {
     if (!o.reference) engine = std::make_unique<rt::Engine>(o.width);
     if (o.mode == TrgMode::Staged) compileStaged();
     else compileWhole();
-    if (o.second) compileSecond();
+    if (o.second) {
+      if (o.mode == TrgMode::Staged) compileSecondStaged();
+      else compileSecond();
+    }
   }
 
   void noteGroup(const std::string &g) {
@@ -272,7 +283,66 @@ struct TrgDriver::Impl {
     }
   }
 
-  /// d²(lnZ/N)/dβ² = grad(grad(whole)) (whole program, both modes).
+  /// P' = grad(P, vjp, wrt x) and P'' = grad(P', vjp, wrt {x, ct_y}) for one program
+  /// P(x) -> (y, ...) of the staged chain (`ctIn` empty: only wrt x).
+  template <class Build>
+  Second compileSecondOf(const std::string &group, Build build, const std::string &x,
+                         const std::string &ctIn) {
+    auto t0 = Clock::now();
+    ir::Program p = build();
+    double traceMs = msSince(t0);
+    double passMs = runPasses(p);
+    auto t1 = Clock::now();
+    passes::GradOptions g1;
+    g1.wrt = {x};
+    g1.vjp = true;
+    g1.keepOutputs = false;
+    ir::Program d1 = passes::grad(p, g1); // (x, ct_...) -> grad_x
+    double gMs = msSince(t1);
+    size_t traced1 = d1.ops.size();
+    double p1Ms = runPasses(d1);
+    auto t2 = Clock::now();
+    passes::GradOptions g2;
+    g2.wrt = {x};
+    if (!ctIn.empty()) g2.wrt.push_back(ctIn);
+    g2.vjp = true;
+    g2.keepOutputs = false;
+    ir::Program d2 = passes::grad(d1, g2); // (x, ct_..., ct_grad_x) -> grad_x, grad_ct_y
+    double g2Ms = msSince(t2);
+    size_t traced2 = d2.ops.size();
+    double p2Ms = runPasses(d2);
+    // One gradient per wrt input, in input order (x comes before the cotangents).
+    Second s;
+    size_t want = ctIn.empty() ? 1 : 2;
+    if (d2.outputs.size() != want || d2.inputIndex(x) != 0)
+      throw Error("internal error: trg: unexpected signature of @" + d2.name);
+    s.outGrad = 0;
+    if (!ctIn.empty()) s.outGradCt = 1;
+    s.vjp = add(group, "second: vjp", std::move(d1), traced1, traceMs, passMs + gMs + p1Ms);
+    s.vjp2 = add(group, "second: vjp of vjp", std::move(d2), traced2, 0, g2Ms + p2Ms);
+    return s;
+  }
+
+  /// Staged d²: reverse mode over the chain of program calls of the first-order sweep
+  /// (see second()). Per program: its VJP and the VJP of its VJP.
+  void compileSecondStaged() {
+    TrgStepOptions so;
+    so.svdEps = o.svdEps;
+    so.outputKeptSingularValues = true;
+    initSecond = compileSecondOf("init", [] { return buildTrgInit(); }, "beta", "ct_T0");
+    for (size_t n = 0; n < ranks.size(); ++n) {
+      auto key = std::make_pair(dims[n], dims[n + 1]);
+      if (stepSecond.count(key)) continue;
+      stepSecond[key] = compileSecondOf(
+          classGroup(key.first, key.second),
+          [&] { return buildTrgStep(key.first, key.second, so); }, "T", "ct_Tn");
+    }
+    int64_t D = dims.back();
+    closureSecond = compileSecondOf("closure " + std::to_string(D),
+                                    [D] { return buildTrgClosure(D); }, "T", "");
+  }
+
+  /// d²(lnZ/N)/dβ² = grad(grad(whole)) (whole mode).
   void compileSecond() {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
@@ -436,6 +506,75 @@ struct TrgDriver::Impl {
     return r;
   }
 
+  static void accumulate(ir::Tensor &acc, const ir::Tensor &t) {
+    if (acc.data.empty()) {
+      acc = t;
+      return;
+    }
+    for (size_t i = 0; i < acc.data.size(); ++i) acc.data[i] += t.data[i];
+  }
+
+  /// d/dβ and d²/dβ² in staged mode. The first derivative is the chain
+  ///   T_0 = I(β), T_{n+1} = S_n(T_n), c_N = C'(T_N; 2^-N),
+  ///   c_n = S'_n(T_n; 2^-n, c_{n+1}, 0), g = I'(β; c_0)
+  /// (P' = VJP of P). Its derivative is reverse mode over that chain: adjoint 1 on g,
+  /// back through I', the S'_n (n = 0..N-1) and C' with the VJP-of-VJP programs P'',
+  /// which give adjoints T̄_n of the T_n; then back through the forward sweep with the
+  /// plain VJPs (T̄_n += S'_n(T_n; 0, T̄_{n+1}, 0)) and I'.
+  TrgResult secondStaged(double beta) {
+    TrgResult r;
+    r.beta = beta;
+    const size_t N = ranks.size();
+    auto pow2 = [](size_t n) { return std::ldexp(1.0, -static_cast<int>(n)); };
+    auto zeros2 = [] { return ir::Tensor::zeros(ir::Type({2})); };
+    // Forward sweep (value programs; rank check).
+    std::vector<ir::Tensor> T(N + 1);
+    T[0] = std::move(run(initValue, {scalar(beta)}, "init", beta)[0]);
+    double lnz = 0;
+    for (size_t n = 0; n < N; ++n) {
+      auto out = run(stepValue.at({dims[n], dims[n + 1]}), {T[n]}, stepName(n), beta);
+      checkKept(n, out[2].data.data(), r);
+      r.logm.push_back(out[0].data[0]);
+      lnz += out[0].data[0] * pow2(n);
+      T[n + 1] = std::move(out[1]);
+    }
+    lnz += run(closureValue, {T[N]}, "closure", beta)[0].data[0] * pow2(N);
+    checkFinite("lnZ/N", lnz, beta);
+    r.lnZ = lnz;
+    // Backward sweep (first derivative), keeping every cotangent c_n.
+    std::vector<ir::Tensor> c(N + 1);
+    c[N] = std::move(run(closureSecond.vjp, {T[N], scalar(pow2(N))}, "closure", beta)[0]);
+    for (size_t n = N; n-- > 0;)
+      c[n] = std::move(run(stepSecond.at({dims[n], dims[n + 1]}).vjp,
+                           {T[n], scalar(pow2(n)), c[n + 1], zeros2()}, stepName(n), beta)[0]);
+    double g = run(initSecond.vjp, {scalar(beta), c[0]}, "init", beta)[0].data[0];
+    checkFinite("d(lnZ/N)/dbeta", g, beta);
+    r.dlnZ = g;
+    // Reverse over the backward sweep.
+    std::vector<ir::Tensor> Tbar(N + 1);
+    auto oi = run(initSecond.vjp2, {scalar(beta), c[0], scalar(1.0)}, "init", beta);
+    double betabar = oi[static_cast<size_t>(initSecond.outGrad)].data[0];
+    ir::Tensor cbar = std::move(oi[static_cast<size_t>(initSecond.outGradCt)]);
+    for (size_t n = 0; n < N; ++n) {
+      const Second &sc = stepSecond.at({dims[n], dims[n + 1]});
+      auto os = run(sc.vjp2, {T[n], scalar(pow2(n)), c[n + 1], zeros2(), cbar}, stepName(n), beta);
+      accumulate(Tbar[n], os[static_cast<size_t>(sc.outGrad)]);
+      cbar = std::move(os[static_cast<size_t>(sc.outGradCt)]);
+    }
+    auto oc = run(closureSecond.vjp2, {T[N], scalar(pow2(N)), cbar}, "closure", beta);
+    accumulate(Tbar[N], oc[static_cast<size_t>(closureSecond.outGrad)]);
+    // Reverse over the forward sweep (logm is not used by g: zero cotangent).
+    for (size_t n = N; n-- > 0;) {
+      auto ov = run(stepSecond.at({dims[n], dims[n + 1]}).vjp,
+                    {T[n], scalar(0.0), Tbar[n + 1], zeros2()}, stepName(n), beta);
+      accumulate(Tbar[n], ov[0]);
+    }
+    betabar += run(initSecond.vjp, {scalar(beta), Tbar[0]}, "init", beta)[0].data[0];
+    checkFinite("d2(lnZ/N)/dbeta2", betabar, beta);
+    r.d2lnZ = betabar;
+    return r;
+  }
+
   TrgResult gradWhole(double beta) {
     TrgResult r;
     r.beta = beta;
@@ -477,6 +616,7 @@ TrgResult TrgDriver::second(double beta) {
   impl_->checkBeta(beta);
   if (!impl_->o.second)
     throw Error("error: trg: second needs the second-order program (TrgOptions::second)");
+  if (impl_->o.mode == TrgMode::Staged) return impl_->secondStaged(beta);
   TrgResult r = value(beta);
   auto out = impl_->run(impl_->wholeSecond, {Impl::scalar(beta)}, "whole program", beta);
   impl_->checkFinite("d(lnZ/N)/dbeta", out[0].data[0], beta);

@@ -372,8 +372,12 @@ void runTrg(TrgArgs &a) {
     std::cout << "  prepare    " << fmt("%.3f", drv.prepareMs()) << " ms\n";
     std::cout << "  engine     width " << opts.width << " | BLAS " << blas << "\n";
     if (a.second)
-      std::cout << "  note       d2(lnZ/N)/dbeta2 comes from grad(grad(whole program)) in "
-                   "every mode\n";
+      std::cout << "  note       d2(lnZ/N)/dbeta2: "
+                << (opts.mode == frontend::TrgMode::Staged
+                        ? "reverse mode over the staged first-order sweep (per step class: "
+                          "VJP and VJP of VJP)"
+                        : "grad(grad(whole program))")
+                << "\n";
     std::cout.flush();
   }
 
@@ -494,8 +498,8 @@ void addTrgCommand(CLI::App &app) {
                   "count the singular values > 1e-12 in a forward pass at the first beta");
   cmd->add_flag("--grad", args->grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->second,
-                "also compute d2(lnZ/N)/dbeta2 and the specific heat (grad of grad of the "
-                "whole program; implies --grad)");
+                "also compute d2(lnZ/N)/dbeta2 and the specific heat (reverse over the "
+                "staged sweep, or grad of grad of the whole program; implies --grad)");
   cmd->add_option("--mode", args->mode, "staged (default) or whole");
   cmd->add_option("--checkpoint", args->checkpoint,
                   "residual policy of the backward: store (default), recompute, save-svd");
