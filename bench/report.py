@@ -10,7 +10,7 @@ import datetime
 import os
 import time
 
-from run import BETA, CHI, DLNZ_TOL, HERE, LNZ_TOL, REF_LNZ, ROOT, STEPS, fmt, ratio
+from run import BETA, CHI, DLNZ_TOL, HERE, LNZ_TOL, REF_LNZ, ROOT, STEPS, fmt, paired_ratio
 
 WORKLOAD_TITLES = {
     "trg_value": "TRG value (β = 0.4, χ = 16, 20 steps)",
@@ -28,15 +28,15 @@ ORDER = list(WORKLOAD_TITLES)
 
 
 def _ratio_row(agg, label, a, b, stat, target=None, cmp="<=", note=""):
-    r = ratio(agg, a, b, stat)
+    r, n = paired_ratio(agg, a, b, stat)
     if r is None:
         return None
     verdict = ""
     if target is not None:
         ok = r <= target if cmp == "<=" else r < target
         verdict = ("met" if ok else f"**missed** by {100 * (r / target - 1):.0f}%")
-    return (label, a[2], fmt(r, 3), stat, f"{cmp} {target}" if target is not None else "", verdict,
-            note)
+    return (label, a[2], fmt(r, 3), f"{stat}, {n} round{'s' if n != 1 else ''}",
+            f"{cmp} {target}" if target is not None else "", verdict, note)
 
 
 def render(h, agg, mi, t_start):
@@ -166,8 +166,11 @@ def render(h, agg, mi, t_start):
 
     # --- ratios --------------------------------------------------------------------------
     L += ["## Ratios within this run", "",
-          "Each ratio divides two contenders measured in the same run (`median` = ratio of the "
-          "medians, `min` = ratio of the minima). Targets are those of issues 6 and 7.", "",
+          "Each ratio divides two contenders measured in the same round of this run (minutes "
+          "apart, alternated), then takes the median over the rounds where both ran (`median` = "
+          "ratio of the two processes' medians, `min` = of their minima). Widths above 1 ran in "
+          "the first round only, so their ratios rest on one pair. Targets are those of issues 6 "
+          "and 7.", "",
           "| comparison | width | ratio | of | target | verdict | note |", "|---|---|---|---|---|---|---|"]
     rows = []
     T = lambda wl, c, w: (wl, c, w)  # noqa: E731
@@ -347,6 +350,25 @@ def _paragraphs(h, agg, widths):
             f"asks gesdd for the singular vectors (the svd op has three results; an svdvals-only "
             f"lowering to jobz='N' would be a runtime optimisation), which is why its svdvals costs "
             f"about as much as its svd, while the peers call the values-only driver.")
+    if 1 in widths and 2 in widths:
+        parts = []
+        for c, label in (("tessel store", "tessel"), ("jax", "JAX"), ("torch", "PyTorch"),
+                         ("numpy", "numpy")):
+            v1, v2 = _get(agg, "trg_value", c, 1), _get(agg, "trg_value", c, 2)
+            if v1 and v2:
+                cw = (agg.get(("trg_value", c, 2)) or {}).get("cpu_per_wall")
+                parts.append(f"{label} {fmt(v1)} → {fmt(v2)} ms (×{v2 / v1:.2f}"
+                             + (f", CPU/wall {cw:.2f}" if cw is not None else "") + ")")
+        if parts:
+            lb = (agg.get(("trg_value", "tessel store", 2)) or {}).get("load_before")
+            P.append("**Width 2** (TRG value, width 1 → width 2, medians): " + "; ".join(parts)
+                     + f". The load average was {lb or '?'} on 2 cores when these ran. tessel's "
+                     "engine runs the two independent SVDs of a step on its two workers and keeps "
+                     "OpenBLAS single-threaded; the peers ask their BLAS/LAPACK for 2 threads "
+                     "inside each call, whose threads wait for each other at every barrier: when "
+                     "a third process holds one of the cores, each such call waits for a "
+                     "preempted thread — the slowdown the seeds measured (20–36×). Width 1 is the "
+                     "speed baseline; widths above 1 are reported with their load.")
     li1 = _get(agg, "load_value", "tessel idle", 1)
     lo1 = _get(agg, "load_value", "tessel loaded", 1)
     li2 = _get(agg, "load_value", "tessel idle", 2)

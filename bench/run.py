@@ -699,13 +699,22 @@ def aggregate(h: Harness) -> dict:
     return agg
 
 
-def ratio(agg, a, b, stat="median"):
+def paired_ratio(agg, a, b, stat="median"):
+    """A/B within each round where both ran (same round = measured side by side, minutes
+    apart), then the median over those rounds. Returns (ratio, rounds) or (None, 0); None
+    too when either contender failed the correctness check."""
     A, B = agg.get(a), agg.get(b)
-    if not A or not B or A.get(stat) is None or not B.get(stat):
-        return None
-    if not (A["valid"] and B["valid"]):
-        return None
-    return A[stat] / B[stat]
+    if not A or not B or not (A["valid"] and B["valid"]):
+        return None, 0
+    ra = {r["round"]: r for r in A["rows"]}
+    rb = {r["round"]: r for r in B["rows"]}
+    vals = [ra[k][stat] / rb[k][stat] for k in sorted(set(ra) & set(rb))
+            if ra[k].get(stat) is not None and rb[k].get(stat)]
+    return (statistics.median(vals), len(vals)) if vals else (None, 0)
+
+
+def ratio(agg, a, b, stat="median"):
+    return paired_ratio(agg, a, b, stat)[0]
 
 
 def machine_info() -> dict:
