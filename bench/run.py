@@ -79,6 +79,7 @@ class Harness:
         self.peers: dict[str, str] = {}     # importable peer -> version
         self.extra: dict = {}               # profile text, load test, tessel bench svd text
         self.last_cpu_per_wall: float | None = None   # of the last process run()
+        self.last_cpu_total_ms: float | None = None
 
     def log(self, msg: str) -> None:
         line = f"[{time.strftime('%H:%M:%S')}] {msg}"
@@ -103,6 +104,7 @@ class Harness:
             ru1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - t0
             cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
             self.last_cpu_per_wall = cpu / wall if wall > 0 else None
+            self.last_cpu_total_ms = cpu * 1e3
         except subprocess.TimeoutExpired:
             self.note(f"timed out after {timeout:.0f} s: {' '.join(cmd[:4])} …")
             return 124, "", "timeout"
@@ -210,7 +212,8 @@ def peer_row(rec: dict, contender: str, width: int, rnd: int) -> dict:
             "values": {k: rec[k] for k in ("lnZ_per_site", "dlnZ_dbeta", "beta",
                                            "max_abs_err_vs_closed_form") if k in rec},
             "env": rec.get("env", {}), "cpu_per_wall": rec.get("steady_cpu_per_wall"),
-            "cpu_per_wall_scope": "steady"}
+            "cpu_per_wall_scope": "steady",
+            "cpu_median": (rec.get("cpu_stats") or {}).get("median"), "split": rec.get("split")}
 
 
 _SUMMARY_RE = re.compile(r"min ([\d.]+) median ([\d.]+) p90 ([\d.]+) max ([\d.]+) ms \(N=(\d+)\)")
@@ -453,7 +456,11 @@ def tessel_run(h: Harness, prog: str, inputs: list[str], width: int, rnd: int, w
              "first": p["first"], "min": p["min"], "median": p["median"], "p90": p["p90"],
              "max": p["max"], "n": p["n"], "blas": p["blas"], "load_before": p["load_before"],
              "load_after": p["load_after"], "prepare_ms": p["prepare"], "values": {},
-             "cpu_per_wall": h.last_cpu_per_wall, "cpu_per_wall_scope": "process"}]
+             "cpu_per_wall": h.last_cpu_per_wall, "cpu_per_wall_scope": "process",
+             # whole-process CPU time / (first + warm-up + steady runs): an upper bound on
+             # the CPU time of one run (it also pays for start-up, .npy reads and prepare)
+             "cpu_per_run_bound": (h.last_cpu_total_ms / (p["n"] + 2)
+                                   if h.last_cpu_total_ms is not None else None)}]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -539,6 +546,10 @@ def phase_trg(h: Harness) -> None:
         ("tessel recompute", lambda w, r: tessel_trg(h, w, r, "recompute", repeat=rep(w))),
         ("torch", lambda w, r: py_peer(h, "torch", "trg_torch.py", ["trg", "--repeat", str(rep(w))],
                                        w, r)),
+        ("split numpy", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
+                                             ["split", "--dir", h.extra.get("svd_dir") or "",
+                                              "--repeat", str(rep(w))], w, r)
+         if h.extra.get("svd_dir") and w == 1 else []),
         ("floor numpy", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
                                              ["floor", "--dir", h.extra.get("svd_dir") or "",
                                               "--repeat", str(rep(w))], w, r, "numpy (gesdd)")
@@ -692,6 +703,7 @@ def aggregate(h: Harness) -> dict:
                     "p90": med("p90"), "max": max(maxs) if maxs else None,
                     "n": sum(r.get("n") or 0 for r in rs), "procs": len(rs),
                     "cpu_per_wall": med("cpu_per_wall"),
+                    "cpu_median": med("cpu_median"), "cpu_per_run_bound": med("cpu_per_run_bound"),
                     "cpu_scope": rs[0].get("cpu_per_wall_scope"),
                     "blas": rs[0].get("blas", "?"), "load_before": rs[0].get("load_before"),
                     "load_after": rs[-1].get("load_after"), "rows": rs,

@@ -59,20 +59,26 @@ def time_calls(call: Callable[[], object], repeat: int) -> tuple[float, list[flo
     first = (time.perf_counter() - t0) * 1e3
     call()  # warm-up
     steady = []
+    cpu = []
     c0, w0 = time.process_time(), time.perf_counter()
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        c1, t0 = time.process_time(), time.perf_counter()
         call()
         steady.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c1) * 1e3)
     wall = time.perf_counter() - w0
-    global last_cpu_per_wall
+    global last_cpu_per_wall, last_cpu_ms
     last_cpu_per_wall = (time.process_time() - c0) / wall if repeat and wall > 0 else None
+    last_cpu_ms = cpu
     return first, steady, first_result
 
 
 # CPU time of the whole process (all threads) / wall time over the last time_calls' steady runs:
 # ≈ 1 for a single-threaded contender; up to the core count when it runs threads in parallel.
 last_cpu_per_wall = None
+# CPU time (all threads) of each steady call, ms: for a single-threaded contender this is the
+# work itself, much less sensitive than wall time to other processes on a shared machine.
+last_cpu_ms: list = []
 
 
 def blas_info() -> list[dict]:
@@ -128,7 +134,8 @@ def record(peer: str, workload: str, first_ms: float, steady: list[float], load_
     r = {"peer": peer, "workload": workload, "first_ms": first_ms, "samples_ms": steady,
          "stats": summarize(steady), "loadavg": {"before": load_before, "after": loadavg()},
          "blas": blas_info(), "env": threads_env(), "python": sys.version.split()[0],
-         "steady_cpu_per_wall": last_cpu_per_wall}
+         "steady_cpu_per_wall": last_cpu_per_wall,
+         "cpu_stats": summarize(last_cpu_ms) if last_cpu_ms else None}
     r.update(extra)
     return r
 

@@ -18,6 +18,7 @@ import argparse
 import math
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -116,6 +117,48 @@ def cmd_svd(a) -> None:
                                   versions={"numpy": np.__version__}))
 
 
+def cmd_split(a) -> None:
+    """Where numpy's forward spends its time, alternated in one process and measured in CPU
+    time (time.process_time; single-threaded BLAS), which the machine's other load barely
+    affects: the whole forward, the SVDs inside it (all, and the chi²×chi² ones), and the same
+    big SVDs alone on the dumped matrices (the floor)."""
+    names = sorted(f for f in os.listdir(a.dir) if f.endswith(".npy"))
+    mats = [np.load(os.path.join(a.dir, f)) for f in names]
+    big = (a.chi * a.chi, a.chi * a.chi)
+    acc = {"all": 0.0, "big": 0.0}
+
+    def timed_svd(m, *args, **kw):
+        c = time.process_time()
+        r = np.linalg.svd(m, *args, **kw)
+        dt = time.process_time() - c
+        acc["all"] += dt
+        if m.shape == big:
+            acc["big"] += dt
+        return r
+
+    load = common.loadavg()
+    rows = {"trg": [], "svd_all_inside": [], "svd_big_inside": [], "floor": []}
+    for i in range(a.repeat + 1):
+        acc["all"] = acc["big"] = 0.0
+        c = time.process_time()
+        trg_forward(a.beta, a.chi, a.steps, svd=timed_svd)
+        t_trg = time.process_time() - c
+        c = time.process_time()
+        svd_floor(mats)
+        t_floor = time.process_time() - c
+        if i == 0:
+            continue  # warm-up
+        rows["trg"].append(t_trg * 1e3)
+        rows["svd_all_inside"].append(acc["all"] * 1e3)
+        rows["svd_big_inside"].append(acc["big"] * 1e3)
+        rows["floor"].append(t_floor * 1e3)
+    common.emit(common.record(
+        "numpy", "trg_cpu_split", None, rows["trg"], load, beta=a.beta, chi=a.chi,
+        steps=a.steps, clock="process_time (CPU ms)",
+        split={k: common.summarize(v) for k, v in rows.items()},
+        versions={"numpy": np.__version__}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -133,8 +176,15 @@ def main() -> None:
     s.add_argument("--n", type=int, default=256)
     s.add_argument("--matrix", help=".npy file (default: uniform(-1,1), seed 42)")
     s.add_argument("--repeat", type=int, default=30)
+    sp = sub.add_parser("split", help="CPU-time split of the forward: SVDs inside vs the rest "
+                                      "vs the floor on DIR/*.npy, alternated in one process")
+    sp.add_argument("--dir", required=True)
+    sp.add_argument("--beta", type=float, default=0.4)
+    sp.add_argument("--chi", type=int, default=16)
+    sp.add_argument("--steps", type=int, default=20)
+    sp.add_argument("--repeat", type=int, default=10)
     a = ap.parse_args()
-    {"trg": cmd_trg, "floor": cmd_floor, "svd": cmd_svd}[a.cmd](a)
+    {"trg": cmd_trg, "floor": cmd_floor, "svd": cmd_svd, "split": cmd_split}[a.cmd](a)
 
 
 if __name__ == "__main__":
