@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cmath>
 #include <numeric>
+#include <queue>
 #include <sstream>
 
 #include <unistd.h>
@@ -556,6 +557,10 @@ private:
       if (r != self && !isAncestor(r, i)) return false;
     return true;
   }
+  /// Programs with more instructions use list-order slots and WAR edges instead of
+  /// ancestor sets (n² / 8 bytes).
+  static constexpr size_t kMaxAncestorInsts = 16384;
+
   void addEdges(const std::vector<int32_t> &set, int32_t i) {
     if (P.usedAncestors) return;
     for (int32_t r : set)
@@ -565,7 +570,7 @@ private:
 
   void allocate() {
     size_t n = P.insts.size();
-    P.usedAncestors = n <= 8192 && P.options.reuseBuffers && !getenv("TESSEL_WAR");
+    P.usedAncestors = P.options.reuseBuffers && n <= kMaxAncestorInsts;
     if (P.usedAncestors) {
       words = (n + 63) / 64;
       anc.assign(n * words, 0);
@@ -577,6 +582,308 @@ private:
           dst[p / 64] |= uint64_t(1) << (p % 64);
         }
     }
+    if (P.options.reuseBuffers && !P.usedAncestors) allocateListOrder();
+    else allocateGreedy();
+  }
+
+  // --- Critical-path times (infinite width) for harmless write-after-read edges ----
+  std::vector<double> cost, est, lst;
+  std::vector<std::vector<int32_t>> succDyn;
+  double makespan = 0;
+
+  static double instCost(const Instruction &in) {
+    double c = 200; // dispatch
+    switch (in.kernel) {
+    case Kernel::Svd:
+      c += 10.0 * static_cast<double>(in.svd.m) * static_cast<double>(in.svd.n) *
+           static_cast<double>(std::max<int64_t>(1, in.svd.k));
+      break;
+    case Kernel::Gemm: c += in.gemm.flops; break;
+    case Kernel::Reduce: c += static_cast<double>(in.reduce.outElems * std::max<int64_t>(1, in.reduce.redElems)); break;
+    default: c += static_cast<double>(in.numel); break;
+    }
+    return c;
+  }
+  void computeTimes() {
+    size_t n = P.insts.size();
+    if (cost.size() != n) {
+      cost.resize(n);
+      for (size_t i = 0; i < n; ++i) cost[i] = instCost(P.insts[i]);
+      succDyn.assign(n, {});
+      for (size_t i = 0; i < n; ++i)
+        for (int32_t p : preds[i]) succDyn[p].push_back(static_cast<int32_t>(i));
+    }
+    est.assign(n, 0);
+    makespan = 0;
+    for (size_t i = 0; i < n; ++i) {
+      for (int32_t p : preds[i]) est[i] = std::max(est[i], est[p] + cost[p]);
+      makespan = std::max(makespan, est[i] + cost[i]);
+    }
+    lst.assign(n, 0);
+    for (size_t i = n; i-- > 0;) {
+      double lf = makespan;
+      for (int32_t s : succDyn[i]) lf = std::min(lf, lst[s]);
+      lst[i] = lf - cost[i];
+    }
+  }
+  /// An edge u -> d keeps the list order topological and does not delay the end.
+  bool harmless(int32_t u, int32_t d) const {
+    return u < d && est[u] + cost[u] <= lst[d] + 1e-9 * makespan;
+  }
+  /// Adds harmless edges from every `u` of `from` to `d` and updates the times
+  /// incrementally (earliest starts after d, latest starts before each u).
+  void addEdgesInto(const std::vector<int32_t> &from, int32_t d) {
+    double e = est[d];
+    for (int32_t u : from) {
+      if (u == d || std::find(preds[d].begin(), preds[d].end(), u) != preds[d].end()) continue;
+      preds[d].push_back(u);
+      succDyn[u].push_back(d);
+      e = std::max(e, est[u] + cost[u]);
+      lowerLatestStart(u, lst[d] - cost[u]);
+    }
+    if (e > est[d]) raiseEarliestStart(d, e);
+  }
+  void raiseEarliestStart(int32_t d, double e) {
+    est[d] = e;
+    std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> q; // list order
+    std::vector<int32_t> queued;
+    for (int32_t s : succDyn[d]) q.push(s);
+    while (!q.empty()) {
+      int32_t j = q.top();
+      q.pop();
+      if (!queued.empty() && queued.back() == j) continue; // duplicate
+      queued.push_back(j);
+      double ne = 0;
+      for (int32_t p : preds[j]) ne = std::max(ne, est[p] + cost[p]);
+      if (ne > est[j]) {
+        est[j] = ne;
+        for (int32_t s : succDyn[j]) q.push(s);
+      }
+    }
+  }
+  void lowerLatestStart(int32_t u, double l) {
+    if (l >= lst[u]) return;
+    lst[u] = l;
+    std::priority_queue<int32_t> q; // reverse list order
+    std::vector<int32_t> queued;
+    for (int32_t p : preds[u]) q.push(p);
+    while (!q.empty()) {
+      int32_t j = q.top();
+      q.pop();
+      if (!queued.empty() && queued.back() == j) continue;
+      queued.push_back(j);
+      double lf = makespan;
+      for (int32_t s : succDyn[j]) lf = std::min(lf, lst[s]);
+      if (lf - cost[j] < lst[j]) {
+        lst[j] = lf - cost[j];
+        for (int32_t p : preds[j]) q.push(p);
+      }
+    }
+  }
+
+  /// A buffer of the arena: one group, or a chain of groups computed in place.
+  struct Buf {
+    int64_t elems = 0;
+    int32_t def = -1;             ///< first writer
+    std::vector<int32_t> uses;    ///< writers and readers of every group in the chain
+    bool pinned = false;          ///< read by a final output copy: lives to the end
+    int64_t offset = 0;
+  };
+
+  /// X is entirely before Y: every use of X has run before Y's first writer starts.
+  bool before(const Buf &X, const Buf &Y) const {
+    if (X.pinned) return false;
+    for (int32_t u : X.uses)
+      if (!isAncestor(u, Y.def)) return false;
+    return true;
+  }
+
+  /// A can be made entirely before B by harmless edges from every use of A to B's
+  /// first writer.
+  bool orderable(const Buf &A, const Buf &B) const {
+    if (A.pinned) return false;
+    for (int32_t u : A.uses)
+      if (!isAncestor(u, B.def) && !harmless(u, B.def)) return false;
+    return true;
+  }
+
+  /// Ancestor-based reuse (TFLite-style greedy by size): two buffers may share memory
+  /// only if one is entirely before the other in the dependency order, so reuse never
+  /// adds an edge and never serialises independent instructions. In-place: an
+  /// elementwise result takes the buffer of an operand that dies there; gesdd
+  /// overwrites an operand that dies there.
+  void allocateGreedy() {
+    bool reuse = P.options.reuseBuffers;
+    size_t ng = P.groups.size();
+    std::vector<int32_t> bufOf(ng, -1);
+    std::vector<bool> consumed(ng, false), skip(ng, false);
+    std::vector<Buf> bufs;
+    // True if operand group h of i dies at i: every other reader ran before i.
+    auto diesAt = [&](int32_t h, int32_t i) {
+      const Group &g = P.groups[h];
+      if (!reuse || g.kind != GroupKind::Arena || g.pinned || bufOf[h] < 0 || consumed[h]) return false;
+      for (int32_t r : g.readers)
+        if (r != i && !isAncestor(r, i)) return false;
+      return true;
+    };
+    for (size_t ii = 0; ii < P.insts.size(); ++ii) {
+      int32_t i = static_cast<int32_t>(ii);
+      Instruction &inst = P.insts[ii];
+      if (inst.kernel == Kernel::Svd && inst.svd.k > 0 && diesAt(groupOf(inst.in[0]), i)) {
+        inst.svd.inPlace = true;
+        consumed[groupOf(inst.in[0])] = true;
+        skip[groupOf(inst.out[4])] = true;
+      }
+      for (size_t k = 0; k < inst.out.size(); ++k) {
+        int32_t g = groupOf(inst.out[k]);
+        const Group &G = P.groups[g];
+        if (G.kind != GroupKind::Arena || skip[g] || G.elems == 0) continue;
+        if (inst.kernel == Kernel::Elementwise && k == 0) {
+          for (int32_t v : inst.in) {
+            int32_t h = groupOf(v);
+            if (P.groups[h].elems == G.elems && diesAt(h, i)) {
+              bufOf[g] = bufOf[h];
+              consumed[h] = true;
+              inst.inPlace = true;
+              Buf &B = bufs[bufOf[g]];
+              B.uses.insert(B.uses.end(), G.readers.begin(), G.readers.end());
+              B.pinned |= G.pinned;
+              break;
+            }
+          }
+          if (bufOf[g] >= 0) continue;
+        }
+        Buf B;
+        B.elems = (G.elems + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+        B.def = i;
+        B.uses = G.readers;
+        B.uses.push_back(i);
+        B.pinned = G.pinned;
+        bufOf[g] = static_cast<int32_t>(bufs.size());
+        bufs.push_back(std::move(B));
+      }
+    }
+    // Peak live bytes in list order (inputs and constants excluded).
+    {
+      std::vector<int64_t> remaining(ng);
+      for (size_t g = 0; g < ng; ++g) remaining[g] = static_cast<int64_t>(P.groups[g].readers.size());
+      int64_t live = 0;
+      auto counted = [&](int32_t g) {
+        const Group &G = P.groups[g];
+        return G.kind == GroupKind::Output || (G.kind == GroupKind::Arena && bufOf[g] >= 0);
+      };
+      for (size_t ii = 0; ii < P.insts.size(); ++ii) {
+        const Instruction &inst = P.insts[ii];
+        for (int32_t v : inst.out) {
+          int32_t g = groupOf(v);
+          if (counted(g)) live += P.groups[g].elems;
+        }
+        // An in-place result replaces its operand: count the operand dead now.
+        if (inst.inPlace)
+          for (int32_t v : inst.in)
+            if (consumed[groupOf(v)] && remaining[groupOf(v)] == 1 &&
+                bufOf[groupOf(v)] == bufOf[groupOf(inst.out[0])]) {
+              live -= P.groups[groupOf(v)].elems;
+              remaining[groupOf(v)] = -1; // already subtracted
+              break;
+            }
+        P.peakLiveBytes = std::max(P.peakLiveBytes, live * 8);
+        for (int32_t v : inst.in) {
+          int32_t g = groupOf(v);
+          if (remaining[g] > 0 && --remaining[g] == 0 && counted(g) &&
+              P.groups[g].kind == GroupKind::Arena && !P.groups[g].pinned)
+            live -= P.groups[g].elems;
+        }
+        for (int32_t v : inst.out) {
+          int32_t g = groupOf(v);
+          if (P.groups[g].readers.empty() && counted(g) && P.groups[g].kind == GroupKind::Arena &&
+              !P.groups[g].pinned)
+            live -= P.groups[g].elems;
+        }
+      }
+    }
+    // Greedy by size: largest first, at the lowest offset not overlapping a buffer it
+    // conflicts with. Two buffers that are not ordered by the dependencies may still
+    // share memory if a write-after-read edge can order them without lengthening the
+    // critical path (the edge's source finishes before the latest start of its target
+    // in the infinite-width schedule): such edges only delay ops that have slack, e.g.
+    // backward-pass values that depend on forward residuals alone, never the two SVDs
+    // of a TRG step against each other. Edges are used only when they save memory.
+    computeTimes();
+    std::vector<int32_t> order(bufs.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return bufs[a].elems > bufs[b].elems; });
+    std::vector<int32_t> placed, forced;
+    std::vector<std::pair<int64_t, int64_t>> busyHard, busyAll;
+    std::vector<std::pair<int32_t, bool>> cands; // (buffer, true = it goes before X)
+    int64_t arena = 0;
+    auto lowestGap = [](std::vector<std::pair<int64_t, int64_t>> &busy, int64_t size) {
+      std::sort(busy.begin(), busy.end());
+      int64_t off = 0;
+      for (const auto &[b, e] : busy) {
+        if (b - off >= size) break;
+        off = std::max(off, e);
+      }
+      return off;
+    };
+    for (int32_t x : order) {
+      Buf &X = bufs[x];
+      forced.clear();
+      for (;;) {
+        busyHard.clear();
+        busyAll.clear();
+        cands.clear();
+        for (int32_t y : placed) {
+          const Buf &Y = bufs[y];
+          std::pair<int64_t, int64_t> iv{Y.offset, Y.offset + Y.elems};
+          if (reuse && (before(X, Y) || before(Y, X))) continue;
+          busyAll.push_back(iv);
+          bool isForced = std::find(forced.begin(), forced.end(), y) != forced.end();
+          if (reuse && !isForced && orderable(Y, X)) cands.push_back({y, true});
+          else if (reuse && !isForced && orderable(X, Y)) cands.push_back({y, false});
+          else busyHard.push_back(iv);
+        }
+        int64_t offAll = lowestGap(busyAll, X.elems);
+        int64_t offHard = lowestGap(busyHard, X.elems);
+        if (offAll + X.elems <= std::max(arena, offHard + X.elems)) {
+          X.offset = offAll; // no growth without edges: no edges
+          break;
+        }
+        bool ok = true;
+        for (const auto &[y, yFirst] : cands) {
+          const Buf &Y = bufs[y];
+          if (Y.offset >= offHard + X.elems || Y.offset + Y.elems <= offHard) continue;
+          const Buf &A = yFirst ? Y : X, &B = yFirst ? X : Y;
+          if (!orderable(A, B)) { // slack used up by edges added just before
+            forced.push_back(y);
+            ok = false;
+            break;
+          }
+          addEdgesInto(A.uses, B.def);
+        }
+        if (ok) {
+          X.offset = offHard;
+          break;
+        }
+      }
+      arena = std::max(arena, X.offset + X.elems);
+      placed.push_back(x);
+    }
+    for (const Buf &B : bufs) {
+      P.slotOffset.push_back(B.offset);
+      P.slotElems.push_back(B.elems);
+    }
+    for (size_t g = 0; g < ng; ++g)
+      if (P.groups[g].kind == GroupKind::Arena) P.groups[g].index = bufOf[g];
+    P.arenaElems = arena;
+  }
+
+  /// Fallback for programs too large for ancestor sets: slots assigned in list order
+  /// (a slot is reused once the last reader, in list order, of its occupant has run),
+  /// with write-after-read edges added so that the parallel schedule respects reuse.
+  void allocateListOrder() {
+    size_t n = P.insts.size();
     std::vector<int64_t> slotOf(P.groups.size(), -1);
     std::vector<int64_t> remaining(P.groups.size());
     std::vector<bool> transferred(P.groups.size(), false), skip(P.groups.size(), false);
@@ -713,7 +1020,8 @@ std::atomic<uint64_t> nextPlanId{1};
 std::string storageStr(const Plan &P, int32_t v) {
   const Group &g = P.groups[P.values[v].group];
   switch (g.kind) {
-  case GroupKind::Arena: return g.index < 0 ? "none" : "slot" + std::to_string(g.index);
+  case GroupKind::Arena:
+    return g.index < 0 ? "none" : "arena+" + std::to_string(P.slotOffset[g.index] * 8);
   case GroupKind::Input: return "input" + std::to_string(g.index);
   case GroupKind::Constant: return "const" + std::to_string(g.index);
   case GroupKind::Output: return "output" + std::to_string(g.index);
@@ -835,14 +1143,14 @@ std::string describePlan(const Plan &P, bool json) {
       outs.push_back({{"name", prog.outputName(i)}, {"value", P.values[P.outputValue[i]].name},
                       {"storage", storageStr(P, P.outputValue[i])}});
     j["outputs"] = outs;
-    j["arena_slots"] = P.slotElems.size();
+    j["buffers"] = P.slotElems.size();
     j["arena_bytes"] = P.arenaElems * 8;
     j["peak_live_bytes"] = P.peakLiveBytes;
     return j.dump(1) + "\n";
   }
   std::ostringstream os;
   os << "plan @" << prog.name << ": " << P.insts.size() << " instructions, "
-     << P.slotElems.size() << " arena slots, arena " << P.arenaElems * 8 << " bytes ("
+     << P.slotElems.size() << " buffers, arena " << P.arenaElems * 8 << " bytes ("
      << bytesStr(P.arenaElems * 8) << "), peak live " << P.peakLiveBytes << " bytes ("
      << bytesStr(P.peakLiveBytes) << ")\n";
   for (size_t i = 0; i < P.insts.size(); ++i) {

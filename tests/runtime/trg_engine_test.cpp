@@ -106,3 +106,49 @@ TEST_CASE("whole 20-step TRG program on the engine: lnZ/N at beta=0.4 to 1e-13, 
   CHECK(std::fabs(r1[0].data[0] - expect) <= 1e-13 * expect);
   CHECK(bitwiseEqual(r1[0], r2[0]));
 }
+
+#include "passes/Grad.h"
+#include "runtime/Plan.h"
+
+namespace {
+/// reach[i][j]: instruction j depends (transitively) on instruction i.
+std::vector<std::vector<bool>> reachability(const rt::Plan &P) {
+  size_t n = P.insts.size();
+  std::vector<std::vector<bool>> anc(n, std::vector<bool>(n, false));
+  for (size_t i = 0; i < n; ++i)
+    for (int32_t p : P.insts[i].preds) {
+      anc[i][p] = true;
+      for (size_t k = 0; k < n; ++k)
+        if (anc[p][k]) anc[i][k] = true;
+    }
+  return anc;
+}
+} // namespace
+
+TEST_CASE("plan of the 20-step TRG value+grad: arena close to peak, step SVD pairs independent") {
+  ir::Program p = frontend::buildTrgWhole(frontend::trgDefaultRanks(16, 20));
+  passes::GradOptions go;
+  go.wrt = {"beta"};
+  p = passes::grad(p, go);
+  passes::runOrder(p, passes::OrderOptions{});
+  auto plan = rt::prepare(p);
+  int64_t peak = rt::peakLiveBytes(*plan), arena = rt::arenaBytes(*plan);
+  MESSAGE("value+grad plan: " << rt::planSize(*plan) << " instructions, peak live " << peak
+                              << " bytes, arena " << arena << " bytes");
+  CHECK(arena >= peak / 2);
+  CHECK(arena <= peak + peak / 4);
+  // The Ma/Mb SVDs of every forward step: neither waits for the other, directly or
+  // through an edge added for buffer reuse.
+  const rt::Plan &P = *plan;
+  auto anc = reachability(P);
+  std::vector<size_t> svds;
+  for (size_t i = 0; i < P.insts.size(); ++i)
+    if (P.insts[i].kernel == rt::Kernel::Svd) svds.push_back(i);
+  REQUIRE(svds.size() == 40); // 20 steps x (Ma, Mb)
+  for (size_t k = 0; k + 1 < svds.size(); k += 2) {
+    size_t a = svds[k], b = svds[k + 1];
+    INFO("svd pair #" << a << " #" << b);
+    CHECK(!anc[b][a]);
+    CHECK(!anc[a][b]);
+  }
+}
