@@ -388,15 +388,15 @@ def write(path: str, text: str) -> None:
 
 def tessel_trg(h: Harness, width: int, rnd: int, checkpoint: str, grad: bool = True,
                repeat: int | None = None, beta: float = BETA, tag: str | None = None,
-               workload_prefix: str = "trg") -> list[dict]:
+               workload_prefix: str = "trg", order: str | None = None) -> list[dict]:
     if not (h.tessel and h.tessel_caps.get("trg")):
         return []
     repeat = h.args.repeat if repeat is None else repeat
     cmd = [h.tessel, "trg", "--beta", str(beta), "--chi", str(CHI), "--steps", str(STEPS),
            "--checkpoint", checkpoint, "--width", str(width), "--repeat", str(repeat),
            "--json", "--no-progress"] + (["--grad"] if grad else [])
-    if h.args.tessel_order:
-        cmd += ["--order", h.args.tessel_order]
+    if order or h.args.tessel_order:
+        cmd += ["--order", order or h.args.tessel_order]
     rc, so, _ = h.run(cmd, env=thread_env(width, "tessel"))
     recs = parse_jsonl(so)
     if rc != 0 or not recs:
@@ -544,6 +544,9 @@ def phase_trg(h: Harness) -> None:
         ("numpy", lambda w, r: py_peer(h, "numpy", "trg_numpy.py", ["trg", "--repeat", str(rep(w))],
                                        w, r)),
         ("tessel recompute", lambda w, r: tessel_trg(h, w, r, "recompute", repeat=rep(w))),
+        ("tessel extra order", lambda w, r: tessel_trg(
+            h, w, r, "store", repeat=rep(w), order=h.args.tessel_extra_order,
+            tag=f"tessel store {h.args.tessel_extra_order}") if h.args.tessel_extra_order else []),
         ("torch", lambda w, r: py_peer(h, "torch", "trg_torch.py", ["trg", "--repeat", str(rep(w))],
                                        w, r)),
         ("split numpy", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
@@ -813,6 +816,8 @@ def main() -> None:
                                      "the newest build*/tools/tessel that has `trg`)")
     ap.add_argument("--tessel-order", default="",
                     help="--order for tessel trg (default: tessel's own default)")
+    ap.add_argument("--tessel-extra-order", default="pairwise",
+                    help="also time tessel store with this --order (the peers' order; '' = no)")
     ap.add_argument("--widths", default="1,2", help="thread counts / engine widths (default 1,2)")
     ap.add_argument("--rounds", type=int, default=3, help="A B A B rounds (default 3)")
     ap.add_argument("--repeat", type=int, default=10, help="steady TRG runs per process (default 10)")
