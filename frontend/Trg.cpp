@@ -83,6 +83,8 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   B.Vt.named("Vtb");
   r.sa = A.s;
   r.sb = B.s;
+  r.Ma = Ma;
+  r.Mb = Mb;
 
   // 4. Truncation: a slice of the full factors (so the reverse rule sees the
   //    discarded singular vectors too, trg.md §5).
@@ -153,6 +155,10 @@ ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts) 
   if (opts.outputSingularValues) {
     tr.output(s.sa, "sa");
     tr.output(s.sb, "sb");
+  }
+  if (opts.outputSvdInputs) {
+    tr.output(s.Ma, "Ma");
+    tr.output(s.Mb, "Mb");
   }
   return tr.take();
 }

@@ -39,6 +39,9 @@ struct TrgStepOptions {
   bool outputKeptSingularValues = false;
   /// Adds outputs %sa, %sb: f64[D²], all singular values (used to derive the schedule).
   bool outputSingularValues = false;
+  /// Adds outputs %Ma, %Mb: f64[D²,D²], the two SVD inputs (normalised T, permuted and
+  /// reshaped), for benchmarks that time the same gesdd calls outside the program.
+  bool outputSvdInputs = false;
 };
 
 /// The traced pieces, to compose programs (each sets locations "trg ...: what").
@@ -50,6 +53,7 @@ struct TrgStepTrace {
   Tensor Tn;    ///< f64[D',D',D',D']
   Tensor sa, sb; ///< f64[D²]: singular values of Ma, Mb (descending)
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
+  Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
 };
 /// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), trg.md §2. Throws
 /// tessel::ShapeError if T is not rank 4 with equal extents or dout ∉ [1, D²].

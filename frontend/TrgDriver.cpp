@@ -107,6 +107,37 @@ std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double 
   return ranks;
 }
 
+std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vector<int64_t> &ranks,
+                                                    const std::string &pipeline) {
+  if (!std::isfinite(beta) || beta <= 0)
+    throw Error("error: trg: beta must be finite and > 0, got " + fmtG(beta));
+  checkTrgRanks(ranks, INT64_MAX);
+  passes::PassManager pm(passes::Pipeline::parse(
+      pipeline.empty() ? defaultTrgPipeline(passes::OrderStrategy::Pairwise) : pipeline, "--passes"));
+  rt::Engine engine(1);
+  ir::Program init = buildTrgInit();
+  pm.run(init);
+  ir::Tensor T = std::move(engine.run(*rt::prepare(init), {ir::Tensor::scalar(beta)})[0]);
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<const rt::Plan>> plans;
+  std::vector<std::array<ir::Tensor, 2>> out;
+  int64_t D = 2;
+  for (int64_t Dp : ranks) {
+    auto &plan = plans[{D, Dp}];
+    if (!plan) {
+      TrgStepOptions so;
+      so.outputSvdInputs = true;
+      ir::Program p = buildTrgStep(D, Dp, so);
+      pm.run(p);
+      plan = rt::prepare(p);
+    }
+    auto r = engine.run(*plan, {T});
+    out.push_back({std::move(r[2]), std::move(r[3])});
+    T = std::move(r[1]);
+    D = Dp;
+  }
+  return out;
+}
+
 //===--- Impl ----------------------------------------------------------------------===//
 
 struct TrgDriver::Impl {
@@ -125,6 +156,9 @@ struct TrgDriver::Impl {
   std::map<std::string, int> groupUses;
   std::unique_ptr<passes::PassManager> pm;
   std::unique_ptr<rt::Engine> engine;
+  /// With profiling on: one engine per program (the engine keeps per-plan counters
+  /// only for the few plans it has cached, and the TRG sweeps use ~20 plans).
+  std::vector<std::unique_ptr<rt::Engine>> profEngines;
 
   // Staged programs.
   int initValue = -1, closureValue = -1;
@@ -375,6 +409,7 @@ struct TrgDriver::Impl {
     const TrgProgramInfo &pi = progs[static_cast<size_t>(idx)];
     try {
       if (o.reference) return rt::evaluateReference(pi.program, in);
+      if (!profEngines.empty()) return profEngines[static_cast<size_t>(idx)]->run(*pi.plan, in);
       return engine->run(*pi.plan, in);
     } catch (const Error &e) {
       std::string msg = e.what();
@@ -659,6 +694,61 @@ size_t TrgDriver::totalOps() const {
   size_t s = 0;
   for (const TrgProgramInfo &p : impl_->progs) s += p.ops;
   return s;
+}
+
+void TrgDriver::setProfiling(bool on) {
+  if (!impl_->engine) return;
+  if (!on) {
+    for (auto &e : impl_->profEngines) e->setProfiling(false);
+    return;
+  }
+  if (impl_->profEngines.empty())
+    for (size_t i = 0; i < impl_->progs.size(); ++i) {
+      impl_->profEngines.push_back(std::make_unique<rt::Engine>(impl_->o.width));
+      impl_->profEngines.back()->setProfiling(true);
+    }
+  for (auto &e : impl_->profEngines) e->setProfiling(true);
+}
+
+std::string TrgDriver::profileReport(size_t top) const {
+  if (!impl_->engine || impl_->profEngines.empty()) return "";
+  // The engine's table starts with "profile: N runs, X ms per run ..."; rank programs
+  // by total time N·X, print a summary line each, then the tables of the top three.
+  struct Entry {
+    const TrgProgramInfo *p;
+    std::string table;
+    long runs = 0;
+    double perRun = 0;
+  };
+  std::vector<Entry> es;
+  double total = 0;
+  for (size_t i = 0; i < impl_->progs.size() && i < impl_->profEngines.size(); ++i) {
+    const TrgProgramInfo &p = impl_->progs[i];
+    if (!p.plan) continue;
+    Entry e{&p, impl_->profEngines[i]->profileReport(*p.plan, top)};
+    if (e.table.empty()) continue;
+    std::sscanf(e.table.c_str(), "profile: %ld runs, %lf ms per run", &e.runs, &e.perRun);
+    total += static_cast<double>(e.runs) * e.perRun;
+    es.push_back(std::move(e));
+  }
+  std::stable_sort(es.begin(), es.end(), [](const Entry &a, const Entry &b) {
+    return static_cast<double>(a.runs) * a.perRun > static_cast<double>(b.runs) * b.perRun;
+  });
+  std::string r;
+  char line[256];
+  for (const Entry &e : es) {
+    double t = static_cast<double>(e.runs) * e.perRun;
+    std::snprintf(line, sizeof line, "  %-14s %-20s %6ld runs  %9.3f ms/run  %10.3f ms  %5.1f%%\n",
+                  e.p->group.c_str(), e.p->role.c_str(), e.runs, e.perRun, t,
+                  total > 0 ? 100 * t / total : 0.0);
+    r += line;
+  }
+  for (size_t i = 0; i < es.size() && i < 3; ++i) {
+    r += "== " + es[i].p->group + " (" + es[i].p->role + "): @" + es[i].p->program.name + "\n" +
+         es[i].table;
+    if (r.back() != '\n') r += "\n";
+  }
+  return r;
 }
 
 std::string TrgDriver::blas() { return rt::blasInfo(); }

@@ -68,8 +68,9 @@ struct TrgOptions {
   TrgMode mode = TrgMode::Staged;
   /// Residual policy of the backward programs (trg.md §6).
   passes::RematPolicy checkpoint = passes::RematPolicy::Store;
-  /// Contraction order of the plaquette einsum (used by the default pipeline).
-  passes::OrderStrategy order = passes::OrderStrategy::Chain;
+  /// Contraction order of the plaquette einsum (used by the default pipeline). Pairwise
+  /// (trg.md §2.6, O(D²χ⁴)) is ~7x cheaper than chain for 16 -> 16 and equals optimal.
+  passes::OrderStrategy order = passes::OrderStrategy::Pairwise;
   /// Engine width (threads).
   int width = 1;
   /// Build the value+grad programs (valueAndGrad()).
@@ -105,6 +106,12 @@ void validateTrgOptions(const TrgOptions &o);
 /// Throws tessel::Error for β ≤ 0 or bad χ/steps.
 std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps,
                                     double tol = kTrgRankTol, const std::string &pipeline = "");
+
+/// The SVD inputs (Ma, Mb) of every step of one forward pass at `beta` with the
+/// schedule `ranks` (as the programs feed them to gesdd), for benchmarks of the SVD
+/// floor. Element n is step n+1. Throws tessel::Error like deriveTrgRanks.
+std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vector<int64_t> &ranks,
+                                                    const std::string &pipeline = "");
 
 /// One compiled (and prepared) program.
 struct TrgProgramInfo {
@@ -168,6 +175,13 @@ public:
   double prepareMs() const;
   /// Total ops of all compiled programs.
   size_t totalOps() const;
+  /// Engine profiling (rt::Engine::setProfiling) for the following runs: adds two
+  /// clock reads per chunk, and runs each program on an engine of its own (same
+  /// width) so that every program keeps its counters. No effect in reference mode.
+  void setProfiling(bool on);
+  /// Per program (group, role) that ran while profiling: the engine's per-instruction
+  /// table, at most `top` lines each, programs in compile order.
+  std::string profileReport(size_t top = 10) const;
   /// The BLAS library and thread count (rt::blasInfo()).
   static std::string blas();
 

@@ -20,12 +20,14 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <filesystem>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
+#include "runtime/Npy.h"
 #include "tools/Commands.h"
 #include "tools/PassFlags.h"
 
@@ -44,13 +46,15 @@ struct TrgArgs {
   bool second = false;
   std::string mode = "staged";
   std::string checkpoint = "store";
-  std::string order = "chain";
+  std::string order = "pairwise";
   int64_t width = 1;
   int64_t repeat = 10;
   double eps = 1e-12;
   bool json = false;
   bool noProgress = false;
   bool checkNan = false;
+  std::string dumpSvdInputs;
+  bool profile = false;
   PassFlags flags;
 };
 
@@ -323,6 +327,30 @@ nlohmann::json optNumber(const std::optional<double> &v) {
 
 std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
 
+/// Writes the SVD inputs of the largest size (Ma, Mb of every step with D = max D) of a
+/// forward pass at `beta` as DIR/svd_sNN_{a,b}.npy (NN = step).
+void dumpSvdInputs(const std::string &dir, double beta, const frontend::TrgDriver &drv,
+                   const frontend::TrgOptions &opts) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("error: --dump-svd-inputs: cannot create '" + dir + "': " + ec.message());
+  auto mats = frontend::trgSvdInputs(beta, drv.ranks(), opts.pipeline);
+  int64_t big = 0;
+  for (const auto &m : mats) big = std::max(big, m[0].type.shape[0]);
+  int written = 0;
+  for (size_t n = 0; n < mats.size(); ++n) {
+    if (mats[n][0].type.shape[0] != big) continue;
+    char name[64];
+    for (int k = 0; k < 2; ++k) {
+      std::snprintf(name, sizeof name, "/svd_s%02zu_%c.npy", n + 1, k ? 'b' : 'a');
+      rt::writeNpy(dir + name, mats[n][static_cast<size_t>(k)]);
+      ++written;
+    }
+  }
+  std::cerr << "tessel trg: wrote " << written << " SVD inputs (f64[" << big << "," << big
+            << "], beta = " << beta << ") to " << dir << "\n";
+}
+
 void runTrg(TrgArgs &a) {
   if (a.flags.handleListPasses()) return;
   std::vector<double> betas = parseBetas(a);
@@ -337,6 +365,8 @@ void runTrg(TrgArgs &a) {
   }
 
   frontend::TrgDriver drv(opts); // compile + prepare (timed inside)
+  if (!a.dumpSvdInputs.empty()) dumpSvdInputs(a.dumpSvdInputs, betas[0], drv, opts);
+  if (a.profile) drv.setProfiling(true);
   const std::string blas = frontend::TrgDriver::blas();
   Progress prog;
   prog.on = !a.noProgress && isatty(STDERR_FILENO) &&
@@ -470,6 +500,13 @@ void runTrg(TrgArgs &a) {
               << loadText(loadAfter) << "\n";
     std::cout.flush();
   }
+  if (a.profile) {
+    std::ostream &os = a.json ? std::cerr : std::cout;
+    os << "profile (engine, mean ms per run of each program over every run above, top 8 "
+          "instructions; profiling adds two clock reads per chunk):\n"
+       << drv.profileReport(8);
+    os.flush();
+  }
 }
 
 } // namespace
@@ -504,7 +541,7 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_option("--checkpoint", args->checkpoint,
                   "residual policy of the backward: store (default), recompute, save-svd");
   cmd->add_option("--order", args->order,
-                  "contraction order of the plaquette einsum: chain (default), pairwise, "
+                  "contraction order of the plaquette einsum: chain, pairwise (default), "
                   "greedy, optimal");
   cmd->add_option("--width", args->width, "engine width, threads (integer >= 1; default 1)");
   cmd->add_option("--repeat", args->repeat,
@@ -514,6 +551,12 @@ void addTrgCommand(CLI::App &app) {
                   "Lorentzian broadening of the svd reverse rule (default 1e-12)");
   cmd->add_flag("--json", args->json, "one JSON object per beta (JSON Lines) on stdout");
   cmd->add_flag("--no-progress", args->noProgress, "no progress line on stderr");
+  cmd->add_option("--dump-svd-inputs", args->dumpSvdInputs,
+                  "write the largest SVD inputs (Ma, Mb of each step with D = max D) of a forward "
+                  "pass at the first beta as DIR/svd_sNN_{a,b}.npy (for the SVD floor benchmark)");
+  cmd->add_flag("--profile", args->profile,
+                "profile the engine during the runs and print where the time goes (per program, "
+                "top instructions; to stderr with --json)");
   cmd->add_flag("--check-nan", args->checkNan,
                 "check every op's results for NaN/inf; the first one stops the job with an "
                 "error naming the TRG step, the op, its location and which operands were "

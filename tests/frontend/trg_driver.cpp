@@ -33,7 +33,7 @@ bool bitwiseEqual(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 
 } // namespace
 
 TEST_CASE("trg driver: seed values at chi=16, 20 steps and the beta=0.4 checkpoints") {
-  TrgOptions o; // chi 16, 20 steps, staged, chain
+  TrgOptions o; // chi 16, 20 steps, staged, pairwise
   TrgDriver d(o);
   std::vector<int64_t> want = {2, 4, 4};
   for (int i = 0; i < 17; ++i) want.push_back(16);
@@ -160,6 +160,7 @@ TEST_CASE("trg driver: store, recompute and save-svd give bitwise identical grad
 TEST_CASE("trg driver: chain and pairwise agree to 1e-13; width 1 and 2 are bitwise equal") {
   TrgOptions o = smallOptions();
   o.grad = true;
+  o.order = passes::OrderStrategy::Chain;
   TrgDriver chain(o);
   o.order = passes::OrderStrategy::Pairwise;
   TrgDriver pairwise(o);
