@@ -557,6 +557,17 @@ private:
       if (r != self && !isAncestor(r, i)) return false;
     return true;
   }
+  /// The distinct groups an instruction reads (an operand may appear twice: x * x).
+  /// Group::readers lists each reader once, so liveness counts must too.
+  llvm::SmallVector<int32_t, 4> operandGroups(const Instruction &inst) const {
+    llvm::SmallVector<int32_t, 4> gs;
+    for (int32_t v : inst.in) {
+      int32_t g = groupOf(v);
+      if (std::find(gs.begin(), gs.end(), g) == gs.end()) gs.push_back(g);
+    }
+    return gs;
+  }
+
   /// Programs with more instructions use list-order slots and WAR edges instead of
   /// ancestor sets (n² / 8 bytes).
   static constexpr size_t kMaxAncestorInsts = 16384;
@@ -788,8 +799,7 @@ private:
               break;
             }
         P.peakLiveBytes = std::max(P.peakLiveBytes, live * 8);
-        for (int32_t v : inst.in) {
-          int32_t g = groupOf(v);
+        for (int32_t g : operandGroups(inst)) {
           if (remaining[g] > 0 && --remaining[g] == 0 && counted(g) &&
               P.groups[g].kind == GroupKind::Arena && !P.groups[g].pinned)
             live -= P.groups[g].elems;
@@ -969,8 +979,7 @@ private:
       }
       P.peakLiveBytes = std::max(P.peakLiveBytes, live * 8);
       // Operands whose last reader (in list order) is i die now.
-      for (int32_t v : inst.in) {
-        int32_t h = groupOf(v);
+      for (int32_t h : operandGroups(inst)) {
         if (remaining[h] > 0 && --remaining[h] == 0) {
           std::vector<int32_t> set = P.groups[h].readers;
           if (P.groups[h].producer >= 0) set.push_back(P.groups[h].producer);
@@ -998,6 +1007,11 @@ private:
     std::vector<std::vector<int32_t>> succs(n);
     for (size_t i = 0; i < n; ++i) {
       std::sort(preds[i].begin(), preds[i].end());
+      // Every edge must point forward in list order (the engine relies on an acyclic
+      // graph; width 1 runs in list order).
+      if (!preds[i].empty() && preds[i].back() >= static_cast<int32_t>(i))
+        throw std::logic_error("prepare: internal error: instruction #" + std::to_string(i) +
+                               " depends on #" + std::to_string(preds[i].back()));
       for (int32_t p : preds[i]) succs[p].push_back(static_cast<int32_t>(i));
       P.insts[i].preds = preds[i];
       P.insts[i].initialDeps = static_cast<int32_t>(preds[i].size());
