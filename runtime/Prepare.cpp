@@ -509,8 +509,10 @@ private:
       int32_t v = static_cast<int32_t>(prog.outputs[i]);
       P.outputValue.push_back(v);
       Group &g = P.groups[groupOf(v)];
-      bool direct = g.kind == GroupKind::Arena && g.producer >= 0 &&
-                    P.insts[g.producer].kernel != Kernel::Svd;
+      // Written straight into the returned tensor (malloc-aligned rather than 64-byte
+      // aligned: OpenBLAS gemm and gesdd give bitwise identical results for any 8-byte
+      // alignment of their arrays, checked for n = 16..256).
+      bool direct = g.kind == GroupKind::Arena && g.producer >= 0;
       if (direct) {
         g.kind = GroupKind::Output;
         g.index = static_cast<int64_t>(i);
