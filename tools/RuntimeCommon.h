@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <vector>
+
 #include "ir/Program.h"
 #include "passes/Order.h"
 
@@ -23,5 +25,13 @@ inline std::string lowerEinsumsForRuntime(ir::Program &p, const std::string &str
   return std::to_string(n) + " einsum op" + (n == 1 ? "" : "s") +
          " lowered by the order pass (strategy " + strategy + ")";
 }
+
+/// The inputs of `p` from `--input NAME=VALUE` arguments: VALUE is a .npy file
+/// (little-endian float64, C order) or inline JSON (a number or a nested list). Every
+/// input exactly once; with randomSeed >= 0, inputs not given are filled with uniform
+/// values in [-1, 1) from that seed. Throws tessel::Error naming the input for a
+/// missing, unknown, repeated, unreadable or mis-shaped input.
+std::vector<ir::Tensor> loadProgramInputs(const ir::Program &p, const std::vector<std::string> &args,
+                                          int64_t randomSeed = -1);
 
 } // namespace tessel::tools

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -19,6 +20,7 @@
 #include "runtime/Runtime.h"
 #include "runtime/Stats.h"
 #include "tools/Commands.h"
+#include "tools/RuntimeCommon.h"
 
 namespace tessel::tools {
 namespace {
@@ -125,6 +127,91 @@ void benchSvd(const SvdBenchOpts &o) {
   std::fflush(stdout);
 }
 
+struct WidthsBenchOpts {
+  std::string file;
+  std::vector<std::string> inputs;
+  int64_t randomSeed = -1;
+  std::string widths = "1,2";
+  int repeat = 20;
+  std::string order = "auto";
+};
+
+std::vector<int> parseWidths(const std::string &s) {
+  std::vector<int> w;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 1 || v > 256)
+      throw Error("error: --widths: '" + item + "' is not a width in [1, 256] (expected e.g. 1,2,4)");
+    w.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return w;
+}
+
+void benchWidths(const WidthsBenchOpts &o) {
+  std::vector<int> widths = parseWidths(o.widths);
+  if (o.repeat < 1) throw Error("error: bench widths: --repeat must be >= 1");
+  std::string loadBefore = rt::loadAverage();
+  ir::Program p = loadProgram(o.file);
+  std::string note = lowerEinsumsForRuntime(p, o.order);
+  std::vector<ir::Tensor> inputs = loadProgramInputs(p, o.inputs, o.randomSeed);
+  auto t0 = std::chrono::steady_clock::now();
+  auto plan = rt::prepare(p);
+  double prepMs = rt::msSince(t0);
+  std::vector<std::unique_ptr<rt::Engine>> engines;
+  for (int w : widths) engines.push_back(std::make_unique<rt::Engine>(w));
+  std::vector<double> first(widths.size());
+  std::vector<std::vector<ir::Tensor>> results(widths.size());
+  for (size_t k = 0; k < widths.size(); ++k) {
+    t0 = std::chrono::steady_clock::now();
+    results[k] = engines[k]->run(*plan, inputs);
+    first[k] = rt::msSince(t0);
+  }
+  bool identical = true;
+  for (size_t k = 1; k < widths.size(); ++k)
+    for (size_t i = 0; i < results[0].size(); ++i)
+      identical &= results[k][i].data.size() == results[0][i].data.size() &&
+                   std::memcmp(results[k][i].data.data(), results[0][i].data.data(),
+                               results[0][i].data.size() * sizeof(double)) == 0;
+  for (auto &e : engines) e->run(*plan, inputs); // warm-up
+  std::vector<std::vector<double>> times(widths.size());
+  for (int r = 0; r < o.repeat; ++r)
+    for (size_t k = 0; k < widths.size(); ++k) {
+      t0 = std::chrono::steady_clock::now();
+      auto out = engines[k]->run(*plan, inputs);
+      times[k].push_back(rt::msSince(t0));
+    }
+  std::string loadAfter = rt::loadAverage();
+  std::printf("bench widths: @%s, %zu instructions, %d repeats alternated over widths %s after 1 "
+              "warm-up each\n",
+              p.name.c_str(), rt::planSize(*plan), o.repeat, o.widths.c_str());
+  std::printf("prepare: %.3f ms\n", prepMs);
+  std::vector<rt::Summary> sums;
+  for (size_t k = 0; k < widths.size(); ++k) {
+    sums.push_back(rt::summarize(times[k]));
+    std::printf("width %d: first %.3f ms, steady %s\n", widths[k], first[k],
+                rt::formatSummary(sums.back()).c_str());
+  }
+  for (size_t k = 1; k < widths.size(); ++k)
+    std::printf("ratio width %d / width %d: min %.3f, median %.3f\n", widths[k], widths[0],
+                sums[k].min / sums[0].min, sums[k].median / sums[0].median);
+  std::printf("outputs across widths: %s\n", identical ? "bitwise identical" : "DIFFER");
+  std::printf("blas: %s\n", rt::blasInfo().c_str());
+  std::printf("load average: before %s, after %s\n", loadBefore.c_str(), loadAfter.c_str());
+  if (!note.empty()) std::printf("note: %s\n", note.c_str());
+  std::fflush(stdout);
+}
+
 } // namespace
 
 void addBenchCommand(CLI::App &app) {
@@ -146,6 +233,23 @@ void addBenchCommand(CLI::App &app) {
   svd->add_option("--count", o->count, "Independent SVDs in the program")->capture_default_str();
   svd->add_option("--seed", o->seed, "Seed of the random matrix")->capture_default_str();
   svd->callback([o]() { benchSvd(*o); });
+
+  auto wo = std::make_shared<WidthsBenchOpts>();
+  CLI::App *wcmd = bench->add_subcommand(
+      "widths",
+      "Run one program on engines of several widths, alternated (A B A B ...) in one process: "
+      "first run and steady min/median/p90/max (ms) per width, the ratios to the first "
+      "width, whether the outputs are bitwise identical, the BLAS library and the load "
+      "average. E.g. tessel emit trg-step --din 16 --dout 16 > step.tir; tessel bench widths "
+      "step.tir --random-inputs 1 --widths 1,2");
+  wcmd->add_option("file", wo->file, "Program file (.tir text or .json)")->required();
+  wcmd->add_option("-i,--input", wo->inputs, "NAME=PATH.npy or NAME=<JSON>, as for tessel run");
+  wcmd->add_option("--random-inputs", wo->randomSeed,
+                   "Fill inputs not given with uniform values in [-1, 1) from this seed");
+  wcmd->add_option("--widths", wo->widths, "Comma-separated engine widths")->capture_default_str();
+  wcmd->add_option("--repeat", wo->repeat, "Timed rounds after one warm-up")->capture_default_str();
+  wcmd->add_option("--order", wo->order, "Strategy to lower einsum ops, or 'none'")->capture_default_str();
+  wcmd->callback([wo]() { benchWidths(*wo); });
 }
 
 } // namespace tessel::tools

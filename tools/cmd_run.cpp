@@ -26,53 +26,6 @@
 namespace tessel::tools {
 namespace {
 
-/// Inline JSON: a number (scalar) or a nested rectangular list of numbers.
-ir::Tensor tensorFromJson(const nlohmann::json &j, const std::string &who) {
-  std::vector<int64_t> shape;
-  const nlohmann::json *cur = &j;
-  while (cur->is_array()) {
-    shape.push_back(static_cast<int64_t>(cur->size()));
-    if (cur->empty()) break;
-    cur = &(*cur)[0];
-  }
-  if (shape.size() > static_cast<size_t>(ir::kMaxRank))
-    throw Error(who + ": nested list of rank " + std::to_string(shape.size()) + " exceeds 8");
-  std::vector<double> data;
-  std::function<void(const nlohmann::json &, size_t)> walk = [&](const nlohmann::json &x, size_t d) {
-    if (d == shape.size()) {
-      if (!x.is_number())
-        throw Error(who + ": expected a number, got " + x.dump() + " (inline inputs are JSON "
-                    "numbers or nested lists of numbers)");
-      data.push_back(x.get<double>());
-      return;
-    }
-    if (!x.is_array() || static_cast<int64_t>(x.size()) != shape[d])
-      throw Error(who + ": nested list is not rectangular: expected " + std::to_string(shape[d]) +
-                  " entries at depth " + std::to_string(d) + ", got " + x.dump());
-    for (const auto &e : x) walk(e, d + 1);
-  };
-  walk(j, 0);
-  return ir::Tensor(ir::Type(shape), std::move(data));
-}
-
-ir::Tensor loadInput(const std::string &name, const std::string &value) {
-  std::string who = "error: input %" + name;
-  bool npy = value.size() >= 4 && value.compare(value.size() - 4, 4, ".npy") == 0;
-  if (!npy && !value.empty() && std::string("[-+.0123456789").find(value[0]) != std::string::npos) {
-    nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
-    if (!j.is_discarded()) return tensorFromJson(j, who);
-    if (!std::filesystem::exists(value))
-      throw Error(who + ": '" + value + "' is neither valid inline JSON nor an existing .npy file");
-  }
-  try {
-    return rt::readNpy(value);
-  } catch (const Error &e) {
-    std::string msg = e.what();
-    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-    throw Error(who + ": " + msg);
-  }
-}
-
 std::string formatTensorShort(const ir::Tensor &t) {
   std::ostringstream os;
   os.precision(17);
@@ -105,6 +58,7 @@ void addRunCommand(CLI::App &app) {
     bool checkNan = false;
     std::string order = "auto";
     bool profile = false;
+    int64_t randomSeed = -1;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App *cmd = app.add_subcommand(
@@ -124,6 +78,9 @@ void addRunCommand(CLI::App &app) {
   cmd->add_option("-i,--input", opts->inputs,
                   "NAME=PATH.npy or NAME=<JSON number or nested list>; one per program input")
       ->allow_extra_args(false);
+  cmd->add_option("--random-inputs", opts->randomSeed,
+                  "Fill inputs not given with --input with uniform random values in [-1, 1) "
+                  "from this seed (for benchmarks)");
   cmd->add_option("-w,--width", opts->width, "Engine width (threads; 1 = the calling thread)")
       ->capture_default_str();
   cmd->add_option("-n,--repeat", opts->repeat,
@@ -149,36 +106,7 @@ void addRunCommand(CLI::App &app) {
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
     std::string note = lowerEinsumsForRuntime(p, opts->order);
 
-    // Inputs: every program input exactly once.
-    std::map<std::string, std::string> given;
-    for (const std::string &s : opts->inputs) {
-      size_t eq = s.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw Error("error: --input '" + s + "': expected NAME=PATH.npy or NAME=<JSON>");
-      std::string name = s.substr(0, eq);
-      if (!name.empty() && name[0] == '%') name = name.substr(1);
-      if (p.inputIndex(name) < 0) {
-        std::string names;
-        for (ir::ValueId v : p.inputs) names += (names.empty() ? "%" : ", %") + p.value(v).name;
-        throw Error("error: --input " + name + ": program @" + p.name + " has no input %" + name +
-                    " (inputs: " + (names.empty() ? "none" : names) + ")");
-      }
-      if (!given.emplace(name, s.substr(eq + 1)).second)
-        throw Error("error: --input " + name + " given twice");
-    }
-    std::vector<ir::Tensor> inputs;
-    for (ir::ValueId v : p.inputs) {
-      const ir::ValueInfo &vi = p.value(v);
-      auto it = given.find(vi.name);
-      if (it == given.end())
-        throw Error("error: missing input %" + vi.name + " (" + vi.type.str() +
-                    "): pass --input " + vi.name + "=PATH.npy");
-      ir::Tensor t = loadInput(vi.name, it->second);
-      if (t.type != vi.type)
-        throw Error("error: input %" + vi.name + ": expected " + vi.type.str() + ", got " +
-                    t.type.str() + " from '" + it->second + "'");
-      inputs.push_back(std::move(t));
-    }
+    std::vector<ir::Tensor> inputs = loadProgramInputs(p, opts->inputs, opts->randomSeed);
 
     rt::PrepareOptions po;
     po.checkNan = opts->checkNan;
