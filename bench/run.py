@@ -402,6 +402,8 @@ def tessel_trg(h: Harness, width: int, rnd: int, checkpoint: str, grad: bool = T
     if rc != 0 or not recs:
         return []
     r = recs[0]
+    if not order and not h.args.tessel_order and r.get("order"):
+        h.extra.setdefault("tessel_default_order", r["order"])
     contender = tag or f"tessel {checkpoint}"
     rows = []
     tm = r.get("timing_ms", {})
@@ -544,9 +546,12 @@ def phase_trg(h: Harness) -> None:
         ("numpy", lambda w, r: py_peer(h, "numpy", "trg_numpy.py", ["trg", "--repeat", str(rep(w))],
                                        w, r)),
         ("tessel recompute", lambda w, r: tessel_trg(h, w, r, "recompute", repeat=rep(w))),
+        # tessel with the peers' contraction order, unless that is already its default
         ("tessel extra order", lambda w, r: tessel_trg(
             h, w, r, "store", repeat=rep(w), order=h.args.tessel_extra_order,
-            tag=f"tessel store {h.args.tessel_extra_order}") if h.args.tessel_extra_order else []),
+            tag=f"tessel store {h.args.tessel_extra_order}")
+         if h.args.tessel_extra_order
+         and h.extra.get("tessel_default_order") != h.args.tessel_extra_order else []),
         ("torch", lambda w, r: py_peer(h, "torch", "trg_torch.py", ["trg", "--repeat", str(rep(w))],
                                        w, r)),
         ("split numpy", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
@@ -882,6 +887,7 @@ def main() -> None:
         t0 = h.extra.get("t_start", t0)
     else:
         h.extra["t_start"] = t0
+        h.extra["duration_min"] = (time.time() - t0) / 60
         finish_checks(h)
         save_state(h)
     agg = aggregate(h)
