@@ -243,6 +243,9 @@ def parse_tessel_run(text: str) -> dict:
 def find_tessel(h: Harness) -> None:
     cands = []
     if h.args.tessel:
+        if not (os.path.isfile(h.args.tessel) and os.access(h.args.tessel, os.X_OK)):
+            h.note(f"--tessel {h.args.tessel}: not an executable file: every tessel row is skipped")
+            return
         cands.append(h.args.tessel)
     if os.environ.get("TESSEL"):
         cands.append(os.environ["TESSEL"])
@@ -840,7 +843,8 @@ def main() -> None:
                     help="phases to run (comma-separated)")
     ap.add_argument("--skip", default="", help="skip contenders whose name contains one of these")
     ap.add_argument("--quick", action="store_true",
-                    help="1 round, 3 TRG repeats, 300 micro repeats, 10 svd repeats")
+                    help="1 round, 3 TRG repeats, 300 micro repeats, 10 svd repeats; the report "
+                         "goes to OUT/BENCHMARKS-quick.md unless --markdown is given")
     ap.add_argument("--timeout", type=float, default=1200, help="per-process timeout, s")
     ap.add_argument("--png", action="store_true", help="also write the plot as PNG")
     ap.add_argument("--rerender", action="store_true",
@@ -851,6 +855,9 @@ def main() -> None:
     a.widths = [int(w) for w in a.widths.split(",") if w]
     a.only = set(a.only.split(","))
     a.skip = [s for s in a.skip.split(",") if s]
+    if a.quick and a.markdown == os.path.join(ROOT, "BENCHMARKS.md"):
+        # a smoke test must not overwrite the published table
+        a.markdown = os.path.join(a.out, "BENCHMARKS-quick.md")
     if a.quick:
         a.rounds, a.repeat, a.micro_repeat, a.svd_repeat, a.compile_repeat, a.load_repeat = \
             1, 3, 300, 10, 1, 3
