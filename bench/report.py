@@ -151,7 +151,7 @@ def render(h, agg, mi, t_start):
             L.append(f"| {name}{extra} | {k[2]} | {fmt(s['first'])} | {fmt(s['min'])} | "
                      f"{fmt(s['median'])} | {fmt(s['p90'])} | {fmt(s['max'])} | "
                      f"{s['procs']}×{s['n'] // max(s['procs'], 1)} | {_cpums(s)} | {_cpu(s)} | {s['blas']} | "
-                     f"{s['load_before']} → {s['load_after']} |")
+                     f"{_la(s['load_before'])} → {_la(s['load_after'])} |")
         L.append("")
 
     # tessel compile / prepare
@@ -343,6 +343,13 @@ def _targets(agg, widths):
     return out
 
 
+def _la(x):
+    """A load average as '1.00 2.00 3.00' whether it came as a string or a list."""
+    if isinstance(x, (list, tuple)):
+        return " ".join(f"{v:.2f}" if isinstance(v, (int, float)) else str(v) for v in x)
+    return x if x is not None else "?"
+
+
 def _cpums(s):
     if s.get("cpu_median") is not None:
         return fmt(s["cpu_median"])
@@ -473,7 +480,7 @@ def _paragraphs(h, agg, widths):
         if parts:
             lb = (agg.get(("trg_value", "tessel store", 2)) or {}).get("load_before")
             P.append("**Width 2** (TRG value, width 1 → width 2, medians): " + "; ".join(parts)
-                     + f". The load average was {lb or '?'} on 2 cores when these ran. tessel's "
+                     + f". The load average was {_la(lb)} on 2 cores when these ran. tessel's "
                      "engine runs the two independent SVDs of a step on its two workers and keeps "
                      "OpenBLAS single-threaded; the peers ask their BLAS/LAPACK for 2 threads "
                      "inside each call, whose threads wait for each other at every barrier: when "
