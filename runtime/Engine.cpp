@@ -355,12 +355,29 @@ std::string Engine::profileReport(const Plan &P, size_t top) const {
     total += ms;
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.ms > b.ms; });
-  if (top && rows.size() > top) rows.resize(top);
   std::string out;
   char buf[128];
   std::snprintf(buf, sizeof buf, "profile: %lld runs, %.3f ms per run in kernels (summed over threads)\n",
                 static_cast<long long>(S->profRuns), total);
   out += buf;
+  // Totals per kernel kind.
+  {
+    double byKind[6] = {0, 0, 0, 0, 0, 0};
+    int countKind[6] = {0, 0, 0, 0, 0, 0};
+    for (const Row &r : rows) {
+      byKind[static_cast<int>(P.insts[r.i].kernel)] += r.ms;
+      ++countKind[static_cast<int>(P.insts[r.i].kernel)];
+    }
+    out += "  by kernel:";
+    for (int k = 0; k < 6; ++k) {
+      if (!countKind[k]) continue;
+      std::snprintf(buf, sizeof buf, " %s %.3f ms (%.1f%%, %d)", kernelName(static_cast<Kernel>(k)),
+                    byKind[k], total > 0 ? 100.0 * byKind[k] / total : 0.0, countKind[k]);
+      out += buf;
+    }
+    out += "\n";
+  }
+  if (top && rows.size() > top) rows.resize(top);
   for (const Row &r : rows) {
     const Instruction &I = P.insts[r.i];
     const ir::Op &op = P.srcOp(I);

@@ -99,13 +99,48 @@ inline void advance(int64_t *idx, const std::vector<int64_t> &shape,
   }
 }
 
+/// Transpose by 2-D tiles: output dim tileDim reads the input contiguously, the last
+/// output dim writes the output contiguously.
+void tiledCopy(const CopyPlan &c, int32_t chunk, const double *src, double *dst) {
+  constexpr int64_t T = 16;
+  auto [o0, o1] = chunkRange(c.outerCount, c.perChunk, chunk);
+  size_t no = c.outerShape.size();
+  int64_t idx[ir::kMaxRank + 1] = {};
+  int64_t inOff = c.base + unravel(o0, c.outerShape, c.outerIn, no, idx);
+  int64_t outOff = 0;
+  for (size_t d = 0; d < no; ++d) outOff += idx[d] * c.outerOut[d];
+  int64_t Q = c.shape[c.tileDim], L = c.shape.back(), sL = c.stride.back(), oQ = c.outStrideTile;
+  for (int64_t o = o0; o < o1; ++o) {
+    const double *sp = src + inOff;
+    double *dp = dst + outOff;
+    for (int64_t i0 = 0; i0 < Q; i0 += T)
+      for (int64_t j0 = 0; j0 < L; j0 += T) {
+        int64_t i1 = std::min(Q, i0 + T), j1 = std::min(L, j0 + T);
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = j0; j < j1; ++j) dp[i * oQ + j] = sp[i + j * sL];
+      }
+    // Advance the outer odometer (input and output offsets together).
+    for (size_t d = no; d-- > 0;) {
+      inOff += c.outerIn[d];
+      outOff += c.outerOut[d];
+      if (++idx[d] < c.outerShape[d]) break;
+      inOff -= idx[d] * c.outerIn[d];
+      outOff -= idx[d] * c.outerOut[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 void stridedCopy(const Instruction &in, int32_t chunk, double *const *ptr) {
   const CopyPlan &c = in.copy;
+  if (c.tileDim >= 0) {
+    tiledCopy(c, chunk, ptr[in.in[0]], ptr[in.out[0]]);
+    return;
+  }
   size_t nd = c.shape.size();
   int64_t inner = c.shape.back(), s = c.stride.back();
   if (inner == 0 || c.rows == 0) return;
-  int64_t rpc = std::max<int64_t>(1, kChunkElems / inner);
-  auto [r0, r1] = chunkRange(c.rows, rpc, chunk);
+  auto [r0, r1] = chunkRange(c.rows, c.perChunk, chunk);
   const double *src = ptr[in.in[0]];
   double *dst = ptr[in.out[0]] + r0 * inner;
   int64_t idx[ir::kMaxRank + 1] = {};

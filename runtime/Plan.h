@@ -68,6 +68,15 @@ struct CopyPlan {
   std::vector<int64_t> stride;
   int64_t base = 0;
   int64_t rows = 1; ///< product of all but the last extent
+  /// Row mode: rows per chunk. Tile mode: outer iterations per chunk.
+  int64_t perChunk = 1;
+  /// Tile mode (transposes whose output rows read the input with a stride): the
+  /// output dim `tileDim` reads the input contiguously; the copy walks 2-D tiles of
+  /// (tileDim, last dim) so both sides stay in L1. outer* describe the other dims.
+  int tileDim = -1;
+  std::vector<int64_t> outerShape, outerIn, outerOut;
+  int64_t outerCount = 1;
+  int64_t outStrideTile = 0; ///< output stride of tileDim
 };
 
 /// Zero padding: per output dimension, low padding, input extent and input stride.

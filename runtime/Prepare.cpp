@@ -102,7 +102,35 @@ CopyPlan makeCopy(std::vector<int64_t> shape, std::vector<int64_t> stride, int64
   c.base = base;
   c.rows = 1;
   for (size_t d = 0; d + 1 < c.shape.size(); ++d) c.rows *= c.shape[d];
+  size_t r = c.shape.size();
+  int64_t inner = std::max<int64_t>(1, c.shape.back());
+  c.perChunk = std::max<int64_t>(1, kChunkElems / inner);
+  // Tile mode: the last output dim reads with a stride, another dim contiguously.
+  if (!empty && r >= 2 && c.stride.back() != 1 && c.stride.back() != 0 && c.shape.back() >= 4) {
+    for (size_t q = 0; q + 1 < r; ++q)
+      if (c.stride[q] == 1 && c.shape[q] >= 4) c.tileDim = static_cast<int>(q);
+  }
+  if (c.tileDim >= 0) {
+    std::vector<int64_t> outStride(r, 1);
+    for (size_t d = r - 1; d-- > 0;) outStride[d] = outStride[d + 1] * c.shape[d + 1];
+    for (size_t d = 0; d + 1 < r; ++d) {
+      if (static_cast<int>(d) == c.tileDim) continue;
+      c.outerShape.push_back(c.shape[d]);
+      c.outerIn.push_back(c.stride[d]);
+      c.outerOut.push_back(outStride[d]);
+      c.outerCount *= c.shape[d];
+    }
+    c.outStrideTile = outStride[c.tileDim];
+    c.perChunk = std::max<int64_t>(1, kChunkElems / (c.shape[c.tileDim] * c.shape.back()));
+  }
   return c;
+}
+
+/// Chunks of a copy (fixed by the shapes, never by the width).
+int32_t copyChunks(const CopyPlan &c) {
+  int64_t units = c.tileDim >= 0 ? c.outerCount : c.rows;
+  if (units <= 0) return 1;
+  return static_cast<int32_t>((units + c.perChunk - 1) / c.perChunk);
 }
 
 int32_t chunksFor(int64_t total, int64_t per) {
@@ -320,8 +348,7 @@ private:
                 int64_t baseOff, std::string what) {
     Instruction in = base(op, i, Kernel::Copy);
     in.copy = makeCopy(std::move(shape), std::move(stride), baseOff);
-    int64_t inner = std::max<int64_t>(1, in.copy.shape.back());
-    in.nchunks = chunksFor(in.copy.rows, std::max<int64_t>(1, kChunkElems / inner));
+    in.nchunks = copyChunks(in.copy);
     in.what = std::move(what);
     addInst(std::move(in));
   }
@@ -428,8 +455,7 @@ private:
         stride.push_back(ist[d]);
       }
       c.copy = makeCopy(shape, stride, 0);
-      int64_t inner = std::max<int64_t>(1, c.copy.shape.back());
-      c.nchunks = chunksFor(c.copy.rows, std::max<int64_t>(1, kChunkElems / inner));
+      c.nchunks = copyChunks(c.copy);
       c.what = std::string("dot_general ") + side + " to GEMM form perm=" + listStr(order);
       addInst(std::move(c));
       notes += std::string(" ") + side + "-transposed";

@@ -58,6 +58,7 @@ void addRunCommand(CLI::App &app) {
     bool checkNan = false;
     std::string order = "auto";
     bool profile = false;
+    size_t profileTop = 15;
     int64_t randomSeed = -1;
   };
   auto opts = std::make_shared<Opts>();
@@ -94,6 +95,9 @@ void addRunCommand(CLI::App &app) {
   cmd->add_flag("--profile", opts->profile,
                 "Time every instruction over all runs and print the costliest ones (mean ms "
                 "per run, share of the total)");
+  cmd->add_option("--profile-top", opts->profileTop,
+                  "Instructions listed by --profile (0 = all)")
+      ->capture_default_str();
   cmd->add_option("--order", opts->order,
                   "Strategy to lower einsum ops (auto, chain, pairwise, greedy, optimal) or "
                   "'none' to reject them")
@@ -161,7 +165,7 @@ void addRunCommand(CLI::App &app) {
     text += "blas: " + rt::blasInfo() + "\n";
     text += "load average: before " + loadBefore + ", after " + loadAfter + "\n";
     if (!note.empty()) text += "note: " + note + "\n";
-    if (opts->profile) text += engine.profileReport(*plan, 15);
+    if (opts->profile) text += engine.profileReport(*plan, opts->profileTop);
     writeOutput("-", text);
   });
 }
