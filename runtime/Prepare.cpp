@@ -758,9 +758,13 @@ private:
     std::vector<bool> consumed(ng, false), skip(ng, false);
     std::vector<Buf> bufs;
     // True if operand group h of i dies at i: every other reader ran before i.
+    // (Not with checkNan: the check reports whether the operands were finite, so they
+    // must survive the op.)
     auto diesAt = [&](int32_t h, int32_t i) {
       const Group &g = P.groups[h];
-      if (!reuse || g.kind != GroupKind::Arena || g.pinned || bufOf[h] < 0 || consumed[h]) return false;
+      if (!reuse || P.options.checkNan || g.kind != GroupKind::Arena || g.pinned || bufOf[h] < 0 ||
+          consumed[h])
+        return false;
       for (int32_t r : g.readers)
         if (r != i && !isAncestor(r, i)) return false;
       return true;
@@ -940,7 +944,8 @@ private:
     // and every other reader has run before i.
     auto diesAt = [&](int32_t h, int32_t i) {
       const Group &g = P.groups[h];
-      return P.options.reuseBuffers && g.kind == GroupKind::Arena && !g.pinned && slotOf[h] >= 0 &&
+      return P.options.reuseBuffers && !P.options.checkNan && g.kind == GroupKind::Arena &&
+             !g.pinned && slotOf[h] >= 0 &&
              !transferred[h] && remaining[h] == 1 && allBefore(g.readers, i, i);
     };
 

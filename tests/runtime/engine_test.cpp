@@ -243,6 +243,27 @@ TEST_CASE("engine: --check-nan stops at the first op producing NaN") {
   }
 }
 
+TEST_CASE("engine: --check-nan reports operands as they were (no in-place with the check)") {
+  Program p;
+  Builder b(p);
+  auto x = p.addInput("x", Type({2, 3}));
+  auto t = b.add(x, x); // dies at the log: in place without the check
+  b.setLoc("log of 2x");
+  auto l = b.unary(OpKind::Log, t);
+  b.setLoc("");
+  p.addOutput(b.unary(OpKind::Exp, l));
+  rt::PrepareOptions o;
+  o.checkNan = true;
+  auto plan = rt::prepare(p, o);
+  CHECK(rt::describePlan(*plan).find("in-place") == std::string::npos);
+  CHECK(rt::describePlan(*rt::prepare(p)).find("in-place") != std::string::npos);
+  for (int w : {1, 2, 4}) {
+    rt::Engine e(w);
+    CHECK_THROWS_WITH_AS(e.run(*plan, {Tensor(Type({2, 3}), {1, 2, -3, 4, 5, 6})}),
+                         doctest::Contains("is NaN at [0,2]; operands: %0 finite"), Error);
+  }
+}
+
 TEST_CASE("engine: prepare rejects einsum with a message naming the op") {
   Program p;
   Builder b(p);
