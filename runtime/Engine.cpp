@@ -48,6 +48,9 @@ constexpr int kSpinIters = 256;
 /// Plans whose buffers an engine keeps.
 constexpr size_t kCachedPlans = 4;
 
+/// Index of the engine thread running on this OS thread (0 = the calling thread).
+thread_local int tlsThread = 0;
+
 struct AlignedFree {
   void operator()(double *p) const { std::free(p); }
 };
@@ -63,6 +66,10 @@ struct PlanState {
   std::vector<int32_t> nextChunk;
   std::vector<int32_t> queue;
   std::unique_ptr<std::atomic<int64_t>[]> profNs; ///< per instruction, when profiling
+  /// Timeline of the last profiled run: first chunk start and last chunk end (ns since
+  /// the run started) and the set of threads (bit i = thread i; 0 = calling thread).
+  std::unique_ptr<std::atomic<int64_t>[]> profBegin, profEnd, profThreads;
+  std::chrono::steady_clock::time_point runStart;
   int64_t profRuns = 0;
 
   explicit PlanState(const Plan &P) : planId(P.id) {
@@ -79,8 +86,17 @@ struct PlanState {
     done.reset(new std::atomic<int32_t>[n == 0 ? 1 : n]);
     nextChunk.assign(n, 0);
     queue.assign(n, 0);
-    profNs.reset(new std::atomic<int64_t>[n == 0 ? 1 : n]);
-    for (size_t i = 0; i < (n == 0 ? 1 : n); ++i) profNs[i].store(0);
+    size_t m = n == 0 ? 1 : n;
+    profNs.reset(new std::atomic<int64_t>[m]);
+    profBegin.reset(new std::atomic<int64_t>[m]);
+    profEnd.reset(new std::atomic<int64_t>[m]);
+    profThreads.reset(new std::atomic<int64_t>[m]);
+    for (size_t i = 0; i < m; ++i) {
+      profNs[i].store(0);
+      profBegin[i].store(0);
+      profEnd[i].store(0);
+      profThreads[i].store(0);
+    }
   }
 };
 
@@ -159,10 +175,15 @@ struct Engine::Impl {
     }
     auto t0 = std::chrono::steady_clock::now();
     runChunk(P, P.insts[inst], chunk, S.ptr.data());
-    S.profNs[inst].fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::steady_clock::now() - t0)
-                                 .count(),
-                             std::memory_order_relaxed);
+    auto t1 = std::chrono::steady_clock::now();
+    auto ns = [](auto d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
+    S.profNs[inst].fetch_add(ns(t1 - t0), std::memory_order_relaxed);
+    int64_t b = ns(t0 - S.runStart), e = ns(t1 - S.runStart);
+    int64_t cur = S.profBegin[inst].load();
+    while ((cur < 0 || b < cur) && !S.profBegin[inst].compare_exchange_weak(cur, b)) {}
+    cur = S.profEnd[inst].load();
+    while (e > cur && !S.profEnd[inst].compare_exchange_weak(cur, e)) {}
+    S.profThreads[inst].fetch_or(int64_t(1) << std::min(tlsThread, 62));
   }
 
   /// Runs a claimed chunk, then follows single-chunk successors it makes ready.
@@ -288,7 +309,11 @@ Engine::Engine(int width) : impl_(std::make_unique<Impl>()) {
     throw Error("error: engine width must be between 1 and 256, got " + std::to_string(width));
   ensureBlasSingleThreaded();
   impl_->width = width;
-  for (int i = 1; i < width; ++i) impl_->threads.emplace_back([this] { impl_->workerLoop(); });
+  for (int i = 1; i < width; ++i)
+    impl_->threads.emplace_back([this, i] {
+      tlsThread = i;
+      impl_->workerLoop();
+    });
 }
 
 Engine::~Engine() {
@@ -324,6 +349,14 @@ std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs
     }
     S.ptr[v] = p;
   }
+  if (impl_->profiling) {
+    for (size_t i = 0; i < P.insts.size(); ++i) {
+      S.profBegin[i].store(-1);
+      S.profEnd[i].store(0);
+      S.profThreads[i].store(0);
+    }
+    S.runStart = std::chrono::steady_clock::now();
+  }
   if (!P.insts.empty()) {
     if (impl_->width == 1) impl_->runSerial(P, S);
     else impl_->runParallel(P, S);
@@ -357,7 +390,9 @@ std::string Engine::profileReport(const Plan &P, size_t top) const {
   std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.ms > b.ms; });
   std::string out;
   char buf[128];
-  std::snprintf(buf, sizeof buf, "profile: %lld runs, %.3f ms per run in kernels (summed over threads)\n",
+  std::snprintf(buf, sizeof buf,
+                "profile: %lld runs, %.3f ms per run in kernels (summed over threads); "
+                "[first start .. last end] ms and threads in the last run\n",
                 static_cast<long long>(S->profRuns), total);
   out += buf;
   // Totals per kernel kind.
@@ -381,8 +416,17 @@ std::string Engine::profileReport(const Plan &P, size_t top) const {
   for (const Row &r : rows) {
     const Instruction &I = P.insts[r.i];
     const ir::Op &op = P.srcOp(I);
-    std::snprintf(buf, sizeof buf, "  %9.3f ms %5.1f%%  #%-4zu %-11s ", r.ms,
-                  total > 0 ? 100.0 * r.ms / total : 0.0, r.i, kernelName(I.kernel));
+    std::string threads;
+    for (int t = 0; t < 63; ++t)
+      if ((S->profThreads[r.i].load() >> t) & 1) {
+        if (!threads.empty()) threads += ",";
+        threads += std::to_string(t);
+      }
+    std::snprintf(buf, sizeof buf, "  %9.3f ms %5.1f%%  [%8.3f ..%8.3f] t%-5s #%-4zu %-11s ", r.ms,
+                  total > 0 ? 100.0 * r.ms / total : 0.0,
+                  static_cast<double>(std::max<int64_t>(0, S->profBegin[r.i].load())) / 1e6,
+                  static_cast<double>(S->profEnd[r.i].load()) / 1e6, threads.c_str(), r.i,
+                  kernelName(I.kernel));
     out += buf;
     out += std::string(ir::opName(op.kind)) + " " + P.values[I.out[0]].name;
     if (!op.loc.empty()) out += " (" + op.loc + ")";
