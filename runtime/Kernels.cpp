@@ -282,6 +282,15 @@ void svdKernel(const Plan &plan, const Instruction &in, double *const *ptr) {
   }
   if (!finite) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
   auto *iwork = reinterpret_cast<lapack_int *>(work + s.lwork);
+  if (s.valuesOnly) {
+    double dummy = 0;
+    lapack_int info = LAPACKE_dgesdd_work(
+        LAPACK_COL_MAJOR, 'N', static_cast<lapack_int>(s.n), static_cast<lapack_int>(s.m), a,
+        static_cast<lapack_int>(s.n), S, &dummy, 1, &dummy, 1, work,
+        static_cast<lapack_int>(s.lwork), iwork);
+    if (info != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), info));
+    return;
+  }
   // Row-major A (m×n) is column-major Aᵀ (n×m). gesdd(Aᵀ) = U' S VT' gives
   // Vt = U' (k×n row-major == n×k column-major) and U = VT' (m×k row-major).
   lapack_int info = LAPACKE_dgesdd_work(

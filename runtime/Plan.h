@@ -112,6 +112,9 @@ struct SvdPlan {
   int64_t lwork = 0;      ///< queried once at prepare
   int64_t iworkElems = 0; ///< 8·k ints, stored in doubles
   bool inPlace = false;   ///< the operand dies here: gesdd overwrites it directly
+  /// U and Vt are never read: gesdd with jobz = 'N' (singular values only, about half
+  /// the work). s may then differ from a full SVD's in the last bits.
+  bool valuesOnly = false;
 };
 
 struct Instruction {

@@ -158,6 +158,7 @@ public:
     lower();
     bindOutputs();
     collectReaders();
+    selectSvdJobs();
     computePreds();
     allocate();
     finishSchedule();
@@ -546,6 +547,35 @@ private:
         g.pinned = true;
         P.finalCopies.push_back({static_cast<int32_t>(i), v});
       }
+    }
+  }
+
+  /// An SVD whose U and Vt nobody reads computes singular values only (jobz = 'N').
+  void selectSvdJobs() {
+    for (Instruction &in : P.insts) {
+      if (in.kernel != Kernel::Svd || in.svd.k == 0) continue;
+      auto dead = [&](int32_t v) {
+        const Group &g = P.groups[groupOf(v)];
+        return g.kind == GroupKind::Arena && !g.pinned && g.readers.empty();
+      };
+      if (!dead(in.out[0]) || !dead(in.out[2])) continue;
+      SvdPlan &s = in.svd;
+      double wq = 0, dummy = 0;
+      lapack_int idummy = 0;
+      lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'N', static_cast<lapack_int>(s.n),
+                                            static_cast<lapack_int>(s.m), &dummy,
+                                            static_cast<lapack_int>(s.n), &dummy, &dummy, 1, &dummy,
+                                            1, &wq, -1, &idummy);
+      if (info != 0) throw Error(svdFailureMessage(prog, P.srcOp(in), info));
+      s.valuesOnly = true;
+      s.lwork = std::max<int64_t>(1, static_cast<int64_t>(wq));
+      P.groups[groupOf(in.out[0])].elems = 0; // no buffers for U and Vt
+      P.groups[groupOf(in.out[2])].elems = 0;
+      Group &work = P.groups[groupOf(in.out[3])];
+      work.elems = s.lwork + s.iworkElems;
+      P.values[in.out[3]].type = Type({work.elems});
+      in.what = std::to_string(s.m) + "x" + std::to_string(s.n) +
+                " gesdd singular values only (jobz=N) lwork=" + std::to_string(s.lwork);
     }
   }
 
@@ -1056,7 +1086,9 @@ private:
       P.succ.insert(P.succ.end(), succs[i].begin(), succs[i].end());
       in.succEnd = static_cast<int32_t>(P.succ.size());
       in.bytesWritten = 0;
-      for (int32_t k = 0; k < in.numResults; ++k) in.bytesWritten += P.values[in.out[k]].type.bytes();
+      for (int32_t k = 0; k < in.numResults; ++k)
+        if (P.groups[P.values[in.out[k]].group].elems > 0 || P.values[in.out[k]].type.numel() == 0)
+          in.bytesWritten += P.values[in.out[k]].type.bytes();
       P.maxChunks = std::max<int64_t>(P.maxChunks, in.nchunks);
     }
   }

@@ -160,3 +160,34 @@ TEST_CASE("svd kernel: empty matrices give empty factors") {
   CHECK(out[1].type == Type({0}));
   CHECK(out[2].type == Type({0, 4}));
 }
+
+TEST_CASE("svd kernel: singular values only when U and Vt are unused (jobz = N)") {
+  std::mt19937_64 rng(99);
+  for (auto shape : {std::vector<int64_t>{40, 40}, std::vector<int64_t>{30, 12}, std::vector<int64_t>{7, 20}}) {
+    ir::Program p;
+    ir::Builder b(p);
+    auto a = p.addInput("A", Type(shape));
+    auto usv = b.svd(a);
+    p.addOutput(b.reduceSum(usv[1], {0})); // s only
+    p.addOutput(usv[1]);
+    auto plan = rt::prepare(p);
+    CHECK(rt::describePlan(*plan).find("singular values only") != std::string::npos);
+    Tensor A = randomTensor(Type(shape), rng);
+    auto ref = rt::evaluateReference(p, {A}); // full SVD
+    rt::Engine e1(1), e2(2);
+    auto r1 = e1.run(*plan, {A}), r2 = e2.run(*plan, {A});
+    for (size_t i = 0; i < ref.size(); ++i) {
+      CHECK(maxRelDiff(r1[i], ref[i]) <= 1e-13);
+      CHECK(bitwiseEqual(r1[i], r2[i]));
+    }
+    for (size_t j = 1; j < r1[1].data.size(); ++j) CHECK(r1[1].data[j] <= r1[1].data[j - 1]);
+  }
+  // U used: the full SVD.
+  ir::Program p;
+  ir::Builder b(p);
+  auto a = p.addInput("A", Type({8, 8}));
+  auto usv = b.svd(a);
+  p.addOutput(usv[1]);
+  p.addOutput(b.reduceSum(usv[0], {0, 1}));
+  CHECK(rt::describePlan(*rt::prepare(p)).find("singular values only") == std::string::npos);
+}
