@@ -34,9 +34,9 @@ namespace tessel::rt {
 /// depend on the width).
 inline constexpr int64_t kChunkElems = int64_t(1) << 15;
 /// Contractions below this many flops run as one chunk.
-inline constexpr double kGemmSplitFlops = 16e6;
+inline constexpr double kGemmSplitFlops = 24e6;
 /// Target flops per contraction chunk.
-inline constexpr double kGemmChunkFlops = 8e6;
+inline constexpr double kGemmChunkFlops = 16e6;
 /// Alignment of arena slots, in doubles (64 bytes).
 inline constexpr int64_t kSlotAlign = 8;
 

@@ -495,8 +495,11 @@ private:
       g.batchesPerChunk = bpc;
       in.nchunks = chunksFor(g.batch, bpc);
     } else {
-      double perRow = 2.0 * static_cast<double>(g.N) * static_cast<double>(g.K);
-      g.rowsPerChunk = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(kGemmChunkFlops / perRow)), 8, std::max<int64_t>(1, g.M));
+      // About kGemmChunkFlops per chunk, rows a multiple of 8 (whole register tiles;
+      // fewer, larger calls: each call repacks the rhs).
+      int64_t want = std::max<int64_t>(1, std::llround(perBatch / kGemmChunkFlops));
+      int64_t rows = (g.M + want - 1) / want;
+      g.rowsPerChunk = std::min<int64_t>(std::max<int64_t>(1, g.M), (rows + 7) / 8 * 8);
       g.chunksPerBatch = chunksFor(g.M, g.rowsPerChunk);
       in.nchunks = static_cast<int32_t>(g.batch * g.chunksPerBatch);
     }
