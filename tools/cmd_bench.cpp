@@ -17,6 +17,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
+#include "runtime/Npy.h"
 #include "runtime/Runtime.h"
 #include "runtime/Stats.h"
 #include "tools/Commands.h"
@@ -32,10 +33,19 @@ struct SvdBenchOpts {
   int width = 1;
   int count = 1;
   uint64_t seed = 42;
+  std::string matrix; ///< .npy file to factor instead of a random matrix
 };
 
 void benchSvd(const SvdBenchOpts &o) {
-  int64_t n = o.n, m = o.m > 0 ? o.m : o.n;
+  ir::Tensor given;
+  if (!o.matrix.empty()) {
+    given = rt::readNpy(o.matrix);
+    if (given.type.rank() != 2)
+      throw Error("error: bench svd: --matrix " + o.matrix + " holds " + given.type.str() +
+                  ", not a matrix");
+  }
+  int64_t n = given.type.rank() == 2 ? given.type.shape[1] : o.n;
+  int64_t m = given.type.rank() == 2 ? given.type.shape[0] : (o.m > 0 ? o.m : o.n);
   if (n < 1 || m < 1 || n > 8192 || m > 8192)
     throw Error("error: bench svd: --n/--m must be in [1, 8192], got " + std::to_string(m) + "x" +
                 std::to_string(n));
@@ -58,7 +68,7 @@ void benchSvd(const SvdBenchOpts &o) {
     for (auto v : usv) p.addOutput(v);
     ir::Tensor t = ir::Tensor::zeros(ir::Type({m, n}));
     for (double &x : t.data) x = u(rng);
-    inputs.push_back(std::move(t));
+    inputs.push_back(given.type.rank() == 2 ? given : std::move(t));
   }
   auto t0 = std::chrono::steady_clock::now();
   auto plan = rt::prepare(p);
@@ -111,10 +121,11 @@ void benchSvd(const SvdBenchOpts &o) {
   }
   std::string loadAfter = rt::loadAverage();
   rt::Summary se = rt::summarize(te), sd = rt::summarize(td);
-  std::printf("bench svd: %d x dgesdd('S') of a %lldx%lld matrix (seed %llu), %d repeats "
+  std::string source = o.matrix.empty() ? "seed " + std::to_string(o.seed) : o.matrix;
+  std::printf("bench svd: %d x dgesdd('S') of a %lldx%lld matrix (%s), %d repeats "
               "alternated engine/direct after 1 warm-up\n",
-              o.count, static_cast<long long>(m), static_cast<long long>(n),
-              static_cast<unsigned long long>(o.seed), o.repeat);
+              o.count, static_cast<long long>(m), static_cast<long long>(n), source.c_str(),
+              o.repeat);
   std::printf("prepare: %.3f ms (gesdd workspace query, %lld arena bytes)\n", prepMs,
               static_cast<long long>(rt::arenaBytes(*plan)));
   std::printf("engine (width %d): first %.3f ms, steady %s\n", o.width, firstEngine,
@@ -232,6 +243,9 @@ void addBenchCommand(CLI::App &app) {
   svd->add_option("--width", o->width, "Engine width")->capture_default_str();
   svd->add_option("--count", o->count, "Independent SVDs in the program")->capture_default_str();
   svd->add_option("--seed", o->seed, "Seed of the random matrix")->capture_default_str();
+  svd->add_option("--matrix", o->matrix,
+                  "Factor this matrix (.npy, float64) instead of a random one (e.g. to time "
+                  "the same matrix as numpy.linalg.svd)");
   svd->callback([o]() { benchSvd(*o); });
 
   auto wo = std::make_shared<WidthsBenchOpts>();
