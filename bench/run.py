@@ -250,10 +250,22 @@ def find_tessel(h: Harness) -> None:
     if os.environ.get("TESSEL"):
         cands.append(os.environ["TESSEL"])
     cands += [os.path.join(ROOT, d, "tools", "tessel") for d in ("build-bench", "build")]
+    def release_build(d: str) -> bool:
+        """Only Release builds without sanitizers are timed (an ASan binary is 2-3× slower)."""
+        try:
+            with open(os.path.join(ROOT, d, "CMakeCache.txt")) as f:
+                cache = f.read()
+        except OSError:
+            return False
+        bt = re.search(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", cache, re.M)
+        return bool(bt and bt.group(1).strip() == "Release" and "-fsanitize" not in cache)
+
+    cands = [c for c in cands if c == h.args.tessel or c == os.environ.get("TESSEL")
+             or release_build(os.path.basename(os.path.dirname(os.path.dirname(c))))]
     others = []
     for d in os.listdir(ROOT):
         p = os.path.join(ROOT, d, "tools", "tessel")
-        if d.startswith("build") and os.path.isfile(p) and p not in cands:
+        if d.startswith("build") and os.path.isfile(p) and p not in cands and release_build(d):
             others.append(p)
     others.sort(key=lambda p: os.path.getmtime(p), reverse=True)   # the newest build first
     cands += others
