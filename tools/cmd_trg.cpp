@@ -355,6 +355,13 @@ void runTrg(TrgArgs &a) {
   if (a.flags.handleListPasses()) return;
   std::vector<double> betas = parseBetas(a);
   frontend::TrgOptions opts = makeOptions(a);
+  if (a.flags.printPipeline)
+    std::cerr << "pipeline: "
+              << passes::Pipeline::parse(opts.pipeline.empty()
+                                             ? frontend::defaultTrgPipeline(opts.order)
+                                             : opts.pipeline)
+                     .str()
+              << "\n";
   double probeMs = -1;
   if (a.ranks == "auto") {
     // trg.md §2.4 from values: one forward pass at the first beta counts singular values.
