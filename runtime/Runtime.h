@@ -4,6 +4,19 @@
 // Compile and prepare never happen inside run(); run() returns only when the outputs
 // are in host memory.
 //
+// Kernels (runtime/Kernels.cpp): elementwise ops, reductions (each output summed /
+// maxed in row-major order of the reduced indices, the reference's order), strided
+// copies for broadcast_in_dim / transpose / slice (2-D tiles for transposes), zero
+// padding, dot_general through cblas_dgemm (operands read in GEMM form with transpose
+// flags when their layout allows, else transposed once into a temporary), svd through
+// LAPACKE_dgesdd_work (jobz='S', or 'N' when U and Vt are unused), computed as the
+// column-major SVD of Aᵀ so that no transposition is needed. reshape and
+// stop_gradient are aliases; constants and iota tables are plan data.
+//
+// Determinism: every instruction is split into a number of chunks fixed by its shapes
+// (never by the width), each computed the same way whichever thread runs it, and BLAS
+// runs single-threaded, so outputs are bitwise identical for every engine width.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -22,31 +35,37 @@ struct PrepareOptions {
   /// Check every op's outputs for NaN/inf after it runs; the first one found stops the
   /// run with an error naming the op, its location and which inputs were finite.
   bool checkNan = false;
-  /// Reuse arena slots once their values are dead (and run elementwise ops and gesdd
-  /// in place on operands that die there). Off: one slot per value (for tests and
-  /// debugging).
+  /// Reuse arena memory once every reader of a value has run (and run elementwise ops
+  /// and gesdd in place on operands that die there; not with checkNan). Off: one
+  /// buffer per value (for tests and debugging).
   bool reuseBuffers = true;
 };
 
 /// A prepared program: flat instruction list in a valid order, kernel plans
-/// (permutations, GEMM dimensions, gesdd workspace sizes, broadcast strides),
-/// dependency counts, buffer slots with reuse, peak live bytes. Immutable after
-/// prepare(); one Plan may be run by several engines.
+/// (permutations, GEMM dimensions, gesdd workspace sizes, copy strides), dependency
+/// counts, arena offsets with reuse, peak live bytes. Immutable after prepare(); one
+/// Plan may be run by several engines (also at the same time). See runtime/Plan.h.
 class Plan;
 
-/// Lowers a verified program to a Plan. Throws tessel::Error for ops the runtime cannot
-/// execute (e.g. an einsum the ordering pass has not lowered), naming the op.
+/// Lowers a program to a Plan (verifies it first: tessel::VerifyError). Throws
+/// tessel::Error naming the op for an einsum (lower it with passes::runOrder first;
+/// `tessel prepare` / `tessel run` do so) and for a LAPACK workspace query failure.
+/// Buffer reuse never adds a dependency that lengthens the critical path, so
+/// independent ops (the two SVDs of a TRG step) stay concurrent.
 std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &opts = {});
 
 /// Human-readable (text) or JSON listing of a plan: one instruction per line with its
-/// kernel, input/output slots, dependencies, bytes, and the peak live bytes.
+/// kernel, op, results and operands with their storage (arena+BYTES, inputN, constN,
+/// outputN = written into the returned tensor), dependencies, chunks, bytes written,
+/// in-place marks and kernel details; then the outputs, arena bytes and peak live bytes.
 std::string describePlan(const Plan &plan, bool json = false);
 /// Peak number of live buffer bytes of the plan's schedule (arena values, temporaries
 /// and outputs the runtime writes; not the caller's inputs or constants), in list
 /// order.
 int64_t peakLiveBytes(const Plan &plan);
-/// Bytes of the arena an engine allocates for this plan (sum of slot sizes, each
-/// rounded to 64 bytes). With buffer reuse it is close to peakLiveBytes.
+/// Bytes of the arena an engine allocates for this plan (buffers at 64-byte aligned
+/// offsets, overlapping when their lifetimes do not). With buffer reuse it is close to
+/// peakLiveBytes (parallel branches may keep it somewhat above).
 int64_t arenaBytes(const Plan &plan);
 /// Number of instructions (kernel calls) of the plan; aliases cost none.
 size_t planSize(const Plan &plan);
@@ -54,8 +73,12 @@ size_t planSize(const Plan &plan);
 const ir::Program &planProgram(const Plan &plan);
 
 /// An engine of fixed width (number of threads that execute ops; width 1 runs on the
-/// calling thread). Results are bitwise identical for every width. Not reentrant: one
-/// run() at a time per engine.
+/// calling thread, width W uses the calling thread and W-1 workers). Independent
+/// instructions run concurrently; large ones are split into chunks claimed one at a
+/// time, so a preempted thread delays at most one chunk. Idle workers block on a
+/// condition variable after a spin of a few microseconds. Results are bitwise
+/// identical for every width. Not reentrant: one run() at a time per engine.
+/// Throws tessel::Error for a width outside [1, 256].
 class Engine {
 public:
   explicit Engine(int width);
@@ -65,17 +88,20 @@ public:
 
   int width() const;
   /// Runs the plan. Validates input count and shapes (tessel::Error naming the input).
-  /// A kernel failure (e.g. LAPACK no convergence) throws tessel::Error naming the op;
-  /// the engine stays usable.
+  /// A kernel failure (NaN/inf input to svd, LAPACK info != 0) throws tessel::Error
+  /// naming the op (kind, results, loc, position); the engine stays usable. The first
+  /// run of a plan on an engine allocates its arena; later runs allocate only the
+  /// returned tensors.
   std::vector<Tensor> run(const Plan &plan, const std::vector<Tensor> &inputs);
 
   /// Profiling: when on, run() adds the time spent in each instruction (summed over
   /// its chunks, so CPU time at width > 1) to per-plan counters. Costs two clock reads
   /// per chunk. Off by default.
   void setProfiling(bool on);
-  /// Table of the profiled runs of `plan` on this engine: one line per instruction
-  /// (index, kernel, op, first result, loc), mean ms per run and share of the total,
-  /// sorted by time, at most `top` lines (0 = all). Empty if nothing was profiled.
+  /// Table of the profiled runs of `plan` on this engine: totals per kernel kind, then
+  /// one line per instruction (mean ms per run, share of the total, first start / last
+  /// end in the last run and the threads that ran it, index, kernel, op, first result,
+  /// loc), sorted by time, at most `top` lines (0 = all). Empty if nothing was profiled.
   std::string profileReport(const Plan &plan, size_t top = 0) const;
 
 private:
@@ -83,13 +109,16 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// Simple op-by-op evaluation of a program (no plan, no threads), for differential
-/// tests and gradcheck. Supports every op of the table except einsum with more than
-/// two operands is evaluated directly (naive summation) too.
+/// Simple op-by-op evaluation of a program (no plan, no threads, no BLAS), for
+/// differential tests and gradcheck. Every op of the table, einsum included (n-ary,
+/// repeated indices / traces, scalar outputs; naive summation over all indices, so
+/// keep einsums small). svd calls LAPACKE_dgesdd the same way as the engine, so signs
+/// of singular vectors agree. Validates inputs like Engine::run.
 std::vector<Tensor> evaluateReference(const ir::Program &p, const std::vector<Tensor> &inputs);
 
-/// "OpenBLAS 0.3.21 (pthread), 1 thread" — the BLAS/LAPACK library actually loaded and
-/// its thread count. The runtime pins BLAS to one thread at first use.
+/// "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ... SkylakeX ..., 1 thread" — the
+/// BLAS/LAPACK library actually loaded (openblas_get_config()) and its thread count.
+/// The runtime pins OpenBLAS to one thread (openblas_set_num_threads(1)) at first use.
 std::string blasInfo();
 
 } // namespace tessel::rt
