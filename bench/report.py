@@ -397,13 +397,18 @@ def _paragraphs(h, agg, widths):
     pg = _get(agg, "trg_value_and_grad", "torch", w)
     src = h.extra.get("svd_source", "?")
     if tv and fl:
+        split_txt = (
+            f"so the SVDs of steps 5–20 are {100 * fl / tv:.0f}% of the value and everything "
+            f"else (the 8 small SVDs of steps 1–4, the max|T| normalisation, the two transposes "
+            f"per step, the plaquette contractions and the closure) is {fmt(tv - fl)} ms."
+            if tv > fl else
+            f"i.e. the value is within the wall-clock noise of its floor (value / floor "
+            f"{tv / fl:.2f}): on this shared machine wall time cannot resolve the few percent "
+            f"that are not those SVDs; the profile and the CPU-time split below can.")
         P.append(
             f"**TRG value.** At width 1 tessel's value takes {fmt(tv)} ms (median) and the 32 "
             f"gesdd calls on the 256×256 matrices of the same TRG take {fmt(fl)} ms through "
-            f"tessel's engine (matrices from the {src}), so the SVDs of steps 5–20 are "
-            f"{100 * fl / tv:.0f}% of the value and everything else (the 8 small SVDs of steps 1–4, "
-            f"the max|T| normalisation, the two transposes per step, the plaquette contractions "
-            f"and the closure) is {fmt(max(tv - fl, 0))} ms."
+            f"tessel's engine (matrices from the {src}), " + split_txt
             + (f" numpy's own TRG forward spends {100 * fn / nv:.0f}% of its {fmt(nv)} ms in "
                f"the same 32 gesdd calls ({fmt(fn)} ms with numpy's OpenBLAS)." if nv and fn else "")
             + (f" JAX's jitted value takes {fmt(jv)} ms, PyTorch's eager value {fmt(pv)} ms: all "
@@ -531,8 +536,12 @@ def _parse_profile(text):
             continue
         per = re.search(r"([\d.]+) ms per run in kernels", sec)
         kinds = {}
-        for ln in sec.splitlines()[2:]:
-            mm = re.match(r"\s+([\d.]+) ms\s+([\d.]+)%\s+#\d+\s+(\w+)\s+(.*)$", ln)
+        bk = re.search(r"^\s*by kernel:(.*)$", sec, re.M)
+        if bk:   # the profile's own per-kind totals (all instructions of the program)
+            for k, pct in re.findall(r"(\w+) [\d.]+ ms \(([\d.]+)%", bk.group(1)):
+                kinds[k] = float(pct)
+        for ln in ([] if bk else sec.splitlines()[2:]):
+            mm = re.match(r"\s+([\d.]+) ms\s+([\d.]+)%\s+(?:\[[^\]]*\]\s+\S+\s+)?#\d+\s+(\w+)\s+(.*)$", ln)
             if mm:
                 kind = mm.group(3)
                 if kind == "copy" and ("einsum" in mm.group(4)):
@@ -540,13 +549,14 @@ def _parse_profile(text):
                 kinds[kind] = kinds.get(kind, 0.0) + float(mm.group(2))
         if not kinds:
             continue
-        top = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        top = ", ".join(f"{k} {v:.0f}%" if v >= 1 else f"{k} {v:.1f}%"
+                        for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]) if v >= 0.1)
         parts.append(f"{m.group(2)} {per.group(1) if per else '?'} ms per run — {top}")
     if not parts:
         return None
     order = re.search(r"order = (\w+)", text)
     return ("**Op-level profile of tessel's 16→16 step** (`tessel trg --profile`, width 1, "
-            "kernel time by kind among the listed top instructions, full output below): "
+            "kernel time by kind, full output below): "
             + "; ".join(parts) + f". The plaquette contraction uses the "
             f"{order.group(1) if order else '?'} order in this profile (the Python peers contract "
             "pairwise). In the forward programs, what is not svd is the plaquette einsum's GEMMs "
