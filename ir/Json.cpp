@@ -347,21 +347,7 @@ SourcePos offsetToPos(const std::string &text, size_t off, const std::string &fi
       ++line;
       lineStart = i + 1;
     }
-  size_t lineEnd = text.find('\n', lineStart);
-  if (lineEnd == std::string::npos) lineEnd = text.size();
-  lineText.clear();
-  std::string raw = text.substr(lineStart, lineEnd - lineStart);
-  if (!raw.empty() && raw.back() == '\r') raw.pop_back();
-  for (size_t i = 0; i < raw.size();) {
-    size_t n = text::utf8SequenceLength(raw, i);
-    if (n == 0) {
-      lineText += '?';
-      ++i;
-    } else {
-      lineText.append(raw, i, n);
-      i += n;
-    }
-  }
+  lineText = text::echoSourceLine(text, lineStart);
   SourcePos p;
   p.file = file;
   p.line = line;

@@ -94,24 +94,7 @@ private:
     return p;
   }
   std::string lineText(unsigned line) const {
-    size_t b = lineStarts_[line - 1];
-    size_t e = src_.find('\n', b);
-    if (e == std::string::npos) e = src_.size();
-    std::string s = src_.substr(b, e - b);
-    if (!s.empty() && s.back() == '\r') s.pop_back();
-    // Keep the echoed line valid UTF-8 and the caret aligned: one '?' per bad byte.
-    std::string out;
-    for (size_t i = 0; i < s.size();) {
-      size_t n = text::utf8SequenceLength(s, i);
-      if (n == 0) {
-        out += '?';
-        ++i;
-      } else {
-        out.append(s, i, n);
-        i += n;
-      }
-    }
-    return out;
+    return text::echoSourceLine(src_, lineStarts_[line - 1]);
   }
   [[noreturn]] void fail(size_t off, const std::string &msg) const {
     SourcePos p = posAt(off);

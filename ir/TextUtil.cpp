@@ -75,6 +75,24 @@ size_t utf8SequenceLength(llvm::StringRef s, size_t i) {
   return len;
 }
 
+std::string echoSourceLine(llvm::StringRef text, size_t lineStart) {
+  llvm::StringRef raw = text.substr(lineStart);
+  raw = raw.substr(0, raw.find('\n'));
+  if (raw.endswith("\r")) raw = raw.drop_back();
+  std::string out;
+  for (size_t i = 0; i < raw.size();) {
+    size_t n = utf8SequenceLength(raw, i);
+    if (n == 0) {
+      out += '?';
+      ++i;
+    } else {
+      out.append(raw.data() + i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::optional<size_t> findInvalidUtf8(llvm::StringRef s) {
   size_t i = 0;
   while (i < s.size()) {

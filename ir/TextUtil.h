@@ -53,6 +53,11 @@ std::optional<size_t> findInvalidUtf8(llvm::StringRef s);
 /// start one.
 size_t utf8SequenceLength(llvm::StringRef s, size_t i);
 
+/// The source line of `text` that starts at byte `lineStart`, ready to echo under a
+/// diagnostic: without its line ending ("\n" or "\r\n"), one '?' per byte that is
+/// not valid UTF-8 (so the caret stays aligned and the message stays valid UTF-8).
+std::string echoSourceLine(llvm::StringRef text, size_t lineStart);
+
 /// Printed names (without '%') of every value of `p`: named values keep their name,
 /// anonymous ones (ValueInfo::name empty or all digits) are numbered 0, 1, ... in
 /// order of definition (inputs first, then op results in op order). Indexed by
