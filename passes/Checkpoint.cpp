@@ -424,6 +424,22 @@ std::string ForwardBackward::describeResiduals() const {
        << pad(std::to_string(r.bytes), wb, true) << "  " << r.origin << "\n";
   return os.str();
 }
+/// Appends a copy of `op` (of program `src`) to `dst` reading `operands`, with the same
+/// attributes, location, position and result names; records the new results in `map`
+/// (indexed by `src` value ids).
+static void appendCopy(ir::Program &dst, const ir::Program &src, const Op &op,
+                       llvm::ArrayRef<ValueId> operands, std::vector<ValueId> &map) {
+  llvm::SmallVector<ir::Type, 3> types;
+  for (ValueId v : op.results) types.push_back(src.values[v].type);
+  auto out = dst.appendOp(op.kind, operands, op.attrs, types, op.loc);
+  dst.ops.back().pos = op.pos;
+  for (size_t k = 0; k < out.size(); ++k) {
+    map[op.results[k]] = out[k];
+    const std::string &nm = src.values[op.results[k]].name;
+    if (!ir::isAnonymousName(nm)) dst.setName(out[k], nm);
+  }
+}
+
 
 ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolicy policy) {
   GradOptions go = opts;
@@ -464,15 +480,7 @@ ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolic
     const Op &op = h.ops[i];
     llvm::SmallVector<ValueId, 4> ops;
     for (ValueId u : op.operands) ops.push_back(toF[u]);
-    llvm::SmallVector<ir::Type, 3> types;
-    for (ValueId v : op.results) types.push_back(h.values[v].type);
-    auto out = F.appendOp(op.kind, ops, op.attrs, types, op.loc);
-    F.ops.back().pos = op.pos;
-    for (size_t k = 0; k < out.size(); ++k) {
-      toF[op.results[k]] = out[k];
-      const std::string &nm = h.values[op.results[k]].name;
-      if (!ir::isAnonymousName(nm)) F.setName(out[k], nm);
-    }
+    appendCopy(F, h, op, ops, toF);
   }
   for (size_t o = 0; o < numPrimal; ++o) F.addOutput(toF[h.outputs[o]]);
   for (size_t k = 0; k < res.size(); ++k) {
@@ -534,15 +542,7 @@ ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolic
                     " reads a forward value that is not a residual");
       ops.push_back(toB[u]);
     }
-    llvm::SmallVector<ir::Type, 3> types;
-    for (ValueId v : op.results) types.push_back(h.values[v].type);
-    auto out = B.appendOp(op.kind, ops, op.attrs, types, op.loc);
-    B.ops.back().pos = op.pos;
-    for (size_t k = 0; k < out.size(); ++k) {
-      toB[op.results[k]] = out[k];
-      const std::string &nm = h.values[op.results[k]].name;
-      if (!ir::isAnonymousName(nm)) B.setName(out[k], nm);
-    }
+    appendCopy(B, h, op, ops, toB);
   }
   for (size_t o = numPrimal; o < h.outputs.size(); ++o) B.addOutput(toB[h.outputs[o]]);
 
