@@ -40,7 +40,7 @@ TrgMode parseTrgMode(const std::string &s) {
 }
 
 std::string defaultTrgPipeline(passes::OrderStrategy order) {
-  return std::string("order{strategy=") + passes::orderStrategyName(order) + "},cse,dce";
+  return std::string("order{strategy=") + passes::orderStrategyName(order) + "},pad-sink,cse,dce";
 }
 
 void validateTrgOptions(const TrgOptions &o) {
@@ -243,6 +243,7 @@ struct TrgDriver::Impl {
       passes::GradOptions go;
       go.wrt = {wrt};
       go.vjp = true;
+      go.svdBlocks = true; // first order only: the second-order programs use the full rule
       passes::ForwardBackward fb = passes::splitVjp(p, go, o.checkpoint);
       double splitMs = msSince(t1);
       size_t fTraced = fb.forward.ops.size(), bTraced = fb.backward.ops.size();
@@ -301,6 +302,7 @@ struct TrgDriver::Impl {
       go.wrt = {"beta"};
       go.vjp = true;
       go.keepOutputs = true;
+      go.svdBlocks = true; // first order only (see GradOptions::svdBlocks)
       ir::Program g = passes::grad(p, go);
       if (o.checkpoint != passes::RematPolicy::Store) {
         passes::CheckpointOptions co;

@@ -23,7 +23,7 @@
 // ~1e-12 relative at chi = 8.
 //
 // Compile = trace (frontend builders) + passes (the pipeline, default
-// `order{strategy=S},cse,dce`, applied to every program before splitVjp/grad and to
+// `order{strategy=S},pad-sink,cse,dce`, applied to every program before splitVjp/grad and to
 // every program after); prepare = rt::prepare. Both happen in the constructor and are
 // timed per program; runs never compile.
 //
@@ -57,7 +57,7 @@ const char *trgModeName(TrgMode m);
 /// Parses a mode; throws tessel::Error "--mode: unknown mode 'x' (allowed: staged, whole)".
 TrgMode parseTrgMode(const std::string &s);
 
-/// The default pass pipeline of every TRG program: "order{strategy=<s>},cse,dce".
+/// The default pass pipeline of every TRG program: "order{strategy=<s>},pad-sink,cse,dce".
 std::string defaultTrgPipeline(passes::OrderStrategy order);
 
 struct TrgOptions {

@@ -168,7 +168,7 @@ Program grad(const Program &p, const GradOptions &opts) {
     if (!anyNeeded) continue;
     vjp::VjpRule rule = vjp::vjpRuleOrThrow(op.kind);
     b.setLoc("vjp " + (op.loc.empty() ? std::string(ir::opName(op.kind)) : op.loc));
-    vjp::OperandCotangents oc = rule(vjp::VjpCall{b, op, resultCts, needed});
+    vjp::OperandCotangents oc = rule(vjp::VjpCall{b, op, resultCts, needed, opts.svdBlocks});
     for (size_t j = 0; j < op.operands.size(); ++j)
       if (needed[j] && j < oc.size() && oc[j] != kNoValue) accumulate(op.operands[j], oc[j]);
   }

@@ -24,6 +24,15 @@ struct GradOptions {
   /// Keep the original outputs first in the result (value_and_grad); otherwise the
   /// result's outputs are only the gradients.
   bool keepOutputs = true;
+  /// Reverse rule of svd in block form when its cotangents are truncated (only the
+  /// first r <= k/2 singular triplets carry cotangents, as after a truncating slice):
+  /// k×k×r products instead of k×k×k (passes/VjpRules.cpp). The gradient is the same up
+  /// to rounding, but the rule's own derivative (grad of this program, second order) is
+  /// worse conditioned at near-degenerate spectra: TRG χ = 8, β = 0.4, 20 steps gives
+  /// d²(lnZ/N)/dβ² off by 4e-3 from a finite difference with the block form and by 1e-8
+  /// with the full rule. So it is off by default; turn it on for gradients that will not
+  /// be differentiated again (tessel trg does, for its first-order programs).
+  bool svdBlocks = false;
 };
 
 /// Reverse-mode transform (JAX ad.py style, one VJP rule per op keyed by op kind, in

@@ -18,6 +18,7 @@
 #include "passes/Fold.h"
 #include "passes/Grad.h"
 #include "passes/Order.h"
+#include "passes/PadSink.h"
 #include "passes/PassManager.h"
 
 namespace tessel::passes {
@@ -79,6 +80,7 @@ bool runGradPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stat
   o.wrt = inv.getList("wrt");
   o.vjp = inv.getBool("vjp");
   o.keepOutputs = inv.getBool("keep-outputs");
+  o.svdBlocks = inv.getBool("svd-blocks");
   size_t before = p.ops.size();
   ir::Program g = grad(p, o);
   stats.add("gradients", static_cast<int64_t>(o.wrt.empty() ? p.inputs.size() : o.wrt.size()));
@@ -160,6 +162,15 @@ bool runFoldPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stat
   return changed;
 }
 
+bool runPadSinkPass(ir::Program &p, const PassInvocation &, PassStatistics &stats) {
+  PadSinkStats s;
+  bool changed = runPadSink(p, PadSinkOptions{}, &s);
+  stats.add("sunk", s.sunk);
+  stats.add("hoisted", s.hoisted);
+  stats.add("erased-ops", s.erased);
+  return changed;
+}
+
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
 
@@ -172,7 +183,11 @@ std::vector<PassInfo> buildRegistry() {
                   "take one cotangent input ct_<output> per output instead of seeding a "
                   "scalar output with 1.0"),
        boolOption("keep-outputs", true,
-                  "keep the original outputs before the gradients (needed by checkpoint)")},
+                  "keep the original outputs before the gradients (needed by checkpoint)"),
+       boolOption("svd-blocks", false,
+                  "svd reverse rule in block form when only the first r <= k/2 singular "
+                  "triplets carry cotangents (k*k*r products; not for grad of grad: its "
+                  "derivative is poorly conditioned at near-degenerate spectra)")},
       runGradPass});
 
   r.push_back(PassInfo{
@@ -214,6 +229,12 @@ std::vector<PassInfo> buildRegistry() {
       {intOption("max-broadcast-constant", 256, 0,
                  "largest constant (elements) a broadcast of a scalar constant folds into")},
       runFoldPass});
+
+  r.push_back(PassInfo{"pad-sink",
+                       "Sink zero pads past transpose, mul, reduce_sum and dot_general (and "
+                       "hoist slices) so ops compute only the unpadded block",
+                       {},
+                       runPadSinkPass});
 
   return r;
 }

@@ -376,6 +376,44 @@ OperandCotangents vjpEinsum(const VjpCall &c) {
 // ---------------------------------------------------------------------------
 // Linear algebra.
 
+/// How many leading entries of `g` along `dim` may be nonzero, judging by the ops that
+/// define it: a pad by zeros ends its data `high[dim]` before the end (the VJP of the
+/// truncating slice x[..., :r] gives r); add/sub of such values, the larger extent;
+/// anything else the full extent. Looks `depth` ops deep.
+int64_t leadingExtent(Builder &b, ValueId g, size_t dim, int depth = 8) {
+  const int64_t full = shapeOf(b, g)[dim];
+  const ir::ValueInfo &vi = b.program().value(g);
+  if (vi.def < 0 || depth == 0) return full;
+  const ir::Op &op = b.program().ops[size_t(vi.def)];
+  if (op.kind == OpKind::Pad) return full - op.attrs.getI64s("high")[dim];
+  if (op.kind == OpKind::Add || op.kind == OpKind::Sub) {
+    const ValueId x = op.operands[0], y = op.operands[1]; // op may move as ops are added
+    return std::max(leadingExtent(b, x, dim, depth - 1), leadingExtent(b, y, dim, depth - 1));
+  }
+  return full;
+}
+
+/// The first r entries of `g` along `dim`: the pad's operand when `g` pads exactly
+/// that block, else a slice.
+ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
+  Shape sh = shapeOf(b, g);
+  if (sh[dim] == r) return g;
+  const ir::ValueInfo &vi = b.program().value(g);
+  if (vi.def >= 0) {
+    const ir::Op &op = b.program().ops[size_t(vi.def)];
+    if (op.kind == OpKind::Pad) {
+      const I64List &low = op.attrs.getI64s("low"), &high = op.attrs.getI64s("high");
+      bool exact = sh[dim] - high[dim] == r;
+      for (size_t i = 0; i < low.size(); ++i)
+        exact &= low[i] == 0 && (i == dim || high[i] == 0);
+      if (exact) return op.operands[0];
+    }
+  }
+  I64List start(sh.size(), 0), limit(sh.begin(), sh.end());
+  limit[dim] = r;
+  return b.slice(g, start, limit);
+}
+
 // Thin SVD A[m,n] = U[m,k]·diag(s[k])·Vt[k,n], k = min(m,n), V = Vtᵀ. trg.md §5,
 // with Lorentzian broadening ε (the op's "eps" attribute):
 //   d_ij = s_j² − s_i²,  F_ij = d_ij / (d_ij² + ε²)  (0 on the diagonal and at exact ties),
@@ -387,6 +425,20 @@ OperandCotangents vjpEinsum(const VjpCall &c) {
 // F and s⁺ are multiplied by a (x != 0) mask (see `lorentzian`): same values, but a
 // zero derivative at exact ties, so the rule's own derivative (grad of grad) stays
 // finite and clean there; with ε = 0 it also avoids 0/0.
+//
+// Truncated cotangents (block form). When only the first r ≤ k/2 columns of Ū, rows of
+// V̄t and entries of s̄ can be nonzero — they are the VJP (a pad) of the slice that
+// keeps r singular triplets, as in TRG — J and K are nonzero only in their first r
+// columns (J_r = F[:, :r]∘(UᵀŪ_r), K_r = F[:, :r]∘(Vt·V̄t_rᵀ), k×r), so the bracket is
+// [C | 0] + [R ; 0] with
+//   C = J_r·diag(s_r) + diag(s)·K_r + diag(s̄)[:, :r]   (k×r),
+//   R = J_rᵀ·diag(s) + diag(s_r)·K_rᵀ                     (r×k),
+// and Ā = (U·C + P_r)·Vt_r + U_r·(R·Vt + diag(s⁺_r)·Q_r), where P_r, Q_r are the first r
+// columns/rows of the projector terms' (Ū − U·UᵀŪ)·diag(s⁺) and V̄t − (VᵀV̄)ᵀ·Vt. The
+// same numbers up to rounding, with k×k×r products instead of k×k×k ones: for TRG at
+// χ = 16 (k = 256, r = 16) the backward of a step does 8 products of 256×256×16
+// instead of 4 of 256×256×256. The coupling to the discarded singular vectors is all
+// there (U and Vt enter in full).
 // References: J. Townsend, "Differentiating the SVD" (2016); Z.-Q. Wan, S.-X. Zhang,
 // arXiv:1909.02659; H.-J. Liao et al., PRX 9, 031041 (2019).
 OperandCotangents vjpSvd(const VjpCall &c) {
@@ -397,7 +449,6 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   int64_t m = as[0], n = as[1], k = std::min(m, n);
   double eps = c.op.attrs.getF64("eps");
   double eps2 = eps * eps;
-  Shape kk{k, k}, mk{m, k};
 
   // Lorentzian 1/x ≈ x / (x² + ε²), times the mask (x != 0). The mask does not change
   // the value (0 at x = 0 either way) but makes the derivative 0 at exact zeros (the
@@ -413,51 +464,99 @@ OperandCotangents vjpSvd(const VjpCall &c) {
     else den = b.add(den, b.compare(x, zero, "EQ"));
     return b.mul(b.div(x, den), b.compare(x, zero, "NE"));
   };
+  auto add = [&](ValueId a, ValueId t) { return a == kNone ? t : b.add(a, t); };
 
-  ValueId inner = kNone;
-  auto addInner = [&](ValueId t) { inner = inner == kNone ? t : b.add(inner, t); };
-  ValueId UtgU = kNone, VtgV = kNone;
+  // r: how many leading singular triplets the cotangents can touch.
+  int64_t r = 0;
+  if (gU != kNone) r = std::max(r, leadingExtent(b, gU, 1));
+  if (gVt != kNone) r = std::max(r, leadingExtent(b, gVt, 0));
+  if (gs != kNone) r = std::max(r, leadingExtent(b, gs, 0));
+  if (r == 0) return {kNone};
+  const bool block = c.svdBlocks && 2 * r <= k;
+  if (!block) r = k;
+  Shape kr{k, r}, mr{m, r};
+  ValueId gUr = gU == kNone ? kNone : leading(b, gU, 1, r);
+  ValueId gVtr = gVt == kNone ? kNone : leading(b, gVt, 0, r);
+  ValueId gsr = gs == kNone ? kNone : leading(b, gs, 0, r);
+  ValueId sr = block ? leading(b, s, 0, r) : s;
+
+  // The first r columns of J and K (all of them when r = k).
+  ValueId Jr = kNone, Kr = kNone, UtgU = kNone, VtgV = kNone;
   if (gU != kNone || gVt != kNone) {
     // s² once, then a plain subtraction: exact ties give d = 0 bitwise (a fused
     // fma(s_j, s_j, −s_i²) would not).
     ValueId s2 = b.mul(s, s);
-    ValueId d = b.sub(b.broadcastInDim(s2, kk, {1}), b.broadcastInDim(s2, kk, {0})); // s_j² − s_i²
+    ValueId s2r = block ? leading(b, s2, 0, r) : s2;
+    ValueId d = b.sub(b.broadcastInDim(s2r, kr, {1}), b.broadcastInDim(s2, kr, {0})); // s_j² − s_i²
     ValueId F = lorentzian(d);
     if (gU != kNone) {
-      UtgU = b.dotGeneral(U, gU, {}, {}, {0}, {0}); // (UᵀŪ)_ij
-      ValueId J = b.mul(F, UtgU);
-      ValueId JJ = b.add(J, b.transpose(J, {1, 0}));
-      addInner(b.mul(JJ, b.broadcastInDim(s, kk, {1}))); // (J + Jᵀ)·diag(s)
+      UtgU = b.dotGeneral(U, gUr, {}, {}, {0}, {0}); // (UᵀŪ)_ij, j < r
+      Jr = b.mul(F, UtgU);
     }
     if (gVt != kNone) {
-      VtgV = b.dotGeneral(Vt, gVt, {}, {}, {1}, {1}); // (VᵀV̄)_ij = Σ_n Vt[i,n]·V̄t[j,n]
-      ValueId K = b.mul(F, VtgV);
-      ValueId KK = b.add(K, b.transpose(K, {1, 0}));
-      addInner(b.mul(b.broadcastInDim(s, kk, {0}), KK)); // diag(s)·(K + Kᵀ)
+      VtgV = b.dotGeneral(Vt, gVtr, {}, {}, {1}, {1}); // (VᵀV̄)_ij = Σ_n Vt[i,n]·V̄t[j,n]
+      Kr = b.mul(F, VtgV);
     }
   }
-  if (gs != kNone) {
-    ValueId eye = b.compare(b.iota(kk, 0), b.iota(kk, 1), "EQ");
-    addInner(b.mul(b.broadcastInDim(gs, kk, {0}), eye)); // diag(s̄)
+  bool uProj = gU != kNone && m > k, vProj = gVt != kNone && n > k;
+  ValueId splus = (uProj || vProj) ? lorentzian(sr) : kNone;
+
+  if (!block) {
+    // inner = (J + Jᵀ)·diag(s) + diag(s)·(K + Kᵀ) + diag(s̄);  Ā = (U·inner + P)·Vt + U·diag(s⁺)·Q.
+    Shape kk{k, k};
+    ValueId inner = kNone;
+    if (Jr != kNone)
+      inner = add(inner, b.mul(b.add(Jr, b.transpose(Jr, {1, 0})), b.broadcastInDim(s, kk, {1})));
+    if (Kr != kNone)
+      inner = add(inner, b.mul(b.broadcastInDim(s, kk, {0}), b.add(Kr, b.transpose(Kr, {1, 0}))));
+    if (gs != kNone) {
+      ValueId eye = b.compare(b.iota(kk, 0), b.iota(kk, 1), "EQ");
+      inner = add(inner, b.mul(b.broadcastInDim(gs, kk, {0}), eye)); // diag(s̄)
+    }
+    ValueId left = inner == kNone ? kNone : b.dotGeneral(U, inner, {}, {}, {1}, {0}); // [m,k]
+    if (uProj) {
+      // (I − UUᵀ)·Ū·diag(s⁺) = (Ū − U·(UᵀŪ))·diag(s⁺)
+      ValueId P = b.sub(gU, b.dotGeneral(U, UtgU, {}, {}, {1}, {0}));
+      left = add(left, b.mul(P, b.broadcastInDim(splus, mr, {1})));
+    }
+    ValueId result = left == kNone ? kNone : b.dotGeneral(left, Vt, {}, {}, {1}, {0}); // [m,n]
+    if (vProj) {
+      // U·diag(s⁺)·(V̄t − (VᵀV̄)ᵀ·Vt)
+      ValueId Q = b.sub(gVt, b.dotGeneral(VtgV, Vt, {}, {}, {0}, {0}));
+      ValueId Us = b.mul(U, b.broadcastInDim(splus, mr, {1}));
+      result = add(result, b.dotGeneral(Us, Q, {}, {}, {1}, {0}));
+    }
+    return {result};
   }
 
-  ValueId left = inner == kNone ? kNone : b.dotGeneral(U, inner, {}, {}, {1}, {0}); // [m,k]
-  bool uProj = gU != kNone && m > k, vProj = gVt != kNone && n > k;
-  ValueId splus = (uProj || vProj) ? lorentzian(s) : kNone;
+  // Block form: C (k×r) and R (r×k) as in the comment above.
+  ValueId C = kNone, R = kNone;
+  Shape rk{r, k};
+  if (Jr != kNone) {
+    C = add(C, b.mul(Jr, b.broadcastInDim(sr, kr, {1})));                      // J_r·diag(s_r)
+    R = add(R, b.mul(b.transpose(Jr, {1, 0}), b.broadcastInDim(s, rk, {1}))); // J_rᵀ·diag(s)
+  }
+  if (Kr != kNone) {
+    C = add(C, b.mul(b.broadcastInDim(s, kr, {0}), Kr));                      // diag(s)·K_r
+    R = add(R, b.mul(b.broadcastInDim(sr, rk, {0}), b.transpose(Kr, {1, 0}))); // diag(s_r)·K_rᵀ
+  }
+  if (gs != kNone) {
+    ValueId eye = b.compare(b.iota(kr, 0), b.iota(kr, 1), "EQ");
+    C = add(C, b.mul(b.broadcastInDim(gsr, kr, {1}), eye)); // diag(s̄)[:, :r]
+  }
+  ValueId Ur = leading(b, U, 1, r), Vtr = leading(b, Vt, 0, r);
+  ValueId left = C == kNone ? kNone : b.dotGeneral(U, C, {}, {}, {1}, {0}); // [m,r]
   if (uProj) {
-    // (I − UUᵀ)·Ū·diag(s⁺) = (Ū − U·(UᵀŪ))·diag(s⁺)
-    ValueId P = b.sub(gU, b.dotGeneral(U, UtgU, {}, {}, {1}, {0}));
-    P = b.mul(P, b.broadcastInDim(splus, mk, {1}));
-    left = left == kNone ? P : b.add(left, P);
+    ValueId P = b.sub(gUr, b.dotGeneral(U, UtgU, {}, {}, {1}, {0}));
+    left = add(left, b.mul(P, b.broadcastInDim(splus, mr, {1})));
   }
-  ValueId result = left == kNone ? kNone : b.dotGeneral(left, Vt, {}, {}, {1}, {0}); // [m,n]
+  ValueId right = R == kNone ? kNone : b.dotGeneral(R, Vt, {}, {}, {1}, {0}); // [r,n]
   if (vProj) {
-    // U·diag(s⁺)·(V̄t − (VᵀV̄)ᵀ·Vt)
-    ValueId Q = b.sub(gVt, b.dotGeneral(VtgV, Vt, {}, {}, {0}, {0}));
-    ValueId Us = b.mul(U, b.broadcastInDim(splus, mk, {1}));
-    ValueId t = b.dotGeneral(Us, Q, {}, {}, {1}, {0});
-    result = result == kNone ? t : b.add(result, t);
+    ValueId Q = b.sub(gVtr, b.dotGeneral(VtgV, Vt, {}, {}, {0}, {0}));
+    right = add(right, b.mul(b.broadcastInDim(splus, Shape{r, n}, {0}), Q));
   }
+  ValueId result = left == kNone ? kNone : b.dotGeneral(left, Vtr, {}, {}, {1}, {0}); // [m,n]
+  if (right != kNone) result = add(result, b.dotGeneral(Ur, right, {}, {}, {1}, {0}));
   return {result};
 }
 

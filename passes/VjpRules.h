@@ -27,6 +27,8 @@ struct VjpCall {
   /// needed[i]: the caller wants the cotangent of operand i (it is differentiable and
   /// depends on a wrt input). Rules skip the work for operands not needed.
   llvm::ArrayRef<bool> needed;
+  /// GradOptions::svdBlocks: the svd rule may use its block form.
+  bool svdBlocks = false;
 };
 
 /// Cotangent per operand, of the operand's type; kNoValue = zero / not computed.

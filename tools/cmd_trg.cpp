@@ -569,7 +569,7 @@ void addTrgCommand(CLI::App &app) {
                 "error naming the TRG step, the op, its location and which operands were "
                 "finite");
   args->flags.addTo(*cmd, "pass pipeline applied to every TRG program (default: "
-                          "order{strategy=<--order>},cse,dce)");
+                          "order{strategy=<--order>},pad-sink,cse,dce)");
   cmd->callback([args] { runTrg(*args); });
 }
 

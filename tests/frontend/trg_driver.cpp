@@ -99,6 +99,53 @@ TEST_CASE("trg driver: d/dbeta matches a 5-point finite difference; d2 matches F
   }
 }
 
+TEST_CASE("trg driver: d2 at chi = 8 over 20 steps (near-degenerate late steps) matches FD") {
+  // Late steps split nearly degenerate multiplets at the chi cut; the second-order
+  // programs must use the full svd rule there (GradOptions::svdBlocks): the block form's
+  // own derivative was off by 4e-3 here (staged) while its first order agreed to 1e-13.
+  TrgOptions o = smallOptions();
+  o.steps = 20;
+  o.grad = true;
+  o.second = true;
+  for (TrgMode mode : {TrgMode::Staged, TrgMode::Whole}) {
+    o.mode = mode;
+    TrgDriver d(o);
+    const double beta = 0.4, h = 1e-3;
+    double g[5];
+    for (int i = 0; i < 5; ++i) g[i] = *d.valueAndGrad(beta + (i - 2) * h).dlnZ;
+    const double fd2 = (g[0] - 8 * g[1] + 8 * g[3] - g[4]) / (12 * h);
+    TrgResult s = d.second(beta);
+    INFO("mode " << (mode == TrgMode::Staged ? "staged" : "whole") << " d2 " << *s.d2lnZ
+                 << " fd " << fd2);
+    CHECK(std::fabs(*s.d2lnZ - 5.37901692) < 2e-7);
+    CHECK(std::fabs(*s.d2lnZ - fd2) < 1e-6);
+  }
+}
+
+TEST_CASE("trg driver: first-order backward programs use the block svd rule at chi = 16") {
+  // 16->16 step: two 256x256 SVDs keeping 16. The block form's products are at most
+  // 256x256x16; the full rule would multiply 256x256 by 256x256 (U·inner, ·Vt, UᵀŪ, VᵀV̄).
+  TrgOptions o; // chi 16, 20 steps
+  o.grad = true;
+  o.reference = true; // compile only
+  TrgDriver d(o);
+  bool found = false;
+  for (const TrgProgramInfo &pi : d.programs()) {
+    if (pi.group != "step 16->16" || pi.role != "vjp backward") continue;
+    found = true;
+    int big = 0;
+    for (const ir::Op &op : pi.program.ops) {
+      if (op.kind != ir::OpKind::DotGeneral || op.loc.find("svd") == std::string::npos) continue;
+      int64_t len = 1;
+      for (int64_t a : op.attrs.getI64s("lhs_contract"))
+        len *= pi.program.type(op.operands[0]).shape[size_t(a)];
+      big += pi.program.type(op.results[0]).numel() * len > 256 * 256 * 16;
+    }
+    CHECK(big == 0);
+  }
+  CHECK(found);
+}
+
 TEST_CASE("trg driver: staged and whole second order agree") {
   TrgOptions o = smallOptions();
   o.second = true;

@@ -11,18 +11,14 @@
 #include "passes/Cse.h"
 #include "passes/Dce.h"
 #include "runtime/Runtime.h"
+#include "pass_testutil.h"
 
 using namespace tessel;
 using namespace tessel::ir;
 using namespace tessel::passes;
+using passtest::countOps;
 
 namespace {
-
-int countOps(const Program &p, OpKind k) {
-  int n = 0;
-  for (const Op &op : p.ops) n += op.kind == k;
-  return n;
-}
 
 std::vector<Tensor> randomInputs(const Program &p, uint64_t seed) {
   std::mt19937_64 rng(seed);

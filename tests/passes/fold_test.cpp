@@ -9,30 +9,19 @@
 #include "passes/Cse.h"
 #include "passes/Fold.h"
 #include "runtime/Runtime.h"
+#include "pass_testutil.h"
 
 using namespace tessel;
 using namespace tessel::ir;
 using namespace tessel::passes;
+using namespace passtest;
 
 namespace {
-
-int countOps(const Program &p, OpKind k) {
-  int n = 0;
-  for (const Op &op : p.ops) n += op.kind == k;
-  return n;
-}
 
 /// Outputs of a and b agree bitwise on random inputs (no zeros, so the sign-of-zero
 /// caveat of Fold.h does not apply).
 void checkSameOutputs(const Program &a, const Program &b) {
-  std::mt19937_64 rng(9);
-  std::uniform_real_distribution<double> u(0.5, 1.5);
-  std::vector<Tensor> ins;
-  for (ValueId v : a.inputs) {
-    Tensor t = Tensor::zeros(a.type(v));
-    for (double &x : t.data) x = rng() % 2 ? u(rng) : -u(rng);
-    ins.push_back(std::move(t));
-  }
+  std::vector<Tensor> ins = nonzeroRandomInputs(a, 9);
   auto x = rt::evaluateReference(a, ins), y = rt::evaluateReference(b, ins);
   REQUIRE(x.size() == y.size());
   for (size_t i = 0; i < x.size(); ++i) {

@@ -13,10 +13,12 @@
 #include "passes/Grad.h"
 #include "passes/Order.h"
 #include "runtime/Runtime.h"
+#include "pass_testutil.h"
 
 using namespace tessel;
 using namespace tessel::ir;
 using namespace tessel::passes;
+using passtest::countOps;
 
 namespace {
 
@@ -45,12 +47,6 @@ std::vector<Tensor> randomInputs(const Program &p, uint64_t seed) {
     ins.push_back(std::move(t));
   }
   return ins;
-}
-
-int countOps(const Program &p, OpKind k) {
-  int n = 0;
-  for (const Op &op : p.ops) n += op.kind == k;
-  return n;
 }
 
 /// Lowers `p` with `strategy` and checks the result against the unlowered einsum.

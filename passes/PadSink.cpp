@@ -1,0 +1,459 @@
+//===- passes/PadSink.cpp - Sink zero pads, hoist slices (see PadSink.h) -------===//
+#include "passes/PadSink.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/Builder.h"
+#include "passes/Cse.h"
+#include "passes/Rewrite.h"
+
+namespace tessel::passes {
+
+using namespace tessel::ir;
+
+namespace {
+
+/// A pad op seen by phase 1: its operand and padding, and whether it is a remat op.
+struct PadInfo {
+  ValueId src;
+  I64List low, high;
+  bool remat;
+};
+
+bool samePadding(const PadInfo &a, const PadInfo &b) {
+  return a.low == b.low && a.high == b.high;
+}
+
+int64_t indexOf(const I64List &l, int64_t x) {
+  auto it = std::find(l.begin(), l.end(), x);
+  return it == l.end() ? -1 : int64_t(it - l.begin());
+}
+
+class PadSinker {
+public:
+  explicit PadSinker(Program &p) : p_(p), b_(p), firstNew_(ValueId(p.values.size())) {}
+
+  bool run(PadSinkStats *stats);
+
+private:
+  Program &p_;
+  Builder b_;
+  const ValueId firstNew_; ///< values at or above this index were created by the pass
+  std::unordered_map<ValueId, PadInfo> pads_;
+  int64_t sunk_ = 0, hoisted_ = 0;
+
+  // ---- phase 1 -------------------------------------------------------------
+  bool sinkSweep();
+  /// The pad defining `v`, if it pads something and its remat status is `remat`.
+  const PadInfo *padOf(ValueId v, bool remat) const {
+    auto it = pads_.find(v);
+    if (it == pads_.end() || it->second.remat != remat) return nullptr;
+    return &it->second;
+  }
+  /// The value `kind(operands)` computes, built on the interior of a pad operand, or
+  /// kNoValue when no rule applies. Creates ops (at the builder's loc).
+  ValueId sink(OpKind kind, llvm::ArrayRef<ValueId> operands, const AttrList &attrs, bool remat);
+  /// Creates `kind(operands)`, sinking pads through it where a rule applies.
+  ValueId emit(OpKind kind, llvm::ArrayRef<ValueId> operands, const AttrList &attrs,
+               bool remat);
+  ValueId makePad(ValueId y, const I64List &low, const I64List &high, bool remat);
+  ValueId makeSlice(ValueId x, const I64List &start, const I64List &limit, bool remat);
+  ValueId sliceToInterior(ValueId x, const PadInfo &pad, bool remat);
+
+  // ---- phase 2 -------------------------------------------------------------
+  bool hoistSweep();
+
+  /// Redirects `from` (result of an op that is dropped) to `to`; false if `to` cannot
+  /// take over `from` as an output.
+  bool replace(std::vector<ValueId> &repl, ValueId from, ValueId to);
+  size_t eraseUnused(const std::vector<int> &usesBefore);
+};
+
+ValueId PadSinker::makePad(ValueId y, const I64List &low, const I64List &high, bool remat) {
+  bool any = false;
+  for (size_t i = 0; i < low.size(); ++i) any |= low[i] != 0 || high[i] != 0;
+  if (!any) return y;
+  ValueId v = b_.pad(y, low, high);
+  pads_[v] = PadInfo{y, low, high, remat};
+  return v;
+}
+
+ValueId PadSinker::makeSlice(ValueId x, const I64List &start, const I64List &limit, bool remat) {
+  const Shape &s = p_.type(x).shape;
+  bool full = true;
+  for (size_t i = 0; i < s.size(); ++i) full &= start[i] == 0 && limit[i] == s[i];
+  if (full) return x;
+  return emit(OpKind::Slice, {x}, {{"start", Attr::i64s(start)}, {"limit", Attr::i64s(limit)}},
+              remat);
+}
+
+ValueId PadSinker::sliceToInterior(ValueId x, const PadInfo &pad, bool remat) {
+  const Shape &n = p_.type(pad.src).shape;
+  I64List limit(pad.low);
+  for (size_t i = 0; i < n.size(); ++i) limit[i] += n[i];
+  return makeSlice(x, pad.low, limit, remat);
+}
+
+ValueId PadSinker::emit(OpKind kind, llvm::ArrayRef<ValueId> operands, const AttrList &attrs,
+                        bool remat) {
+  ValueId v = sink(kind, operands, attrs, remat);
+  if (v != kNoValue) {
+    ++sunk_;
+    return v;
+  }
+  v = b_.create(kind, operands, attrs);
+  if (kind == OpKind::Pad)
+    pads_[v] = PadInfo{operands[0], attrs.getI64s("low"), attrs.getI64s("high"), remat};
+  return v;
+}
+
+ValueId PadSinker::sink(OpKind kind, llvm::ArrayRef<ValueId> ops, const AttrList &attrs,
+                        bool remat) {
+  switch (kind) {
+  case OpKind::Transpose: {
+    const PadInfo *P = padOf(ops[0], remat);
+    if (!P) return kNoValue;
+    const PadInfo pad = *P; // emit() may rehash pads_
+    const I64List &perm = attrs.getI64s("perm");
+    I64List low, high;
+    for (int64_t q : perm) {
+      low.push_back(pad.low[size_t(q)]);
+      high.push_back(pad.high[size_t(q)]);
+    }
+    return makePad(emit(kind, {pad.src}, attrs, remat), low, high, remat);
+  }
+  case OpKind::Neg:
+  case OpKind::Sqrt:
+  case OpKind::Sin:
+  case OpKind::Abs:
+  case OpKind::Sign: { // f(0) = 0
+    const PadInfo *P = padOf(ops[0], remat);
+    if (!P) return kNoValue;
+    const PadInfo pad = *P;
+    return makePad(emit(kind, {pad.src}, attrs, remat), pad.low, pad.high, remat);
+  }
+  case OpKind::Mul: { // x * 0 = 0
+    int side = padOf(ops[1], remat) ? 1 : padOf(ops[0], remat) ? 0 : -1;
+    if (side < 0) return kNoValue;
+    const PadInfo pad = *padOf(ops[size_t(side)], remat);
+    ValueId other = sliceToInterior(ops[size_t(1 - side)], pad, remat);
+    ValueId a = side == 0 ? pad.src : other, b = side == 0 ? other : pad.src;
+    return makePad(emit(kind, {a, b}, attrs, remat), pad.low, pad.high, remat);
+  }
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Maximum: { // f(0, 0) = 0
+    const PadInfo *A = padOf(ops[0], remat), *B = padOf(ops[1], remat);
+    if (!A || !B || !samePadding(*A, *B)) return kNoValue;
+    const PadInfo pa = *A, pb = *B;
+    return makePad(emit(kind, {pa.src, pb.src}, attrs, remat), pa.low, pa.high, remat);
+  }
+  case OpKind::BroadcastInDim: {
+    const PadInfo *P = padOf(ops[0], remat);
+    if (!P) return kNoValue;
+    const PadInfo pad = *P;
+    const Shape &n = p_.type(pad.src).shape;
+    I64List shape = attrs.getI64s("shape");
+    const I64List &dims = attrs.getI64s("dims");
+    I64List low(shape.size(), 0), high(shape.size(), 0);
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (pad.low[i] == 0 && pad.high[i] == 0) continue;
+      const size_t d = size_t(dims[i]);
+      if (shape[d] != n[i] + pad.low[i] + pad.high[i]) return kNoValue; // expanded dim
+      shape[d] = n[i];
+      low[d] = pad.low[i];
+      high[d] = pad.high[i];
+    }
+    AttrList a{{"shape", Attr::i64s(shape)}, {"dims", Attr::i64s(dims)}};
+    return makePad(emit(kind, {pad.src}, a, remat), low, high, remat);
+  }
+  case OpKind::ReduceSum: {
+    const PadInfo *P = padOf(ops[0], remat);
+    if (!P) return kNoValue;
+    const PadInfo pad = *P;
+    const I64List &axes = attrs.getI64s("axes");
+    I64List low, high;
+    for (size_t i = 0; i < pad.low.size(); ++i)
+      if (indexOf(axes, int64_t(i)) < 0) {
+        low.push_back(pad.low[i]);
+        high.push_back(pad.high[i]);
+      }
+    return makePad(emit(kind, {pad.src}, attrs, remat), low, high, remat);
+  }
+  case OpKind::Slice: {
+    const PadInfo *P = padOf(ops[0], remat);
+    if (!P) return kNoValue;
+    const PadInfo pad = *P;
+    const Shape &n = p_.type(pad.src).shape;
+    const I64List &start = attrs.getI64s("start"), &limit = attrs.getI64s("limit");
+    I64List is, il, low, high;
+    Shape out;
+    bool empty = false;
+    for (size_t d = 0; d < n.size(); ++d) {
+      const int64_t s = start[d] - pad.low[d], l = limit[d] - pad.low[d];
+      const int64_t a = std::clamp<int64_t>(s, 0, n[d]), b = std::clamp<int64_t>(l, 0, n[d]);
+      empty |= b <= a;
+      is.push_back(a);
+      il.push_back(b);
+      low.push_back(a - s);
+      high.push_back(l - b);
+      out.push_back(limit[d] - start[d]);
+    }
+    if (empty) return b_.broadcastInDim(b_.scalar(0.0), out, {});
+    return makePad(makeSlice(pad.src, is, il, remat), low, high, remat);
+  }
+  case OpKind::DotGeneral: {
+    for (int side = 0; side < 2; ++side) {
+      const PadInfo *P = padOf(ops[size_t(side)], remat);
+      if (!P) continue;
+      const PadInfo pad = *P;
+      const bool lhs = side == 0;
+      const I64List &xb = attrs.getI64s(lhs ? "lhs_batch" : "rhs_batch"),
+                    &xc = attrs.getI64s(lhs ? "lhs_contract" : "rhs_contract"),
+                    &ob = attrs.getI64s(lhs ? "rhs_batch" : "lhs_batch"),
+                    &oc = attrs.getI64s(lhs ? "rhs_contract" : "lhs_contract");
+      const ValueId other = ops[size_t(1 - side)];
+      const Shape &n = p_.type(pad.src).shape;
+      const Shape &os = p_.type(other).shape;
+      const int64_t resultRank = p_.type(ops[0]).rank() + p_.type(ops[1]).rank() -
+                                 2 * int64_t(attrs.getI64s("lhs_batch").size()) -
+                                 2 * int64_t(attrs.getI64s("lhs_contract").size()) +
+                                 int64_t(attrs.getI64s("lhs_batch").size());
+      // Result dims: batch, lhs free, rhs free.
+      int64_t freeBase = int64_t(xb.size());
+      if (!lhs) {
+        const Type &lt = p_.type(ops[0]);
+        freeBase += lt.rank() - int64_t(attrs.getI64s("lhs_batch").size()) -
+                    int64_t(attrs.getI64s("lhs_contract").size());
+      }
+      I64List ostart(os.size(), 0), olimit(os.begin(), os.end());
+      I64List low(size_t(resultRank), 0), high(size_t(resultRank), 0);
+      int64_t freeIdx = 0;
+      for (size_t d = 0; d < n.size(); ++d) {
+        const int64_t jb = indexOf(xb, int64_t(d)), jc = indexOf(xc, int64_t(d));
+        const bool padded = pad.low[d] != 0 || pad.high[d] != 0;
+        if (jb >= 0 || jc >= 0) {
+          if (!padded) continue;
+          const size_t od = size_t(jb >= 0 ? ob[size_t(jb)] : oc[size_t(jc)]);
+          ostart[od] = pad.low[d];
+          olimit[od] = pad.low[d] + n[d];
+          if (jb >= 0) {
+            low[size_t(jb)] = pad.low[d];
+            high[size_t(jb)] = pad.high[d];
+          }
+        } else {
+          low[size_t(freeBase + freeIdx)] = pad.low[d];
+          high[size_t(freeBase + freeIdx)] = pad.high[d];
+          ++freeIdx;
+        }
+      }
+      ValueId o = makeSlice(other, ostart, olimit, remat);
+      ValueId l = lhs ? pad.src : o, r = lhs ? o : pad.src;
+      return makePad(emit(kind, {l, r}, attrs, remat), low, high, remat);
+    }
+    return kNoValue;
+  }
+  default: return kNoValue;
+  }
+}
+
+bool PadSinker::replace(std::vector<ValueId> &repl, ValueId from, ValueId to) {
+  if (to < firstNew_ || p_.values[to].def < 0) {
+    if (!canReplaceValue(p_, from, to)) return false;
+  } else if (isOutput(p_, from) && !isAnonymousName(p_.values[to].name)) {
+    return false;
+  }
+  repl[from] = to;
+  const std::string name = p_.values[from].name;
+  p_.values[from].name.clear();
+  if (!isAnonymousName(name) && isAnonymousName(p_.values[to].name) && p_.values[to].def >= 0)
+    p_.setName(to, name);
+  for (ValueId &o : p_.outputs)
+    if (o == from) o = to;
+  return true;
+}
+
+bool PadSinker::sinkSweep() {
+  const int64_t before = sunk_;
+  std::vector<Op> old = std::move(p_.ops);
+  p_.ops.clear();
+  pads_.clear();
+  std::vector<ValueId> repl(p_.values.size());
+  for (size_t v = 0; v < repl.size(); ++v) repl[v] = ValueId(v);
+  for (Op &op : old) {
+    for (ValueId &v : op.operands) v = repl[v];
+    const bool remat = isRematLoc(op.loc);
+    if (op.results.size() == 1) {
+      b_.setLoc(op.loc);
+      const size_t firstOp = p_.ops.size();
+      const int64_t sunkBefore = sunk_;
+      ValueId v = sink(op.kind, op.operands, op.attrs, remat);
+      for (size_t i = firstOp; i < p_.ops.size(); ++i) p_.ops[i].pos = op.pos;
+      if (v != kNoValue && replace(repl, op.results[0], v)) {
+        ++sunk_;
+        continue;
+      }
+      sunk_ = sunkBefore; // ops made for a rewrite that was not taken are erased later
+    }
+    if (op.kind == OpKind::Pad) {
+      const I64List &low = op.attrs.getI64s("low"), &high = op.attrs.getI64s("high");
+      if (std::any_of(low.begin(), low.end(), [](int64_t x) { return x != 0; }) ||
+          std::any_of(high.begin(), high.end(), [](int64_t x) { return x != 0; }))
+        pads_[op.results[0]] = PadInfo{op.operands[0], low, high, remat};
+    }
+    p_.ops.push_back(std::move(op));
+  }
+  p_.recomputeDefs();
+  return sunk_ > before;
+}
+
+/// The slice every use of `v` makes, if all uses are slices with the same bounds and
+/// the same remat status as `remat`, and `v` is not an output; else nullptr.
+const Op *uniformSlice(const Program &p, const std::vector<std::vector<uint32_t>> &users,
+                       ValueId v, bool remat) {
+  if (users[v].empty() || isOutput(p, v)) return nullptr;
+  const Op *first = nullptr;
+  for (uint32_t u : users[v]) {
+    const Op &op = p.ops[u];
+    if (op.kind != OpKind::Slice || isRematLoc(op.loc) != remat || isOutput(p, op.results[0]))
+      return nullptr;
+    if (!first) {
+      first = &op;
+    } else if (op.attrs.getI64s("start") != first->attrs.getI64s("start") ||
+               op.attrs.getI64s("limit") != first->attrs.getI64s("limit")) {
+      return nullptr;
+    }
+  }
+  return first;
+}
+
+bool hoistable(OpKind k) {
+  return isElementwise(k) || k == OpKind::Transpose || k == OpKind::BroadcastInDim;
+}
+
+bool PadSinker::hoistSweep() {
+  std::vector<std::vector<uint32_t>> users(p_.values.size());
+  for (size_t i = 0; i < p_.ops.size(); ++i)
+    for (ValueId v : p_.ops[i].operands) users[v].push_back(uint32_t(i));
+  // Decide first, then rebuild: op i computes only the block slice[i] reads.
+  std::vector<const Op *> slice(p_.ops.size(), nullptr);
+  bool any = false;
+  for (size_t i = 0; i < p_.ops.size(); ++i) {
+    const Op &op = p_.ops[i];
+    if (op.results.size() != 1 || !hoistable(op.kind)) continue;
+    slice[i] = uniformSlice(p_, users, op.results[0], isRematLoc(op.loc));
+    any |= slice[i] != nullptr;
+  }
+  if (!any) return false;
+
+  std::vector<Op> old = std::move(p_.ops);
+  p_.ops.clear();
+  std::vector<ValueId> repl(p_.values.size());
+  for (size_t v = 0; v < repl.size(); ++v) repl[v] = ValueId(v);
+  std::vector<bool> dropped(old.size(), false);
+  for (size_t i = 0; i < old.size(); ++i) {
+    Op &op = old[i];
+    for (ValueId &v : op.operands) v = repl[v];
+    if (dropped[i]) continue;
+    if (!slice[i]) {
+      p_.ops.push_back(std::move(op));
+      continue;
+    }
+    const I64List start = slice[i]->attrs.getI64s("start"), limit = slice[i]->attrs.getI64s("limit");
+    b_.setLoc(op.loc);
+    const size_t firstOp = p_.ops.size();
+    llvm::SmallVector<ValueId, 3> operands;
+    AttrList attrs = op.attrs;
+    auto sliced = [&](ValueId x, const I64List &s, const I64List &l) {
+      const Shape &sh = p_.type(x).shape;
+      bool full = true;
+      for (size_t d = 0; d < sh.size(); ++d) full &= s[d] == 0 && l[d] == sh[d];
+      return full ? x : b_.slice(x, s, l);
+    };
+    if (op.kind == OpKind::Transpose) {
+      const I64List &perm = op.attrs.getI64s("perm");
+      I64List s(perm.size()), l(perm.size());
+      for (size_t d = 0; d < perm.size(); ++d) {
+        s[size_t(perm[d])] = start[d];
+        l[size_t(perm[d])] = limit[d];
+      }
+      operands.push_back(sliced(op.operands[0], s, l));
+    } else if (op.kind == OpKind::BroadcastInDim) {
+      const I64List &dims = op.attrs.getI64s("dims");
+      const I64List &shape = op.attrs.getI64s("shape");
+      const Shape &in = p_.type(op.operands[0]).shape;
+      I64List s(in.size(), 0), l(in.begin(), in.end()), out;
+      for (size_t j = 0; j < dims.size(); ++j)
+        if (in[j] == shape[size_t(dims[j])]) {
+          s[j] = start[size_t(dims[j])];
+          l[j] = limit[size_t(dims[j])];
+        }
+      for (size_t d = 0; d < start.size(); ++d) out.push_back(limit[d] - start[d]);
+      operands.push_back(sliced(op.operands[0], s, l));
+      attrs.set("shape", Attr::i64s(out));
+    } else {
+      for (ValueId x : op.operands) operands.push_back(sliced(x, start, limit));
+    }
+    ValueId v = b_.create(op.kind, operands, attrs);
+    for (size_t k = firstOp; k < p_.ops.size(); ++k) p_.ops[k].pos = op.pos;
+    for (uint32_t u : users[op.results[0]]) {
+      dropped[u] = true;
+      replace(repl, old[u].results[0], v);
+    }
+    ++hoisted_;
+  }
+  for (ValueId &o : p_.outputs) o = repl[o];
+  p_.recomputeDefs();
+  return true;
+}
+
+size_t PadSinker::eraseUnused(const std::vector<int> &usesBefore) {
+  std::vector<int> uses = useCounts(p_);
+  std::vector<bool> dead(p_.ops.size(), false);
+  size_t erased = 0;
+  for (size_t i = p_.ops.size(); i-- > 0;) {
+    const Op &op = p_.ops[i];
+    bool unused = true, eligible = false;
+    for (ValueId r : op.results) {
+      unused &= uses[r] == 0;
+      eligible |= r >= firstNew_ || usesBefore[r] > 0;
+    }
+    if (!unused || !eligible) continue;
+    dead[i] = true;
+    ++erased;
+    for (ValueId v : op.operands) --uses[v];
+  }
+  eraseOpsAndCompact(p_, dead);
+  return erased;
+}
+
+bool PadSinker::run(PadSinkStats *stats) {
+  const std::vector<int> usesBefore = useCounts(p_);
+  // Each round sinks every pad as far as it goes, then hoists slices as far as they
+  // go; a hoisted slice can meet a pad (slice(pad) folds in the next round).
+  bool changed = false;
+  for (int round = 0; round < 16; ++round) {
+    bool c = sinkSweep();
+    bool h = false;
+    while (hoistSweep()) h = true;
+    changed |= c || h;
+    if (!h) break;
+  }
+  size_t erased = changed ? eraseUnused(usesBefore) : 0;
+  if (stats) {
+    stats->sunk += sunk_;
+    stats->hoisted += hoisted_;
+    stats->erased += int64_t(erased);
+  }
+  return changed;
+}
+
+} // namespace
+
+bool runPadSink(Program &p, const PadSinkOptions &, PadSinkStats *stats) {
+  return PadSinker(p).run(stats);
+}
+
+} // namespace tessel::passes
