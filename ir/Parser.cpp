@@ -72,7 +72,9 @@ class Parser {
 public:
   Parser(const std::string &text, std::string filename)
       : src_(text), file_(std::move(filename)) {
-    lineStarts_.push_back(0);
+    // A UTF-8 byte order mark (some editors write one) is not part of the program: line 1
+    // starts after it, so columns and the echoed line ignore it.
+    lineStarts_.push_back(src_.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0);
     for (size_t i = 0; i < src_.size(); ++i)
       if (src_[i] == '\n') lineStarts_.push_back(i + 1);
   }
@@ -85,6 +87,7 @@ public:
 private:
   //===--- Diagnostics ----------------------------------------------------===//
   SourcePos posAt(size_t off) const {
+    off = std::max(off, lineStarts_[0]);
     auto it = std::upper_bound(lineStarts_.begin(), lineStarts_.end(), off);
     size_t line = static_cast<size_t>(it - lineStarts_.begin()); // 1-based
     SourcePos p;
@@ -772,6 +775,7 @@ Program Parser::parseFile() {
     std::snprintf(buf, sizeof buf, "0x%02X", static_cast<unsigned char>(src_[*bad]));
     fail(*bad, std::string("invalid UTF-8 byte ") + buf + "; .tir files must be UTF-8 text");
   }
+  pos_ = lineStarts_[0]; // after a byte order mark
   tok_ = lex();
   if (tok_.kind == Tok::Eof)
     fail(tok_.off, "empty input: expected 'program @name(...) { ... }'");

@@ -41,7 +41,8 @@ ir::Program loadProgram(const std::string &path, InputFormat fmt) {
   std::string display = path == "-" ? "<stdin>" : path;
   if (fmt == InputFormat::Auto) {
     bool json = path.size() > 5 && path.substr(path.size() - 5) == ".json";
-    size_t first = text.find_first_not_of(" \t\r\n");
+    const size_t bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0; // UTF-8 BOM
+    size_t first = text.find_first_not_of(" \t\r\n", bom);
     if (!json && first != std::string::npos && text[first] == '{') json = true;
     fmt = json ? InputFormat::Json : InputFormat::Text;
   }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tessel builds with (and any extra packages named on the
+# command line) when they are missing; does nothing when all are installed.
+# Used by setup.sh (the build) and fuzz.sh (which adds clang-14 and its libFuzzer runtime).
+# Usage: scripts/install-deps.sh [EXTRA_PACKAGE ...]
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build python3 llvm-14-dev llvm-14-tools libeigen3-dev
+      liblapacke-dev libopenblas-dev nlohmann-json3-dev doctest-dev libcli11-dev "$@")
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
