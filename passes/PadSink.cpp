@@ -22,6 +22,20 @@ struct PadInfo {
   bool remat;
 };
 
+/// live[i]: some result of op i is an output or is read by a live op. Dead ops (the
+/// pads a rewrite bypassed, dead code of the input) neither get rewritten nor count as
+/// uses, so one run of the pass reaches its fixed point.
+std::vector<bool> liveOps(const Program &p) {
+  std::vector<bool> liveValue(p.values.size(), false), live(p.ops.size(), false);
+  for (ValueId v : p.outputs) liveValue[v] = true;
+  for (size_t i = p.ops.size(); i-- > 0;) {
+    for (ValueId r : p.ops[i].results) live[i] = live[i] || liveValue[r];
+    if (live[i])
+      for (ValueId v : p.ops[i].operands) liveValue[v] = true;
+  }
+  return live;
+}
+
 bool samePadding(const PadInfo &a, const PadInfo &b) {
   return a.low == b.low && a.high == b.high;
 }
@@ -262,8 +276,8 @@ ValueId PadSinker::sink(OpKind kind, llvm::ArrayRef<ValueId> ops, const AttrList
 bool PadSinker::replace(std::vector<ValueId> &repl, ValueId from, ValueId to) {
   if (to < firstNew_ || p_.values[to].def < 0) {
     if (!canReplaceValue(p_, from, to)) return false;
-  } else if (isOutput(p_, from) && !isAnonymousName(p_.values[to].name)) {
-    return false;
+  } else if (isOutput(p_, from) && (!isAnonymousName(p_.values[to].name) || isOutput(p_, to))) {
+    return false; // `to` cannot take over the output's name (or already is an output)
   }
   repl[from] = to;
   const std::string name = p_.values[from].name;
@@ -277,15 +291,17 @@ bool PadSinker::replace(std::vector<ValueId> &repl, ValueId from, ValueId to) {
 
 bool PadSinker::sinkSweep() {
   const int64_t before = sunk_;
+  const std::vector<bool> live = liveOps(p_);
   std::vector<Op> old = std::move(p_.ops);
   p_.ops.clear();
   pads_.clear();
   std::vector<ValueId> repl(p_.values.size());
   for (size_t v = 0; v < repl.size(); ++v) repl[v] = ValueId(v);
-  for (Op &op : old) {
+  for (size_t i = 0; i < old.size(); ++i) {
+    Op &op = old[i];
     for (ValueId &v : op.operands) v = repl[v];
     const bool remat = isRematLoc(op.loc);
-    if (op.results.size() == 1) {
+    if (op.results.size() == 1 && live[i]) {
       b_.setLoc(op.loc);
       const size_t firstOp = p_.ops.size();
       const int64_t sunkBefore = sunk_;
@@ -334,15 +350,18 @@ bool hoistable(OpKind k) {
 }
 
 bool PadSinker::hoistSweep() {
+  const std::vector<bool> live = liveOps(p_);
+  const std::vector<int> anyUse = useCounts(p_);
   std::vector<std::vector<uint32_t>> users(p_.values.size());
   for (size_t i = 0; i < p_.ops.size(); ++i)
-    for (ValueId v : p_.ops[i].operands) users[v].push_back(uint32_t(i));
+    if (live[i])
+      for (ValueId v : p_.ops[i].operands) users[v].push_back(uint32_t(i));
   // Decide first, then rebuild: op i computes only the block slice[i] reads.
   std::vector<const Op *> slice(p_.ops.size(), nullptr);
   bool any = false;
   for (size_t i = 0; i < p_.ops.size(); ++i) {
     const Op &op = p_.ops[i];
-    if (op.results.size() != 1 || !hoistable(op.kind)) continue;
+    if (!live[i] || op.results.size() != 1 || !hoistable(op.kind)) continue;
     slice[i] = uniformSlice(p_, users, op.results[0], isRematLoc(op.loc));
     any |= slice[i] != nullptr;
   }
@@ -402,6 +421,8 @@ bool PadSinker::hoistSweep() {
       dropped[u] = true;
       replace(repl, old[u].results[0], v);
     }
+    // Dead ops may still read the full result: keep the op for them (erased with them).
+    if (anyUse[op.results[0]] > int(users[op.results[0]].size())) p_.ops.push_back(std::move(op));
     ++hoisted_;
   }
   for (ValueId &o : p_.outputs) o = repl[o];

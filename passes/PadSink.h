@@ -36,15 +36,18 @@
 // that (a) the sign of a zero may differ (neg(+0) = -0 where the pad gives +0, as in
 // Fold.h) and (b) sums from which zero terms were dropped (reduce_sum, contracting dims)
 // may group the remaining terms differently (last-bit rounding). A non-finite value in
-// the operand multiplied by the padded zeros no longer spreads NaN (inf·0) into the
-// padded region; it still does where it meets nonzero data.
+// an operand multiplied by the padded zeros no longer turns into NaN (inf·0): in the
+// padded region of the result, and, for a padded contracting dimension, in the result
+// entries whose sums included such a product. Where it meets nonzero data it still does.
 //
 // Rematerialisation: a rewrite looks through a producer only when both ops are "remat:"
 // ops or neither is (as Fold.h), and the ops it creates take the consumer's loc, so a
 // recomputed op never starts reading a forward value that was not saved.
 //
 // A value that is an output is replaced only when the replacement can take over its name
-// (passes/Rewrite.h). Ops the rewrites leave without uses are erased.
+// (passes/Rewrite.h). Dead ops (no output depends on them) are neither rewritten nor
+// counted as uses; ops the rewrites leave without uses are erased, other dead code is
+// left to dce. A second run finds nothing to do.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -189,3 +189,37 @@ TEST_CASE("pad-sink: no rewrite across the remat boundary, none without pads") {
   r.addOutput(c.mul(c.transpose(x, {1, 0}), x));
   sunk(r, /*expectChange=*/false);
 }
+
+TEST_CASE("pad-sink: one run reaches the fixed point; dead code is left to dce") {
+  // The bypassed pad and the dead abs/sqrt chain still read %v0: it stays for them, and
+  // a second run finds nothing (the dead ops are not counted as uses of %v0).
+  Program p;
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({3, 2}));
+  ValueId v0 = b.mul(x, x);
+  ValueId v1 = b.pad(v0, {0, 0}, {1, 2});
+  b.unary(OpKind::Sqrt, b.unary(OpKind::Abs, v1)); // dead
+  p.addOutput(b.slice(v1, {0, 1}, {2, 3}));
+  Program q = sunk(p);
+  CHECK(countOps(q, OpKind::Sqrt) == 1);
+  Program r = q;
+  CHECK_FALSE(runPadSink(r, PadSinkOptions{}));
+  CHECK(printProgram(r) == printProgram(q));
+}
+
+TEST_CASE("pad-sink: two outputs that fold to one value keep their own names") {
+  // Both slices become neg(x); the second cannot also be that value (an output has one
+  // name), so it stays a slice of the pad.
+  Program p;
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({2}));
+  ValueId n = b.neg(b.pad(x, {1}, {1}));
+  p.addOutput(b.slice(n, {1}, {3}));
+  ValueId s2 = b.slice(n, {1}, {3});
+  p.setName(s2, "b");
+  p.addOutput(s2);
+  Program q = sunk(p);
+  CHECK(q.outputName(0) == "out0");
+  CHECK(q.outputName(1) == "b");
+  CHECK(q.outputs[0] != q.outputs[1]);
+}
