@@ -243,7 +243,6 @@ struct TrgDriver::Impl {
       passes::GradOptions go;
       go.wrt = {wrt};
       go.vjp = true;
-      go.svdBlocks = true; // first order only: the second-order programs use the full rule
       passes::ForwardBackward fb = passes::splitVjp(p, go, o.checkpoint);
       double splitMs = msSince(t1);
       size_t fTraced = fb.forward.ops.size(), bTraced = fb.backward.ops.size();
@@ -302,7 +301,6 @@ struct TrgDriver::Impl {
       go.wrt = {"beta"};
       go.vjp = true;
       go.keepOutputs = true;
-      go.svdBlocks = true; // first order only (see GradOptions::svdBlocks)
       ir::Program g = passes::grad(p, go);
       if (o.checkpoint != passes::RematPolicy::Store) {
         passes::CheckpointOptions co;

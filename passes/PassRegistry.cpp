@@ -184,10 +184,10 @@ std::vector<PassInfo> buildRegistry() {
                   "scalar output with 1.0"),
        boolOption("keep-outputs", true,
                   "keep the original outputs before the gradients (needed by checkpoint)"),
-       boolOption("svd-blocks", false,
+       boolOption("svd-blocks", true,
                   "svd reverse rule in block form when only the first r <= k/2 singular "
-                  "triplets carry cotangents (k*k*r products; not for grad of grad: its "
-                  "derivative is poorly conditioned at near-degenerate spectra)")},
+                  "triplets carry cotangents (k*k*r products instead of k*k*k; false = "
+                  "always the full rule)")},
       runGradPass});
 
   r.push_back(PassInfo{

@@ -28,7 +28,7 @@ struct VjpCall {
   /// depends on a wrt input). Rules skip the work for operands not needed.
   llvm::ArrayRef<bool> needed;
   /// GradOptions::svdBlocks: the svd rule may use its block form.
-  bool svdBlocks = false;
+  bool svdBlocks = true;
 };
 
 /// Cotangent per operand, of the operand's type; kNoValue = zero / not computed.

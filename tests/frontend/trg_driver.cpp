@@ -100,10 +100,9 @@ TEST_CASE("trg driver: d/dbeta matches a 5-point finite difference; d2 matches F
 }
 
 TEST_CASE("trg driver: d2 at chi = 8 over 20 steps (near-degenerate late steps) matches FD") {
-  // Late steps split nearly degenerate multiplets at the chi cut; the second-order
-  // programs must use the full svd rule there (GradOptions::svdBlocks): the block form's
-  // own derivative gave 5.140 (staged) and 5.359 (whole) here against FD 5.379, while its
-  // first order agreed with the full rule to 1e-13.
+  // Late steps split nearly degenerate multiplets at the chi cut. A block form of the svd
+  // rule that summed the kept r×r corner of J + Jᵀ in two separate products gave d2 =
+  // 5.140 (staged) and 5.359 (whole) here against FD 5.379 (its first order was fine).
   TrgOptions o = smallOptions();
   o.steps = 20;
   o.grad = true;

@@ -83,7 +83,7 @@ TEST_CASE("pm: registry has the passes with options and one-line help") {
 TEST_CASE("pm: pipeline strings print canonically and round trip") {
   Pipeline p = Pipeline::parse("grad{wrt=beta},checkpoint{policy=save-svd}");
   REQUIRE(p.passes.size() == 2);
-  CHECK(p.str() == "grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=false},"
+  CHECK(p.str() == "grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true},"
                    "checkpoint{policy=save-svd,regions=auto}");
   CHECK(p.passes[0].getList("wrt") == std::vector<std::string>{"beta"});
   CHECK(p.passes[1].get("policy") == "save-svd");
@@ -91,7 +91,7 @@ TEST_CASE("pm: pipeline strings print canonically and round trip") {
   // Spacing, boolean spellings, list items and integers are canonicalised.
   Pipeline q = Pipeline::parse(
       " grad { wrt = a ; b , vjp = 1 , keep-outputs=off } , checkpoint{regions=007} ");
-  CHECK(q.str() == "grad{wrt=a;b,vjp=true,keep-outputs=false,svd-blocks=false},"
+  CHECK(q.str() == "grad{wrt=a;b,vjp=true,keep-outputs=false,svd-blocks=true},"
                    "checkpoint{policy=recompute,regions=7}");
   CHECK(q.passes[0].getList("wrt") == std::vector<std::string>{"a", "b"});
   CHECK(q.passes[0].getBool("vjp"));
@@ -219,7 +219,7 @@ TEST_CASE("pm: bisect limit runs only the first N executions and logs each one")
   CHECK(r.passes[0].status == PassRecord::Status::Ran);
   CHECK(r.passes[1].status == PassRecord::Status::Bisected);
   CHECK(log.str() ==
-        "BISECT: running pass (1) grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=false} on program @small\n"
+        "BISECT: running pass (1) grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true} on program @small\n"
         "BISECT: NOT running pass (2) checkpoint{policy=recompute,regions=1} on program @small\n");
   // Limit 0 runs nothing.
   ir::Program q = orig;
