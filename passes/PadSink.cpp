@@ -2,6 +2,7 @@
 #include "passes/PadSink.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -325,28 +326,41 @@ bool PadSinker::sinkSweep() {
   return sunk_ > before;
 }
 
-/// The slice every use of `v` makes, if all uses are slices with the same bounds and
-/// the same remat status as `remat`, and `v` is not an output; else nullptr.
-const Op *uniformSlice(const Program &p, const std::vector<std::vector<uint32_t>> &users,
-                       ValueId v, bool remat) {
-  if (users[v].empty() || isOutput(p, v)) return nullptr;
-  const Op *first = nullptr;
-  for (uint32_t u : users[v]) {
-    const Op &op = p.ops[u];
-    if (op.kind != OpKind::Slice || isRematLoc(op.loc) != remat || isOutput(p, op.results[0]))
-      return nullptr;
-    if (!first) {
-      first = &op;
-    } else if (op.attrs.getI64s("start") != first->attrs.getI64s("start") ||
-               op.attrs.getI64s("limit") != first->attrs.getI64s("limit")) {
-      return nullptr;
-    }
-  }
-  return first;
-}
-
 bool hoistable(OpKind k) {
   return isElementwise(k) || k == OpKind::Transpose || k == OpKind::BroadcastInDim;
+}
+
+/// A block [start, limit) of a value.
+struct Block {
+  I64List start, limit;
+  bool operator==(const Block &o) const { return start == o.start && limit == o.limit; }
+  bool operator!=(const Block &o) const { return !(*this == o); }
+};
+
+/// The block of operand `j` that `op` reads to compute block `b` of its result
+/// (op hoistable).
+Block operandBlock(const Program &p, const Op &op, size_t j, const Block &b) {
+  const Shape &in = p.type(op.operands[j]).shape;
+  if (op.kind == OpKind::Transpose) {
+    const I64List &perm = op.attrs.getI64s("perm");
+    Block r{I64List(perm.size()), I64List(perm.size())};
+    for (size_t d = 0; d < perm.size(); ++d) {
+      r.start[size_t(perm[d])] = b.start[d];
+      r.limit[size_t(perm[d])] = b.limit[d];
+    }
+    return r;
+  }
+  if (op.kind == OpKind::BroadcastInDim) {
+    const I64List &dims = op.attrs.getI64s("dims"), &shape = op.attrs.getI64s("shape");
+    Block r{I64List(in.size(), 0), I64List(in.begin(), in.end())};
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (in[i] == shape[size_t(dims[i])]) { // not an expanded size-1 dimension
+        r.start[i] = b.start[size_t(dims[i])];
+        r.limit[i] = b.limit[size_t(dims[i])];
+      }
+    return r;
+  }
+  return b; // elementwise
 }
 
 bool PadSinker::hoistSweep() {
@@ -356,73 +370,105 @@ bool PadSinker::hoistSweep() {
   for (size_t i = 0; i < p_.ops.size(); ++i)
     if (live[i])
       for (ValueId v : p_.ops[i].operands) users[v].push_back(uint32_t(i));
-  // Decide first, then rebuild: op i computes only the block slice[i] reads.
-  std::vector<const Op *> slice(p_.ops.size(), nullptr);
+
+  // Decide, last op first, so that decisions cascade up a chain in one sweep: op i
+  // computes only block[i] of its result when every live use reads that same block —
+  // a slice, or a hoisted op (same remat status) whose operand block it is.
+  std::vector<std::optional<Block>> block(p_.ops.size());
   bool any = false;
-  for (size_t i = 0; i < p_.ops.size(); ++i) {
+  for (size_t i = p_.ops.size(); i-- > 0;) {
     const Op &op = p_.ops[i];
     if (!live[i] || op.results.size() != 1 || !hoistable(op.kind)) continue;
-    slice[i] = uniformSlice(p_, users, op.results[0], isRematLoc(op.loc));
-    any |= slice[i] != nullptr;
+    const ValueId r = op.results[0];
+    if (users[r].empty() || isOutput(p_, r)) continue;
+    const bool remat = isRematLoc(op.loc);
+    std::optional<Block> want;
+    bool ok = true;
+    for (uint32_t u : users[r]) {
+      const Op &user = p_.ops[u];
+      if (isRematLoc(user.loc) != remat) ok = false;
+      else if (user.kind == OpKind::Slice && !isOutput(p_, user.results[0])) {
+        Block b{user.attrs.getI64s("start"), user.attrs.getI64s("limit")};
+        ok = !want || *want == b;
+        want = b;
+      } else if (block[u]) {
+        for (size_t j = 0; j < user.operands.size() && ok; ++j) {
+          if (user.operands[j] != r) continue;
+          Block b = operandBlock(p_, user, j, *block[u]);
+          ok = !want || *want == b;
+          want = b;
+        }
+      } else {
+        ok = false;
+      }
+      if (!ok) break;
+    }
+    if (!ok || !want) continue;
+    const Shape &sh = p_.type(r).shape;
+    bool smaller = false;
+    for (size_t d = 0; d < sh.size(); ++d) smaller |= want->start[d] != 0 || want->limit[d] != sh[d];
+    if (!smaller) continue;
+    block[i] = want;
+    any = true;
   }
   if (!any) return false;
 
+  // Rebuild: a hoisted op reads the hoisted versions of its hoisted operands, slices of
+  // the others; the slices that read it read the hoisted op instead.
   std::vector<Op> old = std::move(p_.ops);
   p_.ops.clear();
   std::vector<ValueId> repl(p_.values.size());
   for (size_t v = 0; v < repl.size(); ++v) repl[v] = ValueId(v);
+  std::unordered_map<ValueId, ValueId> hoistedOf; // old result -> its block's value
   std::vector<bool> dropped(old.size(), false);
   for (size_t i = 0; i < old.size(); ++i) {
     Op &op = old[i];
-    for (ValueId &v : op.operands) v = repl[v];
     if (dropped[i]) continue;
-    if (!slice[i]) {
+    if (!block[i]) {
+      for (ValueId &v : op.operands) v = repl[v];
       p_.ops.push_back(std::move(op));
       continue;
     }
-    const I64List start = slice[i]->attrs.getI64s("start"), limit = slice[i]->attrs.getI64s("limit");
     b_.setLoc(op.loc);
     const size_t firstOp = p_.ops.size();
     llvm::SmallVector<ValueId, 3> operands;
-    AttrList attrs = op.attrs;
-    auto sliced = [&](ValueId x, const I64List &s, const I64List &l) {
-      const Shape &sh = p_.type(x).shape;
-      bool full = true;
-      for (size_t d = 0; d < sh.size(); ++d) full &= s[d] == 0 && l[d] == sh[d];
-      return full ? x : b_.slice(x, s, l);
-    };
-    if (op.kind == OpKind::Transpose) {
-      const I64List &perm = op.attrs.getI64s("perm");
-      I64List s(perm.size()), l(perm.size());
-      for (size_t d = 0; d < perm.size(); ++d) {
-        s[size_t(perm[d])] = start[d];
-        l[size_t(perm[d])] = limit[d];
+    for (size_t j = 0; j < op.operands.size(); ++j) {
+      const ValueId o = op.operands[j];
+      auto h = hoistedOf.find(o);
+      if (h != hoistedOf.end()) {
+        operands.push_back(h->second); // block[] of o is exactly this operand block
+        continue;
       }
-      operands.push_back(sliced(op.operands[0], s, l));
-    } else if (op.kind == OpKind::BroadcastInDim) {
-      const I64List &dims = op.attrs.getI64s("dims");
-      const I64List &shape = op.attrs.getI64s("shape");
-      const Shape &in = p_.type(op.operands[0]).shape;
-      I64List s(in.size(), 0), l(in.begin(), in.end()), out;
-      for (size_t j = 0; j < dims.size(); ++j)
-        if (in[j] == shape[size_t(dims[j])]) {
-          s[j] = start[size_t(dims[j])];
-          l[j] = limit[size_t(dims[j])];
-        }
-      for (size_t d = 0; d < start.size(); ++d) out.push_back(limit[d] - start[d]);
-      operands.push_back(sliced(op.operands[0], s, l));
-      attrs.set("shape", Attr::i64s(out));
-    } else {
-      for (ValueId x : op.operands) operands.push_back(sliced(x, start, limit));
+      const Block ob = operandBlock(p_, op, j, *block[i]);
+      const Shape &sh = p_.type(o).shape;
+      bool full = true;
+      for (size_t d = 0; d < sh.size(); ++d) full &= ob.start[d] == 0 && ob.limit[d] == sh[d];
+      operands.push_back(full ? repl[o] : b_.slice(repl[o], ob.start, ob.limit));
     }
-    ValueId v = b_.create(op.kind, operands, attrs);
+    AttrList attrs = op.attrs;
+    if (op.kind == OpKind::BroadcastInDim) {
+      I64List out;
+      for (size_t d = 0; d < block[i]->start.size(); ++d)
+        out.push_back(block[i]->limit[d] - block[i]->start[d]);
+      attrs.set("shape", Attr::i64s(out));
+    }
+    const ValueId v = b_.create(op.kind, operands, attrs);
     for (size_t k = firstOp; k < p_.ops.size(); ++k) p_.ops[k].pos = op.pos;
-    for (uint32_t u : users[op.results[0]]) {
-      dropped[u] = true;
-      replace(repl, old[u].results[0], v);
+    const ValueId r = op.results[0];
+    hoistedOf[r] = v;
+    int liveUses = 0;
+    for (uint32_t u : users[r]) {
+      ++liveUses;
+      if (old[u].kind == OpKind::Slice && !block[u]) {
+        dropped[u] = true;
+        replace(repl, old[u].results[0], v);
+      }
     }
     // Dead ops may still read the full result: keep the op for them (erased with them).
-    if (anyUse[op.results[0]] > int(users[op.results[0]].size())) p_.ops.push_back(std::move(op));
+    if (anyUse[r] > liveUses) {
+      for (ValueId &x : op.operands) x = repl[x];
+      p_.ops.push_back(std::move(op));
+    }
     ++hoisted_;
   }
   for (ValueId &o : p_.outputs) o = repl[o];
@@ -451,12 +497,19 @@ size_t PadSinker::eraseUnused(const std::vector<int> &usesBefore) {
 }
 
 bool PadSinker::run(PadSinkStats *stats) {
+  bool pads = false, slices = false;
+  for (const Op &op : p_.ops) {
+    pads |= op.kind == OpKind::Pad;
+    slices |= op.kind == OpKind::Slice;
+  }
+  if (!pads && !slices) return false; // nothing to sink or hoist
   const std::vector<int> usesBefore = useCounts(p_);
   // Each round sinks every pad as far as it goes, then hoists slices as far as they
   // go; a hoisted slice can meet a pad (slice(pad) folds in the next round).
   bool changed = false;
   for (int round = 0; round < 16; ++round) {
-    bool c = sinkSweep();
+    bool c = pads && sinkSweep();
+    pads = true; // hoisting can expose a slice of a pad
     bool h = false;
     while (hoistSweep()) h = true;
     changed |= c || h;

@@ -476,7 +476,13 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   if (gVt != kNone) r = std::max(r, leadingExtent(b, gVt, 0));
   if (gs != kNone) r = std::max(r, leadingExtent(b, gs, 0));
   if (r == 0) return {kNone};
-  const bool block = c.svdBlocks && 2 * r <= k;
+  // Block form when it saves enough: the full rule's U·M and (U·M)·Vt cost m·k·k + m·k·n
+  // multiply-adds, the block form's four products m·k·r + r·(k−r)·n + 2·m·r·n (UᵀŪ and
+  // VᵀV̄ are k×k×r in both once pad-sink has run). It has ~15 more ops (a few µs), so it
+  // must save at least 2¹⁵ multiply-adds: TRG χ = 16 (k = 256, r = 16) saves 28M; a 4×4
+  // SVD keeping 2 stays in the full form.
+  const int64_t saved = (m * k * k + m * k * n) - (m * k * r + r * (k - r) * n + 2 * m * r * n);
+  const bool block = c.svdBlocks && 2 * r <= k && saved >= (int64_t(1) << 15);
   if (!block) r = k;
   Shape kr{k, r}, mr{m, r};
   ValueId gUr = gU == kNone ? kNone : leading(b, gU, 1, r);
