@@ -86,10 +86,14 @@ private:
   size_t eraseUnused(const std::vector<int> &usesBefore);
 };
 
+/// True if low/high pad anything.
+bool padsAnything(const I64List &low, const I64List &high) {
+  auto nonzero = [](int64_t x) { return x != 0; };
+  return std::any_of(low.begin(), low.end(), nonzero) || std::any_of(high.begin(), high.end(), nonzero);
+}
+
 ValueId PadSinker::makePad(ValueId y, const I64List &low, const I64List &high, bool remat) {
-  bool any = false;
-  for (size_t i = 0; i < low.size(); ++i) any |= low[i] != 0 || high[i] != 0;
-  if (!any) return y;
+  if (!padsAnything(low, high)) return y;
   ValueId v = b_.pad(y, low, high);
   pads_[v] = PadInfo{y, low, high, remat};
   return v;
@@ -232,17 +236,11 @@ ValueId PadSinker::sink(OpKind kind, llvm::ArrayRef<ValueId> ops, const AttrList
       const ValueId other = ops[size_t(1 - side)];
       const Shape &n = p_.type(pad.src).shape;
       const Shape &os = p_.type(other).shape;
-      const int64_t resultRank = p_.type(ops[0]).rank() + p_.type(ops[1]).rank() -
-                                 2 * int64_t(attrs.getI64s("lhs_batch").size()) -
-                                 2 * int64_t(attrs.getI64s("lhs_contract").size()) +
-                                 int64_t(attrs.getI64s("lhs_batch").size());
       // Result dims: batch, lhs free, rhs free.
-      int64_t freeBase = int64_t(xb.size());
-      if (!lhs) {
-        const Type &lt = p_.type(ops[0]);
-        freeBase += lt.rank() - int64_t(attrs.getI64s("lhs_batch").size()) -
-                    int64_t(attrs.getI64s("lhs_contract").size());
-      }
+      const int64_t nb = int64_t(xb.size()), nc = int64_t(xc.size());
+      const int64_t lhsFree = p_.type(ops[0]).rank() - nb - nc;
+      const int64_t resultRank = nb + lhsFree + (p_.type(ops[1]).rank() - nb - nc);
+      const int64_t freeBase = lhs ? nb : nb + lhsFree;
       I64List ostart(os.size(), 0), olimit(os.begin(), os.end());
       I64List low(size_t(resultRank), 0), high(size_t(resultRank), 0);
       int64_t freeIdx = 0;
@@ -307,7 +305,7 @@ bool PadSinker::sinkSweep() {
       const size_t firstOp = p_.ops.size();
       const int64_t sunkBefore = sunk_;
       ValueId v = sink(op.kind, op.operands, op.attrs, remat);
-      for (size_t i = firstOp; i < p_.ops.size(); ++i) p_.ops[i].pos = op.pos;
+      for (size_t k = firstOp; k < p_.ops.size(); ++k) p_.ops[k].pos = op.pos;
       if (v != kNoValue && replace(repl, op.results[0], v)) {
         ++sunk_;
         continue;
@@ -316,9 +314,7 @@ bool PadSinker::sinkSweep() {
     }
     if (op.kind == OpKind::Pad) {
       const I64List &low = op.attrs.getI64s("low"), &high = op.attrs.getI64s("high");
-      if (std::any_of(low.begin(), low.end(), [](int64_t x) { return x != 0; }) ||
-          std::any_of(high.begin(), high.end(), [](int64_t x) { return x != 0; }))
-        pads_[op.results[0]] = PadInfo{op.operands[0], low, high, remat};
+      if (padsAnything(low, high)) pads_[op.results[0]] = PadInfo{op.operands[0], low, high, remat};
     }
     p_.ops.push_back(std::move(op));
   }
@@ -334,7 +330,6 @@ bool hoistable(OpKind k) {
 struct Block {
   I64List start, limit;
   bool operator==(const Block &o) const { return start == o.start && limit == o.limit; }
-  bool operator!=(const Block &o) const { return !(*this == o); }
 };
 
 /// The block of operand `j` that `op` reads to compute block `b` of its result
