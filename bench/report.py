@@ -281,7 +281,7 @@ def _load_why(agg):
     # Two busy loops and tessel's two workers share 2 cores: a fair (per-thread) scheduler
     # gives tessel 2·2/(2+2) = 1 core; its work per run is ci·ti core-ms.
     share = 1.0
-    bound = ci * ti / share / ti
+    bound = ci / share
     return (f"tessel's process used {ci:.2f} cores idle and {cl:.2f} under load (CPU/wall); its CPU "
             f"time per run loaded / idle is {cl * tl / (ci * ti):.2f}, so no work was added by the "
             f"load (no spinning, no lost wake-ups). With two busy loops and two workers on 2 "

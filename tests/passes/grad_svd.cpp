@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "grad_testutil.h"
+#include "pass_testutil.h"
 
 using namespace gradtest;
 using namespace tessel::ir;
@@ -237,19 +238,6 @@ TEST_CASE("grad svd: truncation keeping 2 of 4 distinct singular values") {
 
 namespace {
 
-/// The largest dot_general of the svd reverse rule in `g`: result elements × contraction
-/// length (multiply-adds).
-int64_t largestSvdVjpProduct(const Program &g) {
-  int64_t most = 0;
-  for (const tessel::ir::Op &op : g.ops) {
-    if (op.kind != OpKind::DotGeneral || op.loc.rfind("vjp", 0) != 0) continue;
-    int64_t len = 1;
-    for (int64_t d : op.attrs.getI64s("lhs_contract")) len *= g.type(op.operands[0]).shape[size_t(d)];
-    most = std::max(most, g.type(op.results[0]).numel() * len);
-  }
-  return most;
-}
-
 /// L = ⟨C_U, U[:, :r]⟩ + ⟨c_s, s[:r]⟩ + ⟨C_V, Vt[:r, :]⟩ for A [m,n] (each term optional).
 Program truncatedLoss(int64_t m, int64_t n, int64_t r, bool useU, bool useS, bool useV) {
   Program p;
@@ -295,8 +283,8 @@ TEST_CASE("grad svd: block form for truncated cotangents equals the full rule") 
     Program gf = grad(p, full), gb = grad(p, block);
     verifyOrThrow(gb);
     // The block form multiplies k×k by k×r (never k×k by k×k).
-    CHECK(largestSvdVjpProduct(gf) >= c.m * k * k);
-    CHECK(largestSvdVjpProduct(gb) <= c.m * c.n * c.r);
+    CHECK(passtest::largestProduct(gf, "vjp") >= c.m * k * k);
+    CHECK(passtest::largestProduct(gb, "vjp") <= c.m * c.n * c.r);
     auto xf = rt::evaluateReference(gf, {A}), xb = rt::evaluateReference(gb, {A});
     double scale = 0;
     for (double v : xf[0].data) scale = std::max(scale, std::abs(v));
@@ -340,6 +328,6 @@ TEST_CASE("grad svd: block form for truncated cotangents equals the full rule") 
   // r > k/2, or too small to pay for its extra ops: the full rule either way.
   GradOptions block;
   block.wrt = {"a"};
-  CHECK(largestSvdVjpProduct(grad(truncatedLoss(32, 32, 17, true, true, true), block)) >= 32 * 32 * 32);
-  CHECK(largestSvdVjpProduct(grad(truncatedLoss(8, 8, 2, true, true, true), block)) >= 8 * 8 * 8);
+  CHECK(passtest::largestProduct(grad(truncatedLoss(32, 32, 17, true, true, true), block), "vjp") >= 32 * 32 * 32);
+  CHECK(passtest::largestProduct(grad(truncatedLoss(8, 8, 2, true, true, true), block), "vjp") >= 8 * 8 * 8);
 }

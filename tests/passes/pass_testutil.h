@@ -1,7 +1,9 @@
 // Helpers shared by the pass tests (tests/passes/*_test.cpp).
 #pragma once
 
+#include <algorithm>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "ir/Program.h"
@@ -28,6 +30,20 @@ inline std::vector<tessel::ir::Tensor> nonzeroRandomInputs(const tessel::ir::Pro
     ins.push_back(std::move(t));
   }
   return ins;
+}
+
+/// The largest dot_general among the ops whose loc contains `locPart`: result elements ×
+/// contraction length (multiply-adds). 0 if there is none.
+inline int64_t largestProduct(const tessel::ir::Program &p, std::string_view locPart) {
+  int64_t most = 0;
+  for (const tessel::ir::Op &op : p.ops) {
+    if (op.kind != tessel::ir::OpKind::DotGeneral || op.loc.find(locPart) == std::string::npos)
+      continue;
+    int64_t len = 1;
+    for (int64_t d : op.attrs.getI64s("lhs_contract")) len *= p.type(op.operands[0]).shape[size_t(d)];
+    most = std::max(most, p.type(op.results[0]).numel() * len);
+  }
+  return most;
 }
 
 } // namespace passtest
