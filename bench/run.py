@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tessel's benchmark harness: tessel against numpy, JAX, PyTorch and the LAPACK floor, side by
-side in one run (issue 7; method of ../shared/docs/benchmarking.md).
+side in one run (method: docs/benchmarking.md).
 
     bench/run.sh [--quick] [--widths 1,2] [--rounds 3] [--repeat 10] [--only trg,micro,compile,load]
 
@@ -53,7 +53,7 @@ ROOT = os.path.dirname(HERE)
 PEERS = os.path.join(HERE, "peers")
 VENV_PY = os.path.join(HERE, ".venv", "bin", "python")
 
-REF_LNZ = {0.3: 0.790559063800966, 0.4: 0.879363060306851}   # trg.md / issue 6 (χ=16, 20 steps)
+REF_LNZ = {0.3: 0.790559063800966, 0.4: 0.879363060306851}   # tests/data/README.md (χ=16, 20 steps)
 LNZ_TOL = 1e-12
 DLNZ_TOL = 1e-9      # |d lnZ/dβ(peer) − d lnZ/dβ(tessel)|: a flag, not a gate (FD agreement ~1e-10)
 BETA, CHI, STEPS = 0.4, 16, 20

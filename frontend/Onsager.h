@@ -1,7 +1,7 @@
 //===- frontend/Onsager.h - Exact 2D Ising free energy (Onsager 1944) ---------===//
 //
 // Exact per-site quantities of the 2D square-lattice Ising model on the infinite
-// lattice, J = 1, no field, β = 1/T (trg.md §7). These are the reference values the
+// lattice, J = 1, no field, β = 1/T (docs/trg.md §7). These are the reference values the
 // TRG approximant is compared with.
 //
 //   x = 2β, t = tanh x, k = 2 sinh x / cosh² x, k'² = ((sinh² x − 1)/cosh² x)²

@@ -132,7 +132,7 @@ Tensor matmul(const Tensor &a, const Tensor &b);
 Tensor concatenate(llvm::ArrayRef<Tensor> parts, int64_t axis);
 
 /// Thin SVD A[m,n] = U[m,k]·diag(s[k])·Vt[k,n], k = min(m,n), s descending (LAPACK
-/// gesdd at run time). eps is the Lorentzian broadening of the reverse rule (trg.md §5).
+/// gesdd at run time). eps is the Lorentzian broadening of the reverse rule (docs/trg.md §5).
 struct SvdResult {
   Tensor U, s, Vt;
 };

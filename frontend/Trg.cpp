@@ -1,4 +1,4 @@
-//===- frontend/Trg.cpp - The TRG programs (trg.md) ------------------------------===//
+//===- frontend/Trg.cpp - The TRG programs (docs/trg.md) -------------------------===//
 #include "frontend/Trg.h"
 
 #include <algorithm>
@@ -13,7 +13,7 @@ std::string stepLoc(int64_t din, int64_t dout, const std::string &what) {
   return "trg " + std::to_string(din) + "->" + std::to_string(dout) + ": " + what;
 }
 
-/// Half-tensor S[p,q,k] = X[p·D+q, k]·sqrt(s[k]) for X of shape [D²,D'] (trg.md §2.5);
+/// Half-tensor S[p,q,k] = X[p·D+q, k]·sqrt(s[k]) for X of shape [D²,D'] (docs/trg.md §2.5);
 /// `sqrtS` is sqrt(s) already broadcast to [D, D, D'].
 Tensor halfTensor(const Tensor &X, const Tensor &sqrtS, int64_t D, int64_t Dp) {
   return X.reshape({D, D, Dp}) * sqrtS;
@@ -87,7 +87,7 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   r.Mb = Mb;
 
   // 4. Truncation: a slice of the full factors (so the reverse rule sees the
-  //    discarded singular vectors too, trg.md §5).
+  //    discarded singular vectors too, docs/trg.md §5).
   auto truncate = [&](const SvdResult &F, const char *tag) {
     loc(std::string("truncate ") + tag);
     if (Dp == D2) return F;

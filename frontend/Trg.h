@@ -1,7 +1,7 @@
-//===- frontend/Trg.h - The TRG programs of the 2D Ising model (trg.md) ------===//
+//===- frontend/Trg.h - The TRG programs of the 2D Ising model (docs/trg.md) ---===//
 //
 // Builders for the programs of Levin–Nave TRG, exactly as specified in
-// ../shared/docs/trg.md (section numbers below refer to it):
+// docs/trg.md (section numbers below refer to it):
 //
 //   init     (%beta: f64[]) -> (%T0: f64[2,2,2,2])                           §1
 //   step     (%T: f64[D,D,D,D]) -> (%logm: f64[], %Tn: f64[D',D',D',D'])      §2
@@ -26,13 +26,13 @@
 namespace tessel::frontend {
 
 /// Singular values ≤ this (absolute, on the normalised tensor) count as exact zeros
-/// (trg.md §2.4).
+/// (docs/trg.md §2.4).
 inline constexpr double kTrgRankTol = 1e-12;
 
 struct TrgStepOptions {
-  /// Lorentzian broadening ε of the svd reverse rule (trg.md §5).
+  /// Lorentzian broadening ε of the svd reverse rule (docs/trg.md §5).
   double svdEps = 1e-12;
-  /// m_n = stop_gradient(max|T|) (allowed by trg.md §5: lnZ does not depend on m_n).
+  /// m_n = stop_gradient(max|T|) (allowed by docs/trg.md §5: lnZ does not depend on m_n).
   bool stopGradientOnMax = true;
   /// Adds an output %skept: f64[2] = (sa[D'-1], sb[D'-1]), the smallest kept singular
   /// values of Ma and Mb, so a driver can refuse a kept value ≤ tol at run time.
@@ -45,7 +45,7 @@ struct TrgStepOptions {
 };
 
 /// The traced pieces, to compose programs (each sets locations "trg ...: what").
-/// β (f64[]) -> T0 (f64[2,2,2,2]), trg.md §1; cosh/sinh from exp.
+/// β (f64[]) -> T0 (f64[2,2,2,2]), docs/trg.md §1; cosh/sinh from exp.
 Tensor traceTrgInit(const Tensor &beta);
 
 struct TrgStepTrace {
@@ -55,11 +55,11 @@ struct TrgStepTrace {
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
   Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
 };
-/// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), trg.md §2. Throws
+/// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), docs/trg.md §2. Throws
 /// tessel::ShapeError if T is not rank 4 with equal extents or dout ∉ [1, D²].
 TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &opts = {});
 
-/// ln Σ_ij T[i,j,i,j] (opposite legs paired, trg.md §3). T: f64[D,D,D,D] -> f64[].
+/// ln Σ_ij T[i,j,i,j] (opposite legs paired, docs/trg.md §3). T: f64[D,D,D,D] -> f64[].
 Tensor traceTrgClosure(const Tensor &T);
 
 /// The programs.
@@ -71,7 +71,7 @@ ir::Program buildTrgClosure(int64_t d);
 /// %skept: f64[N,2] (row n = smallest kept singular values of step n+1).
 ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {});
 
-/// The default truncation schedule (trg.md §2.4): ranks[n] = D' of step n+1 =
+/// The default truncation schedule (docs/trg.md §2.4): ranks[n] = D' of step n+1 =
 /// min(D², χ, r), where r is the exact rank bound the lattice structure puts on Ma and
 /// Mb: the cut of the input of step k crosses two bonds of the tensors step k−1 started
 /// from, so r = D_{k−2}² (k ≥ 2), and r = 2 (the spin states) for T0. For χ = 16:

@@ -1,7 +1,7 @@
 //===- frontend/TrgDriver.h - Staged and whole-graph TRG drivers -------------===//
 //
 // Compiles and prepares the TRG programs of frontend/Trg.h once, then evaluates
-// lnZ/N, d(lnZ/N)/dβ and d²(lnZ/N)/dβ² at any β (trg.md §2–6):
+// lnZ/N, d(lnZ/N)/dβ and d²(lnZ/N)/dβ² at any β (docs/trg.md §2–6):
 //
 //   staged (default)  one program per step class D -> D' (and init, closure), compiled
 //                     and prepared once, reused for every step of that class. For
@@ -30,7 +30,7 @@
 // Rank schedule: TrgOptions::ranks, or trgDefaultRanks(χ, steps). Every run checks the
 // smallest kept singular values of each step (output %skept) and throws tessel::Error
 // naming the step and the value when one is ≤ rankTol (its reverse rule would divide
-// by ~0: trg.md §2.4, §5).
+// by ~0: docs/trg.md §2.4, §5).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -66,10 +66,10 @@ struct TrgOptions {
   /// Truncation schedule (ranks[n] = D' of step n+1); empty = trgDefaultRanks(chi, steps).
   std::vector<int64_t> ranks;
   TrgMode mode = TrgMode::Staged;
-  /// Residual policy of the backward programs (trg.md §6).
+  /// Residual policy of the backward programs (docs/trg.md §6).
   passes::RematPolicy checkpoint = passes::RematPolicy::Store;
   /// Contraction order of the plaquette einsum (used by the default pipeline). Pairwise
-  /// (trg.md §2.6, O(D²χ⁴)) is ~7x cheaper than chain for 16 -> 16 and equals optimal.
+  /// (docs/trg.md §2.6, O(D²χ⁴)) is ~7x cheaper than chain for 16 -> 16 and equals optimal.
   passes::OrderStrategy order = passes::OrderStrategy::Pairwise;
   /// Engine width (threads).
   int width = 1;
@@ -98,7 +98,7 @@ struct TrgOptions {
 /// (chi < 2, steps < 1, width < 1, bad ranks, ...).
 void validateTrgOptions(const TrgOptions &o);
 
-/// The schedule of trg.md §2.4 from values: a forward pass at `beta` in which step n+1
+/// The schedule of docs/trg.md §2.4 from values: a forward pass at `beta` in which step n+1
 /// keeps D' = min(D², χ, #{sa > tol}, #{sb > tol}) singular values (each step class is
 /// traced, optimised with `pipeline` (empty = the default) and prepared on the fly).
 /// For the Ising model at χ = 16 and moderate β this equals trgDefaultRanks; at low

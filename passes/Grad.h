@@ -45,12 +45,12 @@ struct GradOptions {
 /// Conventions of the rules: compare, sign and iota have zero derivative; select
 /// routes the cotangent by its predicate; maximum and reduce_max split the cotangent
 /// equally between tied maxima (JAX's rule); abs has derivative sign(x) (0 at 0); svd
-/// uses the Lorentzian-broadened rule of trg.md §5 with the op's eps (ε², not ε).
+/// uses the Lorentzian-broadened rule of docs/trg.md §5 with the op's eps (ε², not ε).
 /// Backward ops carry the location "vjp <forward op loc or name>". Ops that no output
 /// of the result uses are dropped (the forward part is otherwise kept as is).
 ir::Program grad(const ir::Program &p, const GradOptions &opts);
 
-/// The same as a pass (architecture.md pattern 2): replaces `p` by grad(p, opts) and
+/// The same as a pass (docs/architecture.md pattern 2): replaces `p` by grad(p, opts) and
 /// returns true. For the pass registry's `grad{wrt=a,b;vjp}` entry.
 bool runGrad(ir::Program &p, const GradOptions &opts);
 

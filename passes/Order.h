@@ -1,7 +1,7 @@
 //===- passes/Order.h - Contraction ordering: einsum -> binary dot_generals ------===//
 //
 // The `order` pass lowers every n-ary `einsum` into a tree of binary `dot_general`s
-// (architecture.md pattern 8, after opt_einsum), plus
+// (docs/architecture.md pattern 8, after opt_einsum), plus
 //   * a diagonal extraction for an index repeated inside one operand ("ii->i",
 //     traces): transpose the two copies last, reshape [.., D, D] -> [.., D*D], pad D
 //     zeros, reshape [.., D, D+1], slice column 0, reshape [.., D]. Exact (no

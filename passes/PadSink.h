@@ -3,7 +3,7 @@
 // The VJP of a slice is a pad by zeros (passes/VjpRules.cpp), so every truncation in
 // a program (TRG keeps χ of D² singular vectors) turns into a cotangent that is mostly
 // zeros, and the ops that consume it (the 256×256 products UᵀŪ and VᵀV̄ of the svd
-// reverse rule, trg.md §5) spend most of their time multiplying zeros. This pass moves
+// reverse rule, docs/trg.md §5) spend most of their time multiplying zeros. This pass moves
 // each zero pad past its consumers so that they compute only the unpadded block, the
 // way XLA's algebraic simplifier and JAX's symbolic zeros avoid the same work.
 //

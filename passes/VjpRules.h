@@ -1,6 +1,6 @@
 //===- passes/VjpRules.h - The VJP-rule table (internal to the grad transform) ===//
 //
-// One reverse-mode rule per op kind, in ops.def order (architecture.md pattern 6,
+// One reverse-mode rule per op kind, in ops.def order (docs/architecture.md pattern 6,
 // JAX ad.py / tinygrad gradient.py). A rule receives the forward op, the cotangent of
 // each of its results, and which operands need a cotangent; it emits ordinary ops
 // through ir::Builder and returns one cotangent per operand (kNoValue = zero or not

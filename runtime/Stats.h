@@ -1,4 +1,4 @@
-//===- runtime/Stats.h - Timing summaries and machine load (benchmarking.md) ---===//
+//===- runtime/Stats.h - Timing summaries and machine load (docs/benchmarking.md) -===//
 #pragma once
 
 #include <chrono>

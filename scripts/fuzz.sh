@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bounded fuzzing of the program readers (issue 8). Installs clang-14 and its libFuzzer
+# Bounded fuzzing of the program readers. Installs clang-14 and its libFuzzer
 # runtime when missing, configures build-fuzz (clang++, -DTESSEL_FUZZ=ON: ASan + UBSan +
 # coverage), builds only the fuzz targets, and runs each for TESSEL_FUZZ_SECONDS (60 by
 # default) with the golden test files (tests/**/*.tir, their JSON forms) and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizer runs (issue 8), each in its own build directory via CMakePresets.json:
+# Sanitizer runs, each in its own build directory via CMakePresets.json:
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer): the unit tests,
 #         the lit golden tests and the hostile-input suite (ctest: unit, lit, reliability);
 #   tsan  ThreadSanitizer: the engine's threaded tests (ctest label "engine").

@@ -2,7 +2,7 @@
 //
 // Times LAPACK dgesdd through the engine on a fixed-seed random matrix, alternated
 // (A B A B ...) with the same gesdd called directly through LAPACKE on the same
-// matrix (the floor), as benchmarking.md asks: ratios measured side by side in one
+// matrix (the floor), as docs/benchmarking.md asks: ratios measured side by side in one
 // run, first run reported apart, min/median/p90/max of the steady state, width, BLAS
 // library and load average.
 //
@@ -227,7 +227,7 @@ void benchWidths(const WidthsBenchOpts &o) {
 
 void addBenchCommand(CLI::App &app) {
   CLI::App *bench = app.add_subcommand(
-      "bench", "Benchmarks that print numbers (never pass/fail). See ../shared/docs/benchmarking.md.");
+      "bench", "Benchmarks that print numbers (never pass/fail). See docs/benchmarking.md.");
   bench->require_subcommand(1);
   auto o = std::make_shared<SvdBenchOpts>();
   CLI::App *svd = bench->add_subcommand(

@@ -1,8 +1,8 @@
 //===- tools/cmd_emit.cpp - `tessel emit`: print the TRG programs ---------------===//
 //
-//   tessel emit trg-step --din D --dout K    one step class D -> K (trg.md §2)
-//   tessel emit trg-init                     beta -> T0 (trg.md §1)
-//   tessel emit trg-closure --d D            T -> ln Σ T[i,j,i,j] (trg.md §3)
+//   tessel emit trg-step --din D --dout K    one step class D -> K (docs/trg.md §2)
+//   tessel emit trg-init                     beta -> T0 (docs/trg.md §1)
+//   tessel emit trg-closure --d D            T -> ln Σ T[i,j,i,j] (docs/trg.md §3)
 //   tessel emit trg --chi 16 --steps N       beta -> lnZ/N, all steps in one program
 //
 //===----------------------------------------------------------------------===//
@@ -105,7 +105,7 @@ void addEmitCommand(CLI::App &app) {
   auto args = std::make_shared<EmitArgs>();
   CLI::App *cmd = app.add_subcommand(
       "emit",
-      "Print a TRG program of the 2D Ising model (../shared/docs/trg.md) as text IR.\n"
+      "Print a TRG program of the 2D Ising model (docs/trg.md) as text IR.\n"
       "  trg-step --din D --dout K   one step class: (%T: f64[D,D,D,D]) -> (%logm: f64[],\n"
       "                              %Tn: f64[K,K,K,K]); plaquette left as one einsum\n"
       "  trg-init                    (%beta: f64[]) -> (%T0: f64[2,2,2,2])\n"

@@ -1,7 +1,7 @@
 //===- tools/cmd_run.cpp - `tessel run FILE --input NAME=VALUE ...` --------------===//
 //
 // Prepares and runs a program on the engine, writes the outputs as .npy files (or
-// prints them), and reports timings as benchmarking.md asks: prepare, the first run
+// prints them), and reports timings as docs/benchmarking.md asks: prepare, the first run
 // alone, the steady state over N runs after one warm-up (min/median/p90/max), the
 // engine width, the BLAS library and its thread count, and the load average before
 // and after.

@@ -1,4 +1,4 @@
-//===- tools/cmd_trg.cpp - `tessel trg`: the main job (issue 6) -----------------===//
+//===- tools/cmd_trg.cpp - `tessel trg`: the main job -----------------------------===//
 //
 //   tessel trg [--beta B[,B...] | --beta-range A:B:N] [--chi 16] [--steps 20] [--grad]
 //              [--second] [--mode staged|whole] [--checkpoint store|recompute|save-svd]
@@ -7,7 +7,7 @@
 //
 // Compiles and prepares the TRG programs once (frontend/TrgDriver.h), then per β runs
 // the value (and value+grad, second order), compares with Onsager's exact values and
-// reports timings the way benchmarking.md asks: compile, prepare, first run, steady
+// reports timings the way docs/benchmarking.md asks: compile, prepare, first run, steady
 // min/median/p90/max over --repeat runs after one warm-up, engine width, BLAS, load
 // average before/after. --json prints one JSON object per β (JSON Lines).
 //
@@ -364,7 +364,7 @@ void runTrg(TrgArgs &a) {
               << "\n";
   double probeMs = -1;
   if (a.ranks == "auto") {
-    // trg.md §2.4 from values: one forward pass at the first beta counts singular values.
+    // docs/trg.md §2.4 from values: one forward pass at the first beta counts singular values.
     auto t0 = Clock::now();
     opts.ranks = frontend::deriveTrgRanks(betas[0], opts.chi, opts.steps, opts.rankTol,
                                           opts.pipeline);
@@ -522,10 +522,11 @@ void addTrgCommand(CLI::App &app) {
   auto args = std::make_shared<TrgArgs>();
   CLI::App *cmd = app.add_subcommand(
       "trg",
-      "TRG of the 2D Ising model (../shared/docs/trg.md): lnZ/N, d(lnZ/N)/dbeta and\n"
+      "TRG of the 2D Ising model (docs/trg.md): lnZ/N, d(lnZ/N)/dbeta and\n"
       "d2(lnZ/N)/dbeta2 per beta, compared with Onsager's exact values, with timings\n"
       "(compile = trace + passes, prepare, first run, steady min/median/p90/max over\n"
-      "--repeat runs after one warm-up, engine width, BLAS, load average).\n"
+      "--repeat runs after one warm-up, engine width, BLAS, load average; method:\n"
+      "docs/benchmarking.md).\n"
       "Example: tessel trg --beta 0.3 --grad\n"
       "Staged mode (default) compiles one program per step class D->D' and chains them;\n"
       "whole mode compiles one program for all steps. --json prints one JSON object per\n"

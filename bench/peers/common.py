@@ -6,7 +6,7 @@ Every peer program prints JSON Lines on stdout, one object per measured workload
     stats {min, median, p90, max}, threads, blas [...], loadavg {before, after}, versions,
     plus workload-specific results (lnZ_per_site, dlnZ_dbeta, ...).
 
-Timing rules (../../shared/docs/benchmarking.md): inputs are made outside the timed region, the
+Timing rules (docs/benchmarking.md): inputs are made outside the timed region, the
 first call is timed alone and never enters the steady state, one untimed warm-up follows it, and
 a call is timed until its results are in host memory (block_until_ready for JAX, .item()/numpy
 conversion for PyTorch).
@@ -20,9 +20,9 @@ import sys
 import time
 from typing import Callable, Sequence
 
-# TRG parameters of trg.md.
-TOL = 1e-12          # rank cut on the normalised tensor (trg.md §2.4)
-EPS = 1e-12          # Lorentzian broadening of the SVD reverse rule (trg.md §5); eps**2 is used
+# TRG parameters of docs/trg.md.
+TOL = 1e-12          # rank cut on the normalised tensor (docs/trg.md §2.4)
+EPS = 1e-12          # Lorentzian broadening of the SVD reverse rule (docs/trg.md §5); uses eps**2
 
 
 def loadavg() -> str:

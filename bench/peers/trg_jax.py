@@ -1,5 +1,5 @@
-"""JAX peer (CPU, x64): the TRG of ../../../shared/docs/trg.md as jax.jit(jax.value_and_grad(f))
-over β, with a custom_vjp SVD implementing the Lorentzian-broadened reverse rule of trg.md §5
+"""JAX peer (CPU, x64): the TRG of docs/trg.md as jax.jit(jax.value_and_grad(f))
+over β, with a custom_vjp SVD implementing the Lorentzian-broadened reverse rule of docs/trg.md §5
 (ε = 1e-12, ε² in the denominator); the seeds' grad micro-benchmark; svd/svdvals 256×256.
 
     python trg_jax.py trg     --beta 0.4 --chi 16 --steps 20 --repeat 10
@@ -14,7 +14,7 @@ actually loaded (JAX's CPU LAPACK kernels come through scipy's or jaxlib's LAPAC
 by threadpoolctl after the runs.
 
 The rank schedule (2, 4, 4, 16, ... for chi = 16) is static in a jitted program: it is measured
-by the numpy forward (count of singular values > 1e-12, trg.md §2.4) before tracing, outside
+by the numpy forward (count of singular values > 1e-12, docs/trg.md §2.4) before tracing, outside
 every timed region.
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _svd_fwd(a):
 
 
 def _svd_bwd(res, cts):
-    """trg.md §5: d_ij = s_j² − s_i², F_ij = d_ij/(d_ij² + ε²) (0 on ties and the diagonal),
+    """docs/trg.md §5: d_ij = s_j² − s_i², F_ij = d_ij/(d_ij² + ε²) (0 on ties and the diagonal),
     s⁺ = s/(s² + ε²), J = F∘(UᵀŪ), K = F∘(VᵀV̄),
     Ā = U[(J+Jᵀ)S + S(K+Kᵀ) + diag(s̄)]Vᵀ + (I−UUᵀ)Ū S⁺ Vᵀ + U S⁺ V̄ᵀ (I−VVᵀ)."""
     u, s, vt = res
@@ -78,7 +78,7 @@ svd.defvjp(_svd_fwd, _svd_bwd)
 
 def make_lnz(ranks: list[int]):
     """β ↦ lnZ/N with a static rank schedule. m_n = max|T| is a stop-gradient constant
-    (trg.md §5: T' is homogeneous of degree 2, so lnZ does not depend on m_n)."""
+    (docs/trg.md §5: T' is homogeneous of degree 2, so lnZ does not depend on m_n)."""
     steps = len(ranks)
 
     def lnz_fn(beta):

@@ -1,20 +1,22 @@
-"""numpy peer: the TRG forward of ../../../shared/docs/trg.md (value only), the SVD floor, and
+"""numpy peer: the TRG forward of docs/trg.md (value only), the SVD floor, and
 the 256×256 svd/svdvals micro-benchmarks.
 
     python trg_numpy.py trg   --beta 0.4 --chi 16 --steps 20 --repeat 10 [--dump-svd-inputs DIR]
     python trg_numpy.py floor --dir DIR --repeat 10       # the 32 gesdd calls on dumped matrices
     python trg_numpy.py svd   --n 256 --repeat 30 [--matrix M.npy]   # svd and svdvals
+    python trg_numpy.py checkpoints [--beta 0.4] [--check tests/data/trg_beta0.4_checkpoints.json]
 
 numpy.linalg.svd calls LAPACK dgesdd (divide and conquer) through the BLAS numpy loaded; that
 library and its thread count are reported with every record (threadpoolctl).
 
-The TRG is written from trg.md alone: normalise by max|T|, Ma = T.transpose(2,1,0,3), Mb =
+The TRG is written from docs/trg.md alone: normalise by max|T|, Ma = T.transpose(2,1,0,3), Mb =
 T.transpose(3,2,1,0) reshaped to D²×D², full SVDs, D' = min(D², chi, #{s > 1e-12}) for both,
 half-tensors U·sqrt(s) and V·sqrt(s), pairwise plaquette contraction, closure Σ T[i,j,i,j].
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -33,9 +35,10 @@ def initial_tensor(beta: float) -> np.ndarray:
 
 
 def trg_forward(beta: float, chi: int, steps: int, svd_sink: list | None = None,
-                svd=np.linalg.svd) -> tuple[float, list[int]]:
+                svd=np.linalg.svd, trace: dict | None = None) -> tuple[float, list[int]]:
     """lnZ/N and the rank schedule. `svd_sink`, if given, receives every SVD input matrix
-    (copies) in call order: Ma then Mb of each step."""
+    (copies) in call order: Ma then Mb of each step. `trace`, if given, receives the per-step
+    checkpoint scalars: "maxabs" (m_n) and "top4_sa" (the 4 largest singular values of Ma)."""
     t = initial_tensor(beta)
     lnz = 0.0
     ranks = []
@@ -51,6 +54,9 @@ def trg_forward(beta: float, chi: int, steps: int, svd_sink: list | None = None,
             svd_sink.append(np.ascontiguousarray(mb).copy())
         ua, sa, vta = svd(ma)
         ub, sb, vtb = svd(mb)
+        if trace is not None:
+            trace.setdefault("maxabs", []).append(float(m))
+            trace.setdefault("top4_sa", []).append([float(v) for v in sa[:4]])
         k = min(d * d, chi, int(np.sum(sa > common.TOL)), int(np.sum(sb > common.TOL)))
         ranks.append(k)
         ra, rb = np.sqrt(sa[:k]), np.sqrt(sb[:k])
@@ -58,7 +64,7 @@ def trg_forward(beta: float, chi: int, steps: int, svd_sink: list | None = None,
         s3 = (vta[:k, :].T * ra).reshape(d, d, k)
         s2 = (ub[:, :k] * rb).reshape(d, d, k)
         s4 = (vtb[:k, :].T * rb).reshape(d, d, k)
-        # Pairwise order of trg.md §2.6: X[w,r,b,u], Y[b,l,w,d], then sum over w, b.
+        # Pairwise order of docs/trg.md §2.6: X[w,r,b,u], Y[b,l,w,d], then sum over w, b.
         x = np.tensordot(s1, s2, axes=([1], [0]))            # [w, r, b, u]
         y = np.tensordot(s3, s4, axes=([1], [0]))            # [b, l, w, d]
         t = np.tensordot(x, y, axes=([0, 2], [2, 0]))        # [r, u, l, d]
@@ -81,6 +87,47 @@ def cmd_trg(a) -> None:
     common.emit(common.record(
         "numpy", "trg_value", first, steady, load, beta=a.beta, chi=a.chi, steps=a.steps,
         lnZ_per_site=res[0], ranks=ranks, order="pairwise", versions={"numpy": np.__version__}))
+
+
+def cmd_checkpoints(a) -> None:
+    """The per-step checkpoint scalars of one forward (the layout of
+    tests/data/trg_beta0.4_checkpoints.json), or with --check FILE their deviations from FILE.
+    Singular values are compared relative to the step's largest one (the smallest of the four
+    can be rounding noise, ~1e-17); m_n and lnZ/N relative to themselves. From step 14 on
+    (β = 0.4, χ = 16) the second and third singular values of Ma are nearly degenerate and the
+    χ cuts before them keep different members of near-degenerate multiplets on different LAPACK
+    builds, so those singular values move by up to ~1e-4 while m_n and lnZ/N do not: they are
+    judged only through step --sv-steps (default 13) and printed for every step."""
+    trace: dict = {}
+    lnz, ranks = trg_forward(a.beta, a.chi, a.steps, trace=trace)
+    if not a.check:
+        print(json.dumps({"beta": a.beta, "chi": a.chi, "steps": a.steps, "lnZ_per_site": lnz,
+                          "ranks": ranks, "maxabs_divided_out_per_step": trace["maxabs"],
+                          "top4_singular_values_Ma_per_step": trace["top4_sa"]}, indent=1))
+        return
+    with open(a.check, encoding="utf-8") as f:
+        ref = json.load(f)
+    if (ref["beta"], ref["chi"], ref["steps"]) != (a.beta, a.chi, a.steps):
+        sys.exit(f"trg_numpy checkpoints: {a.check} is for beta={ref['beta']}, chi={ref['chi']}, "
+                 f"steps={ref['steps']}; pass the same --beta/--chi/--steps")
+    dev_lnz = abs(lnz - ref["lnZ_per_site"]) / abs(ref["lnZ_per_site"])
+    ref_m = ref["maxabs_divided_out_per_step"]
+    dev_m = [abs(x - y) / abs(y) for x, y in zip(trace["maxabs"], ref_m)]
+    dev_s = [max(abs(x - y) for x, y in zip(xs, ys)) / ys[0]
+             for xs, ys in zip(trace["top4_sa"], ref["top4_singular_values_Ma_per_step"])]
+    print(f"{a.check}: numpy {np.__version__} forward, beta = {a.beta}, chi = {a.chi}, "
+          f"{a.steps} steps (BLAS: {common.blas_summary(common.blas_info())})")
+    print(f"  ranks                       {'equal' if ranks == ref['ranks'] else 'DIFFERENT'}")
+    print(f"  lnZ_per_site                relative deviation {dev_lnz:.2e} ({lnz!r})")
+    for name, devs in (("maxabs_divided_out", dev_m), ("top4_singular_values_Ma", dev_s)):
+        worst = max(range(len(devs)), key=devs.__getitem__)
+        print(f"  {name:<27} max relative deviation {devs[worst]:.2e} (step {worst + 1}); "
+              f"per step: {' '.join(f'{d:.0e}' for d in devs)}")
+    bad = (ranks != ref["ranks"] or len(dev_m) != len(ref_m)
+           or max([dev_lnz] + dev_m + dev_s[:a.sv_steps]) > a.tol)
+    print(f"  judged: ranks, lnZ/N, m_n of every step, singular values of steps 1-{a.sv_steps}")
+    print(f"  tolerance {a.tol:g}: {'FAIL' if bad else 'ok'}")
+    sys.exit(1 if bad else 0)
 
 
 def svd_floor(mats: list) -> float:
@@ -183,8 +230,20 @@ def main() -> None:
     sp.add_argument("--chi", type=int, default=16)
     sp.add_argument("--steps", type=int, default=20)
     sp.add_argument("--repeat", type=int, default=10)
+    c = sub.add_parser("checkpoints", help="per-step checkpoint scalars (m_n, top-4 singular "
+                                           "values of Ma, ranks, lnZ/N) as JSON, or --check FILE")
+    c.add_argument("--beta", type=float, default=0.4)
+    c.add_argument("--chi", type=int, default=16)
+    c.add_argument("--steps", type=int, default=20)
+    c.add_argument("--check", metavar="FILE",
+                   help="compare with FILE (e.g. tests/data/trg_beta0.4_checkpoints.json)")
+    c.add_argument("--tol", type=float, default=1e-10,
+                   help="largest relative deviation --check accepts (default 1e-10)")
+    c.add_argument("--sv-steps", type=int, default=13,
+                   help="--check judges the singular values of steps 1..N only (default 13)")
     a = ap.parse_args()
-    {"trg": cmd_trg, "floor": cmd_floor, "svd": cmd_svd, "split": cmd_split}[a.cmd](a)
+    {"trg": cmd_trg, "floor": cmd_floor, "svd": cmd_svd, "split": cmd_split,
+     "checkpoints": cmd_checkpoints}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
-"""PyTorch peer (CPU, eager autograd, float64): the TRG of ../../../shared/docs/trg.md with a
+"""PyTorch peer (CPU, eager autograd, float64): the TRG of docs/trg.md with a
 custom torch.autograd.Function SVD implementing the Lorentzian-broadened reverse rule of
-trg.md §5 (ε = 1e-12, ε² in the denominator); svd/svdvals 256×256.
+docs/trg.md §5 (ε = 1e-12, ε² in the denominator); svd/svdvals 256×256.
 
     python trg_torch.py trg --beta 0.4 --chi 16 --steps 20 --repeat 10 [--threads 1]
     python trg_torch.py svd --n 256 --repeat 30 [--matrix M.npy]
 
 torch.set_num_threads(--threads) is called before anything runs (default 1). PyTorch is eager,
-so the rank schedule is computed at run time exactly as trg.md §2.4 says (count of singular
+so the rank schedule is computed at run time exactly as docs/trg.md §2.4 says (count of singular
 values > 1e-12), and there is no compile step: the first call is timed apart all the same.
 A timed call returns Python floats (.item()), i.e. results in host memory.
 """
@@ -25,7 +25,7 @@ import common  # noqa: E402
 
 class LorentzSVD(torch.autograd.Function):
     """Full SVD a = u·diag(s)·vh (torch.linalg.svd, LAPACK gesdd on CPU) with the reverse rule
-    of trg.md §5."""
+    of docs/trg.md §5."""
 
     @staticmethod
     def forward(ctx, a):
@@ -66,7 +66,7 @@ def lnz_fn(beta: torch.Tensor, chi: int, steps: int, ranks_out: list | None = No
     lnz = torch.zeros((), dtype=torch.float64)
     for n in range(steps):
         d = t.shape[0]
-        m = torch.max(torch.abs(t)).detach()     # stop-gradient (trg.md §5)
+        m = torch.max(torch.abs(t)).detach()     # stop-gradient (docs/trg.md §5)
         t = t / m
         lnz = lnz + torch.log(m) / 2.0 ** n
         ma = t.permute(2, 1, 0, 3).reshape(d * d, d * d)

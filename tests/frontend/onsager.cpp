@@ -13,13 +13,12 @@ using namespace tessel::frontend;
 
 namespace {
 nlohmann::json loadJson(const std::string &name) {
-  std::ifstream in(std::string(TESSEL_SHARED_DIR) + "/reference/" + name);
-  REQUIRE_MESSAGE(in.good(), "cannot open reference/" << name);
+  std::ifstream in(std::string(TESSEL_TEST_DATA_DIR) + "/" + name);
+  REQUIRE_MESSAGE(in.good(), "cannot open tests/data/" << name);
   return nlohmann::json::parse(in);
 }
-// |a - b| <= tol * max(1, |b|): absolute below 1, relative above. The reference row at
-// beta = 0.4407 (d2 = 24.9) was computed in plain double and is off by 5e-13 relative
-// from a 40-digit evaluation (mpmath), which this implementation matches to 1e-15.
+// |a - b| <= tol * max(1, |b|): absolute below 1, relative above. The file's values are
+// checked against a 40-digit evaluation by scripts/onsager_reference.py (mpmath).
 void near(double got, double want, double tol, const char *what, double beta) {
   double err = std::fabs(got - want);
   CHECK_MESSAGE(err <= tol * std::max(1.0, std::fabs(want)),

@@ -1,4 +1,4 @@
-//===- tests/frontend/trg_driver.cpp - The TRG drivers: numbers of issue 6 -------===//
+//===- tests/frontend/trg_driver.cpp - The TRG drivers: the reference numbers ---===//
 //
 // The seed configuration (chi = 16, 20 steps) runs once (three betas, values only);
 // derivative and equivalence tests use chi = 8, 10 steps (64x64 SVDs).
@@ -40,7 +40,7 @@ TEST_CASE("trg driver: seed values at chi=16, 20 steps and the beta=0.4 checkpoi
   for (int i = 0; i < 17; ++i) want.push_back(16);
   CHECK(d.ranks() == want);
 
-  // trg.md / issue 6: the seeds' lnZ/N to 1e-13.
+  // The seed values of lnZ/N (tests/data/README.md) to 1e-13.
   const std::pair<double, double> seeds[] = {
       {0.3, 0.790559063800966}, {0.4, 0.879363060306851}, {0.5, 1.025792858455947}};
   for (auto [beta, lnz] : seeds) {
@@ -54,7 +54,7 @@ TEST_CASE("trg driver: seed values at chi=16, 20 steps and the beta=0.4 checkpoi
       CHECK(s[1] > 1e-12);
     }
     if (beta != 0.4) continue;
-    std::ifstream in(std::string(TESSEL_SHARED_DIR) + "/reference/trg_beta0.4_checkpoints.json");
+    std::ifstream in(std::string(TESSEL_TEST_DATA_DIR) + "/trg_beta0.4_checkpoints.json");
     REQUIRE(in.good());
     auto j = nlohmann::json::parse(in);
     CHECK(std::fabs(r.lnZ - j["lnZ_per_site"].get<double>()) < 1e-13);
@@ -262,7 +262,7 @@ TEST_CASE("trg driver: a kept exact zero singular value stops the run, naming th
   CHECK_THROWS_WITH_AS(parseTrgMode("fast"), doctest::Contains("allowed: staged, whole"), Error);
 }
 
-TEST_CASE("trg driver: the schedule from singular values (trg.md §2.4)") {
+TEST_CASE("trg driver: the schedule from singular values (docs/trg.md §2.4)") {
   // At moderate beta the value-derived schedule is the default rule's.
   for (double beta : {0.3, 0.5})
     CHECK(deriveTrgRanks(beta, 16, 6) == trgDefaultRanks(16, 6));

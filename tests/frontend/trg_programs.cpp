@@ -1,4 +1,4 @@
-//===- tests/frontend/trg_programs.cpp - The TRG program builders (trg.md) -------===//
+//===- tests/frontend/trg_programs.cpp - The TRG program builders (docs/trg.md) ---===//
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -28,7 +28,7 @@ ir::Tensor randomTensor(ir::Shape shape, unsigned seed) {
 }
 } // namespace
 
-TEST_CASE("trg: default rank schedule (trg.md §2.4)") {
+TEST_CASE("trg: default rank schedule (docs/trg.md §2.4)") {
   std::vector<int64_t> want = {2, 4, 4, 16};
   for (int i = 0; i < 16; ++i) want.push_back(16);
   CHECK(trgDefaultRanks(16, 20) == want);
@@ -43,7 +43,7 @@ TEST_CASE("trg: default rank schedule (trg.md §2.4)") {
   CHECK_THROWS_AS(checkTrgRanks({2, 4, 4, 17}, 16), Error);
 }
 
-TEST_CASE("trg: step programs have the signature and ops of trg.md §2") {
+TEST_CASE("trg: step programs have the signature and ops of docs/trg.md §2") {
   for (auto [D, Dp] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {2, 4}, {4, 4}, {4, 16}, {16, 16}, {3, 5}}) {
     ir::Program p = buildTrgStep(D, Dp);
     INFO("step " << D << "->" << Dp);
@@ -80,7 +80,7 @@ TEST_CASE("trg: step programs have the signature and ops of trg.md §2") {
   CHECK_THROWS_AS(buildTrgStep(4, 0), ShapeError);
 }
 
-TEST_CASE("trg: the initial tensor (trg.md §1)") {
+TEST_CASE("trg: the initial tensor (docs/trg.md §1)") {
   ir::Program p = buildTrgInit();
   REQUIRE(ir::verify(p).empty());
   for (double beta : {0.3, 0.44, 1.0}) {
@@ -118,9 +118,9 @@ TEST_CASE("trg: closure pairs opposite legs") {
   }
 }
 
-TEST_CASE("trg: one step follows trg.md §2 on a random tensor") {
+TEST_CASE("trg: one step follows docs/trg.md §2 on a random tensor") {
   // Checks the permutations, reshapes, half-tensors and the plaquette against the
-  // index formulas of trg.md §2 through a gauge-independent invariant.
+  // index formulas of docs/trg.md §2 through a gauge-independent invariant.
   const int64_t D = 2, Dp = 4;
   TrgStepOptions o;
   o.outputSingularValues = true;

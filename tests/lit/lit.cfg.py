@@ -13,5 +13,4 @@ config.environment["PATH"] = os.pathsep.join(
     [config.tessel_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.environment["OPENBLAS_NUM_THREADS"] = "1"
 config.substitutions.append(("%tessel", os.path.join(config.tessel_bin_dir, "tessel")))
-config.substitutions.append(("%shared", config.tessel_shared_dir))
 config.substitutions.append(("%python", config.python_executable))

@@ -1,4 +1,4 @@
-// The svd VJP rule (trg.md §5): gauge-invariant losses on square, tall and wide
+// The svd VJP rule (docs/trg.md §5): gauge-invariant losses on square, tall and wide
 // matrices (gradcheck orders 1 and 2), and degenerate cases where the textbook rule
 // gives NaN, against gradients derived by hand.
 #include <doctest/doctest.h>

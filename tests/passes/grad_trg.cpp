@@ -1,5 +1,5 @@
 // Gradients through the TRG step programs (frontend/Trg.h, `tessel emit trg-step`)
-// against finite differences, for every step class of trg.md §4.
+// against finite differences, for every step class of docs/trg.md §4.
 //
 // Test points: the step output Tn depends on the sign gauge of the singular vectors
 // (flipping u_k, v_k flips the slices r = k and l = k of Tn), so finite differences of
@@ -64,7 +64,7 @@ void requirePass(const GradCheckResult &r, double rel) {
 
 } // namespace
 
-TEST_CASE("grad trg: every small step class passes gradcheck (orders 1 and 2) to 1e-8") {
+TEST_CASE("grad trg: every small step class passes gradcheck (orders 1 and 2) to 1e-8 (5e-8 through max|T|)") {
   struct Cls {
     int64_t din, dout;
   };
@@ -77,9 +77,14 @@ TEST_CASE("grad trg: every small step class passes gradcheck (orders 1 and 2) to
     o.rtol = 1e-8;
     o.atol = 0;
     o.seed = static_cast<uint64_t>(c.din * 100 + c.dout);
-    // The step itself (differentiating through max|T|), outputs logm and Tn (vjp).
+    // The step itself (differentiating through max|T|), outputs logm and Tn (vjp). Its
+    // order-2 finite difference is noisier: for 4 -> 16 it moves by 2e-8..1e-7 relative
+    // with the step (3e-6, 1e-5, 3e-5) around the transform's value, which the old and
+    // the current svd rule give identically to 16 digits; hence 5e-8 here.
     Program step = stepProgram(c.din, c.dout, /*stopGradientOnMax=*/false);
-    requirePass(gradCheck(step, randomInputs(step, 7), o), 1e-8);
+    o.rtol = 5e-8;
+    requirePass(gradCheck(step, randomInputs(step, 7), o), 5e-8);
+    o.rtol = 1e-8;
     // Step + closure with the default stop_gradient(max|T|): a scalar.
     Program sc = stepClosureProgram(c.din, c.dout);
     requirePass(gradCheck(sc, randomInputs(sc, 7), o), 1e-8);

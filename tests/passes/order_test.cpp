@@ -82,7 +82,7 @@ std::vector<Shape> plaquetteShapes(int64_t D, int64_t Dp) {
 
 } // namespace
 
-// TRG plaquette (trg.md §2.6): T'[r,u,l,d] = Σ_{w,a,b,g} S1[w,a,r] S2[a,b,u] S3[b,g,l] S4[g,w,d]
+// TRG plaquette (docs/trg.md §2.6): T'[r,u,l,d] = Σ_{w,a,b,g} S1[w,a,r] S2[a,b,u] S3[b,g,l] S4[g,w,d]
 // with bond indices w,a,b,g of size D and new indices r,u,l,d of size D'.
 // opt_einsum's cost of a pairwise step: prod(sizes of all its indices) x 2 if it sums one.
 //

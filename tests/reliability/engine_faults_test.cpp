@@ -1,4 +1,4 @@
-// The engine under faults and load (issue 8). What tests/runtime already covers is not
+// The engine under faults and load. What tests/runtime already covers is not
 // repeated here (NaN into svd at widths 1-3, --check-nan on log at widths 1-2, 1000
 // mixed runs, 50 engine lifetimes). Added:
 //   * a real LAPACK failure (dgesdd returning info > 0) injected in the middle of a wide

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Table-driven hostile-input suite for the tessel driver (issue 8).
+"""Table-driven hostile-input suite for the tessel driver.
 
 Every case writes its input files into a fresh directory, runs one `tessel` command and
 requires all of:

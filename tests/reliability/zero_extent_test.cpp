@@ -1,4 +1,4 @@
-// Zero extents (issue 8): the IR allows them (ir/Type.h: "every extent >= 0"; parser and
+// Zero extents: the IR allows them (ir/Type.h: "every extent >= 0"; parser and
 // JSON reader accept them; shape rules apply unchanged; negative extents are errors).
 // This checks that every stage agrees: each op kind on zero-sized operands verifies,
 // round-trips through text and JSON, and runs on the engine (widths 1 and 3) with the

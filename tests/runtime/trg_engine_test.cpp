@@ -94,7 +94,7 @@ TEST_CASE("trg step 16 -> 16 on the physical tensor: widths 1/2/4 bitwise, refer
 }
 
 TEST_CASE("whole 20-step TRG program on the engine: lnZ/N at beta=0.4 to 1e-13, widths bitwise") {
-  // ../shared/reference/trg_beta0.4_checkpoints.json: lnZ_per_site.
+  // tests/data/trg_beta0.4_checkpoints.json: lnZ_per_site.
   const double expect = 0.8793630603068517;
   ir::Program p = frontend::buildTrgWhole(frontend::trgDefaultRanks(16, 20));
   passes::runOrder(p, passes::OrderOptions{});
