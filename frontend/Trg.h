@@ -29,9 +29,19 @@ namespace tessel::frontend {
 /// (docs/trg.md §2.4).
 inline constexpr double kTrgRankTol = 1e-12;
 
+/// Default broadening ε of the svd reverse rule in the TRG programs, relative to the
+/// largest singular value of each SVD (docs/trg.md §5). It must exceed the noise floor of
+/// the computed gaps between singular values: in the ordered phase the gaps of
+/// symmetry-degenerate pairs shrink with every step until rounding stops them at
+/// ~1e-11·s₀ (β = 0.45, χ = 16, steps 19–20), and a broadening below that turns those
+/// noise gaps into 1/noise in the second derivative (d²(lnZ/N)/dβ² off by 7.5e-6 relative
+/// with ε = 1e-12, 1.5e-9 with ε = 1e-9). First derivatives move by ~1e-14.
+inline constexpr double kTrgSvdEps = 1e-9;
+
 struct TrgStepOptions {
-  /// Lorentzian broadening ε of the svd reverse rule (docs/trg.md §5).
-  double svdEps = 1e-12;
+  /// Lorentzian broadening ε of the svd reverse rule, relative to the largest singular
+  /// value (docs/trg.md §5).
+  double svdEps = kTrgSvdEps;
   /// m_n = stop_gradient(max|T|) (allowed by docs/trg.md §5: lnZ does not depend on m_n).
   bool stopGradientOnMax = true;
   /// Adds an output %skept: f64[2] = (sa[D'-1], sb[D'-1]), the smallest kept singular

@@ -78,7 +78,7 @@ struct TrgOptions {
   /// Build the second-order program (second()).
   bool second = false;
   /// Lorentzian broadening of the svd reverse rule.
-  double svdEps = 1e-12;
+  double svdEps = kTrgSvdEps;
   /// Kept singular values must exceed this (absolute, normalised tensor).
   double rankTol = kTrgRankTol;
   /// Pass pipeline applied to every program; empty = defaultTrgPipeline(order).

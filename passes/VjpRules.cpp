@@ -88,20 +88,35 @@ OperandCotangents vjpNone(const VjpCall &c) {
 // y = -x: x̄ = -g
 OperandCotangents vjpNeg(const VjpCall &c) { return {c.b.neg(c.cotangents[0])}; }
 
-// y = exp x: x̄ = g·y
+/// The contribution r = g·f′(x) of a cotangent g, with the convention that an exactly
+/// zero cotangent contributes exactly 0 even where the local derivative f′ is infinite
+/// (0·∞ of sqrt and log at 0, of div by 0, of exp at overflow): r where it is a number,
+/// and 0 where g == 0 and r is NaN. A NaN from a nonzero g, or from a NaN input, still
+/// propagates; where g != 0 nothing changes, and the derivative with respect to g is
+/// kept wherever f′ is finite (the predicate is false there).
+ValueId zeroCotangentSafe(Builder &b, ValueId g, ValueId r) {
+  Shape shape = shapeOf(b, g);
+  ValueId zero = splat(b, 0.0, shape);
+  ValueId dropped = b.mul(b.compare(g, zero, "EQ"), b.compare(r, r, "NE"));
+  return b.select(dropped, zero, r);
+}
+
+// y = exp x: x̄ = g·y   (0 where g = 0, also where y overflows)
 OperandCotangents vjpExp(const VjpCall &c) {
-  return {c.b.mul(c.cotangents[0], c.op.results[0])};
+  ValueId g = c.cotangents[0];
+  return {zeroCotangentSafe(c.b, g, c.b.mul(g, c.op.results[0]))};
 }
 
-// y = log x: x̄ = g / x
+// y = log x: x̄ = g / x   (0 where g = 0, also at x = 0)
 OperandCotangents vjpLog(const VjpCall &c) {
-  return {c.b.div(c.cotangents[0], c.op.operands[0])};
+  ValueId g = c.cotangents[0];
+  return {zeroCotangentSafe(c.b, g, c.b.div(g, c.op.operands[0]))};
 }
 
-// y = sqrt x: x̄ = g / (2y) = g / (y + y)   (no constant needed)
+// y = sqrt x: x̄ = g / (2y) = g / (y + y)   (no constant needed; 0 where g = 0, also at x = 0)
 OperandCotangents vjpSqrt(const VjpCall &c) {
-  ValueId y = c.op.results[0];
-  return {c.b.div(c.cotangents[0], c.b.add(y, y))};
+  ValueId g = c.cotangents[0], y = c.op.results[0];
+  return {zeroCotangentSafe(c.b, g, c.b.div(g, c.b.add(y, y)))};
 }
 
 // y = sin x: x̄ = g·cos x
@@ -140,11 +155,12 @@ OperandCotangents vjpMul(const VjpCall &c) {
   return {c.needed[0] ? c.b.mul(g, b) : kNone, c.needed[1] ? c.b.mul(g, a) : kNone};
 }
 
-// y = a / b: ā = g / b, b̄ = -ā·y  (= -g·a/b²)
+// y = a / b: ā = g / b, b̄ = -ā·y  (= -g·a/b²; both 0 where g = 0, also at b = 0)
 OperandCotangents vjpDiv(const VjpCall &c) {
   ValueId g = c.cotangents[0], b = c.op.operands[1], y = c.op.results[0];
-  ValueId ga = c.b.div(g, b);
-  return {c.needed[0] ? ga : kNone, c.needed[1] ? c.b.neg(c.b.mul(ga, y)) : kNone};
+  ValueId ga = zeroCotangentSafe(c.b, g, c.b.div(g, b));
+  return {c.needed[0] ? ga : kNone,
+          c.needed[1] ? zeroCotangentSafe(c.b, g, c.b.neg(c.b.mul(ga, y))) : kNone};
 }
 
 // y = max(a, b): ā = g·w, b̄ = g - ā with w = 1 where a > b, 1/2 where a == b, 0 where
@@ -414,35 +430,47 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
   return b.slice(g, start, limit);
 }
 
-// Thin SVD A[m,n] = U[m,k]·diag(s[k])·Vt[k,n], k = min(m,n), V = Vtᵀ. trg.md §5,
-// with Lorentzian broadening ε (the op's "eps" attribute):
-//   d_ij = s_j² − s_i²,  F_ij = d_ij / (d_ij² + ε²)  (0 on the diagonal and at exact ties),
-//   s⁺_i = s_i / (s_i² + ε²),  J = F∘(UᵀŪ),  K = F∘(VᵀV̄),
-//   Ā = U·[(J + Jᵀ)·diag(s) + diag(s)·(K + Kᵀ) + diag(s̄)]·Vᵀ
-//       + (I − UUᵀ)·Ū·diag(s⁺)·Vᵀ + U·diag(s⁺)·V̄ᵀ·(I − VVᵀ).
-// With Vt as the op's result, VᵀV̄ = Vt·V̄tᵀ and V̄ᵀ(I − VVᵀ) = V̄t − (VᵀV̄)ᵀ·Vt.
-// The projector terms vanish identically when m == k (resp. n == k) and are skipped.
-// F and s⁺ are multiplied by a (x != 0) mask (see `lorentzian`): same values, but a
-// zero derivative at exact ties, so the rule's own derivative (grad of grad) stays
-// finite and clean there; with ε = 0 it also avoids 0/0.
+// Thin SVD A[m,n] = U[m,k]·diag(s[k])·Vt[k,n], k = min(m,n), V = Vtᵀ (docs/trg.md §5).
+// With G = UᵀŪ, H = VᵀV̄ (= Vt·V̄tᵀ) and their antisymmetric parts a = G − Gᵀ,
+// b = H − Hᵀ, the cotangent of A is
+//   Ā = U·M·Vt + (I − UUᵀ)·Ū·diag(1/s)·Vt + U·diag(1/s)·(V̄t − (VᵀV̄)ᵀ·Vt),
+//   M_ij = (a_ij·s_j + s_i·b_ij)/(s_j² − s_i²)  (i ≠ j),   M_ii = s̄_i.
+// The core term is split into its two factors,
+//   M_ij = ½(a + b)_ij · 1/(s_j − s_i)  +  ½(a − b)_ij · 1/(s_j + s_i),
+// and each factor 1/x is broadened relative to the matrix's scale:
+//   1/x -> L(x) = x/(x² + (ε·s₀)²),   s₀ = s[0] = ‖A‖₂ (held constant by stop_gradient),
+// computed as (y/(y² + ε²))/s₀ with y = x/s₀, so that nothing is squared that could
+// overflow or underflow: c·A gives the same gradient and a 1/c-scaled derivative of it
+// for any c > 0. Only the first factor is singular at a tie s_i = s_j, where its
+// numerator vanishes for a loss that does not depend on the basis inside the degenerate
+// subspace; the second, 1/(s_j + s_i), is finite there and kept (its broadening matters
+// only where both singular values are at the noise level, i.e. in the null space). So
+// the gradient is continuous across a tie: the polar factor U·Vt at A = I has gradient
+// (B − Bᵀ)/2 for L = ⟨U·Vt, B⟩. The projector terms use L(s_i) for 1/s_i; they vanish
+// identically when m == k (resp. n == k) and are skipped.
+// ε must lie above the noise floor of the computed gaps s_j − s_i: in TRG's ordered
+// phase the gaps of symmetry-degenerate pairs stop shrinking at ~1e-11·s₀ after ~18
+// steps (accumulated rounding), and a broadening below that turns those noise gaps into
+// 1/noise (see GradOptions / the svd op's default eps).
+// L and 1/(s_j + s_i) are multiplied by a (x != 0) mask: the same values, but a zero
+// derivative at exact zeros (the diagonal and exact ties), so the rule's own derivative
+// (second order) does not pick up the broadening's slope 1/(ε·s₀)² there; with ε = 0
+// the mask also avoids 0/0.
 //
 // Truncated cotangents (block form). When only the first r ≤ k/2 columns of Ū, rows of
 // V̄t and entries of s̄ can be nonzero — they are the VJP (a pad) of the slice that
-// keeps r singular triplets, as in TRG — J and K are nonzero only in their first r
-// columns (J_r = F[:, :r]∘(UᵀŪ_r), K_r = F[:, :r]∘(Vt·V̄t_rᵀ), k×r), so the bracket M is
-// zero outside its first r columns and rows: M = [C | 0] + [0 R ; 0 0] with
-//   C = M[:, :r] = (J + Jᵀ)[:, :r]·diag(s_r) + diag(s)·(K + Kᵀ)[:, :r] + diag(s̄)[:, :r],
-//   R = M[:r, r:] = J[r:, :r]ᵀ·diag(s[r:]) + diag(s_r)·K[r:, :r]ᵀ,
-// where (J + Jᵀ)[:, :r] = J_r + [J_r[:r, :]ᵀ ; 0]. Then
-//   Ā = (U·C + P_r)·Vt[:r, :] + U[:, :r]·(R·Vt[r:, :] + diag(s⁺_r)·Q_r),
-// with P_r, Q_r the first r columns/rows of the projector terms (Ū − U·UᵀŪ)·diag(s⁺) and
-// V̄t − (VᵀV̄)ᵀ·Vt. The r×r corner is summed as J_rr + J_rrᵀ before scaling, like the full
-// rule: its near-cancelling terms then cancel elementwise, which keeps the rule's own
-// derivative (second order) as accurate as the full rule's (splitting the corner between
-// the two products lost 4% of d²(lnZ/N)/dβ² at TRG χ = 8, 20 steps). The same numbers up
-// to rounding, with k×k×r products instead of k×k×k ones: for TRG at χ = 16 (k = 256,
-// r = 16) six products of 256×256×16 per SVD instead of four of 256×256×256. The coupling
-// to the discarded singular vectors is all there (U and Vt enter in full).
+// keeps r singular triplets, as in TRG — G and H are nonzero only in their first r
+// columns (G_r = UᵀŪ_r, H_r = Vt·V̄t_rᵀ, k×r), so a, b and M vanish outside the first r
+// columns and rows: M = [C | 0] + [0 R ; 0 0] with C = M[:, :r] (k×r) and
+// R = M[:r, r:] (r×(k−r)). With S = ½(a + b)∘L(s_j − s_i) and Z = ½(a − b)/(s_j + s_i)
+// on the first r columns (symmetric and antisymmetric matrices), C = S + Z + diag(s̄)[:, :r]
+// and R = S[r:, :]ᵀ − Z[r:, :]ᵀ. Then
+//   Ā = (U·C + P_r)·Vt[:r, :] + U[:, :r]·(R·Vt[r:, :] + diag(1/s_r)·Q_r),
+// with P_r, Q_r the first r columns/rows of the projector terms (Ū − U·UᵀŪ)·diag(1/s)
+// and V̄t − (VᵀV̄)ᵀ·Vt. The same numbers up to rounding, with k×k×r products instead of
+// k×k×k ones: for TRG at χ = 16 (k = 256, r = 16) six products of 256×256×16 per SVD
+// instead of four of 256×256×256. The coupling to the discarded singular vectors is all
+// there (U and Vt enter in full). Without truncation the same code runs with r = k.
 // References: J. Townsend, "Differentiating the SVD" (2016); Z.-Q. Wan, S.-X. Zhang,
 // arXiv:1909.02659; H.-J. Liao et al., PRX 9, 031041 (2019).
 OperandCotangents vjpSvd(const VjpCall &c) {
@@ -452,22 +480,6 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   Shape as = shapeOf(b, c.op.operands[0]);
   int64_t m = as[0], n = as[1], k = std::min(m, n);
   double eps = c.op.attrs.getF64("eps");
-  double eps2 = eps * eps;
-
-  // Lorentzian 1/x ≈ x / (x² + ε²), times the mask (x != 0). The mask does not change
-  // the value (0 at x = 0 either way) but makes the derivative 0 at exact zeros (the
-  // diagonal d_ii and exact ties), instead of the Lorentzian's slope 1/ε² = 1e24: for
-  // second derivatives, those terms cancel in exact arithmetic (a tie-preserving
-  // perturbation has dd_ij = 0) but leave ~1e24·1e-16 of rounding garbage in floating
-  // point. With ε = 0 the mask also keeps the denominator nonzero (no 0/0).
-  auto lorentzian = [&](ValueId x) {
-    Shape xs = shapeOf(b, x);
-    ValueId zero = splat(b, 0.0, xs);
-    ValueId den = b.mul(x, x);
-    if (eps2 > 0) den = b.add(den, splat(b, eps2, xs));
-    else den = b.add(den, b.compare(x, zero, "EQ"));
-    return b.mul(b.div(x, den), b.compare(x, zero, "NE"));
-  };
   auto add = [&](ValueId a, ValueId t) { return a == kNone ? t : b.add(a, t); };
 
   // r: how many leading singular triplets the cotangents can touch.
@@ -475,106 +487,93 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   if (gU != kNone) r = std::max(r, leadingExtent(b, gU, 1));
   if (gVt != kNone) r = std::max(r, leadingExtent(b, gVt, 0));
   if (gs != kNone) r = std::max(r, leadingExtent(b, gs, 0));
-  if (r == 0) return {kNone};
+  if (r == 0 || k == 0) return {kNone};
   // Block form when it saves enough: the full rule's U·M and (U·M)·Vt cost m·k·k + m·k·n
   // multiply-adds, the block form's four products m·k·r + r·(k−r)·n + 2·m·r·n (UᵀŪ and
-  // VᵀV̄ are k×k×r in both once pad-sink has run). It has ~15 more ops (a few µs), so it
+  // VᵀV̄ are k×k×r in both once pad-sink has run). It has ~10 more ops (a few µs), so it
   // must save at least 2¹⁵ multiply-adds: TRG χ = 16 (k = 256, r = 16) saves 28M; a 4×4
   // SVD keeping 2 stays in the full form.
   const int64_t saved = (m * k * k + m * k * n) - (m * k * r + r * (k - r) * n + 2 * m * r * n);
   const bool block = c.svdBlocks && 2 * r <= k && saved >= (int64_t(1) << 15);
   if (!block) r = k;
+  const int64_t rest = k - r;
   Shape kr{k, r}, mr{m, r};
   ValueId gUr = gU == kNone ? kNone : leading(b, gU, 1, r);
   ValueId gVtr = gVt == kNone ? kNone : leading(b, gVt, 0, r);
   ValueId gsr = gs == kNone ? kNone : leading(b, gs, 0, r);
-  ValueId sr = block ? leading(b, s, 0, r) : s;
+  ValueId sr = leading(b, s, 0, r);
 
-  // The first r columns of J and K (all of them when r = k).
-  ValueId Jr = kNone, Kr = kNone, UtgU = kNone, VtgV = kNone;
-  if (gU != kNone || gVt != kNone) {
-    // s² once, then a plain subtraction: exact ties give d = 0 bitwise (a fused
-    // fma(s_j, s_j, −s_i²) would not).
-    ValueId s2 = b.mul(s, s);
-    ValueId s2r = block ? leading(b, s2, 0, r) : s2;
-    ValueId d = b.sub(b.broadcastInDim(s2r, kr, {1}), b.broadcastInDim(s2, kr, {0})); // s_j² − s_i²
-    ValueId F = lorentzian(d);
-    if (gU != kNone) {
-      UtgU = b.dotGeneral(U, gUr, {}, {}, {0}, {0}); // (UᵀŪ)_ij, j < r
-      Jr = b.mul(F, UtgU);
-    }
-    if (gVt != kNone) {
-      VtgV = b.dotGeneral(Vt, gVtr, {}, {}, {1}, {1}); // (VᵀV̄)_ij = Σ_n Vt[i,n]·V̄t[j,n]
-      Kr = b.mul(F, VtgV);
-    }
-  }
-  bool uProj = gU != kNone && m > k, vProj = gVt != kNone && n > k;
-  ValueId splus = (uProj || vProj) ? lorentzian(sr) : kNone;
-
-  if (!block) {
-    // inner = (J + Jᵀ)·diag(s) + diag(s)·(K + Kᵀ) + diag(s̄);  Ā = (U·inner + P)·Vt + U·diag(s⁺)·Q.
-    Shape kk{k, k};
-    ValueId inner = kNone;
-    if (Jr != kNone)
-      inner = add(inner, b.mul(b.add(Jr, b.transpose(Jr, {1, 0})), b.broadcastInDim(s, kk, {1})));
-    if (Kr != kNone)
-      inner = add(inner, b.mul(b.broadcastInDim(s, kk, {0}), b.add(Kr, b.transpose(Kr, {1, 0}))));
-    if (gs != kNone) {
-      ValueId eye = b.compare(b.iota(kk, 0), b.iota(kk, 1), "EQ");
-      inner = add(inner, b.mul(b.broadcastInDim(gs, kk, {0}), eye)); // diag(s̄)
-    }
-    ValueId left = inner == kNone ? kNone : b.dotGeneral(U, inner, {}, {}, {1}, {0}); // [m,k]
-    if (uProj) {
-      // (I − UUᵀ)·Ū·diag(s⁺) = (Ū − U·(UᵀŪ))·diag(s⁺)
-      ValueId P = b.sub(gU, b.dotGeneral(U, UtgU, {}, {}, {1}, {0}));
-      left = add(left, b.mul(P, b.broadcastInDim(splus, mr, {1})));
-    }
-    ValueId result = left == kNone ? kNone : b.dotGeneral(left, Vt, {}, {}, {1}, {0}); // [m,n]
-    if (vProj) {
-      // U·diag(s⁺)·(V̄t − (VᵀV̄)ᵀ·Vt)
-      ValueId Q = b.sub(gVt, b.dotGeneral(VtgV, Vt, {}, {}, {0}, {0}));
-      ValueId Us = b.mul(U, b.broadcastInDim(splus, mr, {1}));
-      result = add(result, b.dotGeneral(Us, Q, {}, {}, {1}, {0}));
-    }
-    return {result};
-  }
-
-  // Block form: C = M[:, :r] (k×r) and R = M[:r, r:] (r×(k−r)) of the bracket M. The
-  // corner M[:r, :r] is summed as J_rr + J_rrᵀ (and K_rr + K_rrᵀ) before it is scaled, as
-  // in the full rule, so that its near-cancelling terms cancel elementwise.
-  const int64_t rest = k - r;
-  Shape rr{r, rest};
-  auto symCols = [&](ValueId X) { // X + [X[:r, :r]ᵀ ; 0]  (k×r)
-    ValueId corner = b.transpose(b.slice(X, {0, 0}, {r, r}), {1, 0});
-    return b.add(X, b.pad(corner, {0, 0}, {rest, 0}));
+  // The scale s₀ = s[0] (1 for a zero matrix), constant under differentiation.
+  ValueId s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
+  s0 = b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
+  // x -> 1/x where x != 0, 0 at x = 0 (x + (x == 0) keeps the division finite).
+  auto invOrZero = [&](ValueId x) {
+    Shape xs = shapeOf(b, x);
+    ValueId zero = splat(b, 0.0, xs);
+    ValueId mask = b.compare(x, zero, "NE");
+    return b.mul(b.div(splat(b, 1.0, xs), b.add(x, b.compare(x, zero, "EQ"))), mask);
   };
-  auto lowerT = [&](ValueId X) { return b.transpose(b.slice(X, {r, 0}, {k, r}), {1, 0}); };
-  ValueId srest = b.slice(s, {r}, {k});
-  ValueId C = kNone, R = kNone;
-  if (Jr != kNone) {
-    C = add(C, b.mul(symCols(Jr), b.broadcastInDim(sr, kr, {1})));   // (J + Jᵀ)·diag(s), cols < r
-    R = add(R, b.mul(lowerT(Jr), b.broadcastInDim(srest, rr, {1}))); // Jᵀ·diag(s), rows < r, cols ≥ r
+  // x -> L(x) = x/(x² + (ε·s₀)²), as (y/(y² + ε²))/s₀ with y = x/s₀; 0 at x = 0.
+  auto broadenedInv = [&](ValueId x) {
+    if (eps == 0) return invOrZero(x);
+    Shape xs = shapeOf(b, x);
+    ValueId scale = b.broadcastScalar(s0, xs);
+    ValueId y = b.div(x, scale);
+    ValueId den = b.add(b.mul(y, y), splat(b, eps * eps, xs));
+    ValueId mask = b.compare(y, splat(b, 0.0, xs), "NE");
+    return b.mul(b.div(b.div(y, den), scale), mask);
+  };
+
+  // The first r columns of a = G − Gᵀ and b = H − Hᵀ: X − [X[:r, :r]ᵀ ; 0].
+  auto antisymCols = [&](ValueId X) {
+    ValueId corner = b.transpose(rest == 0 ? X : b.slice(X, {0, 0}, {r, r}), {1, 0});
+    return b.sub(X, rest == 0 ? corner : b.pad(corner, {0, 0}, {rest, 0}));
+  };
+  ValueId UtgU = kNone, VtgV = kNone, aCols = kNone, bCols = kNone;
+  if (gU != kNone) {
+    UtgU = b.dotGeneral(U, gUr, {}, {}, {0}, {0}); // G_ij = (UᵀŪ)_ij, j < r
+    aCols = antisymCols(UtgU);
   }
-  if (Kr != kNone) {
-    C = add(C, b.mul(b.broadcastInDim(s, kr, {0}), symCols(Kr)));    // diag(s)·(K + Kᵀ), cols < r
-    R = add(R, b.mul(b.broadcastInDim(sr, rr, {0}), lowerT(Kr)));    // diag(s)·Kᵀ, rows < r, cols ≥ r
+  if (gVt != kNone) {
+    VtgV = b.dotGeneral(Vt, gVtr, {}, {}, {1}, {1}); // H_ij = Σ_n Vt[i,n]·V̄t[j,n], j < r
+    bCols = antisymCols(VtgV);
+  }
+  // C = S + Z + diag(s̄)[:, :r] and R = S[r:, :]ᵀ − Z[r:, :]ᵀ (see above).
+  ValueId C = kNone, R = kNone;
+  if (aCols != kNone || bCols != kNone) {
+    ValueId half = splat(b, 0.5, kr);
+    ValueId sum = aCols == kNone ? bCols : bCols == kNone ? aCols : b.add(aCols, bCols);
+    ValueId diff = aCols == kNone ? b.neg(bCols) : bCols == kNone ? aCols : b.sub(aCols, bCols);
+    ValueId sj = b.broadcastInDim(sr, kr, {1}), si = b.broadcastInDim(s, kr, {0});
+    ValueId S = b.mul(b.mul(half, sum), broadenedInv(b.sub(sj, si)));
+    ValueId Z = b.mul(b.mul(half, diff), broadenedInv(b.add(sj, si)));
+    C = b.add(S, Z);
+    if (rest > 0) {
+      auto lowerT = [&](ValueId X) { return b.transpose(b.slice(X, {r, 0}, {k, r}), {1, 0}); };
+      R = b.sub(lowerT(S), lowerT(Z));
+    }
   }
   if (gs != kNone) {
     ValueId eye = b.compare(b.iota(kr, 0), b.iota(kr, 1), "EQ");
     C = add(C, b.mul(b.broadcastInDim(gsr, kr, {1}), eye)); // diag(s̄)[:, :r]
   }
-  ValueId Ur = leading(b, U, 1, r), Vtr = leading(b, Vt, 0, r);
+
+  bool uProj = gU != kNone && m > k, vProj = gVt != kNone && n > k;
+  ValueId sinv = (uProj || vProj) ? broadenedInv(sr) : kNone;
   ValueId left = C == kNone ? kNone : b.dotGeneral(U, C, {}, {}, {1}, {0}); // [m,r]
   if (uProj) {
+    // (I − UUᵀ)·Ū·diag(1/s) = (Ū − U·(UᵀŪ))·diag(1/s), first r columns
     ValueId P = b.sub(gUr, b.dotGeneral(U, UtgU, {}, {}, {1}, {0}));
-    left = add(left, b.mul(P, b.broadcastInDim(splus, mr, {1})));
+    left = add(left, b.mul(P, b.broadcastInDim(sinv, mr, {1})));
   }
   ValueId right = R == kNone ? kNone
                               : b.dotGeneral(R, b.slice(Vt, {r, 0}, {k, n}), {}, {}, {1}, {0}); // [r,n]
   if (vProj) {
+    // diag(1/s)·(V̄t − (VᵀV̄)ᵀ·Vt), first r rows
     ValueId Q = b.sub(gVtr, b.dotGeneral(VtgV, Vt, {}, {}, {0}, {0}));
-    right = add(right, b.mul(b.broadcastInDim(splus, Shape{r, n}, {0}), Q));
+    right = add(right, b.mul(b.broadcastInDim(sinv, Shape{r, n}, {0}), Q));
   }
+  ValueId Vtr = leading(b, Vt, 0, r), Ur = leading(b, U, 1, r);
   ValueId result = left == kNone ? kNone : b.dotGeneral(left, Vtr, {}, {}, {1}, {0}); // [m,n]
   if (right != kNone) result = add(result, b.dotGeneral(Ur, right, {}, {}, {1}, {0}));
   return {result};

@@ -49,7 +49,7 @@ struct TrgArgs {
   std::string order = "pairwise";
   int64_t width = 1;
   int64_t repeat = 10;
-  double eps = 1e-12;
+  double eps = frontend::kTrgSvdEps;
   bool json = false;
   bool noProgress = false;
   bool checkNan = false;
@@ -556,7 +556,9 @@ void addTrgCommand(CLI::App &app) {
                   "steady-state runs after the first run and one warm-up (default 10; 0 = "
                   "first run only)");
   cmd->add_option("--eps", args->eps,
-                  "Lorentzian broadening of the svd reverse rule (default 1e-12)");
+                  "Lorentzian broadening of the svd reverse rule, relative to each SVD's largest "
+                  "singular value (default 1e-9: above the noise floor of the singular-value "
+                  "gaps of degenerate pairs; see docs/trg.md section 5)");
   cmd->add_flag("--json", args->json, "one JSON object per beta (JSON Lines) on stdout");
   cmd->add_flag("--no-progress", args->noProgress, "no progress line on stderr");
   cmd->add_option("--dump-svd-inputs", args->dumpSvdInputs,

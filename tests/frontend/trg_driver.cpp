@@ -123,6 +123,30 @@ TEST_CASE("trg driver: d2 at chi = 8 over 20 steps (near-degenerate late steps) 
   }
 }
 
+TEST_CASE("trg driver: d2 in the ordered phase at chi = 16, 20 steps matches FD of d/dbeta to 1e-7") {
+  // Below T_c the leading singular values pair up (the two ordered states), and the gaps
+  // of those pairs shrink with every step to the noise floor (~1e-11 relative). A rule that
+  // broadened the whole 1/(s_j² − s_i²) dropped the finite part a − b at such pairs
+  // (d2 off by 2.9e-3 at beta = 0.5); one whose broadening sat below the noise floor of
+  // the gaps turned them into 1/noise (7.5e-6 at beta = 0.45). Default eps, staged mode.
+  TrgOptions o;
+  o.grad = true;
+  o.second = true;
+  TrgDriver d(o);
+  for (double beta : {0.45, 0.5, 0.6}) {
+    const double h = 3e-4 * beta;
+    double g[5];
+    for (int i = 0; i < 5; ++i) g[i] = *d.valueAndGrad(beta + (i - 2) * h).dlnZ;
+    const double fd2 = (g[0] - 8 * g[1] + 8 * g[3] - g[4]) / (12 * h);
+    TrgResult s = d.second(beta);
+    REQUIRE(s.d2lnZ);
+    INFO("beta " << beta << " d2 " << *s.d2lnZ << " fd " << fd2);
+    CHECK(std::fabs(*s.d2lnZ - fd2) <= 1e-7 * std::fabs(fd2));
+    // And the specific heat is Onsager's within the chi = 16 truncation error.
+    CHECK(std::fabs(*s.d2lnZ - onsager(beta).d2lnZ) <= 2e-3 * onsager(beta).d2lnZ);
+  }
+}
+
 TEST_CASE("trg driver: first-order backward programs use the block svd rule at chi = 16") {
   // 16->16 step: two 256x256 SVDs keeping 16. The block form's products are at most
   // 256x256x16; the full rule would multiply 256x256 by 256x256 (U·inner, ·Vt, UᵀŪ, VᵀV̄).

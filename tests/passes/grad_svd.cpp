@@ -331,3 +331,118 @@ TEST_CASE("grad svd: block form for truncated cotangents equals the full rule") 
   CHECK(passtest::largestProduct(grad(truncatedLoss(32, 32, 17, true, true, true), block), "vjp") >= 32 * 32 * 32);
   CHECK(passtest::largestProduct(grad(truncatedLoss(8, 8, 2, true, true, true), block), "vjp") >= 8 * 8 * 8);
 }
+
+namespace {
+
+/// H·w for a single-scalar-output program of one input "a": grad of ⟨∇L, w⟩, evaluated by
+/// the reference evaluator (grad of the gradient program, as a VJP with cotangent w).
+std::vector<double> hessianTimes(const Program &p, const Tensor &a, const Tensor &w) {
+  GradOptions g1, g2;
+  g1.wrt = g2.wrt = {"a"};
+  g1.keepOutputs = g2.keepOutputs = false;
+  g2.vjp = true;
+  Program h = grad(grad(p, g1), g2);
+  verifyOrThrow(h);
+  return rt::evaluateReference(h, {a, w})[0].data;
+}
+
+/// L = ⟨U·Vt, B⟩ (the polar factor of a square A paired with B).
+Program polarLoss(const Mat &B) {
+  Program p;
+  Builder b(p);
+  ValueId a = p.addInput("a", Type({B.m, B.n}));
+  auto usv = b.svd(a);
+  p.addOutput(inner(b, B, b.dotGeneral(usv[0], usv[2], {}, {}, {1}, {0})));
+  verifyOrThrow(p);
+  return p;
+}
+
+Mat scaled(const Mat &x, double c) {
+  Mat r = x;
+  for (double &v : r.a) v *= c;
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("grad svd: an exact tie keeps the finite part; gradients are continuous across it") {
+  // X = diag(s1, s2), L = ⟨U·Vt, B⟩: dP = (dX − dXᵀ)/(s1 + s2) off the diagonal for the
+  // polar factor P = U·Vt, so ∂L/∂X_ij = (B_ij − B_ji)/(s_i + s_j), and 0 on the diagonal.
+  // At the tie X = I that is (B − Bᵀ)/2 = [[0, −0.5], [0.5, 0]], whatever basis gesdd picks.
+  Mat B(2, 2);
+  B(0, 0) = 1, B(0, 1) = 2, B(1, 0) = 3, B(1, 1) = 4;
+  Program p = polarLoss(B);
+  for (double s2 : {1.0, 1.0 + 1e-6, 1.0 + 1e-3}) {
+    CAPTURE(s2);
+    Mat X = Mat::eye(2);
+    X(1, 1) = s2;
+    Mat expect(2, 2);
+    expect(0, 1) = (B(0, 1) - B(1, 0)) / (1 + s2);
+    expect(1, 0) = -expect(0, 1);
+    checkGrad(evalGrad(p, {"a"}, {X.tensor()}), expect, 1e-15);
+  }
+  // Second order: H·w at the tie is finite and equals the limit from split values (the
+  // loss is smooth there), and a central difference of the gradient along w.
+  Mat w = randomMat(2, 2, 3);
+  std::vector<double> atTie = hessianTimes(p, Mat::eye(2).tensor(), w.tensor());
+  CHECK(allFinite(atTie));
+  Mat near = Mat::eye(2);
+  near(1, 1) = 1 + 1e-7;
+  CHECK(maxAbsDiff(atTie, hessianTimes(p, near.tensor(), w.tensor())) < 1e-6);
+  const double h = 1e-5;
+  std::vector<double> fd(4);
+  for (double sign : {1.0, -1.0}) {
+    Mat x = Mat::eye(2);
+    for (size_t i = 0; i < x.a.size(); ++i) x.a[i] += sign * h * w.a[i];
+    std::vector<double> g = evalGrad(p, {"a"}, {x.tensor()})[0].data;
+    for (size_t i = 0; i < 4; ++i) fd[i] += sign * g[i] / (2 * h);
+  }
+  double scale = 0;
+  for (double v : fd) scale = std::max(scale, std::abs(v));
+  CHECK(scale > 0.1);
+  CHECK(maxAbsDiff(atTie, fd) < 1e-8);
+}
+
+TEST_CASE("grad svd: any scale: c·A gives the same gradient and a 1/c-scaled Hessian") {
+  // L = Σ s (nuclear norm): ∇L = U·Vt for every c; H(c·A) = H(A)/c, finite from 1e-160
+  // to 1e160 (an absolute broadening gives 0 at 1e-160, and s·s overflows at 1e160).
+  Mat A(3, 3);
+  A(0, 0) = 4, A(0, 1) = 1, A(1, 0) = 1, A(1, 1) = 3, A(1, 2) = 1, A(2, 1) = 1, A(2, 2) = 2;
+  Program p;
+  {
+    Builder b(p);
+    ValueId a = p.addInput("a", Type({3, 3}));
+    p.addOutput(b.reduceSum(b.svd(a)[1], {0}));
+    verifyOrThrow(p);
+  }
+  // A is symmetric positive definite, where U·Vt = I in a whole neighbourhood and the
+  // Hessian vanishes; two off-diagonal entries break the symmetry so that it does not.
+  Mat An = A;
+  An(0, 2) = -0.5, An(2, 0) = 0.7;
+  Mat w = randomMat(3, 3, 5);
+  std::vector<double> g1 = evalGrad(p, {"a"}, {An.tensor()})[0].data;
+  std::vector<double> h1 = hessianTimes(p, An.tensor(), w.tensor());
+  double hscale = 0;
+  for (double v : h1) hscale = std::max(hscale, std::abs(v));
+  CHECK(hscale > 0.01);
+  for (double c : {1e-160, 1e-20, 1.0, 1e20, 1e160}) {
+    CAPTURE(c);
+    std::vector<double> g = evalGrad(p, {"a"}, {scaled(An, c).tensor()})[0].data;
+    CHECK(allFinite(g));
+    CHECK(maxAbsDiff(g, g1) < 1e-14);
+    std::vector<double> h = hessianTimes(p, scaled(An, c).tensor(), w.tensor());
+    REQUIRE(allFinite(h));
+    for (double &v : h) v *= c;
+    CHECK(maxAbsDiff(h, h1) < 1e-13 * hscale);
+  }
+  // The Hessian itself against a central difference of the gradient.
+  const double h = 1e-6;
+  std::vector<double> fd(9);
+  for (double sign : {1.0, -1.0}) {
+    Mat x = An;
+    for (size_t i = 0; i < x.a.size(); ++i) x.a[i] += sign * h * w.a[i];
+    std::vector<double> g = evalGrad(p, {"a"}, {x.tensor()})[0].data;
+    for (size_t i = 0; i < 9; ++i) fd[i] += sign * g[i] / (2 * h);
+  }
+  CHECK(maxAbsDiff(h1, fd) < 1e-8 * hscale);
+}

@@ -147,6 +147,54 @@ TEST_CASE("grad: stop_gradient blocks; select routes by the predicate") {
   }
 }
 
+TEST_CASE("grad: an exactly zero cotangent contributes exactly 0, even where f' is infinite") {
+  SUBCASE("L = (sqrt(Σ x²))² at x = 0: gradient 0 (0·∞ of sqrt at 0)") {
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({3}));
+    ValueId r = b.unary(OpKind::Sqrt, b.reduceSum(b.mul(x, x), {0}));
+    p.addOutput(b.mul(r, r));
+    auto gr = evalGrad(p, {"x"}, {Tensor(Type({3}), {0, 0, 0})});
+    for (double v : gr[0].data) CHECK(v == 0.0);
+    // Away from 0 the rule is the ordinary one: ∇L = 2x.
+    gr = evalGrad(p, {"x"}, {Tensor(Type({3}), {1, -2, 3})});
+    CHECK(gr[0].data == std::vector<double>{2, -4, 6});
+  }
+  SUBCASE("f = select(x < 1, x, sqrt x) at x = 0: f' = 1 (the branch not taken gets 0)") {
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({}));
+    p.addOutput(b.select(b.compare(x, b.scalar(1.0), "LT"), x, b.unary(OpKind::Sqrt, x)));
+    CHECK(evalGrad(p, {"x"}, {Tensor::scalar(0.0)})[0].data[0] == 1.0);
+  }
+  SUBCASE("f = select(x > 0, 0, exp x) at x = 1e10: f' = 0 (exp overflows to inf)") {
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({}));
+    p.addOutput(b.select(b.compare(x, b.scalar(0.0), "GT"), b.scalar(0.0), b.unary(OpKind::Exp, x)));
+    CHECK(evalGrad(p, {"x"}, {Tensor::scalar(1e10)})[0].data[0] == 0.0);
+  }
+  SUBCASE("log and div at 0 behind a select; a nonzero cotangent still gives inf") {
+    Program p;
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({2}));
+    ValueId one = b.broadcastScalar(b.scalar(1.0), {2});
+    ValueId pick = b.compare(x, b.broadcastScalar(b.scalar(0.5), {2}), "GT");
+    // Element 0 (x = 0): log x and 1/x are not picked; element 1 (x = 1): they are.
+    ValueId f = b.add(b.select(pick, b.unary(OpKind::Log, x), x), b.select(pick, b.div(one, x), x));
+    p.addOutput(b.reduceSum(f, {0}));
+    auto gr = evalGrad(p, {"x"}, {Tensor(Type({2}), {0, 1})});
+    CHECK(gr[0].data[0] == 2.0);             // 1 + 1 from the picked x branches
+    CHECK(gr[0].data[1] == 1.0 - 1.0);       // 1/x − 1/x² at x = 1
+    // L = Σ log x at x = 0: the cotangent is 1 there, so the gradient is +inf, not 0.
+    Program q;
+    Builder c(q);
+    ValueId y = q.addInput("x", Type({1}));
+    q.addOutput(c.reduceSum(c.unary(OpKind::Log, y), {0}));
+    CHECK(std::isinf(evalGrad(q, {"x"}, {Tensor(Type({1}), {0})})[0].data[0]));
+  }
+}
+
 TEST_CASE("grad: ties in reduce_max and maximum split the cotangent equally") {
   Program p;
   Builder b(p);
