@@ -451,8 +451,8 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
 // ε must lie above the noise floor of the computed gaps s_j − s_i: in TRG's ordered
 // phase the gaps of symmetry-degenerate pairs stop shrinking at ~1e-11·s₀ after ~18
 // steps (accumulated rounding), and a broadening below that turns those noise gaps into
-// 1/noise (see GradOptions / the svd op's default eps).
-// L and 1/(s_j + s_i) are multiplied by a (x != 0) mask: the same values, but a zero
+// 1/noise (kTrgSvdEps in frontend/Trg.h; docs/trg.md, "The size of ε").
+// Each L is multiplied by a (x != 0) mask: the same values, but a zero
 // derivative at exact zeros (the diagonal and exact ties), so the rule's own derivative
 // (second order) does not pick up the broadening's slope 1/(ε·s₀)² there; with ε = 0
 // the mask also avoids 0/0.
@@ -462,7 +462,7 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
 // keeps r singular triplets, as in TRG — G and H are nonzero only in their first r
 // columns (G_r = UᵀŪ_r, H_r = Vt·V̄t_rᵀ, k×r), so a, b and M vanish outside the first r
 // columns and rows: M = [C | 0] + [0 R ; 0 0] with C = M[:, :r] (k×r) and
-// R = M[:r, r:] (r×(k−r)). With S = ½(a + b)∘L(s_j − s_i) and Z = ½(a − b)/(s_j + s_i)
+// R = M[:r, r:] (r×(k−r)). With S = ½(a + b)∘L(s_j − s_i) and Z = ½(a − b)∘L(s_j + s_i)
 // on the first r columns (symmetric and antisymmetric matrices), C = S + Z + diag(s̄)[:, :r]
 // and R = S[r:, :]ᵀ − Z[r:, :]ᵀ. Then
 //   Ā = (U·C + P_r)·Vt[:r, :] + U[:, :r]·(R·Vt[r:, :] + diag(1/s_r)·Q_r),
@@ -503,9 +503,16 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   ValueId gsr = gs == kNone ? kNone : leading(b, gs, 0, r);
   ValueId sr = leading(b, s, 0, r);
 
-  // The scale s₀ = s[0] (1 for a zero matrix), constant under differentiation.
-  ValueId s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
-  s0 = b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
+  // The scale s₀ = s[0] (1 for a zero matrix), constant under differentiation; built on
+  // first use (a cotangent on s alone needs no reciprocal).
+  ValueId s0 = kNone;
+  auto scaleOf = [&] {
+    if (s0 == kNone) {
+      s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
+      s0 = b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
+    }
+    return s0;
+  };
   // x -> 1/x where x != 0, 0 at x = 0 (x + (x == 0) keeps the division finite).
   auto invOrZero = [&](ValueId x) {
     Shape xs = shapeOf(b, x);
@@ -517,7 +524,7 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   auto broadenedInv = [&](ValueId x) {
     if (eps == 0) return invOrZero(x);
     Shape xs = shapeOf(b, x);
-    ValueId scale = b.broadcastScalar(s0, xs);
+    ValueId scale = b.broadcastScalar(scaleOf(), xs);
     ValueId y = b.div(x, scale);
     ValueId den = b.add(b.mul(y, y), splat(b, eps * eps, xs));
     ValueId mask = b.compare(y, splat(b, 0.0, xs), "NE");

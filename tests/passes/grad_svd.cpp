@@ -425,6 +425,16 @@ TEST_CASE("grad svd: any scale: c·A gives the same gradient and a 1/c-scaled He
   double hscale = 0;
   for (double v : h1) hscale = std::max(hscale, std::abs(v));
   CHECK(hscale > 0.01);
+  // The gradient at c = 1 against a 5-point difference of L itself along w.
+  auto loss = [&](double t) {
+    Mat x = An;
+    for (size_t i = 0; i < x.a.size(); ++i) x.a[i] += t * w.a[i];
+    return rt::evaluateReference(p, {x.tensor()})[0].data[0];
+  };
+  const double hl = 1e-4;
+  double fdl = (loss(-2 * hl) - 8 * loss(-hl) + 8 * loss(hl) - loss(2 * hl)) / (12 * hl), adl = 0;
+  for (size_t i = 0; i < w.a.size(); ++i) adl += g1[i] * w.a[i];
+  CHECK(std::abs(fdl - adl) < 1e-9 * std::max(1.0, std::abs(adl)));
   for (double c : {1e-160, 1e-20, 1.0, 1e20, 1e160}) {
     CAPTURE(c);
     std::vector<double> g = evalGrad(p, {"a"}, {scaled(An, c).tensor()})[0].data;
