@@ -219,7 +219,7 @@ struct TrgDriver::Impl {
     if (!o.reference) {
       auto t0 = Clock::now();
       rt::PrepareOptions po;
-      po.checkNan = o.checkNan;
+      po.valueCheck = o.valueCheck;
       info.plan = rt::prepare(p, po);
       info.prepareMs = msSince(t0);
     }
@@ -402,7 +402,7 @@ struct TrgDriver::Impl {
   }
 
   /// Runs program `idx`; `where` names the step (or part of the sweep) for errors: a
-  /// kernel failure or a --check-nan stop becomes "error: trg: <where>, beta = B: <the
+  /// kernel failure or a --check-nan/--check-inf stop becomes "error: trg: <where>, beta = B: <the
   /// engine's message naming the op>".
   std::vector<ir::Tensor> run(int idx, const std::vector<ir::Tensor> &in, const std::string &where,
                               double beta) {

@@ -87,11 +87,12 @@ struct TrgOptions {
   passes::PassManagerOptions passOptions;
   /// Run with rt::evaluateReference instead of prepare + engine (slow; tests).
   bool reference = false;
-  /// Prepare every program with rt::PrepareOptions::checkNan: after each op the engine
-  /// checks its results, and the first NaN/inf stops the run with tessel::Error
-  /// "trg: step N (group, role), beta = B: --check-nan: <op> (loc) ...: result ... is
-  /// NaN at [i,j]; operands: %a finite, ...". Engine only (ignored with `reference`).
-  bool checkNan = false;
+  /// Prepare every program with this rt::PrepareOptions::valueCheck: after each op the
+  /// engine checks its results, and the first NaN (or NaN/inf) stops the run with
+  /// tessel::Error "trg: step N (group, role), beta = B: --check-nan: <op> (loc) ...:
+  /// result ... is NaN at [i,j]; operands: %a finite, ...". Engine only (ignored with
+  /// `reference`).
+  rt::ValueCheck valueCheck = rt::ValueCheck::Off;
 };
 
 /// Throws tessel::Error naming the flag and the allowed values for an invalid option

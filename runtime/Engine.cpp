@@ -202,7 +202,7 @@ struct Engine::Impl {
       int32_t next = -1;
       bool last = I.nchunks == 1 || S.done[inst].fetch_add(1, std::memory_order_acq_rel) + 1 == I.nchunks;
       if (last) {
-        if (ok && P.options.checkNan && !aborted.load()) {
+        if (ok && P.options.valueCheck != ValueCheck::Off && !aborted.load()) {
           try {
             checkFiniteResults(P, I, S.ptr.data());
           } catch (...) {
@@ -299,7 +299,7 @@ struct Engine::Impl {
     for (size_t i = 0; i < P.insts.size(); ++i) {
       const Instruction &I = P.insts[i];
       for (int32_t c = 0; c < I.nchunks; ++c) exec(P, S, static_cast<int32_t>(i), c);
-      if (P.options.checkNan) checkFiniteResults(P, I, S.ptr.data());
+      if (P.options.valueCheck != ValueCheck::Off) checkFiniteResults(P, I, S.ptr.data());
     }
   }
 };

@@ -313,13 +313,37 @@ void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *
   }
 }
 
+const char *valueCheckFlag(ValueCheck c) {
+  switch (c) {
+  case ValueCheck::Off: return "";
+  case ValueCheck::Nan: return "--check-nan";
+  case ValueCheck::NanOrInf: return "--check-inf";
+  }
+  return "";
+}
+
+namespace {
+
+/// "NaN", "inf", "NaN and inf" or "" (neither) for the n values at d.
+std::string nonFiniteKinds(const double *d, int64_t n) {
+  bool nan = false, inf = false;
+  for (int64_t k = 0; k < n && !(nan && inf); ++k) {
+    nan |= std::isnan(d[k]);
+    inf |= std::isinf(d[k]);
+  }
+  return nan && inf ? "NaN and inf" : nan ? "NaN" : inf ? "inf" : "";
+}
+
+} // namespace
+
 void checkFiniteResults(const Plan &plan, const Instruction &inst, double *const *ptr) {
+  const bool infToo = plan.options.valueCheck == ValueCheck::NanOrInf;
   for (int32_t r = 0; r < inst.numResults; ++r) {
     const PlanValue &pv = plan.values[inst.out[r]];
     const double *d = ptr[inst.out[r]];
     int64_t n = pv.type.numel();
     for (int64_t i = 0; i < n; ++i) {
-      if (std::isfinite(d[i])) continue;
+      if (infToo ? std::isfinite(d[i]) : !std::isnan(d[i])) continue;
       std::string idx;
       int64_t lin = i;
       std::vector<int64_t> ix(pv.type.shape.size());
@@ -338,19 +362,15 @@ void checkFiniteResults(const Plan &plan, const Instruction &inst, double *const
         const double *od = ptr[v];
         std::string state = "not checked";
         if (od) {
-          state = "finite";
-          int64_t on = plan.program.type(v).numel();
-          for (int64_t k = 0; k < on; ++k)
-            if (!std::isfinite(od[k])) {
-              state = "has NaN/inf";
-              break;
-            }
+          std::string kinds = nonFiniteKinds(od, plan.program.type(v).numel());
+          state = kinds.empty() ? "finite" : "has " + kinds;
         }
         operands += (operands.empty() ? "" : ", ") + valueDisplayName(plan.program, v) + " " + state;
       }
-      throw Error("error: --check-nan: " + describeOp(plan.program, op) + ": result " + pv.name +
-                  " " + pv.type.str() + " is " + (std::isnan(d[i]) ? "NaN" : "inf") +
-                  " at [" + idx + "]" + (operands.empty() ? "" : "; operands: " + operands));
+      throw Error(std::string("error: ") + valueCheckFlag(plan.options.valueCheck) + ": " +
+                  describeOp(plan.program, op) + ": result " + pv.name + " " + pv.type.str() +
+                  " is " + (std::isnan(d[i]) ? "NaN" : "inf") + " at [" + idx + "]" +
+                  (operands.empty() ? "" : "; operands: " + operands));
     }
   }
 }

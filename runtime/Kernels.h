@@ -13,8 +13,9 @@ namespace tessel::rt {
 /// when a kernel fails (non-finite SVD input, LAPACK info != 0).
 void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *const *ptr);
 
-/// --check-nan: throws tessel::Error if a result of `inst` holds NaN or inf, naming
-/// the op, its location, the first bad element and which operands were finite.
+/// --check-nan / --check-inf (plan.options.valueCheck): throws tessel::Error if a result of
+/// `inst` holds NaN (or, with --check-inf, ±inf), naming the op, its location, the first
+/// bad element and, per operand, whether it held NaN, inf or neither.
 void checkFiniteResults(const Plan &plan, const Instruction &inst, double *const *ptr);
 
 } // namespace tessel::rt

@@ -791,11 +791,11 @@ private:
     std::vector<bool> consumed(ng, false), skip(ng, false);
     std::vector<Buf> bufs;
     // True if operand group h of i dies at i: every other reader ran before i.
-    // (Not with checkNan: the check reports whether the operands were finite, so they
+    // (Not with a value check: the check reports whether the operands were finite, so they
     // must survive the op.)
     auto diesAt = [&](int32_t h, int32_t i) {
       const Group &g = P.groups[h];
-      if (!reuse || P.options.checkNan || g.kind != GroupKind::Arena || g.pinned || bufOf[h] < 0 ||
+      if (!reuse || P.options.valueCheck != ValueCheck::Off || g.kind != GroupKind::Arena || g.pinned || bufOf[h] < 0 ||
           consumed[h])
         return false;
       for (int32_t r : g.readers)
@@ -977,7 +977,7 @@ private:
     // and every other reader has run before i.
     auto diesAt = [&](int32_t h, int32_t i) {
       const Group &g = P.groups[h];
-      return P.options.reuseBuffers && !P.options.checkNan && g.kind == GroupKind::Arena &&
+      return P.options.reuseBuffers && P.options.valueCheck == ValueCheck::Off && g.kind == GroupKind::Arena &&
              !g.pinned && slotOf[h] >= 0 &&
              !transferred[h] && remaining[h] == 1 && allBefore(g.readers, i, i);
     };
@@ -987,7 +987,7 @@ private:
       Instruction &inst = P.insts[ii];
       // --check-nan reports whether each operand of a failing op was finite, so with
       // it on no op may overwrite its operands (no in-place svd or elementwise).
-      const bool mayWorkInPlace = !P.options.checkNan;
+      const bool mayWorkInPlace = P.options.valueCheck == ValueCheck::Off;
       if (inst.kernel == Kernel::Svd && inst.svd.k > 0 && mayWorkInPlace) {
         int32_t h = groupOf(inst.in[0]);
         if (diesAt(h, i)) {

@@ -31,12 +31,23 @@ namespace tessel::rt {
 
 using ir::Tensor;
 
+/// Which values the engine checks after every op (PrepareOptions::valueCheck).
+enum class ValueCheck {
+  Off,
+  Nan,      ///< --check-nan: NaN stops the run; ±inf is a legal value (e.g. a −inf mask)
+  NanOrInf, ///< --check-inf: NaN and ±inf stop the run
+};
+
+/// "--check-nan" / "--check-inf" (the prefix of the errors), "" for Off.
+const char *valueCheckFlag(ValueCheck c);
+
 struct PrepareOptions {
-  /// Check every op's outputs for NaN/inf after it runs; the first one found stops the
-  /// run with an error naming the op, its location and which inputs were finite.
-  bool checkNan = false;
+  /// Check every op's outputs after it runs; the first NaN (with Nan) or NaN/inf (with
+  /// NanOrInf) stops the run with an error naming the op, its location, the element and
+  /// which operands held NaN or inf.
+  ValueCheck valueCheck = ValueCheck::Off;
   /// Reuse arena memory once every reader of a value has run (and run elementwise ops
-  /// and gesdd in place on operands that die there; not with checkNan). Off: one
+  /// and gesdd in place on operands that die there; not with a value check). Off: one
   /// buffer per value (for tests and debugging).
   bool reuseBuffers = true;
 };

@@ -1,12 +1,15 @@
-//===- tools/RuntimeCommon.h - Shared by `tessel prepare` and `tessel run` ------===//
+//===- tools/RuntimeCommon.h - Shared by `tessel prepare`, `run` and `trg` ------===//
 #pragma once
 
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include <vector>
 
 #include "ir/Program.h"
 #include "passes/Order.h"
+#include "runtime/Runtime.h"
 
 namespace tessel::tools {
 
@@ -25,6 +28,22 @@ inline std::string lowerEinsumsForRuntime(ir::Program &p, const std::string &str
   return std::to_string(n) + " einsum op" + (n == 1 ? "" : "s") +
          " lowered by the order pass (strategy " + strategy + ")";
 }
+
+/// --check-nan and --check-inf: which values stop a run (rt::ValueCheck). `names` says what
+/// the error names (e.g. "the op, its location and which operands held NaN or inf").
+struct ValueCheckFlags {
+  bool nan = false, inf = false;
+  void addTo(CLI::App &cmd, const std::string &names) {
+    cmd.add_flag("--check-nan", nan,
+                 "check every op's results for NaN; the first one stops with an error naming " +
+                     names + " (±inf is a legal value, e.g. a -inf mask)");
+    cmd.add_flag("--check-inf", inf,
+                 "like --check-nan, but ±inf stops too (the first NaN or inf)");
+  }
+  rt::ValueCheck value() const {
+    return inf ? rt::ValueCheck::NanOrInf : nan ? rt::ValueCheck::Nan : rt::ValueCheck::Off;
+  }
+};
 
 /// The inputs of `p` from `--input NAME=VALUE` arguments: VALUE is a .npy file
 /// (little-endian float64, C order) or inline JSON (a number or a nested list). Every

@@ -3,7 +3,7 @@
 //   tessel trg [--beta B[,B...] | --beta-range A:B:N] [--chi 16] [--steps 20] [--grad]
 //              [--second] [--mode staged|whole] [--checkpoint store|recompute|save-svd]
 //              [--order chain|pairwise|greedy|optimal] [--width N] [--repeat N]
-//              [--ranks r1,...] [--passes ...] [--json] [--check-nan]
+//              [--ranks r1,...] [--passes ...] [--json] [--check-nan] [--check-inf]
 //
 // Compiles and prepares the TRG programs once (frontend/TrgDriver.h), then per β runs
 // the value (and value+grad, second order), compares with Onsager's exact values and
@@ -27,6 +27,7 @@
 
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
+#include "tools/RuntimeCommon.h"
 #include "runtime/Npy.h"
 #include "tools/Commands.h"
 #include "tools/PassFlags.h"
@@ -52,7 +53,7 @@ struct TrgArgs {
   double eps = frontend::kTrgSvdEps;
   bool json = false;
   bool noProgress = false;
-  bool checkNan = false;
+  ValueCheckFlags valueCheck;
   std::string dumpSvdInputs;
   bool profile = false;
   PassFlags flags;
@@ -168,7 +169,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.second = a.second;
   o.grad = a.grad || a.second;
   o.svdEps = a.eps;
-  o.checkNan = a.checkNan;
+  o.valueCheck = a.valueCheck.value();
   if (!a.ranks.empty() && a.ranks != "auto") {
     for (const std::string &s : splitOn(a.ranks, ',')) o.ranks.push_back(parseInt(s, "--ranks"));
   }
@@ -567,10 +568,7 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_flag("--profile", args->profile,
                 "profile the engine during the runs and print where the time goes (per program, "
                 "top instructions; to stderr with --json)");
-  cmd->add_flag("--check-nan", args->checkNan,
-                "check every op's results for NaN/inf; the first one stops the job with an "
-                "error naming the TRG step, the op, its location and which operands were "
-                "finite");
+  args->valueCheck.addTo(*cmd, "the TRG step, the op, its location and which operands held NaN or inf");
   args->flags.addTo(*cmd, "pass pipeline applied to every TRG program (default: "
                           "order{strategy=<--order>},pad-sink,cse,dce)");
   cmd->callback([args] { runTrg(*args); });

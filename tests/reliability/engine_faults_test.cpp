@@ -230,7 +230,7 @@ TEST_CASE("reliability: engine: --check-nan in a wide parallel section names the
   for (size_t k = 1; k < parts.size(); ++k) s = b.add(s, parts[k]);
   p.addOutput(s);
   rt::PrepareOptions o;
-  o.checkNan = true;
+  o.valueCheck = rt::ValueCheck::Nan;
   auto plan = rt::prepare(p, o);
   std::mt19937_64 rng(5);
   Tensor bad = randomTensor(Type({n, n}), rng, 0.0, 1.0);   // about half the entries < 0.5
@@ -360,7 +360,7 @@ TEST_CASE("reliability: trg: a LAPACK failure or a NaN names the step; --check-n
     o.steps = 5;
     o.mode = mode;
     o.width = 2;
-    o.checkNan = true;
+    o.valueCheck = rt::ValueCheck::Nan;
     frontend::TrgDriver drv(o);
     REQUIRE(drv.ranks() == std::vector<int64_t>{2, 4, 4, 16, 16});
     const double good = drv.value(0.4).lnZ;

@@ -230,7 +230,7 @@ TEST_CASE("engine: --check-nan stops at the first op producing NaN") {
   b.setLoc("");
   p.addOutput(b.mul(l, x));
   rt::PrepareOptions o;
-  o.checkNan = true;
+  o.valueCheck = rt::ValueCheck::Nan;
   auto plan = rt::prepare(p, o);
   for (int w : {1, 2}) {
     rt::Engine e(w);
@@ -253,7 +253,7 @@ TEST_CASE("engine: --check-nan reports operands as they were (no in-place with t
   b.setLoc("");
   p.addOutput(b.unary(OpKind::Exp, l));
   rt::PrepareOptions o;
-  o.checkNan = true;
+  o.valueCheck = rt::ValueCheck::Nan;
   auto plan = rt::prepare(p, o);
   CHECK(rt::describePlan(*plan).find("in-place") == std::string::npos);
   CHECK(rt::describePlan(*rt::prepare(p)).find("in-place") != std::string::npos);
