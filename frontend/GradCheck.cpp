@@ -62,7 +62,10 @@ GradCheckEntry checkOnce(const Program &p, const std::vector<Tensor> &point,
     for (size_t i = 0; i < outs.size(); ++i) acc += dot(outs[i], cts[i]);
     return acc;
   };
-  double h = o.eps, fd;
+  double scale = 0;
+  for (size_t i : wrtIdx)
+    for (double v : point[i].data) scale = std::max(scale, std::abs(v));
+  double h = o.eps * (scale > 0 && std::isfinite(scale) ? scale : 1.0), fd;
   if (o.stencil == 3) fd = (f(h) - f(-h)) / (2 * h);
   else fd = (f(-2 * h) - 8 * f(-h) + 8 * f(h) - f(2 * h)) / (12 * h);
 
@@ -83,9 +86,11 @@ GradCheckEntry checkOnce(const Program &p, const std::vector<Tensor> &point,
   e.fd = fd;
   e.ad = ad;
   e.absErr = std::abs(fd - ad);
-  double scale = std::max(std::abs(fd), std::abs(ad));
-  e.relErr = scale > 0 ? e.absErr / scale : 0.0;
-  e.tol = o.atol + o.rtol * scale;
+  const double mag = std::max(std::abs(fd), std::abs(ad));
+  e.relErr = mag > 0 ? e.absErr / mag : 0.0;
+  e.tol = o.atol + o.rtol * mag;
+  e.step = h;
+  e.byRel = o.rtol * mag >= o.atol;
   e.passed = std::isfinite(fd) && std::isfinite(ad) && e.absErr <= e.tol;
   if (!std::isfinite(e.absErr)) e.relErr = e.absErr = INFINITY;
   if (next) {
@@ -132,7 +137,7 @@ GradCheckResult gradCheck(const Program &p, const std::vector<Tensor> &point,
   for (const GradCheckEntry &e : r.checks) {
     r.passed &= e.passed;
     r.maxAbsErr = std::max(r.maxAbsErr, e.absErr);
-    r.maxRelErr = std::max(r.maxRelErr, e.relErr);
+    if (e.byRel) r.maxRelErr = std::max(r.maxRelErr, e.relErr);
   }
   return r;
 }
@@ -167,16 +172,26 @@ std::vector<Tensor> randomInputs(const Program &p, uint64_t seed, InitKind kind)
 }
 
 std::string formatGradCheck(const GradCheckResult &r) {
-  std::string s = "order  mode  finite-difference        transform                abs-err    rel-err    tol        result\n";
-  char buf[256];
+  std::string s = "order  mode  step       finite-difference        transform                abs-err    rel-err    tol        by   result\n";
+  char buf[320];
+  size_t byRel = 0;
   for (const GradCheckEntry &e : r.checks) {
-    std::snprintf(buf, sizeof buf, "%-6d %-5s %-24.17g %-24.17g %-10.3e %-10.3e %-10.3e %s\n",
-                  e.order, e.mode.c_str(), e.fd, e.ad, e.absErr, e.relErr, e.tol,
-                  e.passed ? "ok" : "FAIL");
+    std::snprintf(buf, sizeof buf,
+                  "%-6d %-5s %-10.3e %-24.17g %-24.17g %-10.3e %-10.3e %-10.3e %-4s %s\n", e.order,
+                  e.mode.c_str(), e.step, e.fd, e.ad, e.absErr, e.relErr, e.tol,
+                  e.byRel ? "rel" : "abs", e.passed ? "ok" : "FAIL");
     s += buf;
+    byRel += e.byRel;
   }
-  std::snprintf(buf, sizeof buf, "gradcheck: %s (max abs err %.3e, max rel err %.3e)\n",
-                r.passed ? "PASS" : "FAIL", r.maxAbsErr, r.maxRelErr);
+  const size_t byAbs = r.checks.size() - byRel;
+  std::string rel = byRel ? "max rel err " : "";
+  if (byRel) {
+    std::snprintf(buf, sizeof buf, "%.3e", r.maxRelErr);
+    rel += buf;
+  }
+  std::snprintf(buf, sizeof buf, "gradcheck: %s (max abs err %.3e%s%s; %zu check%s decided by rtol, %zu by atol)\n",
+                r.passed ? "PASS" : "FAIL", r.maxAbsErr, byRel ? ", " : "", rel.c_str(), byRel,
+                byRel == 1 ? "" : "s", byAbs);
   s += buf;
   return s;
 }

@@ -12,8 +12,13 @@
 // VJP with c fixed), i.e. it checks grad of grad. Programs are evaluated with the
 // reference evaluator (rt::evaluateReference).
 //
+// The step is h = eps·s, s = max |x| over the wrt inputs (1 if they are all 0), so a
+// program checked at c·x takes the step c·h: the same check at any scale.
+//
 // Error measure per check: abs = |fd − ad|, rel = abs / max(|fd|, |ad|) (0 if both are
-// 0); a check passes when abs <= atol + rtol·max(|fd|, |ad|) and both are finite.
+// 0); a check passes when abs <= atol + rtol·max(|fd|, |ad|) and both are finite. The
+// larger of the two terms of that tolerance decides the check ("abs" or "rel"): a true
+// derivative of 0 is decided by atol, and its rel (up to 1) says nothing.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -32,8 +37,9 @@ struct GradCheckOptions {
   std::vector<std::string> wrt;
   /// 1 = first derivatives; 2 = first and second (grad of grad).
   int order = 1;
-  /// Step h of the finite difference along the direction t (t has N(0,1) entries, so
-  /// the perturbation's norm grows like sqrt(#elements)). Too large a step can cross a
+  /// Step of the finite difference along the direction t, relative to the scale of the
+  /// wrt inputs: h = eps·max|x| (t has N(0,1) entries, so the perturbation's norm grows
+  /// like sqrt(#elements)). Too large a step can cross a
   /// kink (abs, max) or a sign flip of LAPACK's singular vectors (gauge-dependent
   /// outputs such as a TRG step's Tn); too small a step loses digits to rounding.
   double eps = 1e-5;
@@ -54,14 +60,16 @@ struct GradCheckEntry {
   double absErr = 0;  ///< |fd − ad|
   double relErr = 0;  ///< |fd − ad| / max(|fd|, |ad|)
   double tol = 0;     ///< atol + rtol·max(|fd|, |ad|)
+  double step = 0;    ///< h = eps·max|x| over the wrt inputs
+  bool byRel = true;  ///< rtol·max(|fd|, |ad|) >= atol: the relative error decided
   bool passed = false;
 };
 
 struct GradCheckResult {
   std::vector<GradCheckEntry> checks; ///< order 1, then order 2 if requested
   bool passed = true;
-  double maxAbsErr = 0;
-  double maxRelErr = 0;
+  double maxAbsErr = 0; ///< over all checks
+  double maxRelErr = 0; ///< over the checks the relative error decided (0 if none)
 };
 
 /// Checks the grad transform of `p` at `point` (one tensor per input of `p`, in order).

@@ -114,7 +114,8 @@ void addGradcheckCommand(CLI::App &app) {
       ->check(CLI::IsMember({1, 2}))
       ->capture_default_str();
   cmd->add_option("--eps", o->eps,
-                  "Finite-difference step h along the direction t (N(0,1) entries). Smaller "
+                  "Finite-difference step along the direction t (N(0,1) entries), relative to "
+                  "the wrt inputs' scale: h = eps * max|x| (1 if all are 0). Smaller "
                   "if a gauge-dependent output (a TRG step's Tn) crosses a sign flip of "
                   "LAPACK's singular vectors")
       ->check(CLI::PositiveNumber)
@@ -168,13 +169,14 @@ void addGradcheckCommand(CLI::App &app) {
     for (const std::string &w : o->wrt) wrt += (wrt.empty() ? "%" : ", %") + w;
     std::ostringstream head;
     head << "gradcheck @" << p.name << " wrt " << wrt << ": order " << o->order << ", h = "
-         << o->eps << ", " << o->stencil << "-point stencil, seed " << o->seed << ", atol "
+         << o->eps << " * max|x| = " << (r.checks.empty() ? 0.0 : r.checks[0].step) << ", " << o->stencil << "-point stencil, seed " << o->seed << ", atol "
          << o->atol << ", rtol " << o->rtol << "\n";
     writeOutput("-", head.str() + frontend::formatGradCheck(r));
     if (!r.passed) {
       std::ostringstream msg;
-      msg << "error: gradcheck of @" << p.name << " failed: max abs err " << r.maxAbsErr
-          << ", max rel err " << r.maxRelErr << " (atol " << o->atol << ", rtol " << o->rtol << ")";
+      msg << "error: gradcheck of @" << p.name << " failed: max abs err " << r.maxAbsErr;
+      if (r.maxRelErr > 0) msg << ", max rel err " << r.maxRelErr;
+      msg << " (atol " << o->atol << ", rtol " << o->rtol << ")";
       size_t stops = 0;
       for (const ir::Op &op : p.ops) stops += op.kind == ir::OpKind::StopGradient;
       if (stops)
