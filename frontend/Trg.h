@@ -30,20 +30,22 @@ namespace tessel::frontend {
 inline constexpr double kTrgRankTol = 1e-12;
 
 /// Default broadening ε of the svd reverse rule in the TRG programs, relative to the
-/// largest singular value of each SVD (docs/trg.md §5). It must exceed the noise floor of
-/// the computed gaps between singular values: in the ordered phase the gaps of
-/// symmetry-degenerate pairs shrink with every step until rounding stops them at
-/// ~1e-11·s₀ (β = 0.45, χ = 16, steps 19–20), and a broadening below that turns those
-/// noise gaps into 1/noise in the second derivative (d²(lnZ/N)/dβ² off by 7.5e-6 relative
-/// with ε = 1e-12, 1.5e-9 with ε = 1e-9). First derivatives move by ~1e-14.
+/// largest singular value of each SVD (docs/trg.md §5, "The size of ε"). In the ordered
+/// phase the gaps of symmetry-degenerate pairs shrink with every step until rounding stops
+/// them at ~1e-11·s₀ (β = 0.45, χ = 16, steps 19–20); ε = 1e-9 keeps those noise gaps
+/// inside the broadening. ε = 1e-12 gives the same d²(lnZ/N)/dβ² to ≤ 5e-10 relative and
+/// first derivatives to ~1e-14, so this is a margin, not a correction.
 inline constexpr double kTrgSvdEps = 1e-9;
 
 struct TrgStepOptions {
   /// Lorentzian broadening ε of the svd reverse rule, relative to the largest singular
   /// value (docs/trg.md §5).
   double svdEps = kTrgSvdEps;
-  /// m_n = stop_gradient(max|T|) (allowed by docs/trg.md §5: lnZ does not depend on m_n).
-  bool stopGradientOnMax = true;
+  /// m_n = stop_gradient(max|T|) instead of m_n = max|T|. lnZ/N does not depend on m_n, so
+  /// value and gradient are the same either way, but with the stop-gradient every β-derivative
+  /// reaches lnZ/N only through the closure, where d²(lnZ/N)/dβ² is a difference of two
+  /// O(2^N) squares: rounding grows ~2× per step (docs/trg.md §2.1). Off by default.
+  bool stopGradientOnMax = false;
   /// Adds an output %skept: f64[2] = (sa[D'-1], sb[D'-1]), the smallest kept singular
   /// values of Ma and Mb, so a driver can refuse a kept value ≤ tol at run time.
   bool outputKeptSingularValues = false;

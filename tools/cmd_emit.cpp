@@ -26,7 +26,7 @@ struct EmitArgs {
   std::string ranks;
   double eps = 1e-12;
   bool kept = false;
-  bool noStopGradient = false;
+  bool stopGradient = false;
   std::string format = "text";
   std::string output = "-";
 };
@@ -60,7 +60,7 @@ void requirePositive(int64_t v, const char *flag) {
 void runEmit(const EmitArgs &a) {
   frontend::TrgStepOptions opts;
   opts.svdEps = a.eps;
-  opts.stopGradientOnMax = !a.noStopGradient;
+  opts.stopGradientOnMax = a.stopGradient;
   opts.outputKeptSingularValues = a.kept;
   ir::Program p;
   if (a.what == "trg-step") {
@@ -133,8 +133,11 @@ void addEmitCommand(CLI::App &app) {
   cmd->add_flag("--kept-singular-values", args->kept,
                 "add the output %skept: the smallest kept singular values of Ma and Mb "
                 "(per step), for run-time rank checks");
-  cmd->add_flag("--no-stop-gradient", args->noStopGradient,
-                "differentiate through m = max|T| instead of stop_gradient(m)");
+  cmd->add_flag("--stop-gradient,!--no-stop-gradient", args->stopGradient,
+                "normalise by stop_gradient(max|T|); the default (--no-stop-gradient) "
+                "differentiates through m = max|T|. Value and gradient are the same, but with "
+                "the stop-gradient the second derivative cancels catastrophically "
+                "(docs/trg.md section 2.1)");
   cmd->add_option("--format", args->format, "text (default), json or dot");
   cmd->add_option("-o,--output", args->output, "output file (default: stdout)");
   cmd->callback([args, steps] {

@@ -103,7 +103,7 @@ void addGradcheckCommand(CLI::App &app) {
       "rtol*max(|fd|,|ad|). Prints one line per check; exit 1 when a tolerance is exceeded.\n"
       "Inputs not given with --input are drawn at random from --init with --seed (default "
       "'positive': uniform in [0.5, 1.5], safe for log/sqrt/div and TRG tensors).\n"
-      "Example: tessel emit trg-step --din 4 --dout 4 --no-stop-gradient | "
+      "Example: tessel emit trg-step --din 4 --dout 4 | "
       "tessel gradcheck - --wrt T --order 2");
   cmd->add_option("file", o->file, "Program file (.tir text or .json), or '-' for stdin")
       ->required();
@@ -182,7 +182,7 @@ void addGradcheckCommand(CLI::App &app) {
       if (stops)
         msg << "\nnote: the program has " << stops << " stop_gradient op" << (stops > 1 ? "s" : "")
             << "; finite differences see through stop_gradient, so they can disagree with "
-               "the transform where it matters (for TRG steps: emit with --no-stop-gradient)";
+               "the transform where it matters (for TRG steps: emit without --stop-gradient)";
       throw Error(msg.str());
     }
   });
