@@ -21,7 +21,7 @@ llvm::SmallVector<ValueId, 1> Builder::createMulti(OpKind kind, llvm::ArrayRef<V
     types.push_back(prog_.type(v));
   }
   std::vector<Type> results = inferResultTypes(kind, types, attrs);
-  return prog_.appendOp(kind, operands, std::move(attrs), results, loc_);
+  return prog_.appendOp(kind, operands, std::move(attrs), results, loc_, remat_);
 }
 
 ValueId Builder::create(OpKind kind, llvm::ArrayRef<ValueId> operands, AttrList attrs) {

@@ -19,9 +19,21 @@ public:
   Program &program() { return prog_; }
   const Type &type(ValueId v) const { return prog_.type(v); }
 
-  /// Location attached to every op created from now on.
-  void setLoc(std::string loc) { loc_ = std::move(loc); }
+  /// Location attached to every op created from now on; the ops are not remat ops.
+  void setLoc(std::string loc) {
+    loc_ = std::move(loc);
+    remat_ = false;
+  }
+  /// Ops created from now on replace `op`: they take its location and its remat flag.
+  /// Every rewrite that creates ops in place of an existing op uses this.
+  void setOrigin(const Op &op) {
+    loc_ = op.loc;
+    remat_ = op.remat;
+  }
+  /// Marks the ops created from now on as remat ops (until the next setLoc/setOrigin).
+  void setRemat(bool remat) { remat_ = remat; }
   const std::string &loc() const { return loc_; }
+  bool remat() const { return remat_; }
 
   /// Creates an op and returns all its results.
   llvm::SmallVector<ValueId, 1> createMulti(OpKind kind, llvm::ArrayRef<ValueId> operands,
@@ -66,6 +78,7 @@ public:
 private:
   Program &prog_;
   std::string loc_;
+  bool remat_ = false;
 };
 
 } // namespace tessel::ir

@@ -7,6 +7,7 @@
 //    "ops":     [{"op": "svd", "operands": ["Ma"],
 //                 "results": [{"name": "U", "type": "f64[16,16]"}, ...],
 //                 "attrs": {"eps": 1e-12},            // op-table order
+//                 "remat": true,                      // only for remat ops
 //                 "loc": "step: svd Ma"},             // only when non-empty
 //                ...],
 //    "outputs": ["lnz", "Tn"]}
@@ -247,7 +248,7 @@ public:
 
   void readOp(Program &p, const ojson &j, const std::string &ptr) {
     objectAt(j, ptr);
-    checkKeys(j, ptr, {"op", "operands", "results", "attrs", "loc"});
+    checkKeys(j, ptr, {"op", "operands", "results", "attrs", "remat", "loc"});
     std::string name = stringAt(field(j, ptr, "op"), ptr + "/op");
     std::optional<OpKind> kind = opKindByName(name);
     if (!kind) fail(ptr + "/op", "unknown op '" + name + "'");
@@ -303,6 +304,11 @@ public:
                                  "' (" + attrKindName(spec.kind) + ")");
     }
 
+    bool remat = false;
+    if (auto it = j.find("remat"); it != j.end()) {
+      if (!it->is_boolean()) fail(ptr + "/remat", "'remat' must be true or false");
+      remat = it->get<bool>();
+    }
     std::string loc;
     if (auto it = j.find("loc"); it != j.end()) loc = stringAt(*it, ptr + "/loc");
 
@@ -324,7 +330,7 @@ public:
       fail(ptr, "'" + name + "': the shape rule gives " + std::to_string(inferred.size()) +
                     " results, " + std::to_string(types.size()) + " are declared");
 
-    auto results = p.appendOp(*kind, operands, std::move(attrs), types, std::move(loc));
+    auto results = p.appendOp(*kind, operands, std::move(attrs), types, std::move(loc), remat);
     for (size_t i = 0; i < results.size(); ++i) {
       p.values[results[i]].name = isAnonymousName(resultNames[i]) ? std::string() : resultNames[i];
       defs_[resultNames[i]] = results[i];
@@ -396,6 +402,7 @@ std::string programToJson(const Program &p, int indent) {
     for (size_t i = 0; i < list.size(); ++i)
       if (!used[i]) attrs[list[i].name] = attrToJson(list[i].value);
     o["attrs"] = std::move(attrs);
+    if (op.remat) o["remat"] = true;
     if (!op.loc.empty()) o["loc"] = op.loc;
     ops.push_back(std::move(o));
   }

@@ -719,7 +719,12 @@ private:
                          std::to_string(types.size()) + " type" + (types.size() == 1 ? " is" : "s are") +
                          " given");
 
-    // Location.
+    // Remat flag, then location.
+    bool remat = false;
+    if (isIdent("remat")) {
+      advance();
+      remat = true;
+    }
     std::string loc;
     if (isIdent("loc")) {
       advance();
@@ -749,7 +754,7 @@ private:
                             " is declared as " + text::formatType(types[i]) +
                             ", but the op's shape rule gives " + text::formatType(inferred[i]));
 
-    auto results = p.appendOp(*kind, operands, std::move(attrs), types, std::move(loc));
+    auto results = p.appendOp(*kind, operands, std::move(attrs), types, std::move(loc), remat);
     Op &op = p.ops.back();
     op.pos = posAt(opTok.off);
     for (size_t i = 0; i < results.size(); ++i) {

@@ -204,6 +204,7 @@ std::string printProgram(const Program &p, const PrintOptions &opts) {
       if (i) out += ", ";
       out += typeOf(op.results[i]);
     }
+    if (op.remat) out += " remat";
     if (opts.printLocations && !op.loc.empty()) out += " loc(" + text::quoteString(op.loc) + ")";
     out += "\n";
   }
@@ -271,6 +272,7 @@ std::string printDot(const Program &p) {
     std::string label = opName(op.kind);
     for (const NamedAttr *a : orderedAttrs(op))
       label += "\n" + a->name + " = " + printAttrValue(a->value, summary);
+    if (op.remat) label += "\nremat";
     if (!op.loc.empty()) label += "\n" + op.loc;
     bool isConst = op.kind == OpKind::Constant || op.kind == OpKind::Iota;
     os << "  " << id << " [shape=" << (isConst ? "ellipse" : "box") << ", label=\""

@@ -24,12 +24,13 @@ ValueId Program::addInput(const std::string &n, const Type &t) {
 llvm::SmallVector<ValueId, 1> Program::appendOp(OpKind kind, llvm::ArrayRef<ValueId> operands,
                                                 AttrList attrs,
                                                 llvm::ArrayRef<Type> resultTypes,
-                                                std::string loc) {
+                                                std::string loc, bool remat) {
   Op op;
   op.kind = kind;
   op.operands.assign(operands.begin(), operands.end());
   op.attrs = std::move(attrs);
   op.loc = std::move(loc);
+  op.remat = remat;
   int32_t idx = static_cast<int32_t>(ops.size());
   for (size_t i = 0; i < resultTypes.size(); ++i) {
     ValueId v = static_cast<ValueId>(values.size());

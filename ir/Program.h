@@ -46,8 +46,14 @@ struct Op {
   llvm::SmallVector<ValueId, 4> operands;
   llvm::SmallVector<ValueId, 1> results;
   AttrList attrs;
-  /// Free-form location printed as `loc("...")` (e.g. "trg step 16->16: svd Ma").
+  /// Free-form location printed as `loc("...")` (e.g. "trg step 16->16: svd Ma"). It
+  /// carries no meaning for any pass.
   std::string loc;
+  /// A recomputation (rematerialisation) of a forward op, made by a checkpoint policy
+  /// (passes/Checkpoint.h); printed as the keyword `remat` after the result types, and
+  /// `"remat": true` in JSON. CSE never merges a remat op with one that is not (JAX's
+  /// `prevent_cse`), and rewrites that replace an op keep the flag (ir::Builder::setOrigin).
+  bool remat = false;
   /// Where the op was parsed from (not printed); unknown for built ops.
   SourcePos pos;
 };
@@ -68,7 +74,7 @@ public:
   /// Returns the result values. Prefer ir::Builder, which infers types.
   llvm::SmallVector<ValueId, 1> appendOp(OpKind kind, llvm::ArrayRef<ValueId> operands,
                                          AttrList attrs, llvm::ArrayRef<Type> resultTypes,
-                                         std::string loc = {});
+                                         std::string loc = {}, bool remat = false);
   /// Marks `v` as an output.
   void addOutput(ValueId v) { outputs.push_back(v); }
 

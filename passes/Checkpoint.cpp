@@ -180,9 +180,10 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
     for (ValueId v : op.results) t.push_back(g.values[v].type);
     return t;
   };
-  auto copyOp = [&](const Op &op, llvm::ArrayRef<ValueId> operands, std::string loc,
-                    bool isClone) {
-    auto res = h.appendOp(op.kind, operands, op.attrs, resultTypes(op), std::move(loc));
+  // A clone is a remat op; a copy keeps the op's own flag.
+  auto copyOp = [&](const Op &op, llvm::ArrayRef<ValueId> operands, bool isClone) {
+    auto res = h.appendOp(op.kind, operands, op.attrs, resultTypes(op), op.loc,
+                          isClone || op.remat);
     h.ops.back().pos = op.pos;
     for (size_t k = 0; k < res.size(); ++k) {
       const std::string &nm = g.values[op.results[k]].name;
@@ -216,7 +217,7 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
       const Op &op = g.ops[d];
       llvm::SmallVector<ValueId, 4> ops;
       for (ValueId w : op.operands) ops.push_back(resolve(w));
-      auto res = copyOp(op, ops, "remat:" + op.loc, true);
+      auto res = copyOp(op, ops, true);
       for (size_t k = 0; k < res.size(); ++k) clone[op.results[k]] = res[k];
       ++r.clones;
     }
@@ -231,7 +232,7 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
       materialize(op.operands);
       for (ValueId u : op.operands) ops.push_back(resolve(u));
     }
-    auto res = copyOp(op, ops, op.loc, false);
+    auto res = copyOp(op, ops, false);
     for (size_t k = 0; k < res.size(); ++k) map[op.results[k]] = res[k];
   }
   for (size_t o = 0; o < g.outputs.size(); ++o) {
@@ -431,7 +432,7 @@ static void appendCopy(ir::Program &dst, const ir::Program &src, const Op &op,
                        llvm::ArrayRef<ValueId> operands, std::vector<ValueId> &map) {
   llvm::SmallVector<ir::Type, 3> types;
   for (ValueId v : op.results) types.push_back(src.values[v].type);
-  auto out = dst.appendOp(op.kind, operands, op.attrs, types, op.loc);
+  auto out = dst.appendOp(op.kind, operands, op.attrs, types, op.loc, op.remat);
   dst.ops.back().pos = op.pos;
   for (size_t k = 0; k < out.size(); ++k) {
     map[op.results[k]] = out[k];

@@ -20,10 +20,10 @@
 // operands themselves clones or saved values), so the recomputed values are bitwise
 // identical to the forward's, and so are the gradients under all three policies.
 // Each clone is placed just before the first backward op that needs it (clones
-// needed by the same backward op keep their forward order). Clones carry
-// Op::loc = "remat:" + the original loc and results named `<name>.remat`; CSE never
-// merges a "remat:" op with a non-remat one (passes/Cse.h), so the forward values die
-// early instead of living until the backward.
+// needed by the same backward op keep their forward order). Clones are remat ops
+// (Op::remat, printed `remat`) with the original loc and results named `<name>.remat`;
+// CSE never merges a remat op with one that is not (passes/Cse.h), so the forward
+// values die early instead of living until the backward.
 //
 // Regions (the `checkpoint` pass only). The forward ops, in program order, are cut
 // into `regions` contiguous regions; each cut is put where the fewest bytes of forward

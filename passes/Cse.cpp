@@ -11,7 +11,6 @@ namespace tessel::passes {
 
 using namespace tessel::ir;
 
-bool isRematLoc(const std::string &loc) { return loc.rfind("remat:", 0) == 0; }
 
 namespace {
 
@@ -69,7 +68,7 @@ bool attrBitsEqual(const Attr &a, const Attr &b) {
 }
 
 bool sameExpression(const Op &a, const Op &b) {
-  if (a.kind != b.kind || a.operands != b.operands || isRematLoc(a.loc) != isRematLoc(b.loc) ||
+  if (a.kind != b.kind || a.operands != b.operands || a.remat != b.remat ||
       a.results.size() != b.results.size())
     return false;
   const auto &la = a.attrs.list(), &lb = b.attrs.list();
@@ -82,7 +81,7 @@ bool sameExpression(const Op &a, const Op &b) {
 uint64_t hashOp(const Op &op) {
   uint64_t h = 0x6a09e667f3bcc908ULL;
   mix(h, uint64_t(op.kind));
-  mix(h, isRematLoc(op.loc) ? 1 : 0);
+  mix(h, op.remat ? 1 : 0);
   for (ValueId v : op.operands) mix(h, v);
   mix(h, op.operands.size());
   for (const NamedAttr &na : op.attrs.list()) {

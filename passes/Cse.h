@@ -8,13 +8,14 @@
 // so any such pair may be merged; the later op is removed and its uses read the
 // earlier op's results.
 //
-// Rematerialisation contract (with the checkpoint pass, passes/Checkpoint.h): an op
-// whose `loc` starts with "remat:" is a recomputation that must stay separate from the
-// forward, otherwise the forward value would stay alive until the backward and the
-// recompute policy would save nothing. CSE therefore never merges a "remat:" op with
-// an op whose loc does not start with "remat:" (in either direction). Two "remat:" ops
-// may merge with each other. Passes that create ops in place of a "remat:" op (e.g.
-// the order pass lowering an einsum) must copy its loc.
+// Rematerialisation contract (with the checkpoint pass, passes/Checkpoint.h): a remat
+// op (Op::remat) is a recomputation that must stay separate from the forward,
+// otherwise the forward value would stay alive until the backward and the recompute
+// policy would save nothing. The flag is part of what makes two ops the same
+// expression, so CSE never merges a remat op with one that is not (in either
+// direction); two remat ops may merge with each other. Passes that create ops in place
+// of an op (e.g. the order pass lowering an einsum) take its flag with
+// ir::Builder::setOrigin.
 //
 // Output names are kept (passes/Rewrite.h): a duplicate whose result is an output is
 // merged only if the surviving value can take over the output's name (it is then
@@ -40,8 +41,5 @@ struct CseStats {
 
 /// Runs CSE on `p`. Returns true if any op was merged.
 bool runCse(ir::Program &p, const CseOptions &opts, CseStats *stats = nullptr);
-
-/// True if `loc` marks a rematerialised (recomputed) op: it starts with "remat:".
-bool isRematLoc(const std::string &loc);
 
 } // namespace tessel::passes

@@ -31,7 +31,7 @@ private:
   /// rematerialised (see Fold.h).
   const Op *producer(const Op &user, ValueId v) const {
     const Op *op = defOp(v);
-    return op && isRematLoc(op->loc) == isRematLoc(user.loc) ? op : nullptr;
+    return op && op->remat == user.remat ? op : nullptr;
   }
   /// v is a constant (or a broadcast of one) whose every element equals `x`
   /// (0.0 == -0.0 here).

@@ -23,8 +23,8 @@
 // before (x * 1 and x / 1 are x for every x).
 //
 // Folds that look through the op defining an operand (transpose∘transpose,
-// reshape∘reshape, neg∘neg) apply only when both ops are rematerialised ("remat:"
-// loc, passes/Cse.h) or neither is, so a recomputed op never ends up reading a forward
+// reshape∘reshape, neg∘neg) apply only when both ops are remat ops (Op::remat,
+// passes/Cse.h) or neither is, so a recomputed op never ends up reading a forward
 // value the checkpoint policy did not save.
 //
 // A value that is an output is only replaced when the replacement can take over the

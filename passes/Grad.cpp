@@ -68,7 +68,7 @@ Program pruneDead(const Program &p) {
     for (ValueId o : op.operands) operands.push_back(map[o]);
     llvm::SmallVector<ir::Type, 3> types;
     for (ValueId r : op.results) types.push_back(p.type(r));
-    auto res = q.appendOp(op.kind, operands, op.attrs, types, op.loc);
+    auto res = q.appendOp(op.kind, operands, op.attrs, types, op.loc, op.remat);
     q.ops.back().pos = op.pos;
     for (size_t r = 0; r < res.size(); ++r) {
       map[op.results[r]] = res[r];

@@ -771,7 +771,7 @@ bool runOrder(Program &p, const OrderOptions &opts) {
     }
     const size_t firstOp = p.ops.size();
     const ValueId firstValue = ValueId(p.values.size());
-    b.setLoc(op.loc);
+    b.setOrigin(op);
     ValueId v;
     try {
       v = lowerEinsum(b, spec, op.operands, path);

@@ -17,9 +17,9 @@
 // operand or the output) become batch dims; the others are contracted. A step whose
 // operands carry the same indices and sums none (a Hadamard product) becomes an
 // elementwise mul instead (rhs transposed to lhs's order if needed).
-// Ops created for an einsum carry the einsum's `loc` verbatim (so the "remat:" tag of
-// the checkpoint pass survives, see passes/Cse.h); the final value takes the
-// einsum's result name.
+// Ops created for an einsum carry the einsum's `loc` and remat flag
+// (ir::Builder::setOrigin; the flag keeps a recomputed einsum separate from the
+// forward, see passes/Cse.h); the final value takes the einsum's result name.
 //
 // Cost model (exactly opt_einsum's, `opt_einsum.helpers.flop_count`): a step that
 // contracts two tensors costs  prod(size of every distinct index of both operands)

@@ -299,9 +299,9 @@ bool PadSinker::sinkSweep() {
   for (size_t i = 0; i < old.size(); ++i) {
     Op &op = old[i];
     for (ValueId &v : op.operands) v = repl[v];
-    const bool remat = isRematLoc(op.loc);
+    const bool remat = op.remat;
     if (op.results.size() == 1 && live[i]) {
-      b_.setLoc(op.loc);
+      b_.setOrigin(op);
       const size_t firstOp = p_.ops.size();
       const int64_t sunkBefore = sunk_;
       ValueId v = sink(op.kind, op.operands, op.attrs, remat);
@@ -376,12 +376,12 @@ bool PadSinker::hoistSweep() {
     if (!live[i] || op.results.size() != 1 || !hoistable(op.kind)) continue;
     const ValueId r = op.results[0];
     if (users[r].empty() || isOutput(p_, r)) continue;
-    const bool remat = isRematLoc(op.loc);
+    const bool remat = op.remat;
     std::optional<Block> want;
     bool ok = true;
     for (uint32_t u : users[r]) {
       const Op &user = p_.ops[u];
-      if (isRematLoc(user.loc) != remat) ok = false;
+      if (user.remat != remat) ok = false;
       else if (user.kind == OpKind::Slice && !isOutput(p_, user.results[0])) {
         Block b{user.attrs.getI64s("start"), user.attrs.getI64s("limit")};
         ok = !want || *want == b;
@@ -424,7 +424,7 @@ bool PadSinker::hoistSweep() {
       p_.ops.push_back(std::move(op));
       continue;
     }
-    b_.setLoc(op.loc);
+    b_.setOrigin(op);
     const size_t firstOp = p_.ops.size();
     llvm::SmallVector<ValueId, 3> operands;
     for (size_t j = 0; j < op.operands.size(); ++j) {

@@ -40,9 +40,10 @@
 // padded region of the result, and, for a padded contracting dimension, in the result
 // entries whose sums included such a product. Where it meets nonzero data it still does.
 //
-// Rematerialisation: a rewrite looks through a producer only when both ops are "remat:"
-// ops or neither is (as Fold.h), and the ops it creates take the consumer's loc, so a
-// recomputed op never starts reading a forward value that was not saved.
+// Rematerialisation: a rewrite looks through a producer only when both ops are remat
+// ops (Op::remat) or neither is (as Fold.h), and the ops it creates take the consumer's
+// loc and remat flag (ir::Builder::setOrigin), so a recomputed op never starts reading a
+// forward value that was not saved.
 //
 // A value that is an output is replaced only when the replacement can take over its name
 // (passes/Rewrite.h). Dead ops (no output depends on them) are neither rewritten nor

@@ -211,7 +211,7 @@ std::vector<PassInfo> buildRegistry() {
       runOrderPass});
 
   r.push_back(PassInfo{"cse",
-                       "Common subexpression elimination (never merges remat: ops with "
+                       "Common subexpression elimination (never merges remat ops with "
                        "forward ones)",
                        {},
                        runCsePass});

@@ -5,8 +5,8 @@
 //  * Output names are part of a program's interface (drivers look outputs up by name).
 //    A pass may replace a value that is an output only when the replacement can take
 //    over the output's name without renaming anything else: see canReplaceValue().
-//  * Locations are preserved: ops created in place of an op copy its `loc` verbatim
-//    (the "remat:" prefix of the checkpoint pass must survive lowering; see Cse.h).
+//  * Ops created in place of an op take its `loc` and its remat flag
+//    (ir::Builder::setOrigin; the flag must survive lowering, see Cse.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -1,7 +1,7 @@
 // Checkpoint policies: the `checkpoint` pass and splitVjp.
 //  * gradients are bitwise identical under store / save-svd / recompute (reference
 //    evaluator and engine), and match finite differences;
-//  * clones are tagged "remat:", svds are never recomputed under save-svd;
+//  * clones are remat ops (Op::remat), svds are never recomputed under save-svd;
 //  * peak live bytes after prepare are ordered recompute <= save-svd <= store on a chain
 //    of svd steps; staged residual bytes likewise.
 #include <doctest/doctest.h>
@@ -139,7 +139,7 @@ TEST_CASE("checkpoint: gradients bitwise identical under store, save-svd and rec
       // save-svd; store changes nothing.
       int remat = 0;
       for (const ir::Op &op : h.ops) {
-        bool tagged = llvm::StringRef(op.loc).startswith("remat:");
+        bool tagged = op.remat;
         remat += tagged;
         if (tagged && pol == RematPolicy::SaveSvd) CHECK(op.kind != OpKind::Svd);
       }
@@ -204,13 +204,15 @@ TEST_CASE("checkpoint: recompute keeps only region inputs; clones sit before the
   size_t lastFwd = 0, firstClone = h.ops.size();
   for (size_t i = 0; i < h.ops.size(); ++i) {
     if (fwd[i]) lastFwd = i;
-    if (llvm::StringRef(h.ops[i].loc).startswith("remat:") && firstClone == h.ops.size())
+    if (h.ops[i].remat && firstClone == h.ops.size())
       firstClone = i;
   }
   CHECK(firstClone > lastFwd);
   CHECK(h.lookup("U3.remat") != ir::kNoValue);
   CHECK(h.values[h.lookup("U3.remat")].type == Type({4, 4}));
-  CHECK(h.ops[h.values[h.lookup("U3.remat")].def].loc == "remat:step 3");
+  const ir::Op &u3 = h.ops[h.values[h.lookup("U3.remat")].def];
+  CHECK(u3.remat);
+  CHECK(u3.loc == "step 3");
   CHECK(st.residuals == 2); // a, beta (the loss is not read by the backward)
 }
 

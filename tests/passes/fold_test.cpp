@@ -158,7 +158,8 @@ TEST_CASE("fold: never looks through a forward op from a remat op (or back)") {
   ValueId x = p.addInput("x", Type({2, 3}));
   ValueId t = b.transpose(x, {1, 0});   // forward (saved by the policy, say)
   ValueId n = b.neg(x);
-  b.setLoc("remat:bwd");
+  b.setLoc("bwd");
+  b.setRemat(true);
   ValueId tt = b.transpose(t, {1, 0});  // would fold to x: a forward value, not saved
   ValueId nn = b.neg(n);
   // remat∘remat composes to the identity: rr becomes t, which the remat chain read anyway.
@@ -168,12 +169,12 @@ TEST_CASE("fold: never looks through a forward op from a remat op (or back)") {
   p.addOutput(b.add(rr, b.neg(b.neg(t)))); // forward∘forward: folds
   Program q = folded(p);
   for (const Op &op : q.ops) {
-    if (!isRematLoc(op.loc)) continue;
+    if (!op.remat) continue;
     CHECK(op.operands[0] != q.inputs[0]); // no remat op reads x directly
   }
   int rematTransposes = 0, negs = 0;
   for (const Op &op : q.ops) {
-    rematTransposes += op.kind == OpKind::Transpose && isRematLoc(op.loc);
+    rematTransposes += op.kind == OpKind::Transpose && op.remat;
     negs += op.kind == OpKind::Neg;
   }
   CHECK(rematTransposes == 1); // tt only

@@ -320,19 +320,28 @@ TEST_CASE("order: the last dot_general produces the output order; transposes onl
   CHECK(countOps(q5, OpKind::Pad) == 1);
 }
 
-TEST_CASE("order: identity einsum keeps the output name; locations are preserved") {
+TEST_CASE("order: identity einsum keeps the output name; locations and remat flags are preserved") {
   Program p = einsumProgram("ab->ab", {S({2, 3})});
-  p.ops[0].loc = "remat:trg step: plaquette";
+  p.ops[0].loc = "trg step: plaquette";
+  p.ops[0].remat = true;
   Program q = p;
   CHECK(runOrder(q, OrderOptions{}));
   CHECK(q.outputName(0) == "out");
   CHECK(q.outputs[0] != q.inputs[0]);
-  for (const Op &op : q.ops) CHECK(op.loc == "remat:trg step: plaquette");
+  for (const Op &op : q.ops) {
+    CHECK(op.loc == "trg step: plaquette");
+    CHECK(op.remat);
+  }
 
   Program r = einsumProgram(kPlaquette, plaquetteShapes(2, 2));
-  r.ops[0].loc = "remat:plaquette";
+  r.ops[0].loc = "plaquette";
+  r.ops[0].remat = true;
   runOrder(r, OrderOptions{OrderStrategy::Pairwise});
-  for (const Op &op : r.ops) CHECK(op.loc == "remat:plaquette");
+  CHECK(r.ops.size() > 1);
+  for (const Op &op : r.ops) {
+    CHECK(op.loc == "plaquette");
+    CHECK(op.remat);
+  }
   CHECK(r.outputName(0) == "out");
   // No einsum: nothing changes.
   CHECK_FALSE(runOrder(r, OrderOptions{}));

@@ -177,7 +177,8 @@ TEST_CASE("pad-sink: no rewrite across the remat boundary, none without pads") {
   Builder b(p);
   ValueId U = p.addInput("U", Type({4, 4}));
   ValueId g = p.addInput("g", Type({4, 1}));
-  b.setLoc("remat: trg step: truncate");
+  b.setLoc("trg step: truncate");
+  b.setRemat(true);
   ValueId G = b.pad(g, {0, 0}, {0, 3});
   b.setLoc("vjp trg step: svd");
   p.addOutput(b.dotGeneral(U, G, {}, {}, {0}, {0}));
