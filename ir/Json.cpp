@@ -10,7 +10,8 @@
 //                 "remat": true,                      // only for remat ops
 //                 "loc": "step: svd Ma"},             // only when non-empty
 //                ...],
-//    "outputs": ["lnz", "Tn"]}
+//    "outputs": ["lnz", "Tn"],
+//    "grad": {"primal_outputs": 1, "wrt": ["T"], "cotangents": 0}}  // gradient programs only
 //
 // Value names are the text form's names without '%' (anonymous values numbered "0",
 // "1", ... in order of definition, exactly as printed). Attribute values: i64 -> JSON
@@ -28,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <unordered_map>
@@ -206,7 +208,7 @@ public:
 
   Program read(const ojson &root) {
     objectAt(root, "");
-    checkKeys(root, "", {"version", "kind", "name", "inputs", "ops", "outputs"});
+    checkKeys(root, "", {"version", "kind", "name", "inputs", "ops", "outputs", "grad"});
     const ojson &kind = field(root, "", "kind");
     if (!kind.is_string() || kind.get<std::string>() != "tessel.program")
       fail("/kind", "expected \"tessel.program\", got " + kind.dump());
@@ -230,6 +232,8 @@ public:
       defs_[name] = p.addInput(name, t);
     }
 
+    if (auto it = root.find("grad"); it != root.end()) p.gradSignature = readGradSignature(p, *it);
+
     const ojson &ops = arrayAt(field(root, "", "ops"), "/ops");
     for (size_t i = 0; i < ops.size(); ++i) readOp(p, ops[i], "/ops/" + std::to_string(i));
 
@@ -244,6 +248,30 @@ public:
       fail("", msg);
     }
     return p;
+  }
+
+  /// "grad": {"primal_outputs": N, "wrt": ["a", ...], "cotangents": K}; read right after
+  /// the inputs, so every name it uses must be an input.
+  GradSignature readGradSignature(const Program &p, const ojson &j) {
+    const std::string ptr = "/grad";
+    objectAt(j, ptr);
+    checkKeys(j, ptr, {"primal_outputs", "wrt", "cotangents"});
+    auto count = [&](const char *k) -> size_t {
+      const ojson &v = field(j, ptr, k);
+      if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        fail(ptr + "/" + k, std::string("'") + k + "' must be a non-negative integer, got " + v.dump());
+      return static_cast<size_t>(v.get<int64_t>());
+    };
+    GradSignature g;
+    g.primalOutputs = count("primal_outputs");
+    if (j.contains("cotangents")) g.cotangents = count("cotangents");
+    const ojson &wrt = arrayAt(field(j, ptr, "wrt"), ptr + "/wrt");
+    for (size_t i = 0; i < wrt.size(); ++i) {
+      ValueId v = use(wrt[i], ptr + "/wrt/" + std::to_string(i));
+      g.wrt.push_back(static_cast<size_t>(std::find(p.inputs.begin(), p.inputs.end(), v) -
+                                          p.inputs.begin()));
+    }
+    return g;
   }
 
   void readOp(Program &p, const ojson &j, const std::string &ptr) {
@@ -410,6 +438,12 @@ std::string programToJson(const Program &p, int indent) {
   ojson outputs = ojson::array();
   for (ValueId v : p.outputs) outputs.push_back(nameOf(v));
   root["outputs"] = std::move(outputs);
+  if (const auto &g = p.gradSignature) {
+    ojson wrt = ojson::array();
+    for (size_t k : g->wrt) wrt.push_back(k < p.inputs.size() ? nameOf(p.inputs[k]) : "?");
+    root["grad"] = {{"primal_outputs", g->primalOutputs}, {"wrt", std::move(wrt)},
+                    {"cotangents", g->cotangents}};
+  }
   return root.dump(indent, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 

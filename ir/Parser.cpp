@@ -374,6 +374,50 @@ private:
     return it->second.id;
   }
 
+  /// `grad(primal_outputs = N, wrt = [%a, ...][, cotangents = K])` after the inputs (the
+  /// counts are checked against the outputs by the verifier).
+  GradSignature parseGradSignature(const Program &p) {
+    advance(); // 'grad'
+    expect(Tok::LParen, "'(' after 'grad'");
+    auto key = [&](const char *k) {
+      if (!isIdent(k)) unexpected(std::string("'") + k + " = ...' in grad(...)");
+      advance();
+      expect(Tok::Equal, std::string("'=' after '") + k + "'");
+    };
+    auto count = [&](const char *k) {
+      key(k);
+      if (tok_.kind != Tok::Number) unexpected(std::string("a non-negative integer for '") + k + "'");
+      int64_t v = toI64(tok_, k);
+      advance();
+      return static_cast<size_t>(v);
+    };
+    GradSignature g;
+    g.primalOutputs = count("primal_outputs");
+    expect(Tok::Comma, "',' and 'wrt = [...]' in grad(...)");
+    key("wrt");
+    expect(Tok::LBracket, "'[' opening the wrt inputs");
+    while (tok_.kind != Tok::RBracket) {
+      if (tok_.kind != Tok::Value) unexpected("a program input like %x in the wrt list");
+      // Only inputs are defined before the body, so useValue finds an input.
+      ValueId v = useValue(tok_);
+      g.wrt.push_back(static_cast<size_t>(std::find(p.inputs.begin(), p.inputs.end(), v) -
+                                          p.inputs.begin()));
+      advance();
+      if (tok_.kind == Tok::Comma) {
+        advance();
+        continue;
+      }
+      if (tok_.kind != Tok::RBracket) unexpected("',' or ']' in the wrt inputs");
+    }
+    advance(); // ']'
+    if (tok_.kind == Tok::Comma) {
+      advance();
+      g.cotangents = count("cotangents");
+    }
+    expect(Tok::RParen, "')' closing grad(...)");
+    return g;
+  }
+
   void checkFresh(const Token &t) {
     auto it = defs_.find(t.text);
     if (it != defs_.end()) {
@@ -817,6 +861,7 @@ Program Parser::parseFile() {
     }
   }
   advance(); // ')'
+  if (isIdent("grad")) p.gradSignature = parseGradSignature(p);
   if (tok_.kind != Tok::LBrace) unexpected("'{' opening the program body");
   size_t braceOff = tok_.off;
   advance();

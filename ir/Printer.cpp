@@ -177,7 +177,17 @@ std::string printProgram(const Program &p, const PrintOptions &opts) {
     if (i) out += ", ";
     out += ref(p.inputs[i]) + ": " + typeOf(p.inputs[i]);
   }
-  out += ") {\n";
+  out += ")";
+  if (const auto &g = p.gradSignature) {
+    out += " grad(primal_outputs = " + std::to_string(g->primalOutputs) + ", wrt = [";
+    for (size_t i = 0; i < g->wrt.size(); ++i)
+      out += (i ? ", " : "") +
+             (g->wrt[i] < p.inputs.size() ? ref(p.inputs[g->wrt[i]]) : "%?" + std::to_string(g->wrt[i]));
+    out += "]";
+    if (g->cotangents) out += ", cotangents = " + std::to_string(g->cotangents);
+    out += ")";
+  }
+  out += " {\n";
   for (const Op &op : p.ops) {
     out += "  ";
     for (size_t i = 0; i < op.results.size(); ++i) {

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,20 @@ struct Op {
   SourcePos pos;
 };
 
+/// The signature of a gradient program (what passes::grad made): its outputs are
+/// [primal outputs..., one gradient per `wrt` input], and with explicit cotangents (VJP)
+/// its last `cotangents` inputs are the cotangents of the primal outputs, in order.
+/// Printed after the inputs as `grad(primal_outputs = 1, wrt = [%beta])` (and
+/// `, cotangents = N` when N > 0); JSON "grad": {"primal_outputs", "wrt", "cotangents"}.
+/// The verifier checks it against the inputs and outputs.
+struct GradSignature {
+  size_t primalOutputs = 0;
+  /// Input index of each gradient's wrt input; gradient i is output primalOutputs + i.
+  std::vector<size_t> wrt;
+  size_t cotangents = 0;
+  bool operator==(const GradSignature &) const = default;
+};
+
 /// A typed SSA program. Invariant after verify(): every operand is an input or the
 /// result of an earlier op; result types match the op's shape rule.
 class Program {
@@ -67,6 +82,8 @@ public:
   std::vector<ValueId> inputs;
   std::vector<Op> ops;
   std::vector<ValueId> outputs;
+  /// Set on gradient programs (passes::grad); passes that keep inputs and outputs keep it.
+  std::optional<GradSignature> gradSignature;
 
   /// Adds a named input (name must be non-empty and unique). Returns its value.
   ValueId addInput(const std::string &name, const Type &type);

@@ -1,6 +1,8 @@
 //===- ir/Verifier.cpp ----------------------------------------------------------------===//
 #include "ir/Verifier.h"
 
+#include <algorithm>
+
 #include "ir/Printer.h"
 #include "ir/ShapeRules.h"
 #include "llvm/ADT/StringSet.h"
@@ -109,6 +111,29 @@ std::vector<std::string> verify(const Program &p) {
     ValueId v = p.outputs[i];
     if (v >= p.values.size() || !defined[v])
       errs.push_back("output #" + std::to_string(i) + " is not defined");
+  }
+  if (const auto &g = p.gradSignature) {
+    const size_t nIn = p.inputs.size(), nOut = p.outputs.size();
+    if (g->primalOutputs + g->wrt.size() != nOut)
+      errs.push_back("grad signature: " + std::to_string(g->primalOutputs) + " primal outputs and " +
+                     std::to_string(g->wrt.size()) + " gradients, but the program has " +
+                     std::to_string(nOut) + " outputs");
+    if (g->cotangents > nIn)
+      errs.push_back("grad signature: " + std::to_string(g->cotangents) +
+                     " cotangent inputs, but the program has " + std::to_string(nIn) + " inputs");
+    for (size_t i = 0; i < g->wrt.size(); ++i) {
+      const size_t k = g->wrt[i], o = g->primalOutputs + i;
+      if (k >= nIn - std::min(g->cotangents, nIn)) {
+        errs.push_back("grad signature: wrt #" + std::to_string(i) +
+                       " is not a primal input of the program");
+        continue;
+      }
+      if (o < nOut && p.inputs[k] < p.values.size() && p.outputs[o] < p.values.size() &&
+          p.type(p.inputs[k]) != p.type(p.outputs[o]))
+        errs.push_back("grad signature: gradient output #" + std::to_string(o) + " has type " +
+                       p.type(p.outputs[o]).str() + " but its wrt input " +
+                       valueRef(p, p.inputs[k]) + " has type " + p.type(p.inputs[k]).str());
+    }
   }
   return errs;
 }

@@ -171,6 +171,7 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
 
   Program &h = r.prog;
   h.name = g.name;
+  h.gradSignature = g.gradSignature;
   std::vector<ValueId> map(g.values.size(), ir::kNoValue);
   std::vector<ValueId> clone(g.values.size(), ir::kNoValue);
   for (ValueId in : g.inputs) map[in] = h.addInput(g.values[in].name, g.values[in].type);
@@ -269,15 +270,16 @@ std::vector<ValueId> residualValues(const Program &h, const std::vector<char> &i
 }
 
 size_t countPrimalOutputs(const Program &p) {
-  size_t grads = 0;
-  while (grads < p.outputs.size() &&
-         llvm::StringRef(p.outputName(p.outputs.size() - 1 - grads)).startswith("grad_"))
-    ++grads;
-  if (grads == 0)
+  if (!p.gradSignature)
     throw Error("error: checkpoint: program @" + p.name +
-                " has no gradient outputs (grad_*): run grad first, e.g. "
-                "--passes='grad{wrt=beta},checkpoint'");
-  if (grads == p.outputs.size())
+                " is not a gradient program (it has no grad(...) signature): run grad first, "
+                "e.g. --passes='grad{wrt=beta},checkpoint'");
+  const size_t grads = p.gradSignature->wrt.size();
+  if (grads == 0 || p.gradSignature->primalOutputs + grads != p.outputs.size())
+    throw Error("error: checkpoint: program @" + p.name + " has a grad signature with " +
+                std::to_string(grads) + " gradients for its " +
+                std::to_string(p.outputs.size()) + " outputs");
+  if (p.gradSignature->primalOutputs == 0)
     throw Error("error: checkpoint: program @" + p.name +
                 " has no primal outputs before its gradients: run grad with "
                 "keep-outputs=true");

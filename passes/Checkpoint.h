@@ -68,8 +68,8 @@ struct CheckpointOptions {
   RematPolicy policy = RematPolicy::Recompute;
   /// Number of forward regions; 0 = auto (round(sqrt(forward ops)), at least 1).
   int64_t regions = 0;
-  /// Number of leading outputs that are primal outputs; -1 = every output before the
-  /// trailing run of outputs named `grad_*` (the layout passes::grad produces).
+  /// Number of leading outputs that are primal outputs; -1 = the program's grad
+  /// signature's (ir::GradSignature, set by passes::grad).
   int64_t numPrimalOutputs = -1;
 };
 
@@ -86,7 +86,7 @@ struct CheckpointStats {
 /// does not save are recomputed in the backward (see the top of this file). Primal
 /// outputs are saved under every policy (they stay live as outputs anyway). Returns
 /// true when clones were inserted (store never changes the program).
-/// Throws tessel::Error when the program has no gradient outputs (grad_*) or no
+/// Throws tessel::Error when the program has no grad signature or no
 /// primal outputs (grad ran with keepOutputs = false), naming the pass.
 bool runCheckpoint(ir::Program &p, const CheckpointOptions &opts,
                    CheckpointStats *stats = nullptr);

@@ -59,6 +59,7 @@ Program pruneDead(const Program &p) {
   }
   Program q;
   q.name = p.name;
+  q.gradSignature = p.gradSignature;
   std::vector<ValueId> map(p.values.size(), kNoValue);
   for (ValueId in : p.inputs) map[in] = q.addInput(p.value(in).name, p.type(in));
   for (size_t i = 0; i < p.ops.size(); ++i) {
@@ -193,6 +194,15 @@ Program grad(const Program &p, const GradOptions &opts) {
     grads.push_back(g);
   }
 
+  // The signature says which outputs are gradients of what (the checkpoint pass and
+  // splitVjp read it); names like grad_<input> are for people.
+  ir::GradSignature sig;
+  sig.primalOutputs = opts.keepOutputs ? p.outputs.size() : 0;
+  for (ValueId w : wrt)
+    sig.wrt.push_back(static_cast<size_t>(std::find(p.inputs.begin(), p.inputs.end(), w) -
+                                          p.inputs.begin()));
+  sig.cotangents = opts.vjp ? p.outputs.size() : 0;
+  r.gradSignature = sig;
   if (!opts.keepOutputs) r.outputs.clear();
   for (ValueId g : grads) r.addOutput(g);
   return pruneDead(r);

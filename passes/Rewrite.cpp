@@ -78,6 +78,7 @@ size_t eraseOpsAndCompact(Program &p, const std::vector<bool> &dead) {
   // A fresh program resets Program's private name cache.
   Program q;
   q.name = p.name;
+  q.gradSignature = p.gradSignature;
   q.values.resize(next);
   for (size_t v = 0; v < keep.size(); ++v)
     if (keep[v]) q.values[remap[v]] = p.values[v];
