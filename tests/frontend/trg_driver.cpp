@@ -106,8 +106,9 @@ TEST_CASE("trg driver: d/dbeta matches a 5-point finite difference; d2 matches F
     REQUIRE(s.d2lnZ);
     CHECK(std::fabs(*s.dlnZ - *g.dlnZ) < 1e-12);
     CHECK(std::fabs(*s.d2lnZ - fd2) < 1e-6);
-    // The approximant is close to the exact (Onsager) curve already at chi = 8.
-    CHECK(std::fabs(*g.dlnZ - onsager(beta).dlnZ) < 1e-2);
+    // The approximant is close to the exact (Onsager) curve already at chi = 8 and 10 steps
+    // (a 32x32 torus): measured -1.19e-4 at beta = 0.3 and +1.05e-4 at beta = 0.5.
+    CHECK(std::fabs(*g.dlnZ - onsager(beta).dlnZ) < 2.5e-4);
   }
 }
 
@@ -354,8 +355,13 @@ TEST_CASE("trg driver: the schedule from singular values (docs/trg.md §2.4)") {
   o.grad = true;
   TrgDriver derived(o);
   TrgResult r = derived.valueAndGrad(2.0);
-  CHECK(std::isfinite(r.lnZ));
-  CHECK(std::isfinite(*r.dlnZ));
+  // Six steps are a torus of 2^6 = 64 sites deep in the ordered phase: Z is twice the
+  // contribution of one ordered state, so lnZ/N = Onsager's + ln 2 / 64 (measured to 3e-17),
+  // and the energy is Onsager's (measured exactly).
+  const OnsagerValues ex = onsager(2.0);
+  CHECK(std::fabs(r.lnZ - (ex.lnZ + std::log(2.0) / 64)) < 1e-13);
+  REQUIRE(r.dlnZ);
+  CHECK(std::fabs(*r.dlnZ - ex.dlnZ) < 1e-13);
   for (auto s : r.keptSingularValues) CHECK(std::min(s[0], s[1]) > 1e-12);
   CHECK_THROWS_AS(deriveTrgRanks(0.0, 16, 6), Error);
 }

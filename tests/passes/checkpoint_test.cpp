@@ -260,7 +260,13 @@ TEST_CASE("splitVjp: staged forward/backward give the whole-program gradients bi
       CAPTURE(r.name);
       CHECK(r.bytes == r.type.bytes());
       CHECK(((r.forwardInput >= 0) != (r.forwardOutput >= 0)));
-      CHECK(!r.origin.empty());
+      // The origin is the defining op (or the input) of the residual, with its names.
+      if (r.forwardInput >= 0) {
+        CHECK(r.origin == "input %" + r.name);
+      } else {
+        CHECK(r.origin.find(" = ") != std::string::npos);
+        CHECK(r.origin.substr(0, r.origin.find(" = ")).find("%" + r.name) != std::string::npos);
+      }
     }
     int bwdSvds = countKind(fb.backward, OpKind::Svd);
     switch (pol) {
