@@ -160,11 +160,6 @@ struct TrgDriver::Impl {
   /// only for the few plans it has cached, and the TRG sweeps use ~20 plans).
   std::vector<std::unique_ptr<rt::Engine>> profEngines;
 
-  // Staged programs.
-  int initValue = -1, closureValue = -1;
-  Split initSplit, closureSplit;
-  std::map<std::pair<int64_t, int64_t>, int> stepValue;
-  std::map<std::pair<int64_t, int64_t>, Split> stepSplit;
   // Whole programs.
   int wholeValue = -1, wholeGrad = -1, wholeSecond = -1;
   // Staged second order: per program P, its VJP P' = grad(P, vjp) and the VJP of
@@ -173,8 +168,15 @@ struct TrgDriver::Impl {
     int vjp = -1, vjp2 = -1;
     int outGrad = 0, outGradCt = -1; ///< output positions of P'' (grad_<x>, grad_ct_<y>)
   };
-  Second initSecond, closureSecond;
-  std::map<std::pair<int64_t, int64_t>, Second> stepSecond;
+  /// Everything compiled for one staged program class (init, a step class D -> D', the
+  /// closure): indices into `progs`, -1 where not compiled.
+  struct StagedClass {
+    int value = -1; ///< the value program
+    Split split;    ///< its VJP split into forward and backward (--grad)
+    Second second;  ///< P' and P'' (--second)
+  };
+  StagedClass init, closure;
+  std::map<std::pair<int64_t, int64_t>, StagedClass> stepClasses;
 
   explicit Impl(TrgOptions opts) : o(std::move(opts)) {
     validateTrgOptions(o);
@@ -266,22 +268,20 @@ struct TrgDriver::Impl {
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = true;
     noteGroup("init");
-    compileStagedProgram("init", [] { return buildTrgInit(); }, "beta", initValue, &initSplit);
+    compileStagedProgram("init", [] { return buildTrgInit(); }, "beta", init.value, &init.split);
     for (size_t n = 0; n < ranks.size(); ++n) {
       auto key = std::make_pair(dims[n], dims[n + 1]);
       std::string g = classGroup(key.first, key.second);
       noteGroup(g);
-      if (stepValue.count(key)) continue;
-      int idx = -1;
-      Split &sp = stepSplit[key];
-      compileStagedProgram(g, [&] { return buildTrgStep(key.first, key.second, so); }, "T", idx,
-                           &sp);
-      stepValue[key] = idx;
+      StagedClass &sc = stepClasses[key];
+      if (sc.value >= 0) continue;
+      compileStagedProgram(g, [&] { return buildTrgStep(key.first, key.second, so); }, "T",
+                           sc.value, &sc.split);
     }
     std::string g = "closure " + std::to_string(dims.back());
     noteGroup(g);
     int64_t D = dims.back();
-    compileStagedProgram(g, [D] { return buildTrgClosure(D); }, "T", closureValue, &closureSplit);
+    compileStagedProgram(g, [D] { return buildTrgClosure(D); }, "T", closure.value, &closure.split);
   }
 
   void compileWhole() {
@@ -363,17 +363,18 @@ struct TrgDriver::Impl {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = true;
-    initSecond = compileSecondOf("init", [] { return buildTrgInit(); }, "beta", "ct_T0");
+    init.second = compileSecondOf("init", [] { return buildTrgInit(); }, "beta", "ct_T0");
     for (size_t n = 0; n < ranks.size(); ++n) {
       auto key = std::make_pair(dims[n], dims[n + 1]);
-      if (stepSecond.count(key)) continue;
-      stepSecond[key] = compileSecondOf(
+      StagedClass &sc = stepClasses[key];
+      if (sc.second.vjp >= 0) continue;
+      sc.second = compileSecondOf(
           classGroup(key.first, key.second),
           [&] { return buildTrgStep(key.first, key.second, so); }, "T", "ct_Tn");
     }
     int64_t D = dims.back();
-    closureSecond = compileSecondOf("closure " + std::to_string(D),
-                                    [D] { return buildTrgClosure(D); }, "T", "");
+    closure.second = compileSecondOf("closure " + std::to_string(D),
+                                     [D] { return buildTrgClosure(D); }, "T", "");
   }
 
   /// d²(lnZ/N)/dβ² = grad(grad(whole)) (whole mode).
@@ -467,16 +468,16 @@ struct TrgDriver::Impl {
   TrgResult valueStaged(double beta) {
     TrgResult r;
     r.beta = beta;
-    ir::Tensor T = std::move(run(initValue, {scalar(beta)}, "init", beta)[0]);
+    ir::Tensor T = std::move(run(init.value, {scalar(beta)}, "init", beta)[0]);
     double lnz = 0;
     for (size_t n = 0; n < ranks.size(); ++n) {
-      auto out = run(stepValue.at({dims[n], dims[n + 1]}), {T}, stepName(n), beta);
+      auto out = run(stepClasses.at({dims[n], dims[n + 1]}).value, {T}, stepName(n), beta);
       checkKept(n, out[2].data.data(), r);
       r.logm.push_back(out[0].data[0]);
       lnz += out[0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
       T = std::move(out[1]);
     }
-    double lntr = run(closureValue, {T}, "closure", beta)[0].data[0];
+    double lntr = run(closure.value, {T}, "closure", beta)[0].data[0];
     lnz += lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
@@ -499,12 +500,12 @@ struct TrgDriver::Impl {
     const size_t N = ranks.size();
     // Forward sweep: keep every step's inputs and outputs (residuals included).
     std::vector<ir::Tensor> initIn = {scalar(beta)};
-    std::vector<ir::Tensor> initOut = run(initSplit.fwd, initIn, "init", beta);
+    std::vector<ir::Tensor> initOut = run(init.split.fwd, initIn, "init", beta);
     std::vector<std::vector<ir::Tensor>> ins(N), outs(N);
     ir::Tensor T = initOut[0];
     double lnz = 0;
     for (size_t n = 0; n < N; ++n) {
-      const Split &sp = stepSplit.at({dims[n], dims[n + 1]});
+      const Split &sp = stepClasses.at({dims[n], dims[n + 1]}).split;
       ins[n] = {std::move(T)};
       outs[n] = run(sp.fwd, ins[n], stepName(n), beta);
       checkKept(n, outs[n][2].data.data(), r);
@@ -513,17 +514,17 @@ struct TrgDriver::Impl {
       T = outs[n][1];
     }
     std::vector<ir::Tensor> clIn = {std::move(T)};
-    std::vector<ir::Tensor> clOut = run(closureSplit.fwd, clIn, "closure", beta);
+    std::vector<ir::Tensor> clOut = run(closure.split.fwd, clIn, "closure", beta);
     lnz += clOut[0].data[0] * std::ldexp(1.0, -static_cast<int>(N));
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     // Backward sweep.
     ir::Tensor ct = std::move(
-        run(closureSplit.bwd,
-            backwardInputs(closureSplit, clIn, clOut, {scalar(std::ldexp(1.0, -static_cast<int>(N)))}),
+        run(closure.split.bwd,
+            backwardInputs(closure.split, clIn, clOut, {scalar(std::ldexp(1.0, -static_cast<int>(N)))}),
             "closure", beta)[0]);
     for (size_t n = N; n-- > 0;) {
-      const Split &sp = stepSplit.at({dims[n], dims[n + 1]});
+      const Split &sp = stepClasses.at({dims[n], dims[n + 1]}).split;
       std::vector<ir::Tensor> cts;
       cts.push_back(scalar(std::ldexp(1.0, -static_cast<int>(n)))); // ct_logm
       cts.push_back(std::move(ct));                                 // ct_Tn
@@ -534,7 +535,7 @@ struct TrgDriver::Impl {
     }
     std::vector<ir::Tensor> cts;
     cts.push_back(std::move(ct));
-    double g = run(initSplit.bwd, backwardInputs(initSplit, initIn, initOut, std::move(cts)), "init", beta)[0]
+    double g = run(init.split.bwd, backwardInputs(init.split, initIn, initOut, std::move(cts)), "init", beta)[0]
                    .data[0];
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
@@ -564,47 +565,47 @@ struct TrgDriver::Impl {
     auto zeros2 = [] { return ir::Tensor::zeros(ir::Type({2})); };
     // Forward sweep (value programs; rank check).
     std::vector<ir::Tensor> T(N + 1);
-    T[0] = std::move(run(initValue, {scalar(beta)}, "init", beta)[0]);
+    T[0] = std::move(run(init.value, {scalar(beta)}, "init", beta)[0]);
     double lnz = 0;
     for (size_t n = 0; n < N; ++n) {
-      auto out = run(stepValue.at({dims[n], dims[n + 1]}), {T[n]}, stepName(n), beta);
+      auto out = run(stepClasses.at({dims[n], dims[n + 1]}).value, {T[n]}, stepName(n), beta);
       checkKept(n, out[2].data.data(), r);
       r.logm.push_back(out[0].data[0]);
       lnz += out[0].data[0] * pow2(n);
       T[n + 1] = std::move(out[1]);
     }
-    lnz += run(closureValue, {T[N]}, "closure", beta)[0].data[0] * pow2(N);
+    lnz += run(closure.value, {T[N]}, "closure", beta)[0].data[0] * pow2(N);
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     // Backward sweep (first derivative), keeping every cotangent c_n.
     std::vector<ir::Tensor> c(N + 1);
-    c[N] = std::move(run(closureSecond.vjp, {T[N], scalar(pow2(N))}, "closure", beta)[0]);
+    c[N] = std::move(run(closure.second.vjp, {T[N], scalar(pow2(N))}, "closure", beta)[0]);
     for (size_t n = N; n-- > 0;)
-      c[n] = std::move(run(stepSecond.at({dims[n], dims[n + 1]}).vjp,
+      c[n] = std::move(run(stepClasses.at({dims[n], dims[n + 1]}).second.vjp,
                            {T[n], scalar(pow2(n)), c[n + 1], zeros2()}, stepName(n), beta)[0]);
-    double g = run(initSecond.vjp, {scalar(beta), c[0]}, "init", beta)[0].data[0];
+    double g = run(init.second.vjp, {scalar(beta), c[0]}, "init", beta)[0].data[0];
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
     // Reverse over the backward sweep.
     std::vector<ir::Tensor> Tbar(N + 1);
-    auto oi = run(initSecond.vjp2, {scalar(beta), c[0], scalar(1.0)}, "init", beta);
-    double betabar = oi[static_cast<size_t>(initSecond.outGrad)].data[0];
-    ir::Tensor cbar = std::move(oi[static_cast<size_t>(initSecond.outGradCt)]);
+    auto oi = run(init.second.vjp2, {scalar(beta), c[0], scalar(1.0)}, "init", beta);
+    double betabar = oi[static_cast<size_t>(init.second.outGrad)].data[0];
+    ir::Tensor cbar = std::move(oi[static_cast<size_t>(init.second.outGradCt)]);
     for (size_t n = 0; n < N; ++n) {
-      const Second &sc = stepSecond.at({dims[n], dims[n + 1]});
+      const Second &sc = stepClasses.at({dims[n], dims[n + 1]}).second;
       auto os = run(sc.vjp2, {T[n], scalar(pow2(n)), c[n + 1], zeros2(), cbar}, stepName(n), beta);
       accumulate(Tbar[n], os[static_cast<size_t>(sc.outGrad)]);
       cbar = std::move(os[static_cast<size_t>(sc.outGradCt)]);
     }
-    auto oc = run(closureSecond.vjp2, {T[N], scalar(pow2(N)), cbar}, "closure", beta);
-    accumulate(Tbar[N], oc[static_cast<size_t>(closureSecond.outGrad)]);
+    auto oc = run(closure.second.vjp2, {T[N], scalar(pow2(N)), cbar}, "closure", beta);
+    accumulate(Tbar[N], oc[static_cast<size_t>(closure.second.outGrad)]);
     // Reverse over the forward sweep (logm is not used by g: zero cotangent).
     for (size_t n = N; n-- > 0;) {
-      auto ov = run(stepSecond.at({dims[n], dims[n + 1]}).vjp,
+      auto ov = run(stepClasses.at({dims[n], dims[n + 1]}).second.vjp,
                     {T[n], scalar(0.0), Tbar[n + 1], zeros2()}, stepName(n), beta);
       accumulate(Tbar[n], ov[0]);
     }
-    betabar += run(initSecond.vjp, {scalar(beta), Tbar[0]}, "init", beta)[0].data[0];
+    betabar += run(init.second.vjp, {scalar(beta), Tbar[0]}, "init", beta)[0].data[0];
     checkFinite("d2(lnZ/N)/dbeta2", betabar, beta);
     r.d2lnZ = betabar;
     return r;
