@@ -141,6 +141,19 @@ std::string attrKey(const std::string &name) {
 
 } // namespace
 
+std::string describeOp(const Program &p, const Op &op) {
+  std::string s;
+  for (size_t i = 0; i < op.results.size(); ++i) s += (i ? ", " : "") + valueRef(p, op.results[i]);
+  if (!op.results.empty()) s += " = ";
+  s += opName(op.kind);
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    s += (i ? ", " : " ") + valueRef(p, op.operands[i]);
+  if (op.remat) s += " remat";
+  if (!op.loc.empty()) s += " loc(" + text::quoteString(op.loc) + ")";
+  if (op.pos.known()) s += " at " + op.pos.str();
+  return s;
+}
+
 std::string valueRef(const Program &p, ValueId v) {
   if (v >= p.values.size()) return "%<invalid " + std::to_string(v) + ">";
   const std::string &n = p.values[v].name;

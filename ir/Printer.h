@@ -28,4 +28,10 @@ std::string printDot(const Program &p);
 /// values are numbered in order of definition.
 std::string valueRef(const Program &p, ValueId v);
 
+/// An op as every diagnostic names it, in the words of the text form without attributes
+/// and types: `%U, %s, %Vt = svd %Ma loc("trg 16->16: svd Ma") at step.tir:12:3` (the loc and
+/// the source position only when known; `remat` for a remat op). Safe on programs that do
+/// not verify (dangling value ids print as %<invalid N>).
+std::string describeOp(const Program &p, const Op &op);
+
 } // namespace tessel::ir

@@ -9,27 +9,6 @@
 
 namespace tessel::ir {
 
-namespace {
-
-// "svd (%U, %s, %Vt) at step.tir:12:3 [loc("...")]"
-std::string describeOp(const Program &p, const Op &op, size_t index) {
-  std::string s = std::string(opName(op.kind)) + " #" + std::to_string(index);
-  if (!op.results.empty()) {
-    s += " (";
-    for (size_t i = 0; i < op.results.size(); ++i) {
-      if (i) s += ", ";
-      ValueId r = op.results[i];
-      s += r < p.values.size() ? valueRef(p, r) : std::string("?");
-    }
-    s += ")";
-  }
-  if (op.pos.known()) s += " at " + op.pos.str();
-  if (!op.loc.empty()) s += " loc(\"" + op.loc + "\")";
-  return s;
-}
-
-} // namespace
-
 std::vector<std::string> verify(const Program &p) {
   std::vector<std::string> errs;
   std::vector<bool> defined(p.values.size(), false);
@@ -55,7 +34,7 @@ std::vector<std::string> verify(const Program &p) {
     const Op &op = p.ops[i];
     const OpInfo &info = opInfo(op.kind);
     // Built only when reporting: describing every op would make verify() quadratic.
-    auto where = [&] { return describeOp(p, op, i); };
+    auto where = [&] { return describeOp(p, op); };
     bool ok = true;
     llvm::SmallVector<Type, 4> types;
     for (size_t j = 0; j < op.operands.size(); ++j) {

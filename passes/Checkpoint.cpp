@@ -286,19 +286,10 @@ size_t countPrimalOutputs(const Program &p) {
   return p.outputs.size() - grads;
 }
 
-/// `%U, %s, %Vt = svd %Ma loc("...")`: the op that defines `v`, with `p`'s names.
+/// The op that defines `v` (ir::describeOp), or "input %v".
 std::string describeOrigin(const Program &p, ValueId v) {
   int32_t d = p.values[v].def;
-  if (d < 0) return "input " + ir::valueRef(p, v);
-  const Op &op = p.ops[d];
-  std::string s;
-  for (size_t j = 0; j < op.results.size(); ++j)
-    s += (j ? ", " : "") + ir::valueRef(p, op.results[j]);
-  s += std::string(" = ") + ir::opName(op.kind);
-  for (size_t j = 0; j < op.operands.size(); ++j)
-    s += (j ? ", " : " ") + ir::valueRef(p, op.operands[j]);
-  if (!op.loc.empty()) s += " loc(\"" + op.loc + "\")";
-  return s;
+  return d < 0 ? "input " + ir::valueRef(p, v) : ir::describeOp(p, p.ops[d]);
 }
 
 size_t primalOutputCount(const Program &p, int64_t requested) {

@@ -766,8 +766,7 @@ bool runOrder(Program &p, const OrderOptions &opts) {
     try {
       path = planContraction(spec, shapes, opts.strategy, opts);
     } catch (const Error &e) {
-      throw Error(std::string(e.what()) + " (at " + valueRef(p, oldResult) +
-                  (op.loc.empty() ? "" : ", loc \"" + op.loc + "\"") + ")");
+      throw Error(std::string(e.what()) + " (at " + describeOp(p, op) + ")");
     }
     const size_t firstOp = p.ops.size();
     const ValueId firstValue = ValueId(p.values.size());
@@ -776,8 +775,7 @@ bool runOrder(Program &p, const OrderOptions &opts) {
     try {
       v = lowerEinsum(b, spec, op.operands, path);
     } catch (const Error &e) {
-      throw Error(std::string(e.what()) + " (at " + valueRef(p, oldResult) +
-                  (op.loc.empty() ? "" : ", loc \"" + op.loc + "\"") + ")");
+      throw Error(std::string(e.what()) + " (at " + describeOp(p, op) + ")");
     }
     // An identity einsum yields an existing value; keep a copy if that value cannot
     // take over the output's name.

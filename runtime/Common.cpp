@@ -63,15 +63,6 @@ std::string valueDisplayName(const ir::Program &p, ir::ValueId v) {
   return ir::valueRef(p, v);
 }
 
-std::string describeOp(const ir::Program &p, const ir::Op &op) {
-  std::string s = ir::opName(op.kind);
-  for (size_t i = 0; i < op.results.size(); ++i)
-    s += (i ? ", " : " ") + valueDisplayName(p, op.results[i]);
-  if (!op.loc.empty()) s += " (loc \"" + op.loc + "\")";
-  if (op.pos.known()) s += " at " + op.pos.str();
-  return s;
-}
-
 std::string svdFailureMessage(const ir::Program &p, const ir::Op &op, int info) {
   std::string shape = p.type(op.operands[0]).str();
   if (info == kSvdNonFinite)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/Printer.h"
 #include "ir/Program.h"
 
 namespace tessel::rt {
@@ -40,9 +41,8 @@ inline bool compareValues(CompareDir d, double a, double b) {
 
 /// "%name" of a value (anonymous values numbered in order of definition, as printed).
 std::string valueDisplayName(const ir::Program &p, ir::ValueId v);
-/// Names an op for diagnostics: `svd %U, %s, %Vt (loc "trg step: svd Ma")` plus the
-/// source position when known.
-std::string describeOp(const ir::Program &p, const ir::Op &op);
+/// Names an op in diagnostics (the one describer of ir/Printer.h).
+using ir::describeOp;
 
 /// Pseudo-info passed to svdFailureMessage when the input holds NaN or inf.
 inline constexpr int kSvdNonFinite = 1 << 30;

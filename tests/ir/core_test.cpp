@@ -103,7 +103,7 @@ TEST_CASE("verifier: use before definition, wrong result type, duplicate names")
   bad.recomputeDefs();
   auto errs = verify(bad);
   REQUIRE(!errs.empty());
-  CHECK(errs[0].find("exp #0") == 0);
+  CHECK(errs[0].find("%0 = exp %1") == 0); // the op in the text form's words (exp now first)
   CHECK(errs[0].find("is not defined before use") != std::string::npos);
 
   Program wrong = p;

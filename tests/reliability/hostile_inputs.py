@@ -324,7 +324,7 @@ CASES = [
          r"prog\.tir:1:1: error: invalid JSON: syntax error", {"prog.tir": NEG23}),
     Case("cli-run-terabyte-iota", "cli", "running a program whose iota is 8 TB (no allocation attempt)",
          ["run", "big.tir"],
-         r"error: prepare: iota %y \(loc \"8 TB\"\) at big\.tir:2:8: result %y f64\[1000000,1000000\] needs "
+         r"error: prepare: %y = iota loc\(\"8 TB\"\) at big\.tir:2:8: result %y f64\[1000000,1000000\] needs "
          r"8000000000000 bytes, more than this machine's",
          {"big.tir": tir("  %y = iota {shape = [1000000, 1000000], dim = 0} : f64[1000000,1000000] "
                          "loc(\"8 TB\")\n  return %y\n", "")}),
@@ -352,18 +352,18 @@ CASES = [
          {"prog.tir": NEG23}),
     Case("cli-check-nan-sqrt", "cli", "--check-nan on sqrt of a negative input",
          ["run", "prog.tir", "--input", "x=[[1,4,-9],[16,25,36]]", "--check-nan"],
-         r"error: --check-nan: sqrt %r \(loc \"root\"\) at prog\.tir:2:8: result %r f64\[2,3\] is NaN at \[0,2\]; "
+         r"error: --check-nan: %r = sqrt %x loc\(\"root\"\) at prog\.tir:2:8: result %r f64\[2,3\] is NaN at \[0,2\]; "
          r"operands: %x finite",
          {"prog.tir": tir("  %r = sqrt %x : f64[2,3] loc(\"root\")\n  %y = mul %r, %r : f64[2,3]\n  return %y\n",
                           "%x: f64[2,3]")}),
     Case("cli-check-nan-input-nan", "cli", "--check-nan when the input itself holds NaN",
          ["run", "prog.tir", "--input", "x=x.npy", "--check-nan"],
-         r"error: --check-nan: neg %y \(loc \"negate x\"\) at prog\.tir:2:8: result %y f64\[2,3\] is NaN at \[1,1\]; "
+         r"error: --check-nan: %y = neg %x loc\(\"negate x\"\) at prog\.tir:2:8: result %y f64\[2,3\] is NaN at \[1,1\]; "
          r"operands: %x has NaN",
          {"prog.tir": NEG23, "x.npy": npy("(2, 3)", data=f8(1, 2, 3, 4, float("nan"), 6))}),
     Case("cli-check-nan-in-place", "cli", "--check-nan names a finite operand that the op overwrites in place",
          ["run", "prog.tir", "--input", "x=[[1,4,-9],[16,25,36]]", "--check-nan"],
-         r"error: --check-nan: log %l \(loc \"log of 2x\"\) at prog\.tir:3:8: result %l f64\[2,3\] is NaN at \[0,2\]; "
+         r"error: --check-nan: %l = log %t loc\(\"log of 2x\"\) at prog\.tir:3:8: result %l f64\[2,3\] is NaN at \[0,2\]; "
          r"operands: %t finite",
          {"prog.tir": tir("  %t = add %x, %x : f64[2,3]\n  %l = log %t : f64[2,3] loc(\"log of 2x\")\n"
                           "  %y = mul %l, %l : f64[2,3]\n  return %y\n", "%x: f64[2,3]")}),
