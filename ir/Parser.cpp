@@ -388,6 +388,8 @@ private:
       key(k);
       if (tok_.kind != Tok::Number) unexpected(std::string("a non-negative integer for '") + k + "'");
       int64_t v = toI64(tok_, k);
+      if (v < 0)
+        fail(tok_.off, std::string("'") + k + "' must be a non-negative integer, got " + tok_.text);
       advance();
       return static_cast<size_t>(v);
     };

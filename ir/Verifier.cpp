@@ -93,7 +93,7 @@ std::vector<std::string> verify(const Program &p) {
   }
   if (const auto &g = p.gradSignature) {
     const size_t nIn = p.inputs.size(), nOut = p.outputs.size();
-    if (g->primalOutputs + g->wrt.size() != nOut)
+    if (g->wrt.size() > nOut || g->primalOutputs != nOut - g->wrt.size())
       errs.push_back("grad signature: " + std::to_string(g->primalOutputs) + " primal outputs and " +
                      std::to_string(g->wrt.size()) + " gradients, but the program has " +
                      std::to_string(nOut) + " outputs");
@@ -102,6 +102,9 @@ std::vector<std::string> verify(const Program &p) {
                      " cotangent inputs, but the program has " + std::to_string(nIn) + " inputs");
     for (size_t i = 0; i < g->wrt.size(); ++i) {
       const size_t k = g->wrt[i], o = g->primalOutputs + i;
+      if (std::find(g->wrt.begin(), g->wrt.begin() + static_cast<ptrdiff_t>(i), k) !=
+          g->wrt.begin() + static_cast<ptrdiff_t>(i))
+        errs.push_back("grad signature: wrt #" + std::to_string(i) + " repeats an earlier input");
       if (k >= nIn - std::min(g->cotangents, nIn)) {
         errs.push_back("grad signature: wrt #" + std::to_string(i) +
                        " is not a primal input of the program");

@@ -275,7 +275,8 @@ size_t countPrimalOutputs(const Program &p) {
                 " is not a gradient program (it has no grad(...) signature): run grad first, "
                 "e.g. --passes='grad{wrt=beta},checkpoint'");
   const size_t grads = p.gradSignature->wrt.size();
-  if (grads == 0 || p.gradSignature->primalOutputs + grads != p.outputs.size())
+  if (grads == 0 || grads > p.outputs.size() ||
+      p.gradSignature->primalOutputs != p.outputs.size() - grads)
     throw Error("error: checkpoint: program @" + p.name + " has a grad signature with " +
                 std::to_string(grads) + " gradients for its " +
                 std::to_string(p.outputs.size()) + " outputs");

@@ -194,8 +194,8 @@ Program grad(const Program &p, const GradOptions &opts) {
     grads.push_back(g);
   }
 
-  // The signature says which outputs are gradients of what (the checkpoint pass and
-  // splitVjp read it); names like grad_<input> are for people.
+  // The signature says which outputs are gradients of what (the checkpoint pass reads
+  // it); names like grad_<input> are for people.
   ir::GradSignature sig;
   sig.primalOutputs = opts.keepOutputs ? p.outputs.size() : 0;
   for (ValueId w : wrt)

@@ -78,7 +78,8 @@ svd.defvjp(_svd_fwd, _svd_bwd)
 
 def make_lnz(ranks: list[int]):
     """β ↦ lnZ/N with a static rank schedule. m_n = max|T| is a stop-gradient constant
-    (docs/trg.md §5: T' is homogeneous of degree 2, so lnZ does not depend on m_n)."""
+    (docs/trg.md §2.1, §5: lnZ does not depend on m_n, so value and first derivative are
+    the same; tessel differentiates through m_n for the second derivative's sake)."""
     steps = len(ranks)
 
     def lnz_fn(beta):

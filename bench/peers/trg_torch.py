@@ -66,7 +66,7 @@ def lnz_fn(beta: torch.Tensor, chi: int, steps: int, ranks_out: list | None = No
     lnz = torch.zeros((), dtype=torch.float64)
     for n in range(steps):
         d = t.shape[0]
-        m = torch.max(torch.abs(t)).detach()     # stop-gradient (docs/trg.md §5)
+        m = torch.max(torch.abs(t)).detach()     # stop-gradient: same value and first derivative (docs/trg.md §2.1)
         t = t / m
         lnz = lnz + torch.log(m) / 2.0 ** n
         ma = t.permute(2, 1, 0, 3).reshape(d * d, d * d)
