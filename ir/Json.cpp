@@ -268,8 +268,7 @@ public:
     const ojson &wrt = arrayAt(field(j, ptr, "wrt"), ptr + "/wrt");
     for (size_t i = 0; i < wrt.size(); ++i) {
       ValueId v = use(wrt[i], ptr + "/wrt/" + std::to_string(i));
-      g.wrt.push_back(static_cast<size_t>(std::find(p.inputs.begin(), p.inputs.end(), v) -
-                                          p.inputs.begin()));
+      g.wrt.push_back(static_cast<size_t>(p.inputIndex(v)));
     }
     return g;
   }

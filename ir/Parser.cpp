@@ -402,8 +402,7 @@ private:
       if (tok_.kind != Tok::Value) unexpected("a program input like %x in the wrt list");
       // Only inputs are defined before the body, so useValue finds an input.
       ValueId v = useValue(tok_);
-      g.wrt.push_back(static_cast<size_t>(std::find(p.inputs.begin(), p.inputs.end(), v) -
-                                          p.inputs.begin()));
+      g.wrt.push_back(static_cast<size_t>(p.inputIndex(v)));
       advance();
       if (tok_.kind == Tok::Comma) {
         advance();

@@ -1,6 +1,7 @@
 //===- ir/Program.cpp ---------------------------------------------------------------===//
 #include "ir/Program.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace tessel::ir {
@@ -82,6 +83,11 @@ int Program::inputIndex(llvm::StringRef n) const {
   for (size_t i = 0; i < inputs.size(); ++i)
     if (values[inputs[i]].name == n) return static_cast<int>(i);
   return -1;
+}
+
+int Program::inputIndex(ValueId v) const {
+  auto it = std::find(inputs.begin(), inputs.end(), v);
+  return it == inputs.end() ? -1 : static_cast<int>(it - inputs.begin());
 }
 
 std::string Program::outputName(size_t i) const {

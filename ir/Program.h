@@ -103,6 +103,8 @@ public:
   ValueId lookup(llvm::StringRef name) const;
   /// Index of the input named `name`, or -1.
   int inputIndex(llvm::StringRef name) const;
+  /// Index of input value `v`, or -1 if `v` is not an input.
+  int inputIndex(ValueId v) const;
   /// Display name of an output (its value's name, or "out<i>" if anonymous).
   std::string outputName(size_t i) const;
 

@@ -198,9 +198,7 @@ Program grad(const Program &p, const GradOptions &opts) {
   // it); names like grad_<input> are for people.
   ir::GradSignature sig;
   sig.primalOutputs = opts.keepOutputs ? p.outputs.size() : 0;
-  for (ValueId w : wrt)
-    sig.wrt.push_back(static_cast<size_t>(std::find(p.inputs.begin(), p.inputs.end(), w) -
-                                          p.inputs.begin()));
+  for (ValueId w : wrt) sig.wrt.push_back(static_cast<size_t>(p.inputIndex(w)));
   sig.cotangents = opts.vjp ? p.outputs.size() : 0;
   r.gradSignature = sig;
   if (!opts.keepOutputs) r.outputs.clear();
