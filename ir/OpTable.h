@@ -46,6 +46,17 @@ const std::vector<OpKind> &allOpKinds();
 
 bool isElementwise(OpKind kind); ///< unary, binary, compare and select
 
+/// True if `table` has exactly one entry per op of ops.def, in its order. Per-op rule
+/// tables (VJP, lowering, ...) are arrays of entries with a `kind` member, checked
+/// with static_assert(coversEveryOpInOrder(kTable)) so that adding an op to ops.def
+/// fails to compile until every table has its row.
+template <typename Entry, size_t N> constexpr bool coversEveryOpInOrder(const Entry (&table)[N]) {
+  if (N != static_cast<size_t>(kNumOpKinds)) return false;
+  for (size_t i = 0; i < N; ++i)
+    if (static_cast<size_t>(table[i].kind) != i) return false;
+  return true;
+}
+
 /// Puts `attrs` in canonical order and fills defaults. Throws tessel::Error naming the
 /// op for an unknown attribute, a missing required one, or one of the wrong kind.
 void canonicalizeAttrs(OpKind kind, AttrList &attrs);

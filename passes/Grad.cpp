@@ -21,6 +21,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
+#include "passes/Rewrite.h"
 #include "passes/VjpRules.h"
 
 namespace tessel::passes {
@@ -44,41 +45,6 @@ std::string inputList(const Program &p) {
   for (size_t i = 0; i < p.inputs.size(); ++i)
     s += (i ? ", %" : "%") + p.value(p.inputs[i]).name;
   return s.empty() ? "none" : s;
-}
-
-/// A copy of `p` without the ops none of its outputs uses (inputs are kept).
-Program pruneDead(const Program &p) {
-  std::vector<char> live(p.values.size(), 0);
-  std::vector<char> opLive(p.ops.size(), 0);
-  for (ValueId v : p.outputs) live[v] = 1;
-  for (size_t i = p.ops.size(); i-- > 0;) {
-    const Op &op = p.ops[i];
-    for (ValueId r : op.results) opLive[i] |= live[r];
-    if (opLive[i])
-      for (ValueId o : op.operands) live[o] = 1;
-  }
-  Program q;
-  q.name = p.name;
-  q.gradSignature = p.gradSignature;
-  std::vector<ValueId> map(p.values.size(), kNoValue);
-  for (ValueId in : p.inputs) map[in] = q.addInput(p.value(in).name, p.type(in));
-  for (size_t i = 0; i < p.ops.size(); ++i) {
-    if (!opLive[i]) continue;
-    const Op &op = p.ops[i];
-    llvm::SmallVector<ValueId, 4> operands;
-    for (ValueId o : op.operands) operands.push_back(map[o]);
-    llvm::SmallVector<ir::Type, 3> types;
-    for (ValueId r : op.results) types.push_back(p.type(r));
-    auto res = q.appendOp(op.kind, operands, op.attrs, types, op.loc, op.remat);
-    q.ops.back().pos = op.pos;
-    for (size_t r = 0; r < res.size(); ++r) {
-      map[op.results[r]] = res[r];
-      const std::string &n = p.value(op.results[r]).name;
-      if (!ir::isAnonymousName(n)) q.setName(res[r], n);
-    }
-  }
-  for (ValueId v : p.outputs) q.addOutput(map[v]);
-  return q;
 }
 
 } // namespace
@@ -203,7 +169,8 @@ Program grad(const Program &p, const GradOptions &opts) {
   r.gradSignature = sig;
   if (!opts.keepOutputs) r.outputs.clear();
   for (ValueId g : grads) r.addOutput(g);
-  return pruneDead(r);
+  eraseDeadOps(r);
+  return r;
 }
 
 bool runGrad(Program &p, const GradOptions &opts) {

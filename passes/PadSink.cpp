@@ -23,20 +23,6 @@ struct PadInfo {
   bool remat;
 };
 
-/// live[i]: some result of op i is an output or is read by a live op. Dead ops (the
-/// pads a rewrite bypassed, dead code of the input) neither get rewritten nor count as
-/// uses, so one run of the pass reaches its fixed point.
-std::vector<bool> liveOps(const Program &p) {
-  std::vector<bool> liveValue(p.values.size(), false), live(p.ops.size(), false);
-  for (ValueId v : p.outputs) liveValue[v] = true;
-  for (size_t i = p.ops.size(); i-- > 0;) {
-    for (ValueId r : p.ops[i].results) live[i] = live[i] || liveValue[r];
-    if (live[i])
-      for (ValueId v : p.ops[i].operands) liveValue[v] = true;
-  }
-  return live;
-}
-
 bool samePadding(const PadInfo &a, const PadInfo &b) {
   return a.low == b.low && a.high == b.high;
 }
@@ -290,6 +276,8 @@ bool PadSinker::replace(std::vector<ValueId> &repl, ValueId from, ValueId to) {
 
 bool PadSinker::sinkSweep() {
   const int64_t before = sunk_;
+  // Dead ops (the pads a rewrite bypassed, dead code of the input) neither get
+  // rewritten nor count as uses, so one run of the pass reaches its fixed point.
   const std::vector<bool> live = liveOps(p_);
   std::vector<Op> old = std::move(p_.ops);
   p_.ops.clear();

@@ -42,6 +42,23 @@ void replaceAllUses(Program &p, ValueId from, ValueId to) {
   }
 }
 
+std::vector<bool> liveOps(const Program &p) {
+  std::vector<bool> liveValue(p.values.size(), false), live(p.ops.size(), false);
+  for (ValueId v : p.outputs) liveValue[v] = true;
+  for (size_t i = p.ops.size(); i-- > 0;) {
+    for (ValueId r : p.ops[i].results) live[i] = live[i] || liveValue[r];
+    if (live[i])
+      for (ValueId v : p.ops[i].operands) liveValue[v] = true;
+  }
+  return live;
+}
+
+size_t eraseDeadOps(Program &p) {
+  std::vector<bool> dead = liveOps(p);
+  dead.flip();
+  return eraseOpsAndCompact(p, dead);
+}
+
 std::vector<int> useCounts(const Program &p) {
   std::vector<int> uses(p.values.size(), 0);
   for (const Op &op : p.ops)

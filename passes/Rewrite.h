@@ -31,6 +31,14 @@ bool canReplaceValue(const ir::Program &p, ir::ValueId from, ir::ValueId to);
 /// (throws tessel::Error otherwise, naming both values).
 void replaceAllUses(ir::Program &p, ir::ValueId from, ir::ValueId to);
 
+/// live[i]: some result of op i is a program output or is read by a live op (one
+/// backward sweep; the liveness that dce, grad and pad-sink share).
+std::vector<bool> liveOps(const ir::Program &p);
+
+/// Removes every op that liveOps() finds dead (see eraseOpsAndCompact). Returns the
+/// number of ops removed.
+size_t eraseDeadOps(ir::Program &p);
+
 /// Number of uses of every value (operands of ops; outputs count once per position).
 std::vector<int> useCounts(const ir::Program &p);
 

@@ -625,13 +625,7 @@ constexpr Entry kTable[] = {
     {OpKind::StopGradient, vjpNone}, // AD barrier
 };
 
-constexpr bool tableInOrder() {
-  if (std::size(kTable) != static_cast<size_t>(ir::kNumOpKinds)) return false;
-  for (size_t i = 0; i < std::size(kTable); ++i)
-    if (static_cast<size_t>(kTable[i].kind) != i) return false;
-  return true;
-}
-static_assert(tableInOrder(),
+static_assert(ir::coversEveryOpInOrder(kTable),
               "the VJP-rule table must have one entry per op of ir/ops.def, in its order");
 
 // The table actually consulted (a copy, so tests can remove an entry).

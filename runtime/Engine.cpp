@@ -400,8 +400,8 @@ std::string Engine::profileReport(const Plan &P, size_t top) const {
     double byKind[6] = {0, 0, 0, 0, 0, 0};
     int countKind[6] = {0, 0, 0, 0, 0, 0};
     for (const Row &r : rows) {
-      byKind[static_cast<int>(P.insts[r.i].kernel)] += r.ms;
-      ++countKind[static_cast<int>(P.insts[r.i].kernel)];
+      byKind[static_cast<int>(P.insts[r.i].kernel())] += r.ms;
+      ++countKind[static_cast<int>(P.insts[r.i].kernel())];
     }
     out += "  by kernel:";
     for (int k = 0; k < 6; ++k) {
@@ -426,7 +426,7 @@ std::string Engine::profileReport(const Plan &P, size_t top) const {
                   total > 0 ? 100.0 * r.ms / total : 0.0,
                   static_cast<double>(std::max<int64_t>(0, S->profBegin[r.i].load())) / 1e6,
                   static_cast<double>(S->profEnd[r.i].load()) / 1e6, threads.c_str(), r.i,
-                  kernelName(I.kernel));
+                  kernelName(I.kernel()));
     out += buf;
     out += std::string(ir::opName(op.kind)) + " " + P.values[I.out[0]].name;
     if (!op.loc.empty()) out += " (" + op.loc + ")";

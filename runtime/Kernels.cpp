@@ -62,7 +62,7 @@ void elementwise(const Instruction &in, int32_t chunk, double *const *ptr) {
     });
     return;
   case OpKind::Compare: {
-    CompareDir d = in.cmp;
+    CompareDir d = in.as<ElementwisePlan>().cmp;
     mapBinary(o, x, y, b, e, [d](double u, double v) { return compareValues(d, u, v) ? 1.0 : 0.0; });
     return;
   }
@@ -132,7 +132,7 @@ void tiledCopy(const CopyPlan &c, int32_t chunk, const double *src, double *dst)
 }
 
 void stridedCopy(const Instruction &in, int32_t chunk, double *const *ptr) {
-  const CopyPlan &c = in.copy;
+  const CopyPlan &c = in.as<CopyPlan>();
   if (c.tileDim >= 0) {
     tiledCopy(c, chunk, ptr[in.in[0]], ptr[in.out[0]]);
     return;
@@ -157,7 +157,7 @@ void stridedCopy(const Instruction &in, int32_t chunk, double *const *ptr) {
 }
 
 void padKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
-  const PadPlan &p = in.pad;
+  const PadPlan &p = in.as<PadPlan>();
   size_t nd = p.outShape.size();
   int64_t outLen = p.outShape.back();
   if (outLen == 0 || p.rows == 0) return;
@@ -198,7 +198,7 @@ void padKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
 }
 
 void reduceKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
-  const ReducePlan &R = in.reduce;
+  const ReducePlan &R = in.as<ReducePlan>();
   if (R.outElems == 0) return;
   auto [o0, o1] = chunkRange(R.outElems, R.outPerChunk, chunk);
   const double *src = ptr[in.in[0]];
@@ -234,7 +234,7 @@ void reduceKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
 }
 
 void gemmKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
-  const GemmPlan &g = in.gemm;
+  const GemmPlan &g = in.as<GemmPlan>();
   const double *A = ptr[in.in[0]], *B = ptr[in.in[1]];
   double *C = ptr[in.out[0]];
   auto one = [&](int64_t b, int64_t r0, int64_t r1) {
@@ -263,15 +263,15 @@ void gemmKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
 }
 
 void svdKernel(const Plan &plan, const Instruction &in, double *const *ptr) {
-  const SvdPlan &s = in.svd;
+  const SvdPlan &s = in.as<SvdPlan>();
   if (s.k == 0) return;
   const double *A = ptr[in.in[0]];
   double *U = ptr[in.out[0]], *S = ptr[in.out[1]], *Vt = ptr[in.out[2]];
   double *work = ptr[in.out[3]];
-  double *a = s.inPlace ? const_cast<double *>(A) : ptr[in.out[4]];
+  double *a = in.inPlace ? const_cast<double *>(A) : ptr[in.out[4]];
   int64_t mn = s.m * s.n;
   bool finite = true;
-  if (!s.inPlace) {
+  if (!in.inPlace) {
     for (int64_t i = 0; i < mn; ++i) {
       double x = A[i];
       a[i] = x;
@@ -303,7 +303,7 @@ void svdKernel(const Plan &plan, const Instruction &in, double *const *ptr) {
 } // namespace
 
 void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *const *ptr) {
-  switch (inst.kernel) {
+  switch (inst.kernel()) {
   case Kernel::Elementwise: elementwise(inst, chunk, ptr); return;
   case Kernel::Copy: stridedCopy(inst, chunk, ptr); return;
   case Kernel::Pad: padKernel(inst, chunk, ptr); return;

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ir/Program.h"
@@ -40,6 +41,7 @@ inline constexpr double kGemmChunkFlops = 16e6;
 /// Alignment of arena slots, in doubles (64 bytes).
 inline constexpr int64_t kSlotAlign = 8;
 
+/// The kernel an instruction calls; the index of its plan in KernelPlan.
 enum class Kernel : uint8_t { Elementwise, Reduce, Copy, Pad, Gemm, Svd };
 const char *kernelName(Kernel k);
 
@@ -59,6 +61,12 @@ struct PlanValue {
   int32_t group = -1;
   ir::ValueId irValue = ir::kNoValue; ///< kNoValue for internal temporaries
   std::string name;                   ///< display name ("%T", "tmp3")
+};
+
+/// Elementwise map over `Instruction::numel` elements; the function is
+/// `Instruction::op` (unary, binary, compare with `cmp`, select).
+struct ElementwisePlan {
+  CompareDir cmp = CompareDir::EQ;
 };
 
 /// Strided N-d copy: out (row-major over `shape`) = in[base + Σ idx_d · stride_d].
@@ -111,14 +119,19 @@ struct SvdPlan {
   int64_t m = 0, n = 0, k = 0;
   int64_t lwork = 0;      ///< queried once at prepare
   int64_t iworkElems = 0; ///< 8·k ints, stored in doubles
-  bool inPlace = false;   ///< the operand dies here: gesdd overwrites it directly
   /// U and Vt are never read: gesdd with jobz = 'N' (singular values only, about half
   /// the work). s may then differ from a full SVD's in the last bits.
   bool valuesOnly = false;
 };
 
+/// What a kernel needs to know, computed once at prepare; one alternative per Kernel,
+/// in its order.
+using KernelPlan = std::variant<ElementwisePlan, ReducePlan, CopyPlan, PadPlan, GemmPlan, SvdPlan>;
+static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::Svd) + 1,
+              "one KernelPlan alternative per Kernel, in its order");
+
 struct Instruction {
-  Kernel kernel = Kernel::Copy;
+  KernelPlan plan;
   ir::OpKind op = ir::OpKind::Reshape; ///< source op kind (elementwise: the function)
   int32_t srcOp = -1;                  ///< index of the source op in the program
   std::vector<int32_t> in;             ///< plan values read
@@ -126,19 +139,19 @@ struct Instruction {
   int32_t numResults = 0;              ///< out[0..numResults) are results; rest temps
   int32_t nchunks = 1;
   int64_t numel = 0;                   ///< elements of the (first) result
-  CompareDir cmp = CompareDir::EQ;
-  bool inPlace = false;                ///< result shares its slot with operand 0..k
-  CopyPlan copy;
-  PadPlan pad;
-  ReducePlan reduce;
-  GemmPlan gemm;
-  SvdPlan svd;
+  /// Elementwise: the result takes the storage of an operand that dies here.
+  /// Svd: gesdd overwrites its operand, which dies here, instead of a copy.
+  bool inPlace = false;
   std::string what;                    ///< short description of the kernel plan
   // Scheduling.
   int32_t initialDeps = 0;
   int32_t succBegin = 0, succEnd = 0;   ///< range in Plan::succ
   std::vector<int32_t> preds;           ///< for describePlan
   int64_t bytesWritten = 0;
+
+  Kernel kernel() const { return static_cast<Kernel>(plan.index()); }
+  template <typename T> const T &as() const { return std::get<T>(plan); }
+  template <typename T> T &as() { return std::get<T>(plan); }
 };
 
 /// A final copy of an output that is not written in place (alias of an input, a
@@ -167,7 +180,9 @@ public:
   std::vector<int32_t> outputValue;      ///< plan value of each output
   std::vector<FinalCopy> finalCopies;
   int64_t maxChunks = 1;
-  bool usedAncestors = true;             ///< reuse without extra edges (else WAR edges)
+  /// Buffer reuse followed the dependency order (ancestor sets); false for programs
+  /// too large for them, where reuse adds write-after-read edges instead.
+  bool usedAncestors = true;
 
   const ir::Op &srcOp(const Instruction &in) const { return program.ops[in.srcOp]; }
 };

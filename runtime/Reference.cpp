@@ -31,13 +31,6 @@ using ir::OpKind;
 using ir::Program;
 using ir::Type;
 
-/// Row-major strides of a shape (in elements).
-std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape) {
-  std::vector<int64_t> st(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * shape[d + 1];
-  return st;
-}
-
 /// Advances a row-major multi-index; returns false after the last one.
 bool nextIndex(std::vector<int64_t> &idx, llvm::ArrayRef<int64_t> shape) {
   for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
@@ -134,7 +127,7 @@ Tensor evalOp(const Program &p, const Op &op, const std::vector<const Tensor *> 
     const auto &axes = a.getI64s("axes");
     std::vector<bool> reduced(it.rank(), false);
     for (int64_t ax : axes) reduced[ax] = true;
-    auto ost = stridesOf(rt.shape);
+    auto ost = rowMajorStrides(rt.shape);
     bool isMax = op.kind == OpKind::ReduceMax;
     if (isMax) std::fill(o.begin(), o.end(), -std::numeric_limits<double>::infinity());
     forEachIndex(it.shape, [&](const std::vector<int64_t> &idx, int64_t lin) {
@@ -151,7 +144,7 @@ Tensor evalOp(const Program &p, const Op &op, const std::vector<const Tensor *> 
   case OpKind::BroadcastInDim: {
     const Type &it = in[0]->type;
     const auto &dims = a.getI64s("dims");
-    auto ist = stridesOf(it.shape);
+    auto ist = rowMajorStrides(it.shape);
     forEachIndex(rt.shape, [&](const std::vector<int64_t> &idx, int64_t lin) {
       int64_t ii = 0;
       for (int d = 0; d < it.rank(); ++d)
@@ -165,7 +158,7 @@ Tensor evalOp(const Program &p, const Op &op, const std::vector<const Tensor *> 
     return out;
   case OpKind::Transpose: {
     const auto &perm = a.getI64s("perm");
-    auto ist = stridesOf(in[0]->type.shape);
+    auto ist = rowMajorStrides(in[0]->type.shape);
     forEachIndex(rt.shape, [&](const std::vector<int64_t> &idx, int64_t lin) {
       int64_t ii = 0;
       for (int d = 0; d < rt.rank(); ++d) ii += idx[d] * ist[perm[d]];
@@ -175,7 +168,7 @@ Tensor evalOp(const Program &p, const Op &op, const std::vector<const Tensor *> 
   }
   case OpKind::Slice: {
     const auto &start = a.getI64s("start");
-    auto ist = stridesOf(in[0]->type.shape);
+    auto ist = rowMajorStrides(in[0]->type.shape);
     forEachIndex(rt.shape, [&](const std::vector<int64_t> &idx, int64_t lin) {
       int64_t ii = 0;
       for (int d = 0; d < rt.rank(); ++d) ii += (idx[d] + start[d]) * ist[d];
@@ -186,7 +179,7 @@ Tensor evalOp(const Program &p, const Op &op, const std::vector<const Tensor *> 
   case OpKind::Pad: {
     const auto &low = a.getI64s("low");
     const Type &it = in[0]->type;
-    auto ist = stridesOf(it.shape);
+    auto ist = rowMajorStrides(it.shape);
     forEachIndex(rt.shape, [&](const std::vector<int64_t> &idx, int64_t lin) {
       int64_t ii = 0;
       for (int d = 0; d < rt.rank(); ++d) {
@@ -211,7 +204,7 @@ Tensor evalOp(const Program &p, const Op &op, const std::vector<const Tensor *> 
       return f;
     };
     auto lf = freeDims(lt.rank(), lb, lc), rf = freeDims(rtt.rank(), rb, rc);
-    auto lst = stridesOf(lt.shape), rst = stridesOf(rtt.shape);
+    auto lst = rowMajorStrides(lt.shape), rst = rowMajorStrides(rtt.shape);
     std::vector<int64_t> cshape;
     for (int64_t d : lc) cshape.push_back(lt.shape[d]);
     forEachIndex(rt.shape, [&](const std::vector<int64_t> &idx, int64_t lin) {
@@ -254,7 +247,7 @@ Tensor evalOp(const Program &p, const Op &op, const std::vector<const Tensor *> 
     std::vector<int64_t> sshape;
     for (char c : summed) sshape.push_back(extent[static_cast<unsigned char>(c)]);
     std::vector<std::vector<int64_t>> ist;
-    for (const Tensor *t : in) ist.push_back(stridesOf(t->type.shape));
+    for (const Tensor *t : in) ist.push_back(rowMajorStrides(t->type.shape));
     int64_t val[128] = {};
     forEachIndex(rt.shape, [&](const std::vector<int64_t> &idx, int64_t lin) {
       for (size_t j = 0; j < spec.output.size(); ++j)

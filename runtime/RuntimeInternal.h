@@ -23,6 +23,13 @@ void ensureBlasSingleThreaded();
 /// "run: input %T (#0): expected f64[4,4,4,4], got f64[4,4]".
 void validateInputs(const ir::Program &p, const std::vector<ir::Tensor> &inputs);
 
+/// Row-major strides of a shape, in elements.
+inline std::vector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * shape[d + 1];
+  return st;
+}
+
 /// Comparison directions of `compare` (StableHLO ComparisonDirection).
 enum class CompareDir : uint8_t { EQ, NE, LT, LE, GT, GE };
 /// Parses "EQ".."GE" (case-insensitive). Throws tessel::Error listing the allowed ones.

@@ -143,7 +143,7 @@ TEST_CASE("plan of the 20-step TRG value+grad: arena close to peak, step SVD pai
   auto anc = reachability(P);
   std::vector<size_t> svds;
   for (size_t i = 0; i < P.insts.size(); ++i)
-    if (P.insts[i].kernel == rt::Kernel::Svd) svds.push_back(i);
+    if (P.insts[i].kernel() == rt::Kernel::Svd) svds.push_back(i);
   REQUIRE(svds.size() == 40); // 20 steps x (Ma, Mb)
   for (size_t k = 0; k + 1 < svds.size(); k += 2) {
     size_t a = svds[k], b = svds[k + 1];

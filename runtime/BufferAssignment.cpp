@@ -1,0 +1,392 @@
+//===- runtime/BufferAssignment.cpp - In-place decisions, slots, peak bytes ---===//
+//
+// Stage 3 of prepare (see PrepareStages.h). Two allocators share one liveness model
+// (a group lives from its producer to its last reader; Group::readers is in list
+// order) and one peak computation (listOrderPeakBytes):
+//
+//  * greedy by size with ancestor sets (TFLite's strategy), for programs of up to
+//    kMaxAncestorInsts instructions: two buffers may share memory if one is entirely
+//    before the other in the dependency order (no edge needed), or if
+//    write-after-read edges that the critical path does not feel can order them;
+//    such edges are added only when they save memory;
+//  * list order for larger programs: a slot is reused once the last reader (in list
+//    order) of its occupant has run, and the reuse adds write-after-read edges.
+//
+// Both compute in place where an operand dies at its reader: an elementwise result
+// takes the operand's buffer, gesdd overwrites its operand instead of a copy. Never
+// with a value check on: the check reports whether the operands were finite, so
+// they must survive the op.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/PrepareStages.h"
+
+namespace tessel::rt::prep {
+namespace {
+
+int32_t groupOf(const Plan &P, int32_t v) { return P.values[v].group; }
+
+/// The distinct groups an instruction reads (an operand may appear twice: x * x).
+/// Group::readers lists each reader once, so liveness counts must too.
+llvm::SmallVector<int32_t, 4> operandGroups(const Plan &P, const Instruction &inst) {
+  llvm::SmallVector<int32_t, 4> gs;
+  for (int32_t v : inst.in) {
+    int32_t g = groupOf(P, v);
+    if (std::find(gs.begin(), gs.end(), g) == gs.end()) gs.push_back(g);
+  }
+  return gs;
+}
+
+/// True if the group may be overwritten by its last reader: an arena buffer that no
+/// final output copy reads, with no value check that would read it afterwards.
+bool reusable(const Plan &P, const Group &g) {
+  return P.options.reuseBuffers && P.options.valueCheck == ValueCheck::Off &&
+         g.kind == GroupKind::Arena && !g.pinned;
+}
+
+/// The temp of an svd that holds the copy of its operand (after U, s, Vt and work).
+constexpr size_t kSvdCopyTemp = 4;
+
+/// The in-place decisions, made in list order, that both allocators share: gesdd
+/// overwrites an operand that dies at it (its copy temp then needs no storage), and an
+/// elementwise result takes the storage of an operand of its size that dies at it.
+/// An allocator says when an operand dies and gives results their storage.
+class InPlaceAssigner {
+protected:
+  InPlaceAssigner(Plan &P, DepGraph &deps)
+      : P(P), deps(deps), consumed(P.groups.size(), false), skip(P.groups.size(), false),
+        inPlaceOperand(P.insts.size(), -1) {}
+  virtual ~InPlaceAssigner() = default;
+
+  Plan &P;
+  DepGraph &deps;
+  std::vector<bool> consumed;          ///< per group: an in-place result took its storage
+  std::vector<bool> skip;              ///< per group: needs no storage
+  std::vector<int32_t> inPlaceOperand; ///< per instruction: operand group its result replaced
+
+  /// Operand group h of instruction i dies at i (and may be overwritten by it).
+  virtual bool diesAt(int32_t h, int32_t i) const = 0;
+  /// Instruction i takes over the storage of operand group h, which dies at i.
+  virtual void tookOver(int32_t h, int32_t i) = 0;
+  /// Result group g of instruction i shares the storage of operand group h.
+  virtual void shareStorage(int32_t g, int32_t h, int32_t i) = 0;
+  /// Result group g of instruction i gets storage of its own.
+  virtual void newStorage(int32_t g, int32_t i) = 0;
+
+  /// Gives every result of instruction i that needs arena memory its storage.
+  void assignResults(int32_t i) {
+    Instruction &inst = P.insts[i];
+    if (inst.kernel() == Kernel::Svd && inst.as<SvdPlan>().k > 0) {
+      const int32_t h = groupOf(P, inst.in[0]);
+      if (diesAt(h, i)) {
+        inst.inPlace = true;
+        skip[groupOf(P, inst.out[kSvdCopyTemp])] = true;
+        tookOver(h, i);
+      }
+    }
+    for (size_t k = 0; k < inst.out.size(); ++k) {
+      const int32_t g = groupOf(P, inst.out[k]);
+      const Group &G = P.groups[g];
+      if (G.kind != GroupKind::Arena || skip[g] || G.elems == 0) continue;
+      const int32_t h = k == 0 && inst.kernel() == Kernel::Elementwise ? dyingOperandOfSize(i, G.elems) : -1;
+      if (h < 0) {
+        newStorage(g, i);
+        continue;
+      }
+      consumed[h] = true;
+      inst.inPlace = true;
+      inPlaceOperand[i] = h;
+      tookOver(h, i);
+      shareStorage(g, h, i);
+    }
+  }
+
+private:
+  int32_t dyingOperandOfSize(int32_t i, int64_t elems) const {
+    for (int32_t v : P.insts[i].in) {
+      const int32_t h = groupOf(P, v);
+      if (P.groups[h].elems == elems && diesAt(h, i)) return h;
+    }
+    return -1;
+  }
+};
+
+/// A buffer of the arena: one group, or a chain of groups computed in place.
+struct Buf {
+  int64_t elems = 0;
+  int32_t def = -1;          ///< first writer
+  std::vector<int32_t> uses; ///< writers and readers of every group in the chain
+  bool pinned = false;       ///< read by a final output copy: lives to the end
+  int64_t offset = 0;
+};
+
+class GreedyAllocator : InPlaceAssigner {
+public:
+  GreedyAllocator(Plan &P, DepGraph &deps) : InPlaceAssigner(P, deps), bufOf(P.groups.size(), -1) {}
+
+  void run() {
+    for (size_t i = 0; i < P.insts.size(); ++i) assignResults(static_cast<int32_t>(i));
+    std::vector<bool> occupies(P.groups.size());
+    for (size_t g = 0; g < occupies.size(); ++g)
+      occupies[g] = bufOf[g] >= 0 || P.groups[g].kind == GroupKind::Output;
+    P.peakLiveBytes = listOrderPeakBytes(P, occupies, inPlaceOperand);
+    place();
+  }
+
+private:
+  std::vector<Buf> bufs;
+  std::vector<int32_t> bufOf; ///< per group: its buffer, -1 for none
+
+  /// Every other reader of h ran before i (is an ancestor of i).
+  bool diesAt(int32_t h, int32_t i) const override {
+    const Group &g = P.groups[h];
+    return reusable(P, g) && bufOf[h] >= 0 && !consumed[h] && deps.allAncestors(g.readers, i, i);
+  }
+  void tookOver(int32_t, int32_t) override {}
+  void shareStorage(int32_t g, int32_t h, int32_t) override {
+    const Group &G = P.groups[g];
+    bufOf[g] = bufOf[h];
+    Buf &B = bufs[bufOf[g]];
+    B.uses.insert(B.uses.end(), G.readers.begin(), G.readers.end());
+    B.pinned |= G.pinned;
+  }
+  void newStorage(int32_t g, int32_t i) override {
+    const Group &G = P.groups[g];
+    Buf B;
+    B.elems = (G.elems + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+    B.def = i;
+    B.uses = G.readers;
+    B.uses.push_back(i);
+    B.pinned = G.pinned;
+    bufOf[g] = static_cast<int32_t>(bufs.size());
+    bufs.push_back(std::move(B));
+  }
+
+  /// X is entirely before Y: every use of X has run before Y's first writer starts.
+  bool before(const Buf &X, const Buf &Y) const {
+    if (X.pinned) return false;
+    for (int32_t u : X.uses)
+      if (!deps.isAncestor(u, Y.def)) return false;
+    return true;
+  }
+
+  /// A can be made entirely before B by harmless edges from every use of A to B's
+  /// first writer.
+  bool orderable(const CriticalPath &cp, const Buf &A, const Buf &B) const {
+    if (A.pinned) return false;
+    for (int32_t u : A.uses)
+      if (!deps.isAncestor(u, B.def) && !cp.harmless(u, B.def)) return false;
+    return true;
+  }
+
+  /// Greedy by size: largest first, at the lowest offset not overlapping a buffer it
+  /// conflicts with. Buffers not ordered by the dependencies may still share memory
+  /// if harmless write-after-read edges order them; edges are added only when the
+  /// arena would otherwise grow.
+  void place() {
+    const bool reuse = P.options.reuseBuffers;
+    CriticalPath cp(P, deps);
+    std::vector<int32_t> order(bufs.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return bufs[a].elems > bufs[b].elems; });
+    std::vector<int32_t> placed, forced;
+    std::vector<std::pair<int64_t, int64_t>> busyHard, busyAll;
+    std::vector<std::pair<int32_t, bool>> cands; // (buffer, true = it goes before X)
+    int64_t arena = 0;
+    auto lowestGap = [](std::vector<std::pair<int64_t, int64_t>> &busy, int64_t size) {
+      std::sort(busy.begin(), busy.end());
+      int64_t off = 0;
+      for (const auto &[b, e] : busy) {
+        if (b - off >= size) break;
+        off = std::max(off, e);
+      }
+      return off;
+    };
+    for (int32_t x : order) {
+      Buf &X = bufs[x];
+      forced.clear();
+      for (;;) {
+        busyHard.clear();
+        busyAll.clear();
+        cands.clear();
+        for (int32_t y : placed) {
+          const Buf &Y = bufs[y];
+          std::pair<int64_t, int64_t> iv{Y.offset, Y.offset + Y.elems};
+          if (reuse && (before(X, Y) || before(Y, X))) continue;
+          busyAll.push_back(iv);
+          bool isForced = std::find(forced.begin(), forced.end(), y) != forced.end();
+          if (reuse && !isForced && orderable(cp, Y, X)) cands.push_back({y, true});
+          else if (reuse && !isForced && orderable(cp, X, Y)) cands.push_back({y, false});
+          else busyHard.push_back(iv);
+        }
+        int64_t offAll = lowestGap(busyAll, X.elems);
+        int64_t offHard = lowestGap(busyHard, X.elems);
+        if (offAll + X.elems <= std::max(arena, offHard + X.elems)) {
+          X.offset = offAll; // no growth without edges: no edges
+          break;
+        }
+        bool ok = true;
+        for (const auto &[y, yFirst] : cands) {
+          const Buf &Y = bufs[y];
+          if (Y.offset >= offHard + X.elems || Y.offset + Y.elems <= offHard) continue;
+          const Buf &A = yFirst ? Y : X, &B = yFirst ? X : Y;
+          if (!orderable(cp, A, B)) { // slack used up by edges added just before
+            forced.push_back(y);
+            ok = false;
+            break;
+          }
+          cp.addEdgesInto(A.uses, B.def);
+        }
+        if (ok) {
+          X.offset = offHard;
+          break;
+        }
+      }
+      arena = std::max(arena, X.offset + X.elems);
+      placed.push_back(x);
+    }
+    for (const Buf &B : bufs) {
+      P.slotOffset.push_back(B.offset);
+      P.slotElems.push_back(B.elems);
+    }
+    for (size_t g = 0; g < P.groups.size(); ++g)
+      if (P.groups[g].kind == GroupKind::Arena) P.groups[g].index = bufOf[g];
+    P.arenaElems = arena;
+  }
+};
+
+/// Slots in list order for programs too large for ancestor sets: a slot is reused
+/// once the last reader, in list order, of its occupant has run, with
+/// write-after-read edges added so that the parallel schedule respects the reuse.
+class ListOrderAllocator : InPlaceAssigner {
+public:
+  ListOrderAllocator(Plan &P, DepGraph &deps) : InPlaceAssigner(P, deps), slotOf(P.groups.size(), -1) {}
+
+  void run() {
+    for (size_t ii = 0; ii < P.insts.size(); ++ii) {
+      const int32_t i = static_cast<int32_t>(ii);
+      assignResults(i);
+      // Operands whose last reader (in list order) is i free their slot now.
+      for (int32_t h : operandGroups(P, P.insts[ii]))
+        if (P.groups[h].readers.back() == i) {
+          std::vector<int32_t> set = P.groups[h].readers;
+          if (P.groups[h].producer >= 0) set.push_back(P.groups[h].producer);
+          release(h, std::move(set));
+        }
+      // Results nobody reads (temporaries, unused results) free theirs right after i.
+      for (int32_t v : P.insts[ii].out) {
+        const int32_t h = groupOf(P, v);
+        if (P.groups[h].readers.empty() && !skip[h]) release(h, {i});
+      }
+    }
+    std::vector<bool> occupies(P.groups.size());
+    for (size_t g = 0; g < occupies.size(); ++g)
+      occupies[g] = slotOf[g] >= 0 || P.groups[g].kind == GroupKind::Output;
+    P.peakLiveBytes = listOrderPeakBytes(P, occupies, inPlaceOperand);
+    for (size_t g = 0; g < P.groups.size(); ++g)
+      if (P.groups[g].kind == GroupKind::Arena) P.groups[g].index = slotOf[g];
+    int64_t off = 0;
+    for (int64_t e : P.slotElems) {
+      P.slotOffset.push_back(off);
+      off += (e + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+    }
+    P.arenaElems = off;
+  }
+
+private:
+  struct FreeSlot {
+    int64_t slot;
+    std::vector<int32_t> release; ///< instructions that must have run before reuse
+  };
+  std::vector<int64_t> slotOf; ///< per group
+  std::vector<FreeSlot> freeSlots;
+
+  /// i is the last reader of h in list order.
+  bool diesAt(int32_t h, int32_t i) const override {
+    return reusable(P, P.groups[h]) && slotOf[h] >= 0 && !consumed[h] && P.groups[h].readers.back() == i;
+  }
+  /// The other readers of h must run before i overwrites it.
+  void tookOver(int32_t h, int32_t i) override { addEdges(P.groups[h].readers, i); }
+  void shareStorage(int32_t g, int32_t h, int32_t) override { slotOf[g] = slotOf[h]; }
+
+  void addEdges(const std::vector<int32_t> &set, int32_t i) {
+    for (int32_t r : set) deps.addEdge(r, i);
+  }
+
+  void release(int32_t g, std::vector<int32_t> set) {
+    if (P.groups[g].kind != GroupKind::Arena || slotOf[g] < 0 || P.groups[g].pinned) return;
+    if (consumed[g]) return; // the slot now belongs to an in-place result
+    if (P.options.reuseBuffers) freeSlots.push_back({slotOf[g], std::move(set)});
+  }
+
+  /// The free slot that fits best (the smallest that fits, else the largest, which
+  /// then grows), or a new one.
+  void newStorage(int32_t g, int32_t i) override {
+    const int64_t elems = P.groups[g].elems;
+    int best = -1;
+    for (size_t f = 0; f < freeSlots.size(); ++f) {
+      int64_t cap = P.slotElems[freeSlots[f].slot];
+      if (best < 0) {
+        best = static_cast<int>(f);
+        continue;
+      }
+      int64_t bcap = P.slotElems[freeSlots[best].slot];
+      bool fits = cap >= elems, bfits = bcap >= elems;
+      if ((fits && (!bfits || cap < bcap)) || (!fits && !bfits && cap > bcap)) best = static_cast<int>(f);
+    }
+    if (best < 0) {
+      slotOf[g] = static_cast<int64_t>(P.slotElems.size());
+      P.slotElems.push_back(elems);
+      return;
+    }
+    FreeSlot fs = std::move(freeSlots[best]);
+    freeSlots.erase(freeSlots.begin() + best);
+    slotOf[g] = fs.slot;
+    P.slotElems[fs.slot] = std::max(P.slotElems[fs.slot], elems);
+    addEdges(fs.release, i);
+  }
+};
+
+} // namespace
+
+int64_t listOrderPeakBytes(const Plan &P, const std::vector<bool> &occupies,
+                           const std::vector<int32_t> &inPlaceOperand) {
+  auto dies = [&](int32_t g) {
+    const Group &G = P.groups[g];
+    return occupies[g] && G.kind == GroupKind::Arena && !G.pinned;
+  };
+  std::vector<bool> gone(P.groups.size(), false);
+  int64_t live = 0, peak = 0;
+  for (size_t ii = 0; ii < P.insts.size(); ++ii) {
+    const int32_t i = static_cast<int32_t>(ii);
+    const Instruction &inst = P.insts[ii];
+    for (int32_t v : inst.out)
+      if (occupies[groupOf(P, v)]) live += P.groups[groupOf(P, v)].elems;
+    // An in-place result replaces its operand: the operand is dead from now on.
+    if (int32_t h = inPlaceOperand[ii]; h >= 0 && !gone[h]) {
+      live -= P.groups[h].elems;
+      gone[h] = true;
+    }
+    peak = std::max(peak, live * 8);
+    for (int32_t g : operandGroups(P, inst))
+      if (P.groups[g].readers.back() == i && dies(g) && !gone[g]) {
+        live -= P.groups[g].elems;
+        gone[g] = true;
+      }
+    for (int32_t v : inst.out) {
+      const int32_t g = groupOf(P, v);
+      if (P.groups[g].readers.empty() && dies(g)) live -= P.groups[g].elems;
+    }
+  }
+  return peak;
+}
+
+void assignBuffers(Plan &P, DepGraph &deps) {
+  if (P.options.reuseBuffers && !deps.hasAncestors()) ListOrderAllocator(P, deps).run();
+  else GreedyAllocator(P, deps).run();
+}
+
+} // namespace tessel::rt::prep

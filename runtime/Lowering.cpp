@@ -1,0 +1,601 @@
+//===- runtime/Lowering.cpp - Ops to kernel instructions (stage 1 of prepare) --===//
+//
+// One lowering rule per op of ir/ops.def, in a table in its order (checked at
+// compile time). A rule either emits instructions (Lowering::addInst) with their
+// kernel plan fully computed from the shapes, or makes the result an alias of an
+// operand's storage (no instruction), or binds plan-owned constant data. See
+// PrepareStages.h for the stages that follow.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <numeric>
+
+#include <lapacke.h>
+
+#include "ir/Diagnostics.h"
+#include "runtime/PrepareStages.h"
+
+namespace tessel::rt {
+
+const char *kernelName(Kernel k) {
+  switch (k) {
+  case Kernel::Elementwise: return "elementwise";
+  case Kernel::Reduce: return "reduce";
+  case Kernel::Copy: return "copy";
+  case Kernel::Pad: return "pad";
+  case Kernel::Gemm: return "gemm";
+  case Kernel::Svd: return "svd";
+  }
+  return "?";
+}
+
+namespace prep {
+namespace {
+
+using ir::OpKind;
+using ir::Type;
+
+/// Drops extent-1 dims and merges neighbours that are contiguous in the source.
+/// Always leaves at least one dimension.
+void coalesce(std::vector<int64_t> &shape, std::vector<int64_t> &stride) {
+  std::vector<int64_t> s2, st2;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!s2.empty() && st2.back() == stride[d] * shape[d]) {
+      s2.back() *= shape[d];
+      st2.back() = stride[d];
+    } else {
+      s2.push_back(shape[d]);
+      st2.push_back(stride[d]);
+    }
+  }
+  if (s2.empty()) {
+    s2.push_back(1);
+    st2.push_back(0);
+  }
+  shape = std::move(s2);
+  stride = std::move(st2);
+}
+
+CopyPlan makeCopy(std::vector<int64_t> shape, std::vector<int64_t> stride, int64_t base) {
+  CopyPlan c;
+  bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  coalesce(shape, stride);
+  if (empty) {
+    shape = {0};
+    stride = {0};
+  }
+  c.shape = std::move(shape);
+  c.stride = std::move(stride);
+  c.base = base;
+  c.rows = 1;
+  for (size_t d = 0; d + 1 < c.shape.size(); ++d) c.rows *= c.shape[d];
+  size_t r = c.shape.size();
+  int64_t inner = std::max<int64_t>(1, c.shape.back());
+  c.perChunk = std::max<int64_t>(1, kChunkElems / inner);
+  // Tile mode: the last output dim reads with a stride, another dim contiguously.
+  if (!empty && r >= 2 && c.stride.back() != 1 && c.stride.back() != 0 && c.shape.back() >= 4) {
+    for (size_t q = 0; q + 1 < r; ++q)
+      if (c.stride[q] == 1 && c.shape[q] >= 4) c.tileDim = static_cast<int>(q);
+  }
+  if (c.tileDim >= 0) {
+    std::vector<int64_t> outStride(r, 1);
+    for (size_t d = r - 1; d-- > 0;) outStride[d] = outStride[d + 1] * c.shape[d + 1];
+    for (size_t d = 0; d + 1 < r; ++d) {
+      if (static_cast<int>(d) == c.tileDim) continue;
+      c.outerShape.push_back(c.shape[d]);
+      c.outerIn.push_back(c.stride[d]);
+      c.outerOut.push_back(outStride[d]);
+      c.outerCount *= c.shape[d];
+    }
+    c.outStrideTile = outStride[c.tileDim];
+    c.perChunk = std::max<int64_t>(1, kChunkElems / (c.shape[c.tileDim] * c.shape.back()));
+  }
+  return c;
+}
+
+int32_t chunksFor(int64_t total, int64_t per) {
+  if (total <= 0) return 1;
+  return static_cast<int32_t>((total + per - 1) / per);
+}
+
+/// Chunks of a copy (fixed by the shapes, never by the width).
+int32_t copyChunks(const CopyPlan &c) {
+  return chunksFor(c.tileDim >= 0 ? c.outerCount : c.rows, c.perChunk);
+}
+
+/// True if `order` (a list of dims of a tensor of `shape`) lists every dim of extent
+/// > 1 in increasing order, i.e. the tensor read in that order is its memory order.
+bool isMemoryOrder(const std::vector<int64_t> &order, llvm::ArrayRef<int64_t> shape) {
+  int64_t last = -1;
+  for (int64_t d : order) {
+    if (shape[d] == 1) continue;
+    if (d < last) return false;
+    last = d;
+  }
+  return true;
+}
+
+/// gesdd's optimal workspace for a row-major m×n matrix (computed as the column-major
+/// SVD of its transpose), jobz 'S' (thin U and Vt) or 'N' (singular values only).
+int64_t gesddWorkspace(const ir::Program &prog, const ir::Op &op, const SvdPlan &s, char jobz) {
+  double wq = 0, dummy = 0;
+  lapack_int idummy = 0;
+  const bool vectors = jobz == 'S';
+  lapack_int info = LAPACKE_dgesdd_work(
+      LAPACK_COL_MAJOR, jobz, static_cast<lapack_int>(s.n), static_cast<lapack_int>(s.m), &dummy,
+      static_cast<lapack_int>(s.n), &dummy, &dummy, vectors ? static_cast<lapack_int>(s.n) : 1,
+      &dummy, vectors ? static_cast<lapack_int>(s.k) : 1, &wq, -1, &idummy);
+  if (info != 0) throw Error(svdFailureMessage(prog, op, info));
+  return std::max<int64_t>(1, static_cast<int64_t>(wq));
+}
+
+/// The state of lowering one program: the plan being filled and the helpers the
+/// rules use.
+class Lowering {
+public:
+  explicit Lowering(Plan &plan) : P(plan), prog(plan.program) {}
+  Plan &P;
+  const ir::Program &prog;
+
+  const Type &type(ir::ValueId v) const { return prog.type(v); }
+
+  int32_t newGroup(GroupKind kind, int64_t index, int64_t elems) {
+    Group g;
+    g.kind = kind;
+    g.index = index;
+    g.elems = elems;
+    P.groups.push_back(std::move(g));
+    return static_cast<int32_t>(P.groups.size() - 1);
+  }
+  int32_t newTemp(const Type &t, const std::string &prefix) {
+    PlanValue v;
+    v.type = t;
+    v.name = prefix + std::to_string(P.values.size());
+    P.values.push_back(std::move(v));
+    return static_cast<int32_t>(P.values.size() - 1);
+  }
+  /// The result shares the operand's storage (no instruction).
+  void alias(ir::ValueId result, ir::ValueId operand) {
+    P.values[result].group = P.values[operand].group;
+  }
+  /// The result is plan-owned constant data.
+  void bindConstant(ir::ValueId result, const double *data, int64_t elems) {
+    P.constants.push_back(data);
+    P.values[result].group =
+        newGroup(GroupKind::Constant, static_cast<int64_t>(P.constants.size() - 1), elems);
+  }
+  /// An instruction for `op` reading its operands and writing its results.
+  Instruction instruction(const ir::Op &op, size_t opIndex, KernelPlan plan) {
+    Instruction in;
+    in.plan = std::move(plan);
+    in.op = op.kind;
+    in.srcOp = static_cast<int32_t>(opIndex);
+    for (ir::ValueId v : op.operands) in.in.push_back(static_cast<int32_t>(v));
+    for (ir::ValueId v : op.results) in.out.push_back(static_cast<int32_t>(v));
+    return in;
+  }
+  /// Adds an instruction writing fresh arena groups for each of its `out` values.
+  void addInst(Instruction inst) {
+    int32_t id = static_cast<int32_t>(P.insts.size());
+    for (int32_t v : inst.out) {
+      P.values[v].group = newGroup(GroupKind::Arena, -1, P.values[v].type.numel());
+      P.groups[P.values[v].group].producer = id;
+    }
+    if (inst.numResults == 0) inst.numResults = static_cast<int32_t>(inst.out.size());
+    inst.numel = inst.out.empty() ? 0 : P.values[inst.out[0]].type.numel();
+    P.insts.push_back(std::move(inst));
+  }
+  /// A strided copy (broadcast, transpose, slice, GEMM operand layout) of `in`.
+  void addCopy(Instruction in, std::vector<int64_t> shape, std::vector<int64_t> stride,
+               int64_t baseOff, std::string what) {
+    CopyPlan c = makeCopy(std::move(shape), std::move(stride), baseOff);
+    in.nchunks = copyChunks(c);
+    in.plan = std::move(c);
+    in.what = std::move(what);
+    addInst(std::move(in));
+  }
+  void copyOp(const ir::Op &op, size_t i, std::vector<int64_t> shape, std::vector<int64_t> stride,
+              int64_t baseOff, std::string what) {
+    addCopy(instruction(op, i, CopyPlan{}), std::move(shape), std::move(stride), baseOff,
+            std::move(what));
+  }
+};
+
+// --- The rules ---------------------------------------------------------------------
+
+using LowerRule = void (*)(Lowering &, const ir::Op &, size_t);
+
+void lowerConstant(Lowering &L, const ir::Op &op, size_t) {
+  const Tensor &t = op.attrs.getTensor("value");
+  L.bindConstant(op.results[0], t.data.data(), t.type.numel());
+}
+
+void lowerIota(Lowering &L, const ir::Op &op, size_t) {
+  const Type &t = L.type(op.results[0]);
+  const int64_t dim = op.attrs.getI64("dim");
+  std::vector<double> data(static_cast<size_t>(t.numel()));
+  auto st = rowMajorStrides(t.shape);
+  for (int64_t k = 0; k < t.numel(); ++k) data[k] = static_cast<double>((k / st[dim]) % t.shape[dim]);
+  L.P.ownedConstants.push_back(std::move(data));
+  L.bindConstant(op.results[0], L.P.ownedConstants.back().data(), t.numel());
+}
+
+void lowerElementwise(Lowering &L, const ir::Op &op, size_t i) {
+  ElementwisePlan e;
+  if (op.kind == OpKind::Compare) e.cmp = parseCompareDirection(op.attrs.getStr("direction"));
+  Instruction in = L.instruction(op, i, e);
+  const int64_t n = L.type(op.results[0]).numel();
+  in.nchunks = chunksFor(n, kChunkElems);
+  in.what = std::string(ir::opName(op.kind)) + " n=" + std::to_string(n);
+  L.addInst(std::move(in));
+}
+
+/// reshape and stop_gradient: same data, no instruction.
+void lowerAlias(Lowering &L, const ir::Op &op, size_t) { L.alias(op.results[0], op.operands[0]); }
+
+void lowerReduce(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &it = L.type(op.operands[0]);
+  const auto &axes = op.attrs.getI64s("axes");
+  std::vector<bool> red(it.rank(), false);
+  int64_t redElems = 1;
+  for (int64_t ax : axes) {
+    red[ax] = true;
+    redElems *= it.shape[ax];
+  }
+  if (redElems == 1 && it.numel() > 0) { // nothing to combine: same data
+    L.alias(op.results[0], op.operands[0]);
+    return;
+  }
+  ReducePlan R;
+  R.isMax = op.kind == OpKind::ReduceMax;
+  auto ist = rowMajorStrides(it.shape);
+  for (int d = 0; d < it.rank(); ++d) {
+    (red[d] ? R.redShape : R.keptShape).push_back(it.shape[d]);
+    (red[d] ? R.redStride : R.keptStride).push_back(ist[d]);
+  }
+  R.outElems = L.type(op.results[0]).numel();
+  R.redElems = redElems;
+  coalesce(R.keptShape, R.keptStride);
+  coalesce(R.redShape, R.redStride);
+  if (redElems == 0) {
+    R.redShape = {0};
+    R.redStride = {0};
+  }
+  R.outPerChunk = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(1, redElems));
+  Instruction in = L.instruction(op, i, R);
+  in.nchunks = chunksFor(R.outElems, R.outPerChunk);
+  in.what = std::string(R.isMax ? "max" : "sum") + " over " + ir::shapeStr(axes) + " of " + it.str();
+  L.addInst(std::move(in));
+}
+
+void lowerBroadcastInDim(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &it = L.type(op.operands[0]), &ot = L.type(op.results[0]);
+  if (it.numel() == ot.numel()) {
+    L.alias(op.results[0], op.operands[0]);
+    return;
+  }
+  const auto &dims = op.attrs.getI64s("dims");
+  auto ist = rowMajorStrides(it.shape);
+  std::vector<int64_t> shape(ot.shape.begin(), ot.shape.end()), stride(ot.rank(), 0);
+  for (int d = 0; d < it.rank(); ++d)
+    if (it.shape[d] != 1) stride[dims[d]] = ist[d];
+  L.copyOp(op, i, shape, stride, 0, "broadcast " + it.str() + " -> " + ot.str());
+}
+
+void lowerTranspose(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &it = L.type(op.operands[0]), &ot = L.type(op.results[0]);
+  const auto &perm = op.attrs.getI64s("perm");
+  std::vector<int64_t> order(perm.begin(), perm.end());
+  if (isMemoryOrder(order, it.shape)) {
+    L.alias(op.results[0], op.operands[0]);
+    return;
+  }
+  auto ist = rowMajorStrides(it.shape);
+  std::vector<int64_t> shape(ot.shape.begin(), ot.shape.end()), stride;
+  for (int64_t p : perm) stride.push_back(ist[p]);
+  L.copyOp(op, i, shape, stride, 0, "transpose perm=" + ir::shapeStr(order));
+}
+
+void lowerSlice(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &it = L.type(op.operands[0]), &ot = L.type(op.results[0]);
+  if (it == ot) {
+    L.alias(op.results[0], op.operands[0]);
+    return;
+  }
+  const auto &start = op.attrs.getI64s("start");
+  auto ist = rowMajorStrides(it.shape);
+  int64_t baseOff = 0;
+  for (int d = 0; d < it.rank(); ++d) baseOff += start[d] * ist[d];
+  std::vector<int64_t> shape(ot.shape.begin(), ot.shape.end());
+  L.copyOp(op, i, shape, ist, baseOff, "slice start=" + ir::shapeStr(start));
+}
+
+void lowerPad(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &it = L.type(op.operands[0]), &ot = L.type(op.results[0]);
+  if (it == ot) {
+    L.alias(op.results[0], op.operands[0]);
+    return;
+  }
+  PadPlan p;
+  const auto &low = op.attrs.getI64s("low");
+  p.outShape.assign(ot.shape.begin(), ot.shape.end());
+  p.inShape.assign(it.shape.begin(), it.shape.end());
+  p.low.assign(low.begin(), low.end());
+  p.inStride = rowMajorStrides(it.shape);
+  if (p.outShape.empty()) {
+    p.outShape = {1};
+    p.inShape = {1};
+    p.low = {0};
+    p.inStride = {1};
+  }
+  for (size_t d = 0; d + 1 < p.outShape.size(); ++d) p.rows *= p.outShape[d];
+  const int64_t rowsPerChunk = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(1, p.outShape.back()));
+  Instruction in = L.instruction(op, i, p);
+  in.nchunks = chunksFor(p.rows, rowsPerChunk);
+  in.what = "pad " + it.str() + " -> " + ot.str();
+  L.addInst(std::move(in));
+}
+
+/// dot_general as one batched GEMM C[b] = op(A[b])·op(B[b]). The contracted pairs are
+/// taken in the order (as given, by lhs dim, by rhs dim) that leaves the fewest
+/// operand elements to transpose; an operand not in GEMM form either way is
+/// transposed into a temporary first.
+void lowerDotGeneral(Lowering &L, const ir::Op &op, size_t i) {
+  const auto &a = op.attrs;
+  const ir::ValueId lv = op.operands[0], rv = op.operands[1];
+  const Type &lt = L.type(lv), &rtt = L.type(rv);
+  auto vec = [&](const char *name) {
+    const auto &v = a.getI64s(name);
+    return std::vector<int64_t>(v.begin(), v.end());
+  };
+  const std::vector<int64_t> lb = vec("lhs_batch"), rb = vec("rhs_batch");
+  const std::vector<int64_t> lc = vec("lhs_contract"), rc = vec("rhs_contract");
+  auto freeDims = [](int rank, const std::vector<int64_t> &b, const std::vector<int64_t> &c) {
+    std::vector<int64_t> f;
+    for (int d = 0; d < rank; ++d)
+      if (std::find(b.begin(), b.end(), d) == b.end() && std::find(c.begin(), c.end(), d) == c.end())
+        f.push_back(d);
+    return f;
+  };
+  const auto lf = freeDims(lt.rank(), lb, lc), rf = freeDims(rtt.rank(), rb, rc);
+  auto cat = [](std::initializer_list<const std::vector<int64_t> *> parts) {
+    std::vector<int64_t> r;
+    for (auto *p : parts) r.insert(r.end(), p->begin(), p->end());
+    return r;
+  };
+  const size_t nc = lc.size();
+  std::vector<std::vector<size_t>> orders(3, std::vector<size_t>(nc));
+  for (auto &o : orders) std::iota(o.begin(), o.end(), 0);
+  std::sort(orders[1].begin(), orders[1].end(), [&](size_t x, size_t y) { return lc[x] < lc[y]; });
+  std::sort(orders[2].begin(), orders[2].end(), [&](size_t x, size_t y) { return rc[x] < rc[y]; });
+  struct Choice {
+    std::vector<int64_t> lcP, rcP;
+    bool lOk = false, rOk = false, transA = false, transB = false;
+    int64_t cost = -1;
+  } best;
+  for (const auto &o : orders) {
+    Choice c;
+    for (size_t k : o) {
+      c.lcP.push_back(lc[k]);
+      c.rcP.push_back(rc[k]);
+    }
+    if (isMemoryOrder(cat({&lb, &lf, &c.lcP}), lt.shape)) c.lOk = true;
+    else if (isMemoryOrder(cat({&lb, &c.lcP, &lf}), lt.shape)) c.lOk = c.transA = true;
+    if (isMemoryOrder(cat({&rb, &c.rcP, &rf}), rtt.shape)) c.rOk = true;
+    else if (isMemoryOrder(cat({&rb, &rf, &c.rcP}), rtt.shape)) c.rOk = c.transB = true;
+    c.cost = (c.lOk ? 0 : lt.numel()) + (c.rOk ? 0 : rtt.numel());
+    if (best.cost < 0 || c.cost < best.cost) best = c;
+  }
+  Instruction in = L.instruction(op, i, GemmPlan{});
+  std::string notes;
+  auto transposeTo = [&](ir::ValueId v, const std::vector<int64_t> &order, const char *side) {
+    const Type &t = L.type(v);
+    Type tt;
+    for (int64_t d : order) tt.shape.push_back(t.shape[d]);
+    const int32_t tmp = L.newTemp(tt, "tmp");
+    Instruction c = L.instruction(op, i, CopyPlan{});
+    c.in = {static_cast<int32_t>(v)};
+    c.out = {tmp};
+    auto ist = rowMajorStrides(t.shape);
+    std::vector<int64_t> shape, stride;
+    for (int64_t d : order) {
+      shape.push_back(t.shape[d]);
+      stride.push_back(ist[d]);
+    }
+    L.addCopy(std::move(c), shape, stride, 0,
+              std::string("dot_general ") + side + " to GEMM form perm=" + ir::shapeStr(order));
+    notes += std::string(" ") + side + "-transposed";
+    return tmp;
+  };
+  if (!best.lOk) {
+    in.in[0] = transposeTo(lv, cat({&lb, &lf, &best.lcP}), "lhs");
+    best.transA = false;
+  }
+  if (!best.rOk) {
+    in.in[1] = transposeTo(rv, cat({&rb, &best.rcP, &rf}), "rhs");
+    best.transB = false;
+  }
+  GemmPlan &g = in.as<GemmPlan>();
+  for (int64_t d : lb) g.batch *= lt.shape[d];
+  g.M = 1;
+  for (int64_t d : lf) g.M *= lt.shape[d];
+  g.N = 1;
+  for (int64_t d : rf) g.N *= rtt.shape[d];
+  g.K = 1;
+  for (int64_t d : lc) g.K *= lt.shape[d];
+  g.transA = best.transA;
+  g.transB = best.transB;
+  g.lda = std::max<int64_t>(1, g.transA ? g.M : g.K);
+  g.ldb = std::max<int64_t>(1, g.transB ? g.K : g.N);
+  g.strideA = g.M * g.K;
+  g.strideB = g.K * g.N;
+  g.strideC = g.M * g.N;
+  const double perBatch = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
+  g.flops = perBatch * static_cast<double>(g.batch);
+  if (g.flops < kGemmSplitFlops || perBatch < kGemmChunkFlops) {
+    // Whole batches per chunk.
+    int64_t bpc = g.flops < kGemmSplitFlops
+                      ? std::max<int64_t>(1, g.batch)
+                      : std::max<int64_t>(1, static_cast<int64_t>(kGemmChunkFlops / std::max(1.0, perBatch)));
+    g.batchesPerChunk = bpc;
+    in.nchunks = chunksFor(g.batch, bpc);
+  } else {
+    // About kGemmChunkFlops per chunk, rows a multiple of 8 (whole register tiles;
+    // fewer, larger calls: each call repacks the rhs).
+    int64_t want = std::max<int64_t>(1, std::llround(perBatch / kGemmChunkFlops));
+    int64_t rows = (g.M + want - 1) / want;
+    g.rowsPerChunk = std::min<int64_t>(std::max<int64_t>(1, g.M), (rows + 7) / 8 * 8);
+    g.chunksPerBatch = chunksFor(g.M, g.rowsPerChunk);
+    in.nchunks = static_cast<int32_t>(g.batch * g.chunksPerBatch);
+  }
+  in.what = "B=" + std::to_string(g.batch) + " M=" + std::to_string(g.M) + " N=" +
+            std::to_string(g.N) + " K=" + std::to_string(g.K) + " " + (g.transA ? "T" : "N") +
+            (g.transB ? "T" : "N") + notes;
+  L.addInst(std::move(in));
+}
+
+void lowerEinsum(Lowering &L, const ir::Op &op, size_t) {
+  throw Error("error: prepare: " + describeOp(L.prog, op) + ": einsum must be lowered by the "
+              "order pass before prepare (e.g. `tessel opt --passes=order`); the runtime "
+              "executes only pairwise contractions (dot_general)");
+}
+
+/// Thin SVD through gesdd (jobz 'S'). Temps after U, s, Vt: the workspace (lwork
+/// doubles + 8k ints) and a copy of the operand, which gesdd overwrites (dropped at
+/// buffer assignment when the operand dies here).
+void lowerSvd(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &at = L.type(op.operands[0]);
+  SvdPlan s;
+  s.m = at.shape[0];
+  s.n = at.shape[1];
+  s.k = std::min(s.m, s.n);
+  if (s.k > 0) {
+    s.lwork = gesddWorkspace(L.prog, op, s, 'S');
+    s.iworkElems = (8 * s.k * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
+  }
+  Instruction in = L.instruction(op, i, s);
+  in.numResults = 3;
+  in.out.push_back(L.newTemp(Type({s.lwork + s.iworkElems}), "work"));
+  in.out.push_back(L.newTemp(Type({s.k > 0 ? s.m * s.n : 0}), "acopy"));
+  in.what = std::to_string(s.m) + "x" + std::to_string(s.n) + " gesdd lwork=" + std::to_string(s.lwork);
+  L.addInst(std::move(in));
+}
+
+// --- The table, in ops.def order --------------------------------------------------
+
+struct Entry {
+  OpKind kind;
+  LowerRule rule;
+};
+
+constexpr Entry kLowerRules[] = {
+    {OpKind::Constant, lowerConstant},
+    {OpKind::Iota, lowerIota},
+    {OpKind::Neg, lowerElementwise},
+    {OpKind::Exp, lowerElementwise},
+    {OpKind::Log, lowerElementwise},
+    {OpKind::Sqrt, lowerElementwise},
+    {OpKind::Sin, lowerElementwise},
+    {OpKind::Cos, lowerElementwise},
+    {OpKind::Abs, lowerElementwise},
+    {OpKind::Sign, lowerElementwise},
+    {OpKind::Add, lowerElementwise},
+    {OpKind::Sub, lowerElementwise},
+    {OpKind::Mul, lowerElementwise},
+    {OpKind::Div, lowerElementwise},
+    {OpKind::Maximum, lowerElementwise},
+    {OpKind::Compare, lowerElementwise},
+    {OpKind::Select, lowerElementwise},
+    {OpKind::ReduceSum, lowerReduce},
+    {OpKind::ReduceMax, lowerReduce},
+    {OpKind::BroadcastInDim, lowerBroadcastInDim},
+    {OpKind::Reshape, lowerAlias},
+    {OpKind::Transpose, lowerTranspose},
+    {OpKind::Slice, lowerSlice},
+    {OpKind::Pad, lowerPad},
+    {OpKind::DotGeneral, lowerDotGeneral},
+    {OpKind::Einsum, lowerEinsum},
+    {OpKind::Svd, lowerSvd},
+    {OpKind::StopGradient, lowerAlias},
+};
+static_assert(ir::coversEveryOpInOrder(kLowerRules),
+              "the lowering table must have one entry per op of ir/ops.def, in its order");
+
+/// Program outputs: a result written by an instruction goes straight into the
+/// returned tensor (malloc-aligned rather than 64-byte aligned: OpenBLAS gemm and
+/// gesdd give bitwise identical results for any 8-byte alignment of their arrays,
+/// checked for n = 16..256); anything else (an input, a constant, an alias of one,
+/// a value that is two outputs) is pinned and copied out at the end of the run.
+void bindOutputs(Plan &P) {
+  const ir::Program &prog = P.program;
+  for (size_t i = 0; i < prog.outputs.size(); ++i) {
+    const int32_t v = static_cast<int32_t>(prog.outputs[i]);
+    P.outputValue.push_back(v);
+    Group &g = P.groups[P.values[v].group];
+    if (g.kind == GroupKind::Arena && g.producer >= 0) {
+      g.kind = GroupKind::Output;
+      g.index = static_cast<int64_t>(i);
+    } else {
+      g.pinned = true;
+      P.finalCopies.push_back({static_cast<int32_t>(i), v});
+    }
+  }
+}
+
+/// Group::readers: every instruction reading a group, once, in list order.
+void collectReaders(Plan &P) {
+  for (size_t i = 0; i < P.insts.size(); ++i)
+    for (int32_t v : P.insts[i].in) {
+      auto &r = P.groups[P.values[v].group].readers;
+      if (r.empty() || r.back() != static_cast<int32_t>(i)) r.push_back(static_cast<int32_t>(i));
+    }
+}
+
+/// An svd whose U and Vt nobody reads computes singular values only (jobz = 'N'):
+/// about half the work; s may then differ from a full SVD's in the last bits.
+void selectSvdJobs(Plan &P) {
+  auto unread = [&](int32_t v) {
+    const Group &g = P.groups[P.values[v].group];
+    return g.kind == GroupKind::Arena && !g.pinned && g.readers.empty();
+  };
+  for (Instruction &in : P.insts) {
+    if (in.kernel() != Kernel::Svd || in.as<SvdPlan>().k == 0) continue;
+    if (!unread(in.out[0]) || !unread(in.out[2])) continue;
+    SvdPlan &s = in.as<SvdPlan>();
+    s.valuesOnly = true;
+    s.lwork = gesddWorkspace(P.program, P.srcOp(in), s, 'N');
+    P.groups[P.values[in.out[0]].group].elems = 0; // no buffers for U and Vt
+    P.groups[P.values[in.out[2]].group].elems = 0;
+    Group &work = P.groups[P.values[in.out[3]].group];
+    work.elems = s.lwork + s.iworkElems;
+    P.values[in.out[3]].type = Type({work.elems});
+    in.what = std::to_string(s.m) + "x" + std::to_string(s.n) +
+              " gesdd singular values only (jobz=N) lwork=" + std::to_string(s.lwork);
+  }
+}
+
+} // namespace
+
+void lower(Plan &P) {
+  Lowering L(P);
+  const ir::Program &prog = P.program;
+  // Program values first, with the same ids; temporaries follow.
+  P.values.resize(prog.values.size());
+  for (size_t v = 0; v < prog.values.size(); ++v) {
+    P.values[v].type = prog.values[v].type;
+    P.values[v].irValue = static_cast<ir::ValueId>(v);
+    P.values[v].name = valueDisplayName(prog, static_cast<ir::ValueId>(v));
+  }
+  for (size_t i = 0; i < prog.inputs.size(); ++i)
+    P.values[prog.inputs[i]].group =
+        L.newGroup(GroupKind::Input, static_cast<int64_t>(i), prog.type(prog.inputs[i]).numel());
+  for (size_t i = 0; i < prog.ops.size(); ++i)
+    kLowerRules[static_cast<size_t>(prog.ops[i].kind)].rule(L, prog.ops[i], i);
+  bindOutputs(P);
+  collectReaders(P);
+  selectSvdJobs(P);
+}
+
+} // namespace prep
+} // namespace tessel::rt

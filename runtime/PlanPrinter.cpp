@@ -1,0 +1,111 @@
+//===- runtime/PlanPrinter.cpp - describePlan: a plan for people and tools ----===//
+//
+// The text form (`tessel prepare`) lists one line per instruction: kernel, source op,
+// results and operands with their storage, dependencies, chunks, bytes written,
+// in-place execution, temporaries and the kernel plan's summary; then the outputs.
+// The JSON form ("kind": "tessel.plan") carries the same fields.
+//
+//===----------------------------------------------------------------------===//
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/Plan.h"
+
+namespace tessel::rt {
+namespace {
+
+std::string storageStr(const Plan &P, int32_t v) {
+  const Group &g = P.groups[P.values[v].group];
+  switch (g.kind) {
+  case GroupKind::Arena:
+    return g.index < 0 ? "none" : "arena+" + std::to_string(P.slotOffset[g.index] * 8);
+  case GroupKind::Input: return "input" + std::to_string(g.index);
+  case GroupKind::Constant: return "const" + std::to_string(g.index);
+  case GroupKind::Output: return "output" + std::to_string(g.index);
+  }
+  return "?";
+}
+
+std::string bytesStr(int64_t b) {
+  char buf[64];
+  if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(b) / 1024);
+  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  return buf;
+}
+
+} // namespace
+
+std::string describePlan(const Plan &P, bool json) {
+  const ir::Program &prog = P.program;
+  if (json) {
+    nlohmann::ordered_json j;
+    j["kind"] = "tessel.plan";
+    j["program"] = prog.name;
+    j["instructions"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < P.insts.size(); ++i) {
+      const Instruction &in = P.insts[i];
+      nlohmann::ordered_json e;
+      e["index"] = i;
+      e["kernel"] = kernelName(in.kernel());
+      e["op"] = ir::opName(P.srcOp(in).kind);
+      if (!P.srcOp(in).loc.empty()) e["loc"] = P.srcOp(in).loc;
+      auto vals = [&](const std::vector<int32_t> &vs, size_t count) {
+        nlohmann::ordered_json a = nlohmann::ordered_json::array();
+        for (size_t k = 0; k < count; ++k)
+          a.push_back({{"value", P.values[vs[k]].name}, {"type", P.values[vs[k]].type.str()},
+                       {"storage", storageStr(P, vs[k])}});
+        return a;
+      };
+      e["inputs"] = vals(in.in, in.in.size());
+      e["outputs"] = vals(in.out, static_cast<size_t>(in.numResults));
+      e["temps"] = vals(std::vector<int32_t>(in.out.begin() + in.numResults, in.out.end()),
+                        in.out.size() - static_cast<size_t>(in.numResults));
+      e["deps"] = in.preds;
+      e["chunks"] = in.nchunks;
+      e["bytes"] = in.bytesWritten;
+      e["in_place"] = in.inPlace;
+      e["detail"] = in.what;
+      j["instructions"].push_back(std::move(e));
+    }
+    nlohmann::ordered_json outs = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < P.outputValue.size(); ++i)
+      outs.push_back({{"name", prog.outputName(i)}, {"value", P.values[P.outputValue[i]].name},
+                      {"storage", storageStr(P, P.outputValue[i])}});
+    j["outputs"] = outs;
+    j["buffers"] = P.slotElems.size();
+    j["arena_bytes"] = P.arenaElems * 8;
+    j["peak_live_bytes"] = P.peakLiveBytes;
+    return j.dump(1) + "\n";
+  }
+  std::ostringstream os;
+  os << "plan @" << prog.name << ": " << P.insts.size() << " instructions, "
+     << P.slotElems.size() << " buffers, arena " << P.arenaElems * 8 << " bytes ("
+     << bytesStr(P.arenaElems * 8) << "), peak live " << P.peakLiveBytes << " bytes ("
+     << bytesStr(P.peakLiveBytes) << ")\n";
+  for (size_t i = 0; i < P.insts.size(); ++i) {
+    const Instruction &in = P.insts[i];
+    os << "  #" << i << " " << kernelName(in.kernel()) << " " << ir::opName(P.srcOp(in).kind);
+    for (int32_t k = 0; k < in.numResults; ++k)
+      os << (k ? ", " : " ") << P.values[in.out[k]].name << "@" << storageStr(P, in.out[k]);
+    os << " <-";
+    for (int32_t v : in.in) os << " " << P.values[v].name << "@" << storageStr(P, v);
+    os << " | deps:";
+    if (in.preds.empty()) os << " -";
+    for (int32_t p : in.preds) os << " #" << p;
+    os << " | chunks: " << in.nchunks << " | bytes: " << in.bytesWritten;
+    if (in.inPlace) os << " | in-place";
+    for (size_t k = static_cast<size_t>(in.numResults); k < in.out.size(); ++k)
+      if (P.values[in.out[k]].type.numel() > 0 && storageStr(P, in.out[k]) != "none")
+        os << " | temp " << P.values[in.out[k]].type.bytes() << " B@" << storageStr(P, in.out[k]);
+    os << " | " << in.what << "\n";
+  }
+  for (size_t i = 0; i < P.outputValue.size(); ++i)
+    os << "  output " << prog.outputName(i) << " = " << P.values[P.outputValue[i]].name << "@"
+       << storageStr(P, P.outputValue[i]) << "\n";
+  return os.str();
+}
+
+} // namespace tessel::rt

@@ -1,0 +1,117 @@
+//===- runtime/PrepareStages.h - The stages of prepare (internal) --------------===//
+//
+// prepare() (Prepare.cpp) runs these stages in order, as XLA's compiler does
+// (lowering, scheduling, buffer assignment), each in a file of its own:
+//
+//   1. Lowering (Lowering.cpp): one lowering rule per op of ir/ops.def turns the
+//      program into kernel instructions with every data-independent quantity
+//      precomputed (copy strides, GEMM form, gesdd workspace); reshape,
+//      stop_gradient and no-op shape ops become aliases (no instruction); constants
+//      and iota tables become plan-owned data. Outputs are bound (a result written
+//      by an instruction goes straight into the returned tensor), each buffer group
+//      learns its readers, and an svd whose U and Vt nobody reads computes singular
+//      values only.
+//   2. Dependencies (Schedule.cpp): producer -> reader edges, and ancestor sets when
+//      the program is small enough for them (kMaxAncestorInsts).
+//   3. Buffer assignment (BufferAssignment.cpp): in-place decisions, arena slots,
+//      peak live bytes. With ancestor sets, two buffers share memory only if one is
+//      entirely before the other in the dependency order, or if a write-after-read
+//      edge can order them without lengthening the critical path (CriticalPath
+//      below). Without them, slots are reused in list order and reuse adds
+//      write-after-read edges.
+//   4. Schedule (Schedule.cpp): the final edges, successor lists and ready set that
+//      the engine runs.
+//
+// Plan printing (describePlan) is in PlanPrinter.cpp.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/Plan.h"
+
+namespace tessel::rt::prep {
+
+/// Stage 1: fills P.values, P.groups (with producers and readers), P.insts,
+/// P.constants and the output bindings from P.program. Throws tessel::Error for ops
+/// the runtime does not execute (einsum before the order pass).
+void lower(Plan &P);
+
+/// Programs with more instructions than this use list-order buffer reuse with
+/// write-after-read edges instead of ancestor sets (n² / 8 bytes).
+inline constexpr size_t kMaxAncestorInsts = 16384;
+
+/// The dependency graph of a plan's instructions. Every edge points forward in list
+/// order. Buffer assignment may add edges (addEdge); ancestor sets describe the
+/// producer -> reader graph as built and are not updated by added edges.
+class DepGraph {
+public:
+  /// Producer -> reader edges of P; ancestor sets when `withAncestors`.
+  DepGraph(const Plan &P, bool withAncestors);
+
+  size_t size() const { return preds_.size(); }
+  bool hasAncestors() const { return withAncestors_; }
+  /// True if instruction `a` is an ancestor of `of` (requires hasAncestors()).
+  bool isAncestor(int32_t a, int32_t of) const {
+    return (anc_[static_cast<size_t>(of) * words_ + a / 64] >> (a % 64)) & 1u;
+  }
+  /// True if every instruction of `set` except `self` is an ancestor of `i`.
+  bool allAncestors(const std::vector<int32_t> &set, int32_t i, int32_t self = -2) const;
+  const std::vector<int32_t> &preds(int32_t i) const { return preds_[i]; }
+  /// Adds the edge from -> to unless it exists (or from == to).
+  bool addEdge(int32_t from, int32_t to);
+
+private:
+  std::vector<std::vector<int32_t>> preds_; ///< per instruction, deduplicated
+  std::vector<uint64_t> anc_;               ///< ancestor bitsets, one row per instruction
+  size_t words_ = 0;
+  bool withAncestors_ = false;
+};
+
+/// Earliest and latest start times of every instruction on an infinitely wide engine
+/// (cost model: a fixed dispatch cost plus flops or elements), kept up to date as
+/// edges are added. An edge u -> d is harmless when u finishes before d's latest
+/// start: it delays only ops that have slack (e.g. backward-pass values that depend
+/// on forward residuals alone), never the critical path (the two SVDs of a TRG step
+/// against each other).
+class CriticalPath {
+public:
+  CriticalPath(const Plan &P, DepGraph &deps);
+
+  bool harmless(int32_t u, int32_t d) const {
+    return u < d && est_[u] + cost_[u] <= lst_[d] + 1e-9 * makespan_;
+  }
+  /// Adds the edges u -> d for every u of `from` (callers check harmless() first)
+  /// and updates the times incrementally.
+  void addEdgesInto(const std::vector<int32_t> &from, int32_t d);
+
+private:
+  void raiseEarliestStart(int32_t d, double e);
+  void lowerLatestStart(int32_t u, double l);
+
+  DepGraph &deps_;
+  std::vector<double> cost_, est_, lst_;
+  std::vector<std::vector<int32_t>> succ_;
+  double makespan_ = 0;
+};
+
+/// Stage 3: decides in-place execution, assigns every arena group a slot, lays out
+/// the arena and computes P.peakLiveBytes. May add write-after-read edges to `deps`.
+void assignBuffers(Plan &P, DepGraph &deps);
+
+/// Peak, over the list order, of the bytes held by arena and output buffers:
+/// `occupies[g]` says whether group g holds memory of its own; a group is live from
+/// its producer to its last reader in list order (only at its producer if nothing
+/// reads it; to the end if pinned or an output); an instruction whose result is
+/// computed in place over operand group `inPlaceOperand[i]` (else -1) replaces it.
+/// Inputs and constants are not counted.
+int64_t listOrderPeakBytes(const Plan &P, const std::vector<bool> &occupies,
+                           const std::vector<int32_t> &inPlaceOperand);
+
+/// Stage 4: sorts the edges, checks they point forward, fills preds, successor
+/// ranges, initial dependency counts, the ready set, bytes written and maxChunks.
+void finishSchedule(Plan &P, const DepGraph &deps);
+
+} // namespace tessel::rt::prep
