@@ -5,8 +5,10 @@
 // works. Types are copied out of the program before building (the value vector
 // grows while a rule runs).
 //
-// The table at the bottom is in ops.def order; its size and order are checked at
-// compile time, and tests/passes/grad_rules.cpp checks every op's rule numerically.
+// The table at the bottom is in ops.def order, with each op's differentiable
+// operands; its size and order are checked at compile time, and
+// tests/passes/grad_rules.cpp checks every op's rule numerically. The svd rule, the
+// longest, is in VjpSvd.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/VjpRules.h"
@@ -21,25 +23,9 @@
 
 namespace tessel::passes::vjp {
 
-using ir::Builder;
-using ir::I64List;
-using ir::kNoValue;
-using ir::OpKind;
-using ir::Shape;
-using ir::ValueId;
-
 namespace {
 
-constexpr ValueId kNone = kNoValue;
 
-Shape shapeOf(const Builder &b, ValueId v) { return b.type(v).shape; }
-
-/// A tensor of `shape` filled with `c`: a scalar constant broadcast (keeps the printed
-/// IR small whatever the shape).
-ValueId splat(Builder &b, double c, const Shape &shape) {
-  ValueId s = b.scalar(c);
-  return shape.empty() ? s : b.broadcastScalar(s, shape);
-}
 
 /// Axes 0..rank-1 not in `axes`, increasing.
 I64List complementAxes(int rank, llvm::ArrayRef<int64_t> axes) {
@@ -390,208 +376,12 @@ OperandCotangents vjpEinsum(const VjpCall &c) {
 }
 
 // ---------------------------------------------------------------------------
-// Linear algebra.
-
-/// How many leading entries of `g` along `dim` may be nonzero, judging by the ops that
-/// define it: a pad by zeros ends its data `high[dim]` before the end (the VJP of the
-/// truncating slice x[..., :r] gives r); add/sub of such values, the larger extent;
-/// anything else the full extent. Looks `depth` ops deep.
-int64_t leadingExtent(Builder &b, ValueId g, size_t dim, int depth = 8) {
-  const int64_t full = shapeOf(b, g)[dim];
-  const ir::ValueInfo &vi = b.program().value(g);
-  if (vi.def < 0 || depth == 0) return full;
-  const ir::Op &op = b.program().ops[size_t(vi.def)];
-  if (op.kind == OpKind::Pad) return full - op.attrs.getI64s("high")[dim];
-  if (op.kind == OpKind::Add || op.kind == OpKind::Sub) {
-    const ValueId x = op.operands[0], y = op.operands[1]; // op may move as ops are added
-    return std::max(leadingExtent(b, x, dim, depth - 1), leadingExtent(b, y, dim, depth - 1));
-  }
-  return full;
-}
-
-/// The first r entries of `g` along `dim`: the pad's operand when `g` pads exactly
-/// that block, else a slice.
-ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
-  Shape sh = shapeOf(b, g);
-  if (sh[dim] == r) return g;
-  const ir::ValueInfo &vi = b.program().value(g);
-  if (vi.def >= 0) {
-    const ir::Op &op = b.program().ops[size_t(vi.def)];
-    if (op.kind == OpKind::Pad) {
-      const I64List &low = op.attrs.getI64s("low"), &high = op.attrs.getI64s("high");
-      bool exact = sh[dim] - high[dim] == r;
-      for (size_t i = 0; i < low.size(); ++i)
-        exact &= low[i] == 0 && (i == dim || high[i] == 0);
-      if (exact) return op.operands[0];
-    }
-  }
-  I64List start(sh.size(), 0), limit(sh.begin(), sh.end());
-  limit[dim] = r;
-  return b.slice(g, start, limit);
-}
-
-// Thin SVD A[m,n] = U[m,k]·diag(s[k])·Vt[k,n], k = min(m,n), V = Vtᵀ (docs/trg.md §5).
-// With G = UᵀŪ, H = VᵀV̄ (= Vt·V̄tᵀ) and their antisymmetric parts a = G − Gᵀ,
-// b = H − Hᵀ, the cotangent of A is
-//   Ā = U·M·Vt + (I − UUᵀ)·Ū·diag(1/s)·Vt + U·diag(1/s)·(V̄t − (VᵀV̄)ᵀ·Vt),
-//   M_ij = (a_ij·s_j + s_i·b_ij)/(s_j² − s_i²)  (i ≠ j),   M_ii = s̄_i.
-// The core term is split into its two factors,
-//   M_ij = ½(a + b)_ij · 1/(s_j − s_i)  +  ½(a − b)_ij · 1/(s_j + s_i),
-// and each factor 1/x is broadened relative to the matrix's scale:
-//   1/x -> L(x) = x/(x² + (ε·s₀)²),   s₀ = s[0] = ‖A‖₂ (held constant by stop_gradient),
-// computed as (y/(y² + ε²))/s₀ with y = x/s₀, so that nothing is squared that could
-// overflow or underflow: c·A gives the same gradient and a 1/c-scaled derivative of it
-// for any c > 0. Only the first factor is singular at a tie s_i = s_j, where its
-// numerator vanishes for a loss that does not depend on the basis inside the degenerate
-// subspace; the second, 1/(s_j + s_i), is finite there and kept (its broadening matters
-// only where both singular values are at the noise level, i.e. in the null space). So
-// the gradient is continuous across a tie: the polar factor U·Vt at A = I has gradient
-// (B − Bᵀ)/2 for L = ⟨U·Vt, B⟩. The projector terms use L(s_i) for 1/s_i; they vanish
-// identically when m == k (resp. n == k) and are skipped.
-// ε must lie above the noise floor of the computed gaps s_j − s_i: in TRG's ordered
-// phase the gaps of symmetry-degenerate pairs stop shrinking at ~1e-11·s₀ after ~18
-// steps (accumulated rounding), and a broadening below that turns those noise gaps into
-// 1/noise (kTrgSvdEps in frontend/Trg.h; docs/trg.md, "The size of ε").
-// Each L is multiplied by a (x != 0) mask: the same values, but a zero
-// derivative at exact zeros (the diagonal and exact ties), so the rule's own derivative
-// (second order) does not pick up the broadening's slope 1/(ε·s₀)² there; with ε = 0
-// the mask also avoids 0/0.
-//
-// Truncated cotangents (block form). When only the first r ≤ k/2 columns of Ū, rows of
-// V̄t and entries of s̄ can be nonzero — they are the VJP (a pad) of the slice that
-// keeps r singular triplets, as in TRG — G and H are nonzero only in their first r
-// columns (G_r = UᵀŪ_r, H_r = Vt·V̄t_rᵀ, k×r), so a, b and M vanish outside the first r
-// columns and rows: M = [C | 0] + [0 R ; 0 0] with C = M[:, :r] (k×r) and
-// R = M[:r, r:] (r×(k−r)). With S = ½(a + b)∘L(s_j − s_i) and Z = ½(a − b)∘L(s_j + s_i)
-// on the first r columns (symmetric and antisymmetric matrices), C = S + Z + diag(s̄)[:, :r]
-// and R = S[r:, :]ᵀ − Z[r:, :]ᵀ. Then
-//   Ā = (U·C + P_r)·Vt[:r, :] + U[:, :r]·(R·Vt[r:, :] + diag(1/s_r)·Q_r),
-// with P_r, Q_r the first r columns/rows of the projector terms (Ū − U·UᵀŪ)·diag(1/s)
-// and V̄t − (VᵀV̄)ᵀ·Vt. The same numbers up to rounding, with k×k×r products instead of
-// k×k×k ones: for TRG at χ = 16 (k = 256, r = 16) six products of 256×256×16 per SVD
-// instead of four of 256×256×256. The coupling to the discarded singular vectors is all
-// there (U and Vt enter in full). Without truncation the same code runs with r = k.
-// References: J. Townsend, "Differentiating the SVD" (2016); Z.-Q. Wan, S.-X. Zhang,
-// arXiv:1909.02659; H.-J. Liao et al., PRX 9, 031041 (2019).
-OperandCotangents vjpSvd(const VjpCall &c) {
-  Builder &b = c.b;
-  ValueId U = c.op.results[0], s = c.op.results[1], Vt = c.op.results[2];
-  ValueId gU = c.cotangents[0], gs = c.cotangents[1], gVt = c.cotangents[2];
-  Shape as = shapeOf(b, c.op.operands[0]);
-  int64_t m = as[0], n = as[1], k = std::min(m, n);
-  double eps = c.op.attrs.getF64("eps");
-  auto add = [&](ValueId a, ValueId t) { return a == kNone ? t : b.add(a, t); };
-
-  // r: how many leading singular triplets the cotangents can touch.
-  int64_t r = 0;
-  if (gU != kNone) r = std::max(r, leadingExtent(b, gU, 1));
-  if (gVt != kNone) r = std::max(r, leadingExtent(b, gVt, 0));
-  if (gs != kNone) r = std::max(r, leadingExtent(b, gs, 0));
-  if (r == 0 || k == 0) return {kNone};
-  // Block form when it saves enough: the full rule's U·M and (U·M)·Vt cost m·k·k + m·k·n
-  // multiply-adds, the block form's four products m·k·r + r·(k−r)·n + 2·m·r·n (UᵀŪ and
-  // VᵀV̄ are k×k×r in both once pad-sink has run). It has ~10 more ops (a few µs), so it
-  // must save at least 2¹⁵ multiply-adds: TRG χ = 16 (k = 256, r = 16) saves 28M; a 4×4
-  // SVD keeping 2 stays in the full form.
-  const int64_t saved = (m * k * k + m * k * n) - (m * k * r + r * (k - r) * n + 2 * m * r * n);
-  const bool block = c.svdBlocks && 2 * r <= k && saved >= (int64_t(1) << 15);
-  if (!block) r = k;
-  const int64_t rest = k - r;
-  Shape kr{k, r}, mr{m, r};
-  ValueId gUr = gU == kNone ? kNone : leading(b, gU, 1, r);
-  ValueId gVtr = gVt == kNone ? kNone : leading(b, gVt, 0, r);
-  ValueId gsr = gs == kNone ? kNone : leading(b, gs, 0, r);
-  ValueId sr = leading(b, s, 0, r);
-
-  // The scale s₀ = s[0] (1 for a zero matrix), constant under differentiation; built on
-  // first use (a cotangent on s alone needs no reciprocal).
-  ValueId s0 = kNone;
-  auto scaleOf = [&] {
-    if (s0 == kNone) {
-      s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
-      s0 = b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
-    }
-    return s0;
-  };
-  // x -> 1/x where x != 0, 0 at x = 0 (x + (x == 0) keeps the division finite).
-  auto invOrZero = [&](ValueId x) {
-    Shape xs = shapeOf(b, x);
-    ValueId zero = splat(b, 0.0, xs);
-    ValueId mask = b.compare(x, zero, "NE");
-    return b.mul(b.div(splat(b, 1.0, xs), b.add(x, b.compare(x, zero, "EQ"))), mask);
-  };
-  // x -> L(x) = x/(x² + (ε·s₀)²), as (y/(y² + ε²))/s₀ with y = x/s₀; 0 at x = 0.
-  auto broadenedInv = [&](ValueId x) {
-    if (eps == 0) return invOrZero(x);
-    Shape xs = shapeOf(b, x);
-    ValueId scale = b.broadcastScalar(scaleOf(), xs);
-    ValueId y = b.div(x, scale);
-    ValueId den = b.add(b.mul(y, y), splat(b, eps * eps, xs));
-    ValueId mask = b.compare(y, splat(b, 0.0, xs), "NE");
-    return b.mul(b.div(b.div(y, den), scale), mask);
-  };
-
-  // The first r columns of a = G − Gᵀ and b = H − Hᵀ: X − [X[:r, :r]ᵀ ; 0].
-  auto antisymCols = [&](ValueId X) {
-    ValueId corner = b.transpose(rest == 0 ? X : b.slice(X, {0, 0}, {r, r}), {1, 0});
-    return b.sub(X, rest == 0 ? corner : b.pad(corner, {0, 0}, {rest, 0}));
-  };
-  ValueId UtgU = kNone, VtgV = kNone, aCols = kNone, bCols = kNone;
-  if (gU != kNone) {
-    UtgU = b.dotGeneral(U, gUr, {}, {}, {0}, {0}); // G_ij = (UᵀŪ)_ij, j < r
-    aCols = antisymCols(UtgU);
-  }
-  if (gVt != kNone) {
-    VtgV = b.dotGeneral(Vt, gVtr, {}, {}, {1}, {1}); // H_ij = Σ_n Vt[i,n]·V̄t[j,n], j < r
-    bCols = antisymCols(VtgV);
-  }
-  // C = S + Z + diag(s̄)[:, :r] and R = S[r:, :]ᵀ − Z[r:, :]ᵀ (see above).
-  ValueId C = kNone, R = kNone;
-  if (aCols != kNone || bCols != kNone) {
-    ValueId half = splat(b, 0.5, kr);
-    ValueId sum = aCols == kNone ? bCols : bCols == kNone ? aCols : b.add(aCols, bCols);
-    ValueId diff = aCols == kNone ? b.neg(bCols) : bCols == kNone ? aCols : b.sub(aCols, bCols);
-    ValueId sj = b.broadcastInDim(sr, kr, {1}), si = b.broadcastInDim(s, kr, {0});
-    ValueId S = b.mul(b.mul(half, sum), broadenedInv(b.sub(sj, si)));
-    ValueId Z = b.mul(b.mul(half, diff), broadenedInv(b.add(sj, si)));
-    C = b.add(S, Z);
-    if (rest > 0) {
-      auto lowerT = [&](ValueId X) { return b.transpose(b.slice(X, {r, 0}, {k, r}), {1, 0}); };
-      R = b.sub(lowerT(S), lowerT(Z));
-    }
-  }
-  if (gs != kNone) {
-    ValueId eye = b.compare(b.iota(kr, 0), b.iota(kr, 1), "EQ");
-    C = add(C, b.mul(b.broadcastInDim(gsr, kr, {1}), eye)); // diag(s̄)[:, :r]
-  }
-
-  bool uProj = gU != kNone && m > k, vProj = gVt != kNone && n > k;
-  ValueId sinv = (uProj || vProj) ? broadenedInv(sr) : kNone;
-  ValueId left = C == kNone ? kNone : b.dotGeneral(U, C, {}, {}, {1}, {0}); // [m,r]
-  if (uProj) {
-    // (I − UUᵀ)·Ū·diag(1/s) = (Ū − U·(UᵀŪ))·diag(1/s), first r columns
-    ValueId P = b.sub(gUr, b.dotGeneral(U, UtgU, {}, {}, {1}, {0}));
-    left = add(left, b.mul(P, b.broadcastInDim(sinv, mr, {1})));
-  }
-  ValueId right = R == kNone ? kNone
-                              : b.dotGeneral(R, b.slice(Vt, {r, 0}, {k, n}), {}, {}, {1}, {0}); // [r,n]
-  if (vProj) {
-    // diag(1/s)·(V̄t − (VᵀV̄)ᵀ·Vt), first r rows
-    ValueId Q = b.sub(gVtr, b.dotGeneral(VtgV, Vt, {}, {}, {0}, {0}));
-    right = add(right, b.mul(b.broadcastInDim(sinv, Shape{r, n}, {0}), Q));
-  }
-  ValueId Vtr = leading(b, Vt, 0, r), Ur = leading(b, U, 1, r);
-  ValueId result = left == kNone ? kNone : b.dotGeneral(left, Vtr, {}, {}, {1}, {0}); // [m,n]
-  if (right != kNone) result = add(result, b.dotGeneral(Ur, right, {}, {}, {1}, {0}));
-  return {result};
-}
-
-// ---------------------------------------------------------------------------
 // The table, in ops.def order.
 
 struct Entry {
   OpKind kind;
   VjpRule rule; ///< nullptr = no rule (grad throws naming the op)
+  Differentiable operands = Differentiable::All;
 };
 
 constexpr Entry kTable[] = {
@@ -604,14 +394,14 @@ constexpr Entry kTable[] = {
     {OpKind::Sin, vjpSin},
     {OpKind::Cos, vjpCos},
     {OpKind::Abs, vjpAbs},
-    {OpKind::Sign, vjpNone},      // derivative 0 almost everywhere
+    {OpKind::Sign, vjpNone, Differentiable::None}, // derivative 0 almost everywhere
     {OpKind::Add, vjpAdd},
     {OpKind::Sub, vjpSub},
     {OpKind::Mul, vjpMul},
     {OpKind::Div, vjpDiv},
     {OpKind::Maximum, vjpMaximum},
-    {OpKind::Compare, vjpNone},   // 0/1 valued: derivative 0
-    {OpKind::Select, vjpSelect},
+    {OpKind::Compare, vjpNone, Differentiable::None}, // 0/1 valued: derivative 0
+    {OpKind::Select, vjpSelect, Differentiable::AllButFirst}, // not the predicate
     {OpKind::ReduceSum, vjpReduceSum},
     {OpKind::ReduceMax, vjpReduceMax},
     {OpKind::BroadcastInDim, vjpBroadcastInDim},
@@ -622,7 +412,7 @@ constexpr Entry kTable[] = {
     {OpKind::DotGeneral, vjpDotGeneral},
     {OpKind::Einsum, vjpEinsum},
     {OpKind::Svd, vjpSvd},
-    {OpKind::StopGradient, vjpNone}, // AD barrier
+    {OpKind::StopGradient, vjpNone, Differentiable::None}, // AD barrier
 };
 
 static_assert(ir::coversEveryOpInOrder(kTable),
@@ -653,14 +443,12 @@ VjpRule vjpRuleOrThrow(OpKind kind) {
 }
 
 bool isDifferentiableOperand(OpKind kind, unsigned operandIndex) {
-  switch (kind) {
-  case OpKind::Compare: case OpKind::Sign: case OpKind::StopGradient:
-    return false;
-  case OpKind::Select:
-    return operandIndex != 0;
-  default:
-    return true;
+  switch (kTable[static_cast<size_t>(kind)].operands) {
+  case Differentiable::All: return true;
+  case Differentiable::None: return false;
+  case Differentiable::AllButFirst: return operandIndex != 0;
   }
+  return true;
 }
 
 } // namespace tessel::passes::vjp

@@ -45,9 +45,35 @@ VjpRule vjpRuleOrThrow(ir::OpKind kind);
 /// For tests of the missing-rule error only; not thread-safe.
 VjpRule setVjpRuleForTesting(ir::OpKind kind, VjpRule rule);
 
+/// Which operands of an op a cotangent flows through (a column of the rule table).
+enum class Differentiable : uint8_t { All, None, AllButFirst };
+
 /// False for operands through which no cotangent flows: every operand of compare,
 /// sign and stop_gradient, and the predicate of select. (Their derivative is zero
 /// almost everywhere, or they are AD barriers by definition.)
 bool isDifferentiableOperand(ir::OpKind kind, unsigned operandIndex);
+
+// --- Shared by the rules ------------------------------------------------------------
+
+using ir::Builder;
+using ir::I64List;
+using ir::OpKind;
+using ir::Shape;
+using ir::ValueId;
+/// The cotangent kNoValue: zero, or not computed.
+inline constexpr ValueId kNone = ir::kNoValue;
+
+inline ir::Shape shapeOf(const ir::Builder &b, ir::ValueId v) { return b.type(v).shape; }
+
+/// A tensor of `shape` filled with `c`: a scalar constant broadcast (keeps the printed
+/// IR small whatever the shape).
+inline ir::ValueId splat(ir::Builder &b, double c, const ir::Shape &shape) {
+  ir::ValueId s = b.scalar(c);
+  return shape.empty() ? s : b.broadcastScalar(s, shape);
+}
+
+/// The rule of svd (VjpSvd.cpp): Lorentzian-broadened reverse rule of the thin SVD,
+/// full or block form (docs/trg.md, "The SVD reverse rule").
+OperandCotangents vjpSvd(const VjpCall &c);
 
 } // namespace tessel::passes::vjp
