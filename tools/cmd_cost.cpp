@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/OpCost.h"
 #include "ir/Printer.h"
 #include "passes/Order.h"
 #include "tools/Commands.h"
@@ -184,6 +185,47 @@ std::string printEinsumReport(const ir::Program &p, const passes::OrderOptions &
   return os.str();
 }
 
+/// Op count, flops and bytes per op kind over the whole program (ir/OpCost.h), in
+/// op-table order, then the total.
+std::string printOpKindReport(const ir::Program &p, bool json) {
+  struct Row {
+    int64_t count = 0;
+    double flops = 0, bytes = 0;
+  };
+  std::vector<Row> rows(ir::kNumOpKinds);
+  Row total;
+  for (const ir::Op &op : p.ops) {
+    const ir::OpCost c = ir::opCost(p, op);
+    for (Row *r : {&rows[static_cast<size_t>(op.kind)], &total}) {
+      ++r->count;
+      r->flops += c.flops;
+      r->bytes += c.bytes;
+    }
+  }
+  if (json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (ir::OpKind k : ir::allOpKinds()) {
+      const Row &r = rows[static_cast<size_t>(k)];
+      if (r.count > 0)
+        j.push_back({{"op", ir::opName(k)}, {"count", r.count}, {"flops", r.flops}, {"bytes", r.bytes}});
+    }
+    return j.dump();
+  }
+  std::string s = "\n=== ops by kind (flops and bytes of each op as written, before lowering)\n";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "  %-18s %8s %20s %20s\n", "op", "count", "flops", "bytes");
+  s += buf;
+  auto line = [&](const char *name, const Row &r) {
+    std::snprintf(buf, sizeof buf, "  %-18s %8lld %20s %20s\n", name, static_cast<long long>(r.count),
+                  fmt("%.0f", r.flops).c_str(), fmt("%.0f", r.bytes).c_str());
+    s += buf;
+  };
+  for (ir::OpKind k : ir::allOpKinds())
+    if (rows[static_cast<size_t>(k)].count > 0) line(ir::opName(k), rows[static_cast<size_t>(k)]);
+  line("total", total);
+  return s;
+}
+
 void runCost(const CostArgs &a) {
   passes::OrderOptions opts;
   opts.strategy = passes::parseOrderStrategy(a.strategy);
@@ -197,7 +239,15 @@ void runCost(const CostArgs &a) {
     writeOutput("-", residualsReport(p, a.residuals, opts.strategy, a.json));
     return;
   }
-  writeOutput("-", printEinsumReport(p, opts, a.json));
+  std::string report = printEinsumReport(p, opts, a.json);
+  if (a.json) {
+    auto j = nlohmann::ordered_json::parse(report);
+    j["ops_by_kind"] = nlohmann::ordered_json::parse(printOpKindReport(p, true));
+    report = j.dump(2) + "\n";
+  } else {
+    report += printOpKindReport(p, false);
+  }
+  writeOutput("-", report);
 }
 
 } // namespace
@@ -213,7 +263,9 @@ void addCostCommand(CLI::App &app) {
       "speedup, largest intermediate, then one line per pairwise step with its scaling, flops, "
       "the contraction and the remaining terms), then the totals of every strategy side by "
       "side; at the end the totals over all einsums. Flops follow opt_einsum's convention: "
-      "product of the sizes of all indices of a step, times 2 when the step sums an index.");
+      "product of the sizes of all indices of a step, times 2 when the step sums an index. "
+      "Last, every op kind of the program with its count, flops and bytes (svd: the "
+      "Golub-Van Loan count for U, s and Vt; see ir/OpCost.h).");
   cmd->add_option("file", args->file, "Program file (.tir text or .json), or '-' for stdin")
       ->required();
   cmd->add_option("--strategy", args->strategy,

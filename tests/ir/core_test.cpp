@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ir/Builder.h"
+#include "ir/OpCost.h"
 #include "ir/ShapeRules.h"
 #include "ir/Verifier.h"
 
@@ -131,4 +132,31 @@ TEST_CASE("program: names are unique, lookup follows renames") {
   CHECK(p.lookup("missing") == kNoValue);
   CHECK_THROWS_AS(p.addInput("T", Type({2})), Error);
   CHECK_THROWS_AS(p.addInput("12", Type({2})), Error);
+}
+
+TEST_CASE("op cost: flops and bytes of each op from its types") {
+  Program p;
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({3, 4})), y = p.addInput("y", Type({4, 5}));
+  ValueId e = b.unary(OpKind::Exp, x);
+  ValueId d = b.dotGeneral(x, y, {}, {}, {1}, {0});  // [3,5], K = 4
+  ValueId ein = b.einsum("ij,jk->ik", {x, y});
+  ValueId rx = b.reduceSum(x, {1});
+  ValueId outer = b.einsum("i,k->ik", {rx, b.reduceSum(y, {0})});
+  auto usv = b.svd(b.dotGeneral(y, y, {}, {}, {1}, {1})); // 4x4
+  auto tall = b.svd(y);                                  // 4x5: m = 5, k = 4
+  ValueId t = b.transpose(x, {1, 0});
+  for (ValueId v : {e, d, ein, outer, usv[1], tall[1], t}) p.addOutput(v);
+  auto cost = [&](ValueId v) { return opCost(p, p.ops[p.values[v].def]); };
+  CHECK(cost(e).flops == 12);
+  CHECK(cost(e).bytes == 2 * 12 * 8);
+  CHECK(cost(d).flops == 2 * 3 * 5 * 4);
+  CHECK(cost(d).bytes == (12 + 20 + 15) * 8);
+  CHECK(cost(ein).flops == 3 * 4 * 5 * 2); // opt_einsum naive: one term + inner product
+  CHECK(cost(outer).flops == 3 * 5 * 1);   // no label shared: no inner product
+  CHECK(cost(rx).flops == 12);             // reduce_sum: one per operand element
+  CHECK(cost(usv[1]).flops == 14 * 64 + 8 * 64);            // square: Golub-Reinsch, 22 k^3
+  CHECK(cost(tall[1]).flops == std::min(14.0 * 5 * 16 + 8 * 64, 6.0 * 5 * 16 + 20 * 64));
+  CHECK(cost(t).flops == 0);
+  CHECK(cost(t).bytes == 2 * 12 * 8);
 }

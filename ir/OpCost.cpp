@@ -1,0 +1,102 @@
+//===- ir/OpCost.cpp - The cost table (see OpCost.h) ---------------------------===//
+#include "ir/OpCost.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ir/ShapeRules.h"
+
+namespace tessel::ir {
+namespace {
+
+double numel(const Type &t) { return static_cast<double>(t.numel()); }
+double resultElems(const Program &p, const Op &op) { return numel(p.type(op.results[0])); }
+
+using FlopsRule = double (*)(const Program &, const Op &);
+
+double noFlops(const Program &, const Op &) { return 0; }
+double perResultElement(const Program &p, const Op &op) { return resultElems(p, op); }
+double perOperandElement(const Program &p, const Op &op) { return numel(p.type(op.operands[0])); }
+
+double dotGeneralFlops(const Program &p, const Op &op) {
+  const Type &lhs = p.type(op.operands[0]);
+  double contracted = 1;
+  for (int64_t d : op.attrs.getI64s("lhs_contract")) contracted *= static_cast<double>(lhs.shape[d]);
+  // The result holds batch × lhs free × rhs free elements.
+  return 2.0 * resultElems(p, op) * contracted;
+}
+
+/// opt_einsum's flop_count for the whole einsum in one step (its "Naive FLOP count").
+double einsumFlops(const Program &p, const Op &op) {
+  const EinsumSpec spec = parseEinsumSpec(op.attrs.getStr("spec"));
+  std::string labels;
+  size_t occurrences = 0;
+  double all = 1;
+  for (size_t i = 0; i < spec.inputs.size(); ++i)
+    for (size_t j = 0; j < spec.inputs[i].size(); ++j, ++occurrences) {
+      const char c = spec.inputs[i][j];
+      if (labels.find(c) != std::string::npos) continue;
+      labels += c;
+      all *= static_cast<double>(p.type(op.operands[i]).shape[j]);
+    }
+  const bool innerProduct = occurrences > labels.size(); // a label shared by operands
+  const double terms = std::max(1.0, static_cast<double>(spec.inputs.size()) - 1.0);
+  return all * (terms + (innerProduct ? 1 : 0));
+}
+
+double svdFlops(const Program &p, const Op &op) {
+  const Type &a = p.type(op.operands[0]);
+  const double m = static_cast<double>(std::max(a.shape[0], a.shape[1]));
+  const double k = static_cast<double>(std::min(a.shape[0], a.shape[1]));
+  return std::min(14 * m * k * k + 8 * k * k * k, 6 * m * k * k + 20 * k * k * k);
+}
+
+struct Entry {
+  OpKind kind;
+  FlopsRule flops;
+};
+
+constexpr Entry kCostRules[] = {
+    {OpKind::Constant, noFlops},
+    {OpKind::Iota, noFlops},
+    {OpKind::Neg, perResultElement},
+    {OpKind::Exp, perResultElement},
+    {OpKind::Log, perResultElement},
+    {OpKind::Sqrt, perResultElement},
+    {OpKind::Sin, perResultElement},
+    {OpKind::Cos, perResultElement},
+    {OpKind::Abs, perResultElement},
+    {OpKind::Sign, perResultElement},
+    {OpKind::Add, perResultElement},
+    {OpKind::Sub, perResultElement},
+    {OpKind::Mul, perResultElement},
+    {OpKind::Div, perResultElement},
+    {OpKind::Maximum, perResultElement},
+    {OpKind::Compare, perResultElement},
+    {OpKind::Select, perResultElement},
+    {OpKind::ReduceSum, perOperandElement},
+    {OpKind::ReduceMax, perOperandElement},
+    {OpKind::BroadcastInDim, noFlops},
+    {OpKind::Reshape, noFlops},
+    {OpKind::Transpose, noFlops},
+    {OpKind::Slice, noFlops},
+    {OpKind::Pad, noFlops},
+    {OpKind::DotGeneral, dotGeneralFlops},
+    {OpKind::Einsum, einsumFlops},
+    {OpKind::Svd, svdFlops},
+    {OpKind::StopGradient, noFlops},
+};
+static_assert(coversEveryOpInOrder(kCostRules),
+              "the cost table must have one entry per op of ir/ops.def, in its order");
+
+} // namespace
+
+OpCost opCost(const Program &p, const Op &op) {
+  OpCost c;
+  c.flops = kCostRules[static_cast<size_t>(op.kind)].flops(p, op);
+  for (ValueId v : op.operands) c.bytes += static_cast<double>(p.type(v).bytes());
+  for (ValueId v : op.results) c.bytes += static_cast<double>(p.type(v).bytes());
+  return c;
+}
+
+} // namespace tessel::ir
