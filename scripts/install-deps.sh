@@ -4,7 +4,7 @@
 # Used by setup.sh (the build) and fuzz.sh (which adds clang-14 and its libFuzzer runtime).
 # Usage: scripts/install-deps.sh [EXTRA_PACKAGE ...]
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build python3 llvm-14-dev llvm-14-tools libeigen3-dev
+pkgs=(build-essential cmake ninja-build python3 llvm-14-dev llvm-14-tools
       liblapacke-dev libopenblas-dev nlohmann-json3-dev doctest-dev libcli11-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
