@@ -1,8 +1,14 @@
 //===- passes/PassManager.h - Pass registry, pipelines, instrumented driver ----===//
 //
-// One registry (passes/PassRegistry.cpp) lists every pass: name, options with
-// defaults and a one-line help. It drives the pipeline parser (`--passes=`),
-// `--list-passes` and the docs, as MLIR's Passes.td / LLVM's PassRegistry.def do.
+// Three parts:
+//   * the registry (passes/PassRegistry.cpp) lists every pass: name, options with
+//     defaults and a one-line help. It drives the pipeline parser (`--passes=`),
+//     `--list-passes` and the docs, as MLIR's Passes.td / LLVM's PassRegistry.def do;
+//   * a Pipeline is a list of PassInvocations, each a pass with its options;
+//   * PassManager::run runs a pipeline: for each pass it asks the instrumentations
+//     whether to run it, calls their before hooks, runs the pass, and calls their
+//     after (or failed) hooks. Every flag below is one instrumentation
+//     (passes/Instrumentation.h).
 //
 // Pipeline strings
 // ----------------
@@ -26,7 +32,7 @@
 //          (allowed: chain, pairwise, greedy, optimal, auto)
 // Syntax errors quote the string with a caret under the offending column.
 //
-// Instrumentation (PassManagerOptions; LLVM `opt` / `mlir-opt` style), all written to
+// Instrumentations (PassManagerOptions; LLVM `opt` / `mlir-opt` style), all written to
 // PassManagerOptions::log (stderr in the driver, so stdout stays the program):
 //   * verify-each: ir::verify after every pass (default on); a failure names the pass;
 //   * print IR before/after named passes, after all passes, after change only;
@@ -48,6 +54,7 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -208,6 +215,8 @@ struct PassRunReport {
   std::string statisticsText() const;
 };
 
+class PassInstrumentation;
+
 /// Runs a pipeline with instrumentation.
 class PassManager {
 public:
@@ -217,6 +226,11 @@ public:
 
   const Pipeline &pipeline() const { return pipeline_; }
   const PassManagerOptions &options() const { return opts_; }
+
+  /// Adds an instrumentation (passes/Instrumentation.h) that every run calls after the
+  /// ones the options ask for. Copies of this manager share it, and it keeps its state
+  /// from one run to the next.
+  void addInstrumentation(std::shared_ptr<PassInstrumentation> instrumentation);
 
   /// Runs every pass on `p` in place and prints the requested reports (timing,
   /// statistics) to the log at the end. Errors: the pass's own tessel::Error with a
@@ -228,6 +242,7 @@ public:
 private:
   Pipeline pipeline_;
   PassManagerOptions opts_;
+  std::vector<std::shared_ptr<PassInstrumentation>> extraInstrumentations_;
 };
 
 } // namespace tessel::passes

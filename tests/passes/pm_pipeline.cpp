@@ -1,6 +1,6 @@
 // Pass manager: registry, pipeline strings (parse / canonical print / round trip,
 // errors), instrumentation (verify-each, print-ir, dump-dir, bisect, disable-pass,
-// statistics, timing, crash reproducer).
+// statistics, timing, crash reproducer) and the order of the hooks.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -11,6 +11,7 @@
 #include "ir/Builder.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
+#include "passes/Instrumentation.h"
 #include "passes/PassManager.h"
 
 using namespace tessel;
@@ -415,4 +416,81 @@ TEST_CASE("pm: an internal error in a pass becomes a tessel::Error naming the re
                        Error);
   CHECK(fs::exists(file));
   fs::remove(file);
+}
+
+namespace {
+
+/// Records every hook call as one line.
+class RecordingInstrumentation : public PassInstrumentation {
+public:
+  std::vector<std::string> events;
+
+  void runBeforePipeline(const ir::Program &p) override {
+    events.push_back("before-pipeline @" + p.name);
+  }
+  bool shouldRun(PassRecord &pass, const ir::Program &) override {
+    events.push_back("should-run " + pass.name);
+    return true;
+  }
+  void runAfterPassSkipped(const PassRecord &pass, const ir::Program &) override {
+    events.push_back("skipped " + pass.name + (pass.status == PassRecord::Status::Disabled
+                                                   ? " (disabled)"
+                                                   : " (bisected)"));
+  }
+  void runBeforePass(const PassRecord &pass, const ir::Program &) override {
+    events.push_back("before " + pass.name);
+  }
+  void runAfterPass(PassRecord &pass, const ir::Program &) override {
+    events.push_back("after " + pass.name + (pass.changed ? " changed" : " unchanged"));
+  }
+  void runAfterPassFailed(const PassRecord &pass, PassFailure &failure) override {
+    events.push_back("failed " + pass.name);
+    failure.notes += "\nnote: seen by the recording instrumentation";
+  }
+  void runAfterPipeline(const PassRunReport &report) override {
+    events.push_back("after-pipeline " + std::to_string(report.passes.size()));
+  }
+};
+
+} // namespace
+
+TEST_CASE("pm: an added instrumentation sees every hook in pipeline order") {
+  std::ostringstream log;
+  PassManagerOptions o;
+  o.log = &log;
+  o.disabledPasses = {"cse"};
+  o.bisectLimit = 2;
+  PassManager pm(Pipeline::parse("grad{wrt=beta},cse,checkpoint{policy=store},dce"), o);
+  auto rec = std::make_shared<RecordingInstrumentation>();
+  pm.addInstrumentation(rec);
+  ir::Program p = smallProgram();
+  pm.run(p);
+  // cse is disabled and dce is the third execution: the standard instrumentations say
+  // no before the added one is asked.
+  CHECK(rec->events == std::vector<std::string>{
+                           "before-pipeline @small", "should-run grad", "before grad",
+                           "after grad changed", "skipped cse (disabled)",
+                           "should-run checkpoint", "before checkpoint",
+                           "after checkpoint unchanged", "skipped dce (bisected)",
+                           "after-pipeline 4"});
+
+  // A failing pass: the failed hook runs instead of the after hook, and its note
+  // reaches the error.
+  Pipeline pl = Pipeline::parse("dce");
+  pl.passes.push_back(PassInvocation(throwingPass()));
+  PassManagerOptions quiet;
+  quiet.log = &log;
+  PassManager failing(pl, quiet);
+  auto rec2 = std::make_shared<RecordingInstrumentation>();
+  failing.addInstrumentation(rec2);
+  ir::Program q = smallProgram();
+  CHECK_THROWS_WITH_AS(failing.run(q),
+                       doctest::Contains("broken invariant\nnote: while running pass "
+                                         "'test-throw' (2 of 2): test-throw\nnote: seen by "
+                                         "the recording instrumentation"),
+                       std::runtime_error);
+  CHECK(rec2->events == std::vector<std::string>{"before-pipeline @small", "should-run dce",
+                                                 "before dce", "after dce unchanged",
+                                                 "should-run test-throw", "before test-throw",
+                                                 "failed test-throw"});
 }
