@@ -9,20 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
 #include "passes/Instrumentation.h"
 
 namespace tessel::passes {
 
 namespace {
-
-std::string joinStrings(const std::vector<std::string> &v, const char *sep) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += sep;
-    s += v[i];
-  }
-  return s;
-}
 
 bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -33,18 +25,6 @@ std::string trim(llvm::StringRef s) { return s.trim(" \t\r\n").str(); }
 //===----------------------------------------------------------------------===//
 // Registry helpers
 //===----------------------------------------------------------------------===//
-
-std::string PassOptionInfo::valueSyntax() const {
-  switch (kind) {
-  case Kind::Bool: return "true|false";
-  case Kind::Int:
-    return minInt == INT64_MIN ? "<integer>" : "<integer >= " + std::to_string(minInt) + ">";
-  case Kind::Enum: return joinStrings(allowed, "|");
-  case Kind::List: return "<name>[;<name>...]";
-  case Kind::String: return allowed.empty() ? "<string>" : joinStrings(allowed, "|");
-  }
-  return "";
-}
 
 int PassInfo::findOption(llvm::StringRef n) const {
   for (size_t i = 0; i < options.size(); ++i)
@@ -61,7 +41,7 @@ const PassInfo *lookupPass(llvm::StringRef name) {
 std::string knownPassNames() {
   std::vector<std::string> names;
   for (const PassInfo &p : passRegistry()) names.push_back(p.name);
-  return joinStrings(names, ", ");
+  return llvm::join(names, ", ");
 }
 
 std::string describePasses() {
@@ -85,9 +65,8 @@ std::string describePasses() {
 // PassInvocation
 //===----------------------------------------------------------------------===//
 
-PassInvocation::PassInvocation(const PassInfo &info) : info_(&info) {
-  for (const PassOptionInfo &o : info.options) values_.push_back(o.defaultValue);
-}
+PassInvocation::PassInvocation(const PassInfo &info)
+    : info_(&info), options_(info.defaultOptions) {}
 
 namespace {
 
@@ -95,47 +74,7 @@ std::string optionNames(const PassInfo &info) {
   if (info.options.empty()) return "the pass has no options";
   std::vector<std::string> n;
   for (const PassOptionInfo &o : info.options) n.push_back(o.name);
-  return "options: " + joinStrings(n, ", ");
-}
-
-/// Canonical spelling of `value` for option `o`; throws std::invalid_argument with
-/// the reason.
-std::string canonicalValue(const PassOptionInfo &o, const std::string &value) {
-  using K = PassOptionInfo::Kind;
-  switch (o.kind) {
-  case K::Bool:
-    if (value == "true" || value == "1" || value == "on" || value == "yes") return "true";
-    if (value == "false" || value == "0" || value == "off" || value == "no") return "false";
-    throw std::invalid_argument("allowed: true, false");
-  case K::Int: {
-    int64_t x = 0;
-    llvm::StringRef s(value);
-    if (s.empty() || s.getAsInteger(10, x))
-      throw std::invalid_argument("expected an integer");
-    if (x < o.minInt)
-      throw std::invalid_argument("expected an integer >= " + std::to_string(o.minInt));
-    return std::to_string(x);
-  }
-  case K::Enum:
-    for (const std::string &a : o.allowed)
-      if (a == value) return value;
-    throw std::invalid_argument("allowed: " + joinStrings(o.allowed, ", "));
-  case K::List: {
-    if (trim(value).empty()) return "";
-    llvm::SmallVector<llvm::StringRef, 4> parts;
-    llvm::StringRef(value).split(parts, ';');
-    std::vector<std::string> items;
-    for (llvm::StringRef part : parts) {
-      items.push_back(trim(part));
-      if (items.back().empty()) throw std::invalid_argument("empty item in ';'-separated list");
-    }
-    return joinStrings(items, ";");
-  }
-  case K::String:
-    if (o.canonicalize) return o.canonicalize(value);
-    return value;
-  }
-  return value;
+  return "options: " + llvm::join(n, ", ");
 }
 
 } // namespace
@@ -147,48 +86,38 @@ void PassInvocation::set(llvm::StringRef option, llvm::StringRef value) {
                 optionNames(*info_) + ")");
   const PassOptionInfo &o = info_->options[i];
   try {
-    values_[i] = canonicalValue(o, trim(value));
+    o.parse(options_, trim(value));
   } catch (const std::invalid_argument &e) {
     throw Error("pass '" + info_->name + "', option '" + o.name + "': invalid value '" +
                 value.str() + "' (" + e.what() + ")");
   }
 }
 
-const std::string &PassInvocation::get(llvm::StringRef option) const {
+std::string PassInvocation::get(llvm::StringRef option) const {
   int i = info_->findOption(option);
   if (i < 0)
     throw Error("internal: pass '" + info_->name + "' reads undeclared option '" +
                 option.str() + "'");
-  return values_[i];
+  return info_->options[i].print(options_);
 }
 
-bool PassInvocation::getBool(llvm::StringRef option) const { return get(option) == "true"; }
-
-int64_t PassInvocation::getInt(llvm::StringRef option) const {
-  int64_t x = 0;
-  if (llvm::StringRef(get(option)).getAsInteger(10, x))
-    throw Error("pass '" + info_->name + "', option '" + option.str() + "' is not an integer");
-  return x;
-}
-
-std::vector<std::string> PassInvocation::getList(llvm::StringRef option) const {
-  std::vector<std::string> out;
-  llvm::StringRef s(get(option));
-  if (s.empty()) return out;
-  llvm::SmallVector<llvm::StringRef, 4> parts;
-  s.split(parts, ';');
-  for (llvm::StringRef p : parts) out.push_back(p.str());
-  return out;
+void PassInvocation::throwWrongOptionsType() const {
+  throw Error("internal: pass '" + info_->name +
+              "' reads its options as a type other than the one it declared");
 }
 
 std::string PassInvocation::str() const {
   if (info_->options.empty()) return info_->name;
   std::string s = info_->name + "{";
-  for (size_t i = 0; i < values_.size(); ++i) {
+  for (size_t i = 0; i < info_->options.size(); ++i) {
     if (i) s += ",";
-    s += info_->options[i].name + "=" + values_[i];
+    s += info_->options[i].name + "=" + info_->options[i].print(options_);
   }
   return s + "}";
+}
+
+bool PassInvocation::operator==(const PassInvocation &o) const {
+  return info_ == o.info_ && str() == o.str();
 }
 
 //===----------------------------------------------------------------------===//
