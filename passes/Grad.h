@@ -51,7 +51,7 @@ struct GradOptions {
 ir::Program grad(const ir::Program &p, const GradOptions &opts);
 
 /// The same as a pass (docs/architecture.md pattern 2): replaces `p` by grad(p, opts) and
-/// returns true. For the pass registry's `grad{wrt=a,b;vjp}` entry.
+/// returns true. For the pass registry's `grad{wrt=a;b,vjp=true}` entry.
 bool runGrad(ir::Program &p, const GradOptions &opts);
 
 /// True if the VJP-rule table has an entry for `kind` (coverage test).

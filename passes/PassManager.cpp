@@ -1,10 +1,7 @@
-//===- passes/PassManager.cpp - Pipelines and the instrumented pass driver ------===//
+//===- passes/PassManager.cpp - Registry look-ups, pipelines, the pass driver ---===//
 #include "passes/PassManager.h"
 
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -12,21 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/Diagnostics.h"
-#include "ir/Printer.h"
-#include "ir/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
+#include "passes/Instrumentation.h"
 
 namespace tessel::passes {
 
 namespace {
-
-std::string joinStrings(const std::vector<std::string> &v, const char *sep) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += sep;
-    s += v[i];
-  }
-  return s;
-}
 
 bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -37,18 +25,6 @@ std::string trim(llvm::StringRef s) { return s.trim(" \t\r\n").str(); }
 //===----------------------------------------------------------------------===//
 // Registry helpers
 //===----------------------------------------------------------------------===//
-
-std::string PassOptionInfo::valueSyntax() const {
-  switch (kind) {
-  case Kind::Bool: return "true|false";
-  case Kind::Int:
-    return minInt == INT64_MIN ? "<integer>" : "<integer >= " + std::to_string(minInt) + ">";
-  case Kind::Enum: return joinStrings(allowed, "|");
-  case Kind::List: return "<name>[;<name>...]";
-  case Kind::String: return allowed.empty() ? "<string>" : joinStrings(allowed, "|");
-  }
-  return "";
-}
 
 int PassInfo::findOption(llvm::StringRef n) const {
   for (size_t i = 0; i < options.size(); ++i)
@@ -65,7 +41,7 @@ const PassInfo *lookupPass(llvm::StringRef name) {
 std::string knownPassNames() {
   std::vector<std::string> names;
   for (const PassInfo &p : passRegistry()) names.push_back(p.name);
-  return joinStrings(names, ", ");
+  return llvm::join(names, ", ");
 }
 
 std::string describePasses() {
@@ -89,9 +65,8 @@ std::string describePasses() {
 // PassInvocation
 //===----------------------------------------------------------------------===//
 
-PassInvocation::PassInvocation(const PassInfo &info) : info_(&info) {
-  for (const PassOptionInfo &o : info.options) values_.push_back(o.defaultValue);
-}
+PassInvocation::PassInvocation(const PassInfo &info)
+    : info_(&info), options_(info.defaultOptions) {}
 
 namespace {
 
@@ -99,47 +74,7 @@ std::string optionNames(const PassInfo &info) {
   if (info.options.empty()) return "the pass has no options";
   std::vector<std::string> n;
   for (const PassOptionInfo &o : info.options) n.push_back(o.name);
-  return "options: " + joinStrings(n, ", ");
-}
-
-/// Canonical spelling of `value` for option `o`; throws std::invalid_argument with
-/// the reason.
-std::string canonicalValue(const PassOptionInfo &o, const std::string &value) {
-  using K = PassOptionInfo::Kind;
-  switch (o.kind) {
-  case K::Bool:
-    if (value == "true" || value == "1" || value == "on" || value == "yes") return "true";
-    if (value == "false" || value == "0" || value == "off" || value == "no") return "false";
-    throw std::invalid_argument("allowed: true, false");
-  case K::Int: {
-    int64_t x = 0;
-    llvm::StringRef s(value);
-    if (s.empty() || s.getAsInteger(10, x))
-      throw std::invalid_argument("expected an integer");
-    if (x < o.minInt)
-      throw std::invalid_argument("expected an integer >= " + std::to_string(o.minInt));
-    return std::to_string(x);
-  }
-  case K::Enum:
-    for (const std::string &a : o.allowed)
-      if (a == value) return value;
-    throw std::invalid_argument("allowed: " + joinStrings(o.allowed, ", "));
-  case K::List: {
-    if (trim(value).empty()) return "";
-    llvm::SmallVector<llvm::StringRef, 4> parts;
-    llvm::StringRef(value).split(parts, ';');
-    std::vector<std::string> items;
-    for (llvm::StringRef part : parts) {
-      items.push_back(trim(part));
-      if (items.back().empty()) throw std::invalid_argument("empty item in ';'-separated list");
-    }
-    return joinStrings(items, ";");
-  }
-  case K::String:
-    if (o.canonicalize) return o.canonicalize(value);
-    return value;
-  }
-  return value;
+  return "options: " + llvm::join(n, ", ");
 }
 
 } // namespace
@@ -151,48 +86,38 @@ void PassInvocation::set(llvm::StringRef option, llvm::StringRef value) {
                 optionNames(*info_) + ")");
   const PassOptionInfo &o = info_->options[i];
   try {
-    values_[i] = canonicalValue(o, trim(value));
+    o.parse(options_, trim(value));
   } catch (const std::invalid_argument &e) {
     throw Error("pass '" + info_->name + "', option '" + o.name + "': invalid value '" +
                 value.str() + "' (" + e.what() + ")");
   }
 }
 
-const std::string &PassInvocation::get(llvm::StringRef option) const {
+std::string PassInvocation::get(llvm::StringRef option) const {
   int i = info_->findOption(option);
   if (i < 0)
     throw Error("internal: pass '" + info_->name + "' reads undeclared option '" +
                 option.str() + "'");
-  return values_[i];
+  return info_->options[i].print(options_);
 }
 
-bool PassInvocation::getBool(llvm::StringRef option) const { return get(option) == "true"; }
-
-int64_t PassInvocation::getInt(llvm::StringRef option) const {
-  int64_t x = 0;
-  if (llvm::StringRef(get(option)).getAsInteger(10, x))
-    throw Error("pass '" + info_->name + "', option '" + option.str() + "' is not an integer");
-  return x;
-}
-
-std::vector<std::string> PassInvocation::getList(llvm::StringRef option) const {
-  std::vector<std::string> out;
-  llvm::StringRef s(get(option));
-  if (s.empty()) return out;
-  llvm::SmallVector<llvm::StringRef, 4> parts;
-  s.split(parts, ';');
-  for (llvm::StringRef p : parts) out.push_back(p.str());
-  return out;
+void PassInvocation::throwWrongOptionsType() const {
+  throw Error("internal: pass '" + info_->name +
+              "' reads its options as a type other than the one it declared");
 }
 
 std::string PassInvocation::str() const {
   if (info_->options.empty()) return info_->name;
   std::string s = info_->name + "{";
-  for (size_t i = 0; i < values_.size(); ++i) {
+  for (size_t i = 0; i < info_->options.size(); ++i) {
     if (i) s += ",";
-    s += info_->options[i].name + "=" + values_[i];
+    s += info_->options[i].name + "=" + info_->options[i].print(options_);
   }
   return s + "}";
+}
+
+bool PassInvocation::operator==(const PassInvocation &o) const {
+  return info_ == o.info_ && str() == o.str();
 }
 
 //===----------------------------------------------------------------------===//
@@ -426,42 +351,6 @@ void checkPassNames(const std::vector<std::string> &names, const char *flag) {
                   "' (known passes: " + knownPassNames() + ")");
 }
 
-bool contains(const std::vector<std::string> &v, const std::string &s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-std::string passLabel(const PassRecord &r, size_t total) {
-  return "pass '" + r.name + "' (" + std::to_string(r.index) + " of " + std::to_string(total) +
-         ")";
-}
-
-/// Comment lines: every line of `text` prefixed with "// ".
-std::string commentLines(const std::string &text) {
-  std::string out;
-  llvm::SmallVector<llvm::StringRef, 8> lines;
-  llvm::StringRef(text).rtrim("\n").split(lines, '\n');
-  for (llvm::StringRef l : lines) out += "//   " + l.str() + "\n";
-  return out;
-}
-
-std::string shellQuote(const std::string &s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'')
-      q += "'\\''";
-    else
-      q += c;
-  }
-  return q + "'";
-}
-
-void writeFileOrThrow(const std::string &path, const std::string &text, const char *what) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error(std::string("error: ") + what + ": cannot open '" + path + "' for writing");
-  out << text;
-  if (!out) throw Error(std::string("error: ") + what + ": cannot write '" + path + "'");
-}
-
 } // namespace
 
 PassManager::PassManager(Pipeline pipeline, PassManagerOptions opts)
@@ -474,158 +363,73 @@ PassManager::PassManager(Pipeline pipeline, PassManagerOptions opts)
                 std::to_string(opts_.bisectLimit));
 }
 
+void PassManager::addInstrumentation(std::shared_ptr<PassInstrumentation> instrumentation) {
+  extraInstrumentations_.push_back(std::move(instrumentation));
+}
+
+namespace {
+
+/// The failure of a pass that threw `e`. A user error's message starts with "error:"
+/// on its first line, as every diagnostic does (file:line:col: error: for parse
+/// errors); the prefix is added when the pass's message lacks it.
+PassFailure failureOf(const std::exception &e, const PassRecord &pass, size_t pipelineSize) {
+  PassFailure f;
+  f.kind = dynamic_cast<const Error *>(&e) ? PassFailure::Kind::Error
+                                           : PassFailure::Kind::Internal;
+  f.message = llvm::StringRef(e.what()).rtrim('\n').str();
+  if (f.kind == PassFailure::Kind::Error &&
+      llvm::StringRef(f.message).split('\n').first.find("error:") == llvm::StringRef::npos)
+    f.message = "error: " + f.message;
+  f.notes = "\nnote: while running " + passLabel(pass, pipelineSize) + ": " + pass.invocation;
+  return f;
+}
+
+/// Runs `inv` on `p` and records what it did in `rec`; an exception from the pass
+/// becomes a PassFailure.
+void runPass(const PassInvocation &inv, size_t pipelineSize, PassRecord &rec, ir::Program &p) {
+  Stopwatch watch;
+  try {
+    rec.changed = inv.info().run(p, inv, rec.stats);
+  } catch (const std::exception &e) {
+    throw failureOf(e, rec, pipelineSize);
+  }
+  rec.seconds = watch.seconds();
+  rec.opsAfter = p.ops.size();
+}
+
+} // namespace
+
 PassRunReport PassManager::run(ir::Program &p) const {
-  using Clock = std::chrono::steady_clock;
-  auto secondsSince = [](Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  };
-  auto t0 = Clock::now();
+  Stopwatch watch;
   std::ostream &log = opts_.log ? *opts_.log : std::cerr;
-  const size_t total = pipeline_.passes.size();
-  const std::string pipelineText = pipeline_.str();
+  PassInstrumentor instrumentor = standardInstrumentations(opts_, pipeline_, log);
+  for (const auto &i : extraInstrumentations_) instrumentor.add(i);
 
-  ir::PrintOptions logPrint;
-  logPrint.elideConstantsAbove = opts_.elideConstantsAbove;
-  ir::PrintOptions exactPrint; // dumps and reproducers must parse back
-  exactPrint.elideConstantsAbove = 0;
-
-  auto dump = [&](const std::string &header, const ir::Program &prog) {
-    log << "// -----// " << header << " //----- //\n" << ir::printProgram(prog, logPrint);
-    log.flush();
-  };
-
-  if (opts_.verifyEach) {
-    std::vector<std::string> errs = ir::verify(p);
-    if (!errs.empty())
-      throw VerifyError("error: the input program does not verify:\n" + joinStrings(errs, "\n"));
-  }
-
-  int width = total >= 100 ? 3 : 2;
-  auto dumpName = [&](size_t index, const std::string &name) {
-    std::string n = std::to_string(index);
-    if (static_cast<int>(n.size()) < width) n = std::string(width - n.size(), '0') + n;
-    return opts_.dumpDir + "/" + n + "-" + name + ".tir";
-  };
-  if (!opts_.dumpDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(opts_.dumpDir, ec);
-    if (ec)
-      throw Error("error: --dump-dir: cannot create directory '" + opts_.dumpDir +
-                  "': " + ec.message());
-    writeFileOrThrow(dumpName(0, "input"),
-                     "// tessel pass dump: input of the pipeline\n// pipeline: " + pipelineText +
-                         "\n" + ir::printProgram(p, exactPrint),
-                     "--dump-dir");
-  }
-  if (opts_.printIrAfterChange) dump("IR Dump At Start", p);
-
+  instrumentor.runBeforePipeline(p);
   PassRunReport report;
-  int64_t executions = 0;
-  for (size_t i = 0; i < total; ++i) {
+  for (size_t i = 0; i < pipeline_.passes.size(); ++i) {
     const PassInvocation &inv = pipeline_.passes[i];
     PassRecord rec;
     rec.index = static_cast<int>(i + 1);
     rec.name = inv.name();
     rec.invocation = inv.str();
     rec.opsBefore = rec.opsAfter = p.ops.size();
-    std::string tag = inv.name() + " (" + std::to_string(i + 1) + ")";
-
-    if (contains(opts_.disabledPasses, inv.name())) {
-      rec.status = PassRecord::Status::Disabled;
-      if (opts_.printIrAfterAll || opts_.printIrAfterChange || contains(opts_.printIrAfter, rec.name))
-        log << "// -----// " << tag << " skipped: disabled by --disable-pass //----- //\n";
-      report.passes.push_back(std::move(rec));
-      continue;
-    }
-    ++executions;
-    if (opts_.bisectLimit >= 0) {
-      bool runIt = executions <= opts_.bisectLimit;
-      log << "BISECT: " << (runIt ? "running" : "NOT running") << " pass (" << executions << ") "
-          << rec.invocation << " on program @" << p.name << "\n";
-      if (!runIt) {
-        rec.status = PassRecord::Status::Bisected;
-        report.passes.push_back(std::move(rec));
-        continue;
+    if (!instrumentor.shouldRun(rec, p)) {
+      instrumentor.runAfterPassSkipped(rec, p);
+    } else {
+      try {
+        instrumentor.runBeforePass(rec, p);
+        runPass(inv, pipeline_.passes.size(), rec, p);
+        instrumentor.runAfterPass(rec, p);
+      } catch (PassFailure &failure) {
+        instrumentor.runAfterPassFailed(rec, failure);
+        failure.raise();
       }
     }
-
-    if (contains(opts_.printIrBefore, rec.name)) dump("IR Dump Before " + tag, p);
-    std::string before;
-    if (opts_.printIrAfterChange) before = ir::printProgram(p, exactPrint);
-    ir::Program saved;
-    if (!opts_.crashReproducer.empty()) saved = p;
-
-    auto writeReproducer = [&](const std::string &why) -> std::string {
-      std::string text = "// tessel crash reproducer: " + passLabel(rec, total) + " failed:\n" +
-                         commentLines(why) + "// pipeline: " + pipelineText +
-                         "\n// reproduce: tessel opt " + opts_.crashReproducer +
-                         " --passes=" + shellQuote(rec.invocation) + "\n" +
-                         ir::printProgram(saved, exactPrint);
-      writeFileOrThrow(opts_.crashReproducer, text, "--crash-reproducer");
-      return "\nnote: crash reproducer (the program before the pass) written to '" +
-             opts_.crashReproducer + "'; reproduce with: tessel opt " + opts_.crashReproducer +
-             " --passes=" + shellQuote(rec.invocation);
-    };
-
-    auto tp = Clock::now();
-    try {
-      rec.changed = inv.info().run(p, inv, rec.stats);
-    } catch (const std::exception &e) {
-      std::string what = e.what();
-      while (!what.empty() && what.back() == '\n') what.pop_back();
-      // Every diagnostic reads "...error: ..." on its first line (file:line:col: error:
-      // for parse errors); add the prefix when the pass's message lacks it.
-      const bool userError = dynamic_cast<const Error *>(&e) != nullptr;
-      if (userError &&
-          llvm::StringRef(what).split('\n').first.find("error:") == llvm::StringRef::npos)
-        what = "error: " + what;
-      std::string note = "\nnote: while running " + passLabel(rec, total) + ": " + rec.invocation;
-      if (!opts_.crashReproducer.empty()) {
-        std::string repro = writeReproducer(what);
-        if (!userError)
-          throw Error("error: internal error in " + passLabel(rec, total) + ": " + what + note +
-                      repro);
-        throw Error(what + note + repro);
-      }
-      if (userError) throw Error(what + note);
-      throw std::runtime_error(what + note);
-    }
-    rec.seconds = secondsSince(tp);
-    rec.opsAfter = p.ops.size();
-
-    if (opts_.verifyEach) {
-      auto tv = Clock::now();
-      std::vector<std::string> errs = ir::verify(p);
-      rec.verifySeconds = secondsSince(tv);
-      if (!errs.empty()) {
-        std::string msg = "error: verifier failed after " + passLabel(rec, total) + ": " +
-                          rec.invocation + "\n" + joinStrings(errs, "\n");
-        if (!opts_.crashReproducer.empty()) msg += writeReproducer(msg);
-        throw VerifyError(msg);
-      }
-    }
-
-    if (opts_.printIrAfterAll || contains(opts_.printIrAfter, rec.name)) {
-      dump("IR Dump After " + tag, p);
-    } else if (opts_.printIrAfterChange) {
-      if (ir::printProgram(p, exactPrint) != before)
-        dump("IR Dump After " + tag, p);
-      else
-        log << "// -----// IR Dump After " << tag << " omitted: no change //----- //\n";
-    }
-    if (!opts_.dumpDir.empty())
-      writeFileOrThrow(dumpName(i + 1, rec.name),
-                       "// tessel pass dump: after pass " + std::to_string(i + 1) + " of " +
-                           std::to_string(total) + ": " + rec.invocation +
-                           "\n// pipeline: " + pipelineText + "\n" +
-                           ir::printProgram(p, exactPrint),
-                       "--dump-dir");
     report.passes.push_back(std::move(rec));
   }
-  report.totalSeconds = secondsSince(t0);
-  if (opts_.timePasses && !opts_.timePassesJson) log << report.timingText();
-  if (opts_.timePassesJson) log << report.timingJson();
-  if (opts_.statistics) log << report.statisticsText();
+  report.totalSeconds = watch.seconds();
+  instrumentor.runAfterPipeline(report);
   log.flush();
   return report;
 }

@@ -1,8 +1,16 @@
 //===- passes/PassManager.h - Pass registry, pipelines, instrumented driver ----===//
 //
-// One registry (passes/PassRegistry.cpp) lists every pass: name, options with
-// defaults and a one-line help. It drives the pipeline parser (`--passes=`),
-// `--list-passes` and the docs, as MLIR's Passes.td / LLVM's PassRegistry.def do.
+// Three parts:
+//   * the registry (passes/PassRegistry.cpp) lists every pass: name, one-line help, and
+//     its options, declared once against the pass's options struct
+//     (passes/PassOptions.h). It drives the pipeline parser (`--passes=`), the
+//     canonical pipeline text, `--list-passes` and the docs, as MLIR's Passes.td /
+//     LLVM's PassRegistry.def do;
+//   * a Pipeline is a list of PassInvocations, each a pass with its options struct;
+//   * PassManager::run runs a pipeline: for each pass it asks the instrumentations
+//     whether to run it, calls their before hooks, runs the pass, and calls their
+//     after (or failed) hooks. Every flag below is one instrumentation
+//     (passes/Instrumentation.h).
 //
 // Pipeline strings
 // ----------------
@@ -26,7 +34,7 @@
 //          (allowed: chain, pairwise, greedy, optimal, auto)
 // Syntax errors quote the string with a caret under the offending column.
 //
-// Instrumentation (PassManagerOptions; LLVM `opt` / `mlir-opt` style), all written to
+// Instrumentations (PassManagerOptions; LLVM `opt` / `mlir-opt` style), all written to
 // PassManagerOptions::log (stderr in the driver, so stdout stays the program):
 //   * verify-each: ir::verify after every pass (default on); a failure names the pass;
 //   * print IR before/after named passes, after all passes, after change only;
@@ -44,15 +52,18 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/Program.h"
 #include "llvm/ADT/StringRef.h"
+#include "passes/PassOptions.h"
 
 namespace tessel::passes {
 
@@ -61,25 +72,6 @@ namespace tessel::passes {
 struct PassStatistics {
   std::map<std::string, int64_t> counters;
   void add(const std::string &name, int64_t n = 1) { counters[name] += n; }
-};
-
-/// Declaration of one pass option.
-struct PassOptionInfo {
-  enum class Kind { Bool, Int, Enum, List, String };
-  std::string name;
-  Kind kind = Kind::String;
-  std::string defaultValue; ///< canonical spelling
-  std::string help;         ///< one line
-  /// Enum: the allowed values. Int: empty. String: values listed in the help only.
-  std::vector<std::string> allowed;
-  /// Int: smallest allowed value.
-  int64_t minInt = INT64_MIN;
-  /// String: extra validation/canonicalisation; returns the canonical value or throws
-  /// std::invalid_argument with a reason (e.g. "expected 'auto' or an integer >= 1").
-  std::function<std::string(const std::string &)> canonicalize;
-
-  /// Human description of the accepted values, e.g. "chain|pairwise|auto", "true|false".
-  std::string valueSyntax() const;
 };
 
 class PassInvocation;
@@ -93,8 +85,11 @@ using PassRunFn =
 struct PassInfo {
   std::string name;
   std::string summary; ///< one line
+  /// Declared from the pass's options struct (passes/PassOptions.h), in canonical order.
   std::vector<PassOptionInfo> options;
   PassRunFn run;
+  /// That options struct with every member at its default (empty: no options struct).
+  std::any defaultOptions = {};
 
   /// Index of the option `name`, or -1.
   int findOption(llvm::StringRef name) const;
@@ -110,7 +105,8 @@ std::string knownPassNames();
 /// default and help).
 std::string describePasses();
 
-/// One pass of a pipeline with a canonical value for every option of the pass.
+/// One pass of a pipeline with its options struct (every option set, to its default
+/// unless the pipeline gave a value).
 class PassInvocation {
 public:
   /// The pass with all options at their defaults.
@@ -119,29 +115,32 @@ public:
   const PassInfo &info() const { return *info_; }
   const std::string &name() const { return info_->name; }
 
-  /// Sets an option from its text form; validates and canonicalises it. Throws
-  /// tessel::Error naming the pass, the option and the allowed values.
+  /// Sets an option from its text form; validates it and stores it in the options
+  /// struct. Throws tessel::Error naming the pass, the option and the allowed values.
   void set(llvm::StringRef option, llvm::StringRef value);
 
-  /// Canonical text of an option (throws tessel::Error for an undeclared option: a
-  /// bug in the pass adapter).
-  const std::string &get(llvm::StringRef option) const;
-  bool getBool(llvm::StringRef option) const;
-  int64_t getInt(llvm::StringRef option) const;
-  /// List items (split on ';'); an empty value is the empty list.
-  std::vector<std::string> getList(llvm::StringRef option) const;
+  /// Canonical text of an option (throws tessel::Error for an undeclared option).
+  std::string get(llvm::StringRef option) const;
+
+  /// The options struct, of the type the registry declared for the pass (e.g.
+  /// GradOptions). Throws tessel::Error for another type (a bug in the pass adapter).
+  template <class Options> const Options &options() const {
+    if (const Options *o = std::any_cast<Options>(&options_)) return *o;
+    throwWrongOptionsType();
+  }
 
   /// Canonical text: `name` or `name{opt=value,...}` (every option, registry order).
   std::string str() const;
 
-  bool operator==(const PassInvocation &o) const {
-    return info_ == o.info_ && values_ == o.values_;
-  }
+  /// Same pass, and every option has the same canonical text.
+  bool operator==(const PassInvocation &o) const;
   bool operator!=(const PassInvocation &o) const { return !(*this == o); }
 
 private:
+  [[noreturn]] void throwWrongOptionsType() const;
+
   const PassInfo *info_;
-  std::vector<std::string> values_; // parallel to info_->options
+  std::any options_;
 };
 
 /// An ordered list of pass invocations.
@@ -208,6 +207,8 @@ struct PassRunReport {
   std::string statisticsText() const;
 };
 
+class PassInstrumentation;
+
 /// Runs a pipeline with instrumentation.
 class PassManager {
 public:
@@ -217,6 +218,11 @@ public:
 
   const Pipeline &pipeline() const { return pipeline_; }
   const PassManagerOptions &options() const { return opts_; }
+
+  /// Adds an instrumentation (passes/Instrumentation.h) that every run calls after the
+  /// ones the options ask for. Copies of this manager share it, and it keeps its state
+  /// from one run to the next.
+  void addInstrumentation(std::shared_ptr<PassInstrumentation> instrumentation);
 
   /// Runs every pass on `p` in place and prints the requested reports (timing,
   /// statistics) to the log at the end. Errors: the pass's own tessel::Error with a
@@ -228,6 +234,7 @@ public:
 private:
   Pipeline pipeline_;
   PassManagerOptions opts_;
+  std::vector<std::shared_ptr<PassInstrumentation>> extraInstrumentations_;
 };
 
 } // namespace tessel::passes

@@ -1,16 +1,15 @@
 //===- passes/PassRegistry.cpp - THE list of passes ------------------------------===//
 //
-// One block per pass: name, one-line summary, options (name, kind, default, help) and
-// a thin adapter from the parsed options to the pass's free function
-// `bool runX(Program&, const XOptions&)`. This table drives `--passes=`,
+// One block per pass: name, one-line summary, the declaration of its options (each
+// bound to a member of the pass's XOptions struct; passes/PassOptions.h) and a thin
+// adapter from that struct to the pass's free function `bool runX(Program&, const
+// XOptions&)` that also reports the pass's statistics. This table drives `--passes=`,
 // `--list-passes`, the canonical pipeline printer and the docs.
 //
 // Option names are kebab-case (as in MLIR). List values separate items with ';'
 // (`grad{wrt=beta;h}`) because ',' separates options.
 //
 //===----------------------------------------------------------------------===//
-#include <stdexcept>
-
 #include "ir/Diagnostics.h"
 #include "passes/Checkpoint.h"
 #include "passes/Cse.h"
@@ -25,62 +24,44 @@ namespace tessel::passes {
 
 namespace {
 
-using Kind = PassOptionInfo::Kind;
-
-PassOptionInfo boolOption(std::string name, bool def, std::string help) {
-  PassOptionInfo o;
-  o.name = std::move(name);
-  o.kind = Kind::Bool;
-  o.defaultValue = def ? "true" : "false";
-  o.help = std::move(help);
-  return o;
+/// A registry row for a pass whose adapter takes its options struct: `declare` binds
+/// the struct's members to option names (none for a pass without options), and the
+/// defaults are those of a default-constructed Options.
+template <class Options>
+PassInfo makePass(std::string name, std::string summary,
+                  bool (*run)(ir::Program &, const Options &, PassStatistics &),
+                  void (*declare)(PassOptionBinder<Options> &) = nullptr) {
+  PassOptionBinder<Options> binder;
+  if (declare) declare(binder);
+  return PassInfo{std::move(name), std::move(summary), binder.take(),
+                  [run](ir::Program &p, const PassInvocation &inv, PassStatistics &stats) {
+                    return run(p, inv.options<Options>(), stats);
+                  },
+                  Options{}};
 }
 
-PassOptionInfo enumOption(std::string name, std::vector<std::string> allowed, std::string def,
-                          std::string help) {
-  PassOptionInfo o;
-  o.name = std::move(name);
-  o.kind = Kind::Enum;
-  o.allowed = std::move(allowed);
-  o.defaultValue = std::move(def);
-  o.help = std::move(help);
-  return o;
-}
-
-PassOptionInfo listOption(std::string name, std::string help) {
-  PassOptionInfo o;
-  o.name = std::move(name);
-  o.kind = Kind::List;
-  o.help = std::move(help);
-  return o;
-}
-
-/// `auto` or an integer >= 1 (canonical: "auto" or the decimal number).
-PassOptionInfo autoOrCountOption(std::string name, std::string help) {
-  PassOptionInfo o;
-  o.name = std::move(name);
-  o.kind = Kind::String;
-  o.allowed = {"auto", "<integer >= 1>"};
-  o.defaultValue = "auto";
-  o.help = std::move(help);
-  o.canonicalize = [](const std::string &v) -> std::string {
-    if (v == "auto") return v;
-    int64_t x = 0;
-    if (llvm::StringRef(v).getAsInteger(10, x) || x < 1)
-      throw std::invalid_argument("expected 'auto' or an integer >= 1");
-    return std::to_string(x);
-  };
-  return o;
+int64_t countOps(const ir::Program &p, ir::OpKind k) {
+  int64_t n = 0;
+  for (const ir::Op &op : p.ops) n += op.kind == k;
+  return n;
 }
 
 //--- grad ----------------------------------------------------------------------
 
-bool runGradPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stats) {
-  GradOptions o;
-  o.wrt = inv.getList("wrt");
-  o.vjp = inv.getBool("vjp");
-  o.keepOutputs = inv.getBool("keep-outputs");
-  o.svdBlocks = inv.getBool("svd-blocks");
+void declareGradOptions(PassOptionBinder<GradOptions> &b) {
+  b.list("wrt", &GradOptions::wrt,
+         "inputs to differentiate with respect to, separated by ';' (empty = all inputs)");
+  b.flag("vjp", &GradOptions::vjp,
+         "take one cotangent input ct_<output> per output instead of seeding a scalar "
+         "output with 1.0");
+  b.flag("keep-outputs", &GradOptions::keepOutputs,
+         "keep the original outputs before the gradients (needed by checkpoint)");
+  b.flag("svd-blocks", &GradOptions::svdBlocks,
+         "svd reverse rule in block form when only the first r <= k/2 singular triplets "
+         "carry cotangents (k*k*r products instead of k*k*k; false = always the full rule)");
+}
+
+bool runGradPass(ir::Program &p, const GradOptions &o, PassStatistics &stats) {
   size_t before = p.ops.size();
   ir::Program g = grad(p, o);
   stats.add("gradients", static_cast<int64_t>(o.wrt.empty() ? p.inputs.size() : o.wrt.size()));
@@ -91,10 +72,17 @@ bool runGradPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stat
 
 //--- checkpoint ----------------------------------------------------------------
 
-bool runCheckpointPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stats) {
-  CheckpointOptions o;
-  o.policy = parseRematPolicy(inv.get("policy"));
-  o.regions = inv.get("regions") == "auto" ? 0 : inv.getInt("regions");
+void declareCheckpointOptions(PassOptionBinder<CheckpointOptions> &b) {
+  b.choice("policy", &CheckpointOptions::policy,
+           {RematPolicy::Store, RematPolicy::Recompute, RematPolicy::SaveSvd}, rematPolicyName,
+           "store: keep every residual; recompute: keep only region inputs; save-svd: also "
+           "keep svd results");
+  b.count("regions", &CheckpointOptions::regions,
+          "forward regions whose inputs are saved (1 = whole forward; auto = round(sqrt("
+          "forward ops)))");
+}
+
+bool runCheckpointPass(ir::Program &p, const CheckpointOptions &o, PassStatistics &stats) {
   CheckpointStats s;
   bool changed = runCheckpoint(p, o, &s);
   stats.add("forward-ops", s.forwardOps);
@@ -106,27 +94,18 @@ bool runCheckpointPass(ir::Program &p, const PassInvocation &inv, PassStatistics
   return changed;
 }
 
-PassOptionInfo intOption(std::string name, int64_t def, int64_t minValue, std::string help) {
-  PassOptionInfo o;
-  o.name = std::move(name);
-  o.kind = Kind::Int;
-  o.defaultValue = std::to_string(def);
-  o.minInt = minValue;
-  o.help = std::move(help);
-  return o;
-}
-
-int64_t countOps(const ir::Program &p, ir::OpKind k) {
-  int64_t n = 0;
-  for (const ir::Op &op : p.ops) n += op.kind == k;
-  return n;
-}
-
 //--- order ---------------------------------------------------------------------
 
-bool runOrderPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stats) {
-  OrderOptions o;
-  o.strategy = parseOrderStrategy(inv.get("strategy"));
+void declareOrderOptions(PassOptionBinder<OrderOptions> &b) {
+  b.choice("strategy", &OrderOptions::strategy,
+           {OrderStrategy::Chain, OrderStrategy::Pairwise, OrderStrategy::Greedy,
+            OrderStrategy::Optimal, OrderStrategy::Auto},
+           orderStrategyName,
+           "chain: left to right; pairwise: balanced; greedy: opt_einsum greedy; optimal: DP "
+           "over subsets; auto: optimal up to 8 operands, else greedy");
+}
+
+bool runOrderPass(ir::Program &p, const OrderOptions &o, PassStatistics &stats) {
   int64_t einsums = countOps(p, ir::OpKind::Einsum);
   int64_t dots = countOps(p, ir::OpKind::DotGeneral);
   bool changed = runOrder(p, o);
@@ -135,26 +114,29 @@ bool runOrderPass(ir::Program &p, const PassInvocation &inv, PassStatistics &sta
   return changed;
 }
 
-//--- cse / dce / fold ----------------------------------------------------------
+//--- cse / dce / fold / pad-sink -----------------------------------------------
 
-bool runCsePass(ir::Program &p, const PassInvocation &, PassStatistics &stats) {
+bool runCsePass(ir::Program &p, const CseOptions &o, PassStatistics &stats) {
   CseStats s;
-  bool changed = runCse(p, CseOptions{}, &s);
+  bool changed = runCse(p, o, &s);
   stats.add("merged-ops", s.mergedOps);
   return changed;
 }
 
-bool runDcePass(ir::Program &p, const PassInvocation &, PassStatistics &stats) {
+bool runDcePass(ir::Program &p, const DceOptions &o, PassStatistics &stats) {
   DceStats s;
-  bool changed = runDce(p, DceOptions{}, &s);
+  bool changed = runDce(p, o, &s);
   stats.add("removed-ops", s.removedOps);
   stats.add("removed-values", s.removedValues);
   return changed;
 }
 
-bool runFoldPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stats) {
-  FoldOptions o;
-  o.maxBroadcastConstant = inv.getInt("max-broadcast-constant");
+void declareFoldOptions(PassOptionBinder<FoldOptions> &b) {
+  b.integer("max-broadcast-constant", &FoldOptions::maxBroadcastConstant, 0,
+            "largest constant (elements) a broadcast of a scalar constant folds into");
+}
+
+bool runFoldPass(ir::Program &p, const FoldOptions &o, PassStatistics &stats) {
   FoldStats s;
   bool changed = runFold(p, o, &s);
   stats.add("folded", s.folded);
@@ -162,9 +144,9 @@ bool runFoldPass(ir::Program &p, const PassInvocation &inv, PassStatistics &stat
   return changed;
 }
 
-bool runPadSinkPass(ir::Program &p, const PassInvocation &, PassStatistics &stats) {
+bool runPadSinkPass(ir::Program &p, const PadSinkOptions &o, PassStatistics &stats) {
   PadSinkStats s;
-  bool changed = runPadSink(p, PadSinkOptions{}, &s);
+  bool changed = runPadSink(p, o, &s);
   stats.add("sunk", s.sunk);
   stats.add("hoisted", s.hoisted);
   stats.add("erased-ops", s.erased);
@@ -173,69 +155,31 @@ bool runPadSinkPass(ir::Program &p, const PassInvocation &, PassStatistics &stat
 
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
-
-  r.push_back(PassInfo{
-      "grad",
-      "Reverse-mode gradient (value_and_grad / VJP): outputs grad_<input> per wrt input",
-      {listOption("wrt", "inputs to differentiate with respect to, separated by ';' "
-                         "(empty = all inputs)"),
-       boolOption("vjp", false,
-                  "take one cotangent input ct_<output> per output instead of seeding a "
-                  "scalar output with 1.0"),
-       boolOption("keep-outputs", true,
-                  "keep the original outputs before the gradients (needed by checkpoint)"),
-       boolOption("svd-blocks", true,
-                  "svd reverse rule in block form when only the first r <= k/2 singular "
-                  "triplets carry cotangents (k*k*r products instead of k*k*k; false = "
-                  "always the full rule)")},
-      runGradPass});
-
-  r.push_back(PassInfo{
-      "checkpoint",
-      "Remat policy over grad's forward/backward split: recompute unsaved residuals in the "
-      "backward",
-      {enumOption("policy", {"store", "recompute", "save-svd"}, "recompute",
-                  "store: keep every residual; recompute: keep only region inputs; "
-                  "save-svd: also keep svd results"),
-       autoOrCountOption("regions", "forward regions whose inputs are saved (1 = whole "
-                                    "forward; auto = round(sqrt(forward ops)))")},
-      runCheckpointPass});
-
-  r.push_back(PassInfo{
-      "order",
-      "Contraction ordering: lower every einsum into binary dot_generals (opt_einsum cost "
-      "model)",
-      {enumOption("strategy", {"chain", "pairwise", "greedy", "optimal", "auto"}, "auto",
-                  "chain: left to right; pairwise: balanced; greedy: opt_einsum greedy; "
-                  "optimal: DP over subsets; auto: optimal up to 8 operands, else greedy")},
-      runOrderPass});
-
-  r.push_back(PassInfo{"cse",
-                       "Common subexpression elimination (never merges remat ops with "
-                       "forward ones)",
-                       {},
-                       runCsePass});
-
-  r.push_back(PassInfo{"dce",
-                       "Dead code elimination (keeps every output and input, zero gradients "
-                       "included)",
-                       {},
-                       runDcePass});
-
-  r.push_back(PassInfo{
-      "fold",
-      "Algebraic folds: transpose/reshape chains, identities, x*1, x+0, neg(neg x), "
-      "constant broadcasts",
-      {intOption("max-broadcast-constant", 256, 0,
-                 "largest constant (elements) a broadcast of a scalar constant folds into")},
-      runFoldPass});
-
-  r.push_back(PassInfo{"pad-sink",
+  r.push_back(makePass(
+      "grad", "Reverse-mode gradient (value_and_grad / VJP): outputs grad_<input> per wrt input",
+      runGradPass, declareGradOptions));
+  r.push_back(makePass("checkpoint",
+                       "Remat policy over grad's forward/backward split: recompute unsaved "
+                       "residuals in the backward",
+                       runCheckpointPass, declareCheckpointOptions));
+  r.push_back(makePass("order",
+                       "Contraction ordering: lower every einsum into binary dot_generals "
+                       "(opt_einsum cost model)",
+                       runOrderPass, declareOrderOptions));
+  r.push_back(makePass(
+      "cse", "Common subexpression elimination (never merges remat ops with forward ones)",
+      runCsePass));
+  r.push_back(makePass(
+      "dce", "Dead code elimination (keeps every output and input, zero gradients included)",
+      runDcePass));
+  r.push_back(makePass("fold",
+                       "Algebraic folds: transpose/reshape chains, identities, x*1, x+0, "
+                       "neg(neg x), constant broadcasts",
+                       runFoldPass, declareFoldOptions));
+  r.push_back(makePass("pad-sink",
                        "Sink zero pads past transpose, mul, reduce_sum and dot_general (and "
                        "hoist slices) so ops compute only the unpadded block",
-                       {},
-                       runPadSinkPass});
-
+                       runPadSinkPass));
   return r;
 }
 

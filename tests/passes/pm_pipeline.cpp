@@ -1,6 +1,6 @@
 // Pass manager: registry, pipeline strings (parse / canonical print / round trip,
-// errors), instrumentation (verify-each, print-ir, dump-dir, bisect, disable-pass,
-// statistics, timing, crash reproducer).
+// errors), typed options, instrumentation (verify-each, print-ir, dump-dir, bisect,
+// disable-pass, statistics, timing, crash reproducer) and the order of the hooks.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -11,6 +11,11 @@
 #include "ir/Builder.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
+#include "passes/Checkpoint.h"
+#include "passes/Fold.h"
+#include "passes/Grad.h"
+#include "passes/Instrumentation.h"
+#include "passes/Order.h"
 #include "passes/PassManager.h"
 
 using namespace tessel;
@@ -85,7 +90,7 @@ TEST_CASE("pm: pipeline strings print canonically and round trip") {
   REQUIRE(p.passes.size() == 2);
   CHECK(p.str() == "grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true},"
                    "checkpoint{policy=save-svd,regions=auto}");
-  CHECK(p.passes[0].getList("wrt") == std::vector<std::string>{"beta"});
+  CHECK(p.passes[0].options<GradOptions>().wrt == std::vector<std::string>{"beta"});
   CHECK(p.passes[1].get("policy") == "save-svd");
 
   // Spacing, boolean spellings, list items and integers are canonicalised.
@@ -93,10 +98,10 @@ TEST_CASE("pm: pipeline strings print canonically and round trip") {
       " grad { wrt = a ; b , vjp = 1 , keep-outputs=off } , checkpoint{regions=007} ");
   CHECK(q.str() == "grad{wrt=a;b,vjp=true,keep-outputs=false,svd-blocks=true},"
                    "checkpoint{policy=recompute,regions=7}");
-  CHECK(q.passes[0].getList("wrt") == std::vector<std::string>{"a", "b"});
-  CHECK(q.passes[0].getBool("vjp"));
-  CHECK_FALSE(q.passes[0].getBool("keep-outputs"));
-  CHECK(q.passes[1].getInt("regions") == 7);
+  CHECK(q.passes[0].options<GradOptions>().wrt == std::vector<std::string>{"a", "b"});
+  CHECK(q.passes[0].options<GradOptions>().vjp);
+  CHECK_FALSE(q.passes[0].options<GradOptions>().keepOutputs);
+  CHECK(q.passes[1].options<CheckpointOptions>().regions == 7);
 
   for (const char *s : {"", "grad", "grad{}", "checkpoint,checkpoint{policy=store}",
                         "grad{wrt=a;b;c,vjp=true},checkpoint{policy=recompute,regions=3},grad",
@@ -415,4 +420,136 @@ TEST_CASE("pm: an internal error in a pass becomes a tessel::Error naming the re
                        Error);
   CHECK(fs::exists(file));
   fs::remove(file);
+}
+
+TEST_CASE("pm: every option of every pass parses into its struct and prints back") {
+  using Kind = PassOptionInfo::Kind;
+  for (const PassInfo &info : passRegistry()) {
+    CAPTURE(info.name);
+    const PassInvocation defaults(info);
+    PassInvocation inv(info);
+    for (const PassOptionInfo &o : info.options) {
+      CAPTURE(o.name);
+      // A value other than the default, of the option's kind.
+      std::string value;
+      switch (o.kind) {
+      case Kind::Bool: value = o.defaultValue == "true" ? "false" : "true"; break;
+      case Kind::Int: value = std::to_string(std::stoll(o.defaultValue) + 1); break;
+      case Kind::Enum: value = o.allowed[0] == o.defaultValue ? o.allowed[1] : o.allowed[0]; break;
+      case Kind::List: value = "a;b"; break;
+      case Kind::String: value = "3"; break;
+      }
+      REQUIRE(value != o.defaultValue);
+      inv.set(o.name, value);
+      CHECK(inv.get(o.name) == value);
+      CHECK(defaults.get(o.name) == o.defaultValue);
+    }
+    if (info.options.empty())
+      CHECK(inv.str() == info.name);
+    else
+      CHECK(inv != defaults);
+    Pipeline one;
+    one.passes.push_back(inv);
+    CHECK(Pipeline::parse(one.str()) == one);
+    CHECK(Pipeline::parse(one.str()).str() == one.str());
+  }
+}
+
+TEST_CASE("pm: options parse into the pass's struct; the defaults are the struct's") {
+  const Pipeline grad = Pipeline::parse("grad");
+  const GradOptions &g = grad.passes[0].options<GradOptions>();
+  const GradOptions byStruct;
+  CHECK(g.wrt == byStruct.wrt);
+  CHECK(g.vjp == byStruct.vjp);
+  CHECK(g.keepOutputs == byStruct.keepOutputs);
+  CHECK(g.svdBlocks == byStruct.svdBlocks);
+
+  Pipeline p = Pipeline::parse("checkpoint{policy=store,regions=auto},order{strategy=greedy},"
+                               "fold{max-broadcast-constant=12},checkpoint{regions=4}");
+  CHECK(p.passes[0].options<CheckpointOptions>().policy == RematPolicy::Store);
+  CHECK(p.passes[0].options<CheckpointOptions>().regions == 0); // auto
+  CHECK(p.passes[1].options<OrderOptions>().strategy == OrderStrategy::Greedy);
+  CHECK(p.passes[2].options<FoldOptions>().maxBroadcastConstant == 12);
+  CHECK(p.passes[3].options<CheckpointOptions>().regions == 4);
+  CHECK(p.passes[3].options<CheckpointOptions>().numPrimalOutputs == -1); // not an option
+  CHECK_THROWS_WITH_AS(p.passes[0].options<GradOptions>(),
+                       doctest::Contains("internal: pass 'checkpoint' reads its options as"),
+                       Error);
+}
+
+namespace {
+
+/// Records every hook call as one line.
+class RecordingInstrumentation : public PassInstrumentation {
+public:
+  std::vector<std::string> events;
+
+  void runBeforePipeline(const ir::Program &p) override {
+    events.push_back("before-pipeline @" + p.name);
+  }
+  bool shouldRun(PassRecord &pass, const ir::Program &) override {
+    events.push_back("should-run " + pass.name);
+    return true;
+  }
+  void runAfterPassSkipped(const PassRecord &pass, const ir::Program &) override {
+    events.push_back("skipped " + pass.name + (pass.status == PassRecord::Status::Disabled
+                                                   ? " (disabled)"
+                                                   : " (bisected)"));
+  }
+  void runBeforePass(const PassRecord &pass, const ir::Program &) override {
+    events.push_back("before " + pass.name);
+  }
+  void runAfterPass(PassRecord &pass, const ir::Program &) override {
+    events.push_back("after " + pass.name + (pass.changed ? " changed" : " unchanged"));
+  }
+  void runAfterPassFailed(const PassRecord &pass, PassFailure &failure) override {
+    events.push_back("failed " + pass.name);
+    failure.notes += "\nnote: seen by the recording instrumentation";
+  }
+  void runAfterPipeline(const PassRunReport &report) override {
+    events.push_back("after-pipeline " + std::to_string(report.passes.size()));
+  }
+};
+
+} // namespace
+
+TEST_CASE("pm: an added instrumentation sees every hook in pipeline order") {
+  std::ostringstream log;
+  PassManagerOptions o;
+  o.log = &log;
+  o.disabledPasses = {"cse"};
+  o.bisectLimit = 2;
+  PassManager pm(Pipeline::parse("grad{wrt=beta},cse,checkpoint{policy=store},dce"), o);
+  auto rec = std::make_shared<RecordingInstrumentation>();
+  pm.addInstrumentation(rec);
+  ir::Program p = smallProgram();
+  pm.run(p);
+  // cse is disabled and dce is the third execution: the standard instrumentations say
+  // no before the added one is asked.
+  CHECK(rec->events == std::vector<std::string>{
+                           "before-pipeline @small", "should-run grad", "before grad",
+                           "after grad changed", "skipped cse (disabled)",
+                           "should-run checkpoint", "before checkpoint",
+                           "after checkpoint unchanged", "skipped dce (bisected)",
+                           "after-pipeline 4"});
+
+  // A failing pass: the failed hook runs instead of the after hook, and its note
+  // reaches the error.
+  Pipeline pl = Pipeline::parse("dce");
+  pl.passes.push_back(PassInvocation(throwingPass()));
+  PassManagerOptions quiet;
+  quiet.log = &log;
+  PassManager failing(pl, quiet);
+  auto rec2 = std::make_shared<RecordingInstrumentation>();
+  failing.addInstrumentation(rec2);
+  ir::Program q = smallProgram();
+  CHECK_THROWS_WITH_AS(failing.run(q),
+                       doctest::Contains("broken invariant\nnote: while running pass "
+                                         "'test-throw' (2 of 2): test-throw\nnote: seen by "
+                                         "the recording instrumentation"),
+                       std::runtime_error);
+  CHECK(rec2->events == std::vector<std::string>{"before-pipeline @small", "should-run dce",
+                                                 "before dce", "after dce unchanged",
+                                                 "should-run test-throw", "before test-throw",
+                                                 "failed test-throw"});
 }

@@ -1,0 +1,276 @@
+//===- passes/Instrumentation.cpp - The pass-manager instrumentations -----------===//
+#include "passes/Instrumentation.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <stdexcept>
+
+#include "ir/Diagnostics.h"
+#include "ir/Verifier.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace tessel::passes {
+
+namespace {
+
+bool contains(const std::vector<std::string> &v, const std::string &s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+/// Every line of `text` as a comment line "//   <line>".
+std::string commentLines(const std::string &text) {
+  std::string out;
+  llvm::SmallVector<llvm::StringRef, 8> lines;
+  llvm::StringRef(text).rtrim("\n").split(lines, '\n');
+  for (llvm::StringRef l : lines) out += "//   " + l.str() + "\n";
+  return out;
+}
+
+std::string shellQuote(const std::string &s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
+  }
+  return q + "'";
+}
+
+void writeFileOrThrow(const std::string &path, const std::string &text, const char *what) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error(std::string("error: ") + what + ": cannot open '" + path + "' for writing");
+  out << text;
+  if (!out) throw Error(std::string("error: ") + what + ": cannot write '" + path + "'");
+}
+
+/// "grad (1)": how the IR dumps name a pass.
+std::string passTag(const PassRecord &pass) {
+  return pass.name + " (" + std::to_string(pass.index) + ")";
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// PassFailure, PassInstrumentor
+//===----------------------------------------------------------------------===//
+
+void PassFailure::raise() const {
+  switch (kind) {
+  case Kind::Error: throw Error(message + notes);
+  case Kind::Internal: throw std::runtime_error(message + notes);
+  case Kind::Verify: throw VerifyError(message + notes);
+  }
+  throw std::logic_error("PassFailure: unknown kind");
+}
+
+void PassInstrumentor::add(std::shared_ptr<PassInstrumentation> instrumentation) {
+  list_.push_back(std::move(instrumentation));
+}
+
+void PassInstrumentor::runBeforePipeline(const ir::Program &p) {
+  for (auto &i : list_) i->runBeforePipeline(p);
+}
+
+bool PassInstrumentor::shouldRun(PassRecord &pass, const ir::Program &p) {
+  for (auto &i : list_)
+    if (!i->shouldRun(pass, p)) return false;
+  return true;
+}
+
+void PassInstrumentor::runAfterPassSkipped(const PassRecord &pass, const ir::Program &p) {
+  for (auto &i : list_) i->runAfterPassSkipped(pass, p);
+}
+
+void PassInstrumentor::runBeforePass(const PassRecord &pass, const ir::Program &p) {
+  for (auto &i : list_) i->runBeforePass(pass, p);
+}
+
+void PassInstrumentor::runAfterPass(PassRecord &pass, const ir::Program &p) {
+  for (auto &i : list_) i->runAfterPass(pass, p);
+}
+
+void PassInstrumentor::runAfterPassFailed(const PassRecord &pass, PassFailure &failure) {
+  for (auto &i : list_) i->runAfterPassFailed(pass, failure);
+}
+
+void PassInstrumentor::runAfterPipeline(const PassRunReport &report) {
+  for (auto &i : list_) i->runAfterPipeline(report);
+}
+
+PassInstrumentor standardInstrumentations(const PassManagerOptions &opts,
+                                          const Pipeline &pipeline, std::ostream &log) {
+  PassInstrumentor list;
+  if (opts.verifyEach) list.add(std::make_shared<VerifierInstrumentation>(pipeline.passes.size()));
+  list.add(std::make_shared<IRPrinterInstrumentation>(opts, pipeline, log));
+  if (!opts.disabledPasses.empty())
+    list.add(std::make_shared<DisablePassInstrumentation>(opts.disabledPasses));
+  if (opts.bisectLimit >= 0) list.add(std::make_shared<BisectInstrumentation>(opts.bisectLimit, log));
+  if (!opts.crashReproducer.empty())
+    list.add(std::make_shared<CrashReproducerInstrumentation>(opts.crashReproducer, pipeline));
+  if (opts.timePasses || opts.timePassesJson)
+    list.add(std::make_shared<TimingInstrumentation>(opts.timePassesJson, log));
+  if (opts.statistics) list.add(std::make_shared<StatisticsInstrumentation>(log));
+  return list;
+}
+
+std::string passLabel(const PassRecord &pass, size_t pipelineSize) {
+  return "pass '" + pass.name + "' (" + std::to_string(pass.index) + " of " +
+         std::to_string(pipelineSize) + ")";
+}
+
+//===----------------------------------------------------------------------===//
+// Verifier
+//===----------------------------------------------------------------------===//
+
+void VerifierInstrumentation::runBeforePipeline(const ir::Program &p) {
+  std::vector<std::string> errs = ir::verify(p);
+  if (!errs.empty())
+    throw VerifyError("error: the input program does not verify:\n" + llvm::join(errs, "\n"));
+}
+
+void VerifierInstrumentation::runAfterPass(PassRecord &pass, const ir::Program &p) {
+  Stopwatch watch;
+  std::vector<std::string> errs = ir::verify(p);
+  pass.verifySeconds = watch.seconds();
+  if (!errs.empty())
+    throw PassFailure{PassFailure::Kind::Verify,
+                      "error: verifier failed after " + passLabel(pass, pipelineSize_) + ": " +
+                          pass.invocation + "\n" + llvm::join(errs, "\n"),
+                      ""};
+}
+
+//===----------------------------------------------------------------------===//
+// IR printing and dump files
+//===----------------------------------------------------------------------===//
+
+IRPrinterInstrumentation::IRPrinterInstrumentation(const PassManagerOptions &opts,
+                                                   const Pipeline &pipeline, std::ostream &log)
+    : before_(opts.printIrBefore), after_(opts.printIrAfter), afterAll_(opts.printIrAfterAll),
+      afterChange_(opts.printIrAfterChange), dumpDir_(opts.dumpDir),
+      pipelineText_(pipeline.str()), pipelineSize_(pipeline.passes.size()), log_(log) {
+  logPrint_.elideConstantsAbove = opts.elideConstantsAbove;
+  exactPrint_.elideConstantsAbove = 0;
+}
+
+void IRPrinterInstrumentation::dump(const std::string &header, const ir::Program &p) {
+  log_ << "// -----// " << header << " //----- //\n" << ir::printProgram(p, logPrint_);
+  log_.flush();
+}
+
+bool IRPrinterInstrumentation::printsAfter(const PassRecord &pass) const {
+  return afterAll_ || contains(after_, pass.name);
+}
+
+void IRPrinterInstrumentation::writeDumpFile(size_t index, const std::string &name,
+                                             const std::string &text) {
+  const size_t width = pipelineSize_ >= 100 ? 3 : 2;
+  std::string n = std::to_string(index);
+  if (n.size() < width) n = std::string(width - n.size(), '0') + n;
+  writeFileOrThrow(dumpDir_ + "/" + n + "-" + name + ".tir", text, "--dump-dir");
+}
+
+void IRPrinterInstrumentation::runBeforePipeline(const ir::Program &p) {
+  if (!dumpDir_.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dumpDir_, ec);
+    if (ec)
+      throw Error("error: --dump-dir: cannot create directory '" + dumpDir_ +
+                  "': " + ec.message());
+    writeDumpFile(0, "input",
+                  "// tessel pass dump: input of the pipeline\n// pipeline: " + pipelineText_ +
+                      "\n" + ir::printProgram(p, exactPrint_));
+  }
+  if (afterChange_) dump("IR Dump At Start", p);
+}
+
+void IRPrinterInstrumentation::runAfterPassSkipped(const PassRecord &pass, const ir::Program &) {
+  if (pass.status == PassRecord::Status::Disabled && (printsAfter(pass) || afterChange_))
+    log_ << "// -----// " << passTag(pass) << " skipped: disabled by --disable-pass //----- //\n";
+}
+
+void IRPrinterInstrumentation::runBeforePass(const PassRecord &pass, const ir::Program &p) {
+  if (contains(before_, pass.name)) dump("IR Dump Before " + passTag(pass), p);
+  if (afterChange_) textBefore_ = ir::printProgram(p, exactPrint_);
+}
+
+void IRPrinterInstrumentation::runAfterPass(PassRecord &pass, const ir::Program &p) {
+  if (printsAfter(pass)) {
+    dump("IR Dump After " + passTag(pass), p);
+  } else if (afterChange_) {
+    if (ir::printProgram(p, exactPrint_) != textBefore_)
+      dump("IR Dump After " + passTag(pass), p);
+    else
+      log_ << "// -----// IR Dump After " << passTag(pass) << " omitted: no change //----- //\n";
+  }
+  if (!dumpDir_.empty())
+    writeDumpFile(pass.index, pass.name,
+                  "// tessel pass dump: after pass " + std::to_string(pass.index) + " of " +
+                      std::to_string(pipelineSize_) + ": " + pass.invocation +
+                      "\n// pipeline: " + pipelineText_ + "\n" +
+                      ir::printProgram(p, exactPrint_));
+}
+
+//===----------------------------------------------------------------------===//
+// Disable, bisect
+//===----------------------------------------------------------------------===//
+
+bool DisablePassInstrumentation::shouldRun(PassRecord &pass, const ir::Program &) {
+  if (!contains(names_, pass.name)) return true;
+  pass.status = PassRecord::Status::Disabled;
+  return false;
+}
+
+bool BisectInstrumentation::shouldRun(PassRecord &pass, const ir::Program &p) {
+  ++executions_;
+  const bool run = executions_ <= limit_;
+  log_ << "BISECT: " << (run ? "running" : "NOT running") << " pass (" << executions_ << ") "
+       << pass.invocation << " on program @" << p.name << "\n";
+  if (!run) pass.status = PassRecord::Status::Bisected;
+  return run;
+}
+
+//===----------------------------------------------------------------------===//
+// Crash reproducer
+//===----------------------------------------------------------------------===//
+
+void CrashReproducerInstrumentation::runBeforePass(const PassRecord &, const ir::Program &p) {
+  saved_ = p;
+}
+
+void CrashReproducerInstrumentation::runAfterPassFailed(const PassRecord &pass,
+                                                        PassFailure &failure) {
+  const std::string label = passLabel(pass, pipelineSize_);
+  const std::string command =
+      "tessel opt " + file_ + " --passes=" + shellQuote(pass.invocation);
+  ir::PrintOptions exact;
+  exact.elideConstantsAbove = 0;
+  writeFileOrThrow(file_,
+                   "// tessel crash reproducer: " + label + " failed:\n" +
+                       commentLines(failure.message) + "// pipeline: " + pipelineText_ +
+                       "\n// reproduce: " + command + "\n" + ir::printProgram(saved_, exact),
+                   "--crash-reproducer");
+  if (failure.kind == PassFailure::Kind::Internal) {
+    failure.kind = PassFailure::Kind::Error;
+    failure.message = "error: internal error in " + label + ": " + failure.message;
+  }
+  failure.notes += "\nnote: crash reproducer (the program before the pass) written to '" +
+                   file_ + "'; reproduce with: " + command;
+}
+
+//===----------------------------------------------------------------------===//
+// Reports
+//===----------------------------------------------------------------------===//
+
+void TimingInstrumentation::runAfterPipeline(const PassRunReport &report) {
+  log_ << (json_ ? report.timingJson() : report.timingText());
+}
+
+void StatisticsInstrumentation::runAfterPipeline(const PassRunReport &report) {
+  log_ << report.statisticsText();
+}
+
+} // namespace tessel::passes
