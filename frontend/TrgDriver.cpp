@@ -51,7 +51,7 @@ void validateTrgOptions(const TrgOptions &o) {
   if (o.width < 1)
     throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
   if (!(o.svdEps >= 0) || !std::isfinite(o.svdEps))
-    throw Error("error: svd eps must be finite and >= 0, got " + fmtG(o.svdEps));
+    throw Error("error: --eps: the svd broadening must be finite and >= 0, got " + fmtG(o.svdEps));
   if (!(o.rankTol >= 0) || !std::isfinite(o.rankTol))
     throw Error("error: rank tolerance must be finite and >= 0, got " + fmtG(o.rankTol));
   if (!o.ranks.empty()) {

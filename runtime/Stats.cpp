@@ -30,11 +30,18 @@ std::string formatSummary(const Summary &s) {
   return buf;
 }
 
-std::string loadAverage() {
+std::vector<double> readLoadAverage() {
   std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  if (!(in >> a >> b >> c)) return "unavailable";
-  return a + " " + b + " " + c;
+  double a = 0, b = 0, c = 0;
+  if (!(in >> a >> b >> c)) return {};
+  return {a, b, c};
+}
+
+std::string formatLoadAverage(const std::vector<double> &l) {
+  if (l.size() != 3) return "unavailable";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.2f %.2f %.2f", l[0], l[1], l[2]);
+  return buf;
 }
 
 } // namespace tessel::rt

@@ -23,7 +23,11 @@ Summary summarize(std::vector<double> ms);
 /// "min 8.812 median 8.901 p90 9.120 max 9.532 ms (N=30)".
 std::string formatSummary(const Summary &s);
 
-/// The first three fields of /proc/loadavg ("0.52 0.58 0.59"), or "unavailable".
-std::string loadAverage();
+/// The 1, 5 and 15 minute load averages from /proc/loadavg; empty if unavailable.
+std::vector<double> readLoadAverage();
+/// "0.52 0.58 0.59" (two decimals, as /proc/loadavg), or "unavailable" if empty.
+std::string formatLoadAverage(const std::vector<double> &load);
+/// The load averages now, formatted.
+inline std::string loadAverage() { return formatLoadAverage(readLoadAverage()); }
 
 } // namespace tessel::rt

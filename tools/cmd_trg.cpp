@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <filesystem>
@@ -29,6 +30,7 @@
 #include "frontend/TrgDriver.h"
 #include "tools/RuntimeCommon.h"
 #include "runtime/Npy.h"
+#include "runtime/Stats.h"
 #include "tools/Commands.h"
 #include "tools/PassFlags.h"
 
@@ -132,40 +134,35 @@ std::vector<double> parseBetas(const TrgArgs &a) {
   return betas;
 }
 
-passes::RematPolicy parsePolicy(const std::string &s) {
-  if (s == "store") return passes::RematPolicy::Store;
-  if (s == "recompute") return passes::RematPolicy::Recompute;
-  if (s == "save-svd") return passes::RematPolicy::SaveSvd;
-  throw Error("error: --checkpoint: unknown policy '" + s +
-              "' (allowed: store, recompute, save-svd)");
+/// Runs a library parser on a flag's value; its error names the flag.
+template <class F> auto parseFlag(const std::string &flag, F &&parse) {
+  try {
+    return parse();
+  } catch (const Error &e) {
+    std::string m = e.what();
+    if (m.starts_with("error: ")) m.erase(0, 7);
+    throw Error("error: " + flag + ": " + m);
+  }
 }
 
-passes::OrderStrategy parseOrder(const std::string &s) {
-  if (s == "chain") return passes::OrderStrategy::Chain;
-  if (s == "pairwise") return passes::OrderStrategy::Pairwise;
-  if (s == "greedy") return passes::OrderStrategy::Greedy;
-  if (s == "optimal") return passes::OrderStrategy::Optimal;
-  throw Error("error: --order: unknown order '" + s +
-              "' (allowed: chain, pairwise, greedy, optimal)");
+/// The driver's options are int: a larger value is an error here, not a wrapped one there.
+int toInt(int64_t v, const std::string &flag) {
+  if (v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
+    throw Error("error: " + flag + ": " + std::to_string(v) + " is out of range");
+  return static_cast<int>(v);
 }
 
 frontend::TrgOptions makeOptions(const TrgArgs &a) {
+  // chi, steps, width, eps and ranks are checked by the driver (validateTrgOptions).
   frontend::TrgOptions o;
-  if (a.chi < 2) throw Error("error: --chi must be an integer >= 2, got " + std::to_string(a.chi));
-  if (a.steps < 1)
-    throw Error("error: --steps must be an integer >= 1, got " + std::to_string(a.steps));
-  if (a.width < 1)
-    throw Error("error: --width must be an integer >= 1, got " + std::to_string(a.width));
   if (a.repeat < 0)
     throw Error("error: --repeat must be an integer >= 0, got " + std::to_string(a.repeat));
-  if (!(a.eps >= 0) || !std::isfinite(a.eps))
-    throw Error("error: --eps must be finite and >= 0");
   o.chi = a.chi;
-  o.steps = static_cast<int>(a.steps);
+  o.steps = toInt(a.steps, "--steps");
   o.mode = frontend::parseTrgMode(a.mode);
-  o.checkpoint = parsePolicy(a.checkpoint);
-  o.order = parseOrder(a.order);
-  o.width = static_cast<int>(a.width);
+  o.checkpoint = parseFlag("--checkpoint", [&] { return passes::parseRematPolicy(a.checkpoint); });
+  o.order = parseFlag("--order", [&] { return passes::parseOrderStrategy(a.order); });
+  o.width = toInt(a.width, "--width");
   o.second = a.second;
   o.grad = a.grad || a.second;
   o.svdEps = a.eps;
@@ -180,47 +177,12 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
 
 //--- Timing --------------------------------------------------------------------------
 
+/// Timings of one kind of run: the first, then the steady runs after one warm-up.
 struct Stats {
   bool have = false;
   double first = 0;
-  size_t n = 0;
-  double min = 0, median = 0, p90 = 0, max = 0;
+  rt::Summary steady;
 };
-
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-/// Summary of the steady runs: min, median (mean of the two middle values for even N),
-/// p90 (nearest rank: the ceil(0.9 N)-th smallest), max.
-void summarise(Stats &s, std::vector<double> ms) {
-  s.n = ms.size();
-  if (ms.empty()) return;
-  std::sort(ms.begin(), ms.end());
-  auto rank = [&](double q) {
-    size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(ms.size())));
-    return ms[std::clamp<size_t>(k, 1, ms.size()) - 1];
-  };
-  s.min = ms.front();
-  s.max = ms.back();
-  s.median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  s.p90 = rank(0.9);
-}
-
-/// The 1, 5 and 15 minute load averages from /proc/loadavg (empty if unavailable).
-std::vector<double> loadAverage() {
-  std::ifstream in("/proc/loadavg");
-  double a = 0, b = 0, c = 0;
-  if (!(in >> a >> b >> c)) return {};
-  return {a, b, c};
-}
-
-std::string loadText(const std::vector<double> &l) {
-  if (l.size() != 3) return "unavailable";
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%.2f %.2f %.2f", l[0], l[1], l[2]);
-  return buf;
-}
 
 nlohmann::json loadJson(const std::vector<double> &l) {
   return l.size() == 3 ? nlohmann::json(l) : nlohmann::json(nullptr);
@@ -253,7 +215,7 @@ Stats timeRuns(F &&f, int64_t repeat, const Progress &prog, size_t ib, double be
   prog.show(ib, beta, what, 1, total);
   auto t0 = Clock::now();
   f();
-  s.first = msSince(t0);
+  s.first = rt::msSince(t0);
   if (repeat > 0) {
     prog.show(ib, beta, what + " (warm-up)", 2, total);
     f();
@@ -262,9 +224,9 @@ Stats timeRuns(F &&f, int64_t repeat, const Progress &prog, size_t ib, double be
       prog.show(ib, beta, what, i + 3, total);
       auto t1 = Clock::now();
       f();
-      ms.push_back(msSince(t1));
+      ms.push_back(rt::msSince(t1));
     }
-    summarise(s, ms);
+    s.steady = rt::summarize(ms);
   }
   return s;
 }
@@ -301,23 +263,25 @@ nlohmann::json statsJson(const Stats &s) {
   if (!s.have) return nullptr;
   nlohmann::json j;
   j["first"] = us(s.first);
-  if (s.n) {
-    j["min"] = us(s.min);
-    j["median"] = us(s.median);
-    j["p90"] = us(s.p90);
-    j["max"] = us(s.max);
+  const rt::Summary &t = s.steady;
+  if (t.n) {
+    j["min"] = us(t.min);
+    j["median"] = us(t.median);
+    j["p90"] = us(t.p90);
+    j["max"] = us(t.max);
   } else {
     j["min"] = j["median"] = j["p90"] = j["max"] = nullptr;
   }
-  j["n"] = s.n;
+  j["n"] = t.n;
   return j;
 }
 
 std::string statsText(const Stats &s) {
   std::string t = "first " + fmt("%.3f", s.first) + " ms";
-  if (s.n)
-    t += " | steady min " + fmt("%.3f", s.min) + " median " + fmt("%.3f", s.median) + " p90 " +
-         fmt("%.3f", s.p90) + " max " + fmt("%.3f", s.max) + " ms (N=" + std::to_string(s.n) +
+  const rt::Summary &m = s.steady;
+  if (m.n)
+    t += " | steady min " + fmt("%.3f", m.min) + " median " + fmt("%.3f", m.median) + " p90 " +
+         fmt("%.3f", m.p90) + " max " + fmt("%.3f", m.max) + " ms (N=" + std::to_string(m.n) +
          " after 1 warm-up)";
   return t;
 }
@@ -369,7 +333,7 @@ void runTrg(TrgArgs &a) {
     auto t0 = Clock::now();
     opts.ranks = frontend::deriveTrgRanks(betas[0], opts.chi, opts.steps, opts.rankTol,
                                           opts.pipeline);
-    probeMs = msSince(t0);
+    probeMs = rt::msSince(t0);
   }
 
   frontend::TrgDriver drv(opts); // compile + prepare (timed inside)
@@ -421,7 +385,7 @@ void runTrg(TrgArgs &a) {
 
   for (size_t ib = 0; ib < betas.size(); ++ib) {
     const double beta = betas[ib];
-    const std::vector<double> loadBefore = loadAverage();
+    const std::vector<double> loadBefore = rt::readLoadAverage();
     frontend::TrgResult rv, rg, rs;
     Stats tv = timeRuns([&] { rv = drv.value(beta); }, a.repeat, prog, ib, beta, "value");
     Stats tg, ts;
@@ -429,7 +393,7 @@ void runTrg(TrgArgs &a) {
       tg = timeRuns([&] { rg = drv.valueAndGrad(beta); }, a.repeat, prog, ib, beta, "value+grad");
     if (opts.second)
       ts = timeRuns([&] { rs = drv.second(beta); }, a.repeat, prog, ib, beta, "second");
-    const std::vector<double> loadAfter = loadAverage();
+    const std::vector<double> loadAfter = rt::readLoadAverage();
     prog.clear();
 
     // Exact values (derivatives diverge exactly at beta_c).
@@ -504,8 +468,8 @@ void runTrg(TrgArgs &a) {
     std::cout << "  run value         " << statsText(tv) << "\n";
     if (opts.grad) std::cout << "  run value+grad    " << statsText(tg) << "\n";
     if (opts.second) std::cout << "  run second        " << statsText(ts) << "\n";
-    std::cout << "  loadavg           before " << loadText(loadBefore) << " | after "
-              << loadText(loadAfter) << "\n";
+    std::cout << "  loadavg           before " << rt::formatLoadAverage(loadBefore) << " | after "
+              << rt::formatLoadAverage(loadAfter) << "\n";
     std::cout.flush();
   }
   if (a.profile) {
@@ -551,7 +515,7 @@ void addTrgCommand(CLI::App &app) {
                   "residual policy of the backward: store (default), recompute, save-svd");
   cmd->add_option("--order", args->order,
                   "contraction order of the plaquette einsum: chain, pairwise (default), "
-                  "greedy, optimal");
+                  "greedy, optimal, auto (optimal up to 8 operands, else greedy)");
   cmd->add_option("--width", args->width, "engine width, threads (integer >= 1; default 1)");
   cmd->add_option("--repeat", args->repeat,
                   "steady-state runs after the first run and one warm-up (default 10; 0 = "
