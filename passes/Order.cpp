@@ -1,18 +1,23 @@
-//===- passes/Order.cpp - Contraction ordering (see Order.h) --------------------===//
+//===- passes/Order.cpp - Contraction paths: chain, pairwise, greedy, optimal -----===//
+//
+// The path search of the `order` pass (see Order.h): strategy names, the four
+// strategies over an einsum's label masks (ContractionProblem.h), the path with its
+// opt_einsum figures, and the per-einsum costs that `tessel cost` reports. The
+// lowering along a path is in OrderLowering.cpp, the report layout in
+// ContractionReport.cpp.
+//
+//===----------------------------------------------------------------------===//
 #include "passes/Order.h"
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <limits>
-#include <sstream>
 
 #include "ir/Diagnostics.h"
-#include "ir/Printer.h"
 #include "ir/ShapeRules.h"
-#include "passes/Rewrite.h"
+#include "passes/ContractionProblem.h"
 
 namespace tessel::passes {
 
@@ -47,72 +52,7 @@ llvm::ArrayRef<OrderStrategy> concreteOrderStrategies() {
   return kAll;
 }
 
-namespace {
-
-//===----------------------------------------------------------------------===//
-// The contraction problem: labels as bits of a 64-bit mask
-//===----------------------------------------------------------------------===//
-
-using Mask = uint64_t;
-constexpr int kNumLabels = 52;
-
-int bitOf(char c) { return c >= 'a' && c <= 'z' ? c - 'a' : c - 'A' + 26; }
-Mask bit(char c) { return Mask(1) << bitOf(c); }
-Mask maskOf(llvm::StringRef labels) {
-  Mask m = 0;
-  for (char c : labels) m |= bit(c);
-  return m;
-}
-bool has(Mask m, char c) { return (m & bit(c)) != 0; }
-
-/// Position of the first label that repeats in `s` and of its second occurrence.
-bool findRepeat(const std::string &s, size_t &p, size_t &q) {
-  for (size_t i = 0; i < s.size(); ++i) {
-    size_t j = s.find(s[i], i + 1);
-    if (j != std::string::npos) {
-      p = i;
-      q = j;
-      return true;
-    }
-  }
-  return false;
-}
-
-/// The labels after one diagonal extraction of the copies at p < q: the other labels
-/// in order, then the repeated one (see Order.h).
-std::string mergeRepeat(const std::string &s, size_t p, size_t q) {
-  std::string t;
-  for (size_t j = 0; j < s.size(); ++j)
-    if (j != p && j != q) t += s[j];
-  return t + s[p];
-}
-
-std::string diagonalLabels(std::string s) {
-  size_t p, q;
-  while (findRepeat(s, p, q)) s = mergeRepeat(s, p, q);
-  return s;
-}
-
-struct Problem {
-  std::string spec;
-  std::vector<std::string> raw;  ///< subscripts as written
-  std::vector<std::string> leaf; ///< after diagonals and single-operand sums (lowering order)
-  std::vector<Mask> leafMask;    ///< distinct labels of each operand (cost model)
-  std::string output;
-  Mask out = 0;
-  std::array<int64_t, kNumLabels> size{};
-  std::vector<Shape> shapes;
-
-  size_t n() const { return raw.size(); }
-  double prod(Mask m) const {
-    double r = 1;
-    while (m) {
-      r *= static_cast<double>(size[static_cast<size_t>(std::countr_zero(m))]);
-      m &= m - 1;
-    }
-    return r;
-  }
-};
+namespace contraction {
 
 Problem makeProblem(llvm::StringRef spec, llvm::ArrayRef<Shape> shapes) {
   Problem P;
@@ -159,6 +99,12 @@ Problem makeProblem(llvm::StringRef spec, llvm::ArrayRef<Shape> shapes) {
   }
   return P;
 }
+
+} // namespace contraction
+
+namespace {
+
+using namespace contraction;
 
 int64_t toElements(double x) {
   return x >= 9.2e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(x);
@@ -516,84 +462,6 @@ ContractionPath planContraction(llvm::StringRef spec, llvm::ArrayRef<Shape> shap
   return cp;
 }
 
-static std::string sci(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3e", x);
-  return buf;
-}
-
-static std::string integer(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f", x);
-  return buf;
-}
-
-std::string formatContractionPath(const ContractionPath &cp) {
-  std::ostringstream os;
-  std::string out = cp.spec.substr(cp.spec.find("->") + 2);
-  os << "              Strategy:  " << orderStrategyName(cp.requested);
-  if (cp.used != cp.requested) os << " -> " << orderStrategyName(cp.used);
-  if (!cp.note.empty()) os << "  (" << cp.note << ")";
-  os << "\n";
-  os << "  Complete contraction:  " << cp.spec << "\n";
-  os << "         Naive scaling:  " << cp.naiveScaling << "\n";
-  os << "     Optimized scaling:  " << cp.optimizedScaling << "\n";
-  os << "      Naive FLOP count:  " << sci(cp.naiveFlops) << "\n";
-  os << "  Optimized FLOP count:  " << sci(cp.totalFlops) << "\n";
-  os << "   Theoretical speedup:  ";
-  if (cp.totalFlops > 0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3f", cp.naiveFlops / cp.totalFlops);
-    os << buf << "\n";
-  } else {
-    os << "n/a\n";
-  }
-  os << "  Largest intermediate:  " << sci(double(cp.largestIntermediate)) << " elements\n";
-  const std::string rule(80, '-');
-  os << rule << "\n";
-  char head[128];
-  std::snprintf(head, sizeof head, "%-7s %15s   %-30s %s", "scaling", "flops", "current",
-                "remaining");
-  os << head << "\n" << rule << "\n";
-  // Remaining terms after each step, in term-id order (opt_einsum appends results).
-  const size_t n = cp.shapes.size();
-  std::vector<std::string> terms;
-  std::vector<bool> alive;
-  {
-    std::string lhs = cp.spec.substr(0, cp.spec.find("->"));
-    size_t pos = 0;
-    for (size_t i = 0; i < n; ++i) {
-      size_t c = lhs.find(',', pos);
-      terms.push_back(lhs.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
-      alive.push_back(true);
-      pos = c == std::string::npos ? lhs.size() : c + 1;
-    }
-  }
-  for (const ContractionStep &s : cp.steps) {
-    std::string current = s.lhsLabels + (s.rhs >= 0 ? "," + s.rhsLabels : "") + "->" +
-                          s.resultLabels;
-    if (s.lhs >= 0) alive[size_t(s.lhs)] = false;
-    if (s.rhs >= 0) alive[size_t(s.rhs)] = false;
-    std::string remaining;
-    terms.push_back(s.resultLabels);
-    alive.push_back(true);
-    for (size_t t = 0; t < terms.size(); ++t)
-      if (alive[t]) remaining += (remaining.empty() ? "" : ",") + terms[t];
-    remaining += "->" + out;
-    char line[256];
-    std::snprintf(line, sizeof line, "%4d    %15s   %-30s %s", s.scaling, integer(s.flops).c_str(),
-                  current.c_str(), remaining.c_str());
-    std::string l = line;
-    while (!l.empty() && l.back() == ' ') l.pop_back();
-    os << l << "\n";
-  }
-  if (cp.finalTranspose) {
-    std::string last = cp.steps.back().resultLabels;
-    os << "   +                   transpose " << last << "->" << out << "\n";
-  }
-  return os.str();
-}
-
 std::vector<EinsumCost> einsumCosts(const Program &p, const OrderOptions &opts) {
   std::vector<EinsumCost> res;
   for (size_t i = 0; i < p.ops.size(); ++i) {
@@ -616,181 +484,5 @@ std::vector<EinsumCost> einsumCosts(const Program &p, const OrderOptions &opts) 
 //===----------------------------------------------------------------------===//
 // Lowering
 //===----------------------------------------------------------------------===//
-
-namespace {
-
-std::vector<int64_t> positionsIn(const std::string &labels, const std::string &which) {
-  std::vector<int64_t> r;
-  for (char c : which) r.push_back(int64_t(labels.find(c)));
-  return r;
-}
-
-/// Takes the diagonal over the two copies (positions p < q) of one label; see Order.h.
-ValueId extractDiagonal(Builder &b, ValueId v, std::string &labels, size_t p, size_t q) {
-  const Shape in = b.type(v).shape;
-  const int rank = int(in.size());
-  std::vector<int64_t> perm;
-  for (int j = 0; j < rank; ++j)
-    if (size_t(j) != p && size_t(j) != q) perm.push_back(j);
-  perm.push_back(int64_t(p));
-  perm.push_back(int64_t(q));
-  bool identity = true;
-  for (int j = 0; j < rank; ++j) identity &= perm[size_t(j)] == j;
-  if (!identity) v = b.transpose(v, perm);
-  const int64_t D = in[p];
-  Shape lead;
-  for (int j = 0; j + 2 < rank; ++j) lead.push_back(in[size_t(perm[size_t(j)])]);
-  Shape s = lead;
-  s.push_back(D * D);
-  v = b.reshape(v, s);
-  std::vector<int64_t> low(s.size(), 0), high(s.size(), 0);
-  high.back() = D;
-  v = b.pad(v, low, high);
-  s = lead;
-  s.push_back(D);
-  s.push_back(D + 1);
-  v = b.reshape(v, s);
-  std::vector<int64_t> start(s.size(), 0), limit(s.begin(), s.end());
-  limit.back() = 1;
-  v = b.slice(v, start, limit);
-  s.pop_back();
-  v = b.reshape(v, s);
-  labels = mergeRepeat(labels, p, q);
-  return v;
-}
-
-} // namespace
-
-ValueId lowerEinsum(Builder &b, llvm::StringRef spec, llvm::ArrayRef<ValueId> operands,
-                    const ContractionPath &path) {
-  std::vector<Shape> shapes;
-  for (ValueId v : operands) shapes.push_back(b.type(v).shape);
-  Problem P = makeProblem(spec, shapes);
-  const size_t n = P.n();
-  if (path.spec != P.spec || path.shapes != P.shapes ||
-      path.steps.size() != (n == 1 ? 1 : n - 1))
-    throw Error("internal: contraction path does not belong to einsum '" + P.spec + "'");
-
-  std::vector<ValueId> term(2 * n, kNoValue);
-  std::vector<std::string> labels(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    ValueId v = operands[i];
-    std::string l = P.raw[i];
-    size_t p, q;
-    while (findRepeat(l, p, q)) v = extractDiagonal(b, v, l, p, q);
-    std::vector<int64_t> axes;
-    std::string kept;
-    for (size_t j = 0; j < l.size(); ++j) {
-      if (P.leaf[i].find(l[j]) == std::string::npos)
-        axes.push_back(int64_t(j));
-      else
-        kept += l[j];
-    }
-    if (!axes.empty()) v = b.reduceSum(v, axes);
-    if (kept != P.leaf[i]) throw Error("internal: einsum lowering label order mismatch");
-    term[i] = v;
-    labels[i] = kept;
-  }
-
-  ValueId v = term[0];
-  std::string cur = labels[0];
-  for (size_t k = 0; n > 1 && k < path.steps.size(); ++k) {
-    const ContractionStep &s = path.steps[k];
-    const std::string &la = labels[size_t(s.lhs)], &lb = labels[size_t(s.rhs)];
-    std::string contract;
-    for (char c : la)
-      if (lb.find(c) != std::string::npos && s.batch.find(c) == std::string::npos) contract += c;
-    if (s.resultLabels.size() > size_t(kMaxRank))
-      throw Error("order: einsum '" + P.spec + "' under strategy " +
-                  orderStrategyName(path.used) + " needs an intermediate '" + s.resultLabels +
-                  "' of rank " + std::to_string(s.resultLabels.size()) +
-                  ", above the limit of " + std::to_string(kMaxRank) +
-                  " (try strategy=optimal)");
-    std::string got;
-    if (contract.empty() && s.batch.size() == la.size() && s.batch.size() == lb.size()) {
-      // Hadamard product (same labels on both sides, nothing summed): an elementwise
-      // mul, after putting rhs in lhs's order; same rounding as the dot_general.
-      ValueId r = term[size_t(s.rhs)];
-      if (lb != la) r = b.transpose(r, positionsIn(lb, la));
-      v = b.mul(term[size_t(s.lhs)], r);
-      got = la;
-      if (got != s.resultLabels) {
-        v = b.transpose(v, positionsIn(got, s.resultLabels));
-        got = s.resultLabels;
-      }
-    } else {
-      v = b.dotGeneral(term[size_t(s.lhs)], term[size_t(s.rhs)], positionsIn(la, s.batch),
-                       positionsIn(lb, s.batch), positionsIn(la, contract),
-                       positionsIn(lb, contract));
-      got = s.batch;
-      for (char c : la)
-        if (lb.find(c) == std::string::npos) got += c;
-      for (char c : lb)
-        if (la.find(c) == std::string::npos) got += c;
-    }
-    if (got != s.resultLabels)
-      throw Error("internal: einsum lowering produced '" + got + "', path says '" +
-                  s.resultLabels + "'");
-    term[n + k] = v;
-    labels[n + k] = got;
-    cur = got;
-  }
-  if (cur != P.output) {
-    std::vector<int64_t> perm = positionsIn(cur, P.output);
-    v = b.transpose(v, perm);
-  }
-  return v;
-}
-
-bool runOrder(Program &p, const OrderOptions &opts) {
-  bool any = false;
-  for (const Op &op : p.ops) any |= op.kind == OpKind::Einsum;
-  if (!any) return false;
-
-  std::vector<Op> old = std::move(p.ops);
-  p.ops.clear();
-  std::vector<ValueId> repl(p.values.size());
-  for (size_t v = 0; v < repl.size(); ++v) repl[v] = ValueId(v);
-  Builder b(p);
-  for (Op &op : old) {
-    for (ValueId &v : op.operands) v = repl[v];
-    if (op.kind != OpKind::Einsum) {
-      p.ops.push_back(std::move(op));
-      continue;
-    }
-    const std::string spec = op.attrs.getStr("spec");
-    std::vector<Shape> shapes;
-    for (ValueId v : op.operands) shapes.push_back(p.type(v).shape);
-    const ValueId oldResult = op.results[0];
-    ContractionPath path;
-    try {
-      path = planContraction(spec, shapes, opts.strategy, opts);
-    } catch (const Error &e) {
-      throw Error(std::string(e.what()) + " (at " + describeOp(p, op) + ")");
-    }
-    const size_t firstOp = p.ops.size();
-    const ValueId firstValue = ValueId(p.values.size());
-    b.setOrigin(op);
-    ValueId v;
-    try {
-      v = lowerEinsum(b, spec, op.operands, path);
-    } catch (const Error &e) {
-      throw Error(std::string(e.what()) + " (at " + describeOp(p, op) + ")");
-    }
-    // An identity einsum yields an existing value; keep a copy if that value cannot
-    // take over the output's name.
-    if (v < firstValue && !canReplaceValue(p, oldResult, v))
-      v = b.reshape(v, p.type(v).shape);
-    for (size_t i = firstOp; i < p.ops.size(); ++i) p.ops[i].pos = op.pos;
-    repl[oldResult] = v;
-    const std::string name = p.values[oldResult].name;
-    p.values[oldResult].name.clear();
-    if (!isAnonymousName(name) && v >= firstValue) p.setName(v, name);
-  }
-  for (ValueId &v : p.outputs) v = repl[v];
-  p.recomputeDefs();
-  eraseOpsAndCompact(p, {});
-  return true;
-}
 
 } // namespace tessel::passes
