@@ -9,134 +9,22 @@
 #include <sstream>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
+#include "runtime/Stats.h"
 #include "passes/Grad.h"
 
 namespace tessel::frontend {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-std::string fmtG(double v, int prec = 17) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-  return buf;
-}
+using rt::msSince;
+using ir::text::formatDouble;
 
 std::string classGroup(int64_t din, int64_t dout) {
   return "step " + std::to_string(din) + "->" + std::to_string(dout);
 }
 
 } // namespace
-
-const char *trgModeName(TrgMode m) { return m == TrgMode::Staged ? "staged" : "whole"; }
-
-TrgMode parseTrgMode(const std::string &s) {
-  if (s == "staged") return TrgMode::Staged;
-  if (s == "whole") return TrgMode::Whole;
-  throw Error("error: --mode: unknown mode '" + s + "' (allowed: staged, whole)");
-}
-
-std::string defaultTrgPipeline(passes::OrderStrategy order) {
-  return std::string("order{strategy=") + passes::orderStrategyName(order) + "},pad-sink,cse,dce";
-}
-
-void validateTrgOptions(const TrgOptions &o) {
-  if (o.chi < 2)
-    throw Error("error: --chi must be an integer >= 2, got " + std::to_string(o.chi));
-  if (o.steps < 1)
-    throw Error("error: --steps must be an integer >= 1, got " + std::to_string(o.steps));
-  if (o.width < 1)
-    throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
-  if (!(o.svdEps >= 0) || !std::isfinite(o.svdEps))
-    throw Error("error: --eps: the svd broadening must be finite and >= 0, got " + fmtG(o.svdEps));
-  if (!(o.rankTol >= 0) || !std::isfinite(o.rankTol))
-    throw Error("error: rank tolerance must be finite and >= 0, got " + fmtG(o.rankTol));
-  if (!o.ranks.empty()) {
-    if (static_cast<int>(o.ranks.size()) != o.steps)
-      throw Error("error: --ranks has " + std::to_string(o.ranks.size()) +
-                  " entries but --steps is " + std::to_string(o.steps));
-    checkTrgRanks(o.ranks, o.chi);
-  }
-}
-
-std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double tol,
-                                    const std::string &pipeline) {
-  TrgOptions chk;
-  chk.chi = chi;
-  chk.steps = steps;
-  chk.rankTol = tol;
-  validateTrgOptions(chk);
-  if (!std::isfinite(beta) || beta <= 0)
-    throw Error("error: trg: beta must be finite and > 0, got " + fmtG(beta));
-  passes::PassManager pm(
-      passes::Pipeline::parse(pipeline.empty() ? defaultTrgPipeline(chk.order) : pipeline,
-                              "--passes"));
-  rt::Engine engine(1);
-  auto runStep = [&](const ir::Tensor &T, int64_t D, int64_t Dp) {
-    TrgStepOptions so;
-    so.outputSingularValues = true;
-    ir::Program p = buildTrgStep(D, Dp, so);
-    pm.run(p);
-    return engine.run(*rt::prepare(p), {T});
-  };
-  ir::Program init = buildTrgInit();
-  pm.run(init);
-  ir::Tensor T = std::move(engine.run(*rt::prepare(init), {ir::Tensor::scalar(beta)})[0]);
-  std::vector<int64_t> ranks;
-  int64_t D = 2;
-  for (int n = 0; n < steps; ++n) {
-    int64_t Dmax = std::min(D * D, chi);
-    auto out = runStep(T, D, Dmax);
-    int64_t keep = Dmax;
-    for (int k : {2, 3}) {
-      int64_t cnt = 0;
-      for (double s : out[static_cast<size_t>(k)].data) cnt += s > tol;
-      keep = std::min(keep, cnt);
-    }
-    if (keep < 1)
-      throw Error("error: trg: step " + std::to_string(n + 1) + " at beta = " + fmtG(beta) +
-                  ": no singular value above tol = " + fmtG(tol, 6));
-    if (keep < Dmax) out = runStep(T, D, keep);
-    ranks.push_back(keep);
-    T = std::move(out[1]);
-    D = keep;
-  }
-  return ranks;
-}
-
-std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vector<int64_t> &ranks,
-                                                    const std::string &pipeline) {
-  if (!std::isfinite(beta) || beta <= 0)
-    throw Error("error: trg: beta must be finite and > 0, got " + fmtG(beta));
-  checkTrgRanks(ranks, INT64_MAX);
-  passes::PassManager pm(passes::Pipeline::parse(
-      pipeline.empty() ? defaultTrgPipeline(passes::OrderStrategy::Pairwise) : pipeline, "--passes"));
-  rt::Engine engine(1);
-  ir::Program init = buildTrgInit();
-  pm.run(init);
-  ir::Tensor T = std::move(engine.run(*rt::prepare(init), {ir::Tensor::scalar(beta)})[0]);
-  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<const rt::Plan>> plans;
-  std::vector<std::array<ir::Tensor, 2>> out;
-  int64_t D = 2;
-  for (int64_t Dp : ranks) {
-    auto &plan = plans[{D, Dp}];
-    if (!plan) {
-      TrgStepOptions so;
-      so.outputSvdInputs = true;
-      ir::Program p = buildTrgStep(D, Dp, so);
-      pm.run(p);
-      plan = rt::prepare(p);
-    }
-    auto r = engine.run(*plan, {T});
-    out.push_back({std::move(r[2]), std::move(r[3])});
-    T = std::move(r[1]);
-    D = Dp;
-  }
-  return out;
-}
 
 //===--- Impl ----------------------------------------------------------------------===//
 
@@ -416,7 +304,7 @@ struct TrgDriver::Impl {
       std::string msg = e.what();
       if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
       throw Error("error: trg: " + where + " (" + pi.group + ", " + pi.role + "), beta = " +
-                  fmtG(beta) + ": " + msg);
+                  formatDouble(beta) + ": " + msg);
     }
   }
 
@@ -424,7 +312,7 @@ struct TrgDriver::Impl {
 
   void checkBeta(double beta) const {
     if (!std::isfinite(beta) || beta <= 0)
-      throw Error("error: trg: beta must be finite and > 0, got " + fmtG(beta));
+      throw Error("error: trg: beta must be finite and > 0, got " + formatDouble(beta));
   }
 
   void checkKept(size_t n, const double *s, TrgResult &r) const {
@@ -434,9 +322,9 @@ struct TrgDriver::Impl {
         const char *m = k == 0 ? "a" : "b";
         throw Error("error: trg: step " + std::to_string(n + 1) + " (" +
                     std::to_string(dims[n]) + "->" + std::to_string(dims[n + 1]) +
-                    ", beta = " + fmtG(r.beta) + "): the smallest kept singular value s" + m +
-                    "[" + std::to_string(dims[n + 1] - 1) + "] = " + fmtG(s[k], 6) +
-                    " of M" + m + " is <= tol = " + fmtG(o.rankTol, 6) +
+                    ", beta = " + formatDouble(r.beta) + "): the smallest kept singular value s" + m +
+                    "[" + std::to_string(dims[n + 1] - 1) + "] = " + formatDouble(s[k]) +
+                    " of M" + m + " is <= tol = " + formatDouble(o.rankTol) +
                     "; it is an exact zero and its derivative would be infinite. Keep fewer "
                     "singular values in this step with --ranks (D' < " +
                     std::to_string(dims[n + 1]) + "), or --ranks auto");
@@ -445,8 +333,8 @@ struct TrgDriver::Impl {
 
   void checkFinite(const char *what, double v, double beta) const {
     if (!std::isfinite(v))
-      throw Error(std::string("error: trg: ") + what + " is not finite (" + fmtG(v) +
-                  ") at beta = " + fmtG(beta));
+      throw Error(std::string("error: trg: ") + what + " is not finite (" + formatDouble(v) +
+                  ") at beta = " + formatDouble(beta));
   }
 
   static ir::Tensor scalar(double v) { return ir::Tensor::scalar(v); }

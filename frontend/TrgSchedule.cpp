@@ -1,0 +1,128 @@
+//===- frontend/TrgSchedule.cpp - TRG options, rank schedules, SVD-input probes ===//
+//
+// What a TRG run is before it is compiled: mode names and the default pipeline, the
+// validation of TrgOptions, the rank schedule derived from the singular values at one
+// β (--ranks auto), and the probe that returns every step's two SVD inputs. See
+// TrgDriver.h.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "frontend/TrgDriver.h"
+#include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
+
+namespace tessel::frontend {
+
+using ir::text::formatDouble;
+
+const char *trgModeName(TrgMode m) { return m == TrgMode::Staged ? "staged" : "whole"; }
+
+TrgMode parseTrgMode(const std::string &s) {
+  if (s == "staged") return TrgMode::Staged;
+  if (s == "whole") return TrgMode::Whole;
+  throw Error("error: --mode: unknown mode '" + s + "' (allowed: staged, whole)");
+}
+
+std::string defaultTrgPipeline(passes::OrderStrategy order) {
+  return std::string("order{strategy=") + passes::orderStrategyName(order) + "},pad-sink,cse,dce";
+}
+
+void validateTrgOptions(const TrgOptions &o) {
+  if (o.chi < 2)
+    throw Error("error: --chi must be an integer >= 2, got " + std::to_string(o.chi));
+  if (o.steps < 1)
+    throw Error("error: --steps must be an integer >= 1, got " + std::to_string(o.steps));
+  if (o.width < 1)
+    throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
+  if (!(o.svdEps >= 0) || !std::isfinite(o.svdEps))
+    throw Error("error: --eps: the svd broadening must be finite and >= 0, got " + formatDouble(o.svdEps));
+  if (!(o.rankTol >= 0) || !std::isfinite(o.rankTol))
+    throw Error("error: rank tolerance must be finite and >= 0, got " + formatDouble(o.rankTol));
+  if (!o.ranks.empty()) {
+    if (static_cast<int>(o.ranks.size()) != o.steps)
+      throw Error("error: --ranks has " + std::to_string(o.ranks.size()) +
+                  " entries but --steps is " + std::to_string(o.steps));
+    checkTrgRanks(o.ranks, o.chi);
+  }
+}
+
+std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double tol,
+                                    const std::string &pipeline) {
+  TrgOptions chk;
+  chk.chi = chi;
+  chk.steps = steps;
+  chk.rankTol = tol;
+  validateTrgOptions(chk);
+  if (!std::isfinite(beta) || beta <= 0)
+    throw Error("error: trg: beta must be finite and > 0, got " + formatDouble(beta));
+  passes::PassManager pm(
+      passes::Pipeline::parse(pipeline.empty() ? defaultTrgPipeline(chk.order) : pipeline,
+                              "--passes"));
+  rt::Engine engine(1);
+  auto runStep = [&](const ir::Tensor &T, int64_t D, int64_t Dp) {
+    TrgStepOptions so;
+    so.outputSingularValues = true;
+    ir::Program p = buildTrgStep(D, Dp, so);
+    pm.run(p);
+    return engine.run(*rt::prepare(p), {T});
+  };
+  ir::Program init = buildTrgInit();
+  pm.run(init);
+  ir::Tensor T = std::move(engine.run(*rt::prepare(init), {ir::Tensor::scalar(beta)})[0]);
+  std::vector<int64_t> ranks;
+  int64_t D = 2;
+  for (int n = 0; n < steps; ++n) {
+    int64_t Dmax = std::min(D * D, chi);
+    auto out = runStep(T, D, Dmax);
+    int64_t keep = Dmax;
+    for (int k : {2, 3}) {
+      int64_t cnt = 0;
+      for (double s : out[static_cast<size_t>(k)].data) cnt += s > tol;
+      keep = std::min(keep, cnt);
+    }
+    if (keep < 1)
+      throw Error("error: trg: step " + std::to_string(n + 1) + " at beta = " + formatDouble(beta) +
+                  ": no singular value above tol = " + formatDouble(tol));
+    if (keep < Dmax) out = runStep(T, D, keep);
+    ranks.push_back(keep);
+    T = std::move(out[1]);
+    D = keep;
+  }
+  return ranks;
+}
+
+std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vector<int64_t> &ranks,
+                                                    const std::string &pipeline) {
+  if (!std::isfinite(beta) || beta <= 0)
+    throw Error("error: trg: beta must be finite and > 0, got " + formatDouble(beta));
+  checkTrgRanks(ranks, INT64_MAX);
+  passes::PassManager pm(passes::Pipeline::parse(
+      pipeline.empty() ? defaultTrgPipeline(passes::OrderStrategy::Pairwise) : pipeline, "--passes"));
+  rt::Engine engine(1);
+  ir::Program init = buildTrgInit();
+  pm.run(init);
+  ir::Tensor T = std::move(engine.run(*rt::prepare(init), {ir::Tensor::scalar(beta)})[0]);
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<const rt::Plan>> plans;
+  std::vector<std::array<ir::Tensor, 2>> out;
+  int64_t D = 2;
+  for (int64_t Dp : ranks) {
+    auto &plan = plans[{D, Dp}];
+    if (!plan) {
+      TrgStepOptions so;
+      so.outputSvdInputs = true;
+      ir::Program p = buildTrgStep(D, Dp, so);
+      pm.run(p);
+      plan = rt::prepare(p);
+    }
+    auto r = engine.run(*plan, {T});
+    out.push_back({std::move(r[2]), std::move(r[3])});
+    T = std::move(r[1]);
+    D = Dp;
+  }
+  return out;
+}
+
+} // namespace tessel::frontend
