@@ -47,41 +47,37 @@ std::string inputList(const Program &p) {
   return s.empty() ? "none" : s;
 }
 
-} // namespace
-
-bool hasVjpRule(ir::OpKind kind) { return vjp::findVjpRule(kind) != nullptr; }
-
-Program grad(const Program &p, const GradOptions &opts) {
-  // Inputs to differentiate with respect to.
+/// The inputs to differentiate with respect to: opts.wrt by name, else every input.
+std::vector<ValueId> resolveWrt(const Program &p, const GradOptions &opts) {
+  if (opts.wrt.empty()) return p.inputs;
   std::vector<ValueId> wrt;
-  if (opts.wrt.empty()) {
-    wrt = p.inputs;
-  } else {
-    for (const std::string &name : opts.wrt) {
-      int idx = p.inputIndex(name);
-      if (idx < 0)
-        throw Error("grad: wrt: program @" + p.name + " has no input named '%" + name +
-                    "' (inputs: " + inputList(p) + ")");
-      ValueId v = p.inputs[static_cast<size_t>(idx)];
-      if (std::find(wrt.begin(), wrt.end(), v) != wrt.end())
-        throw Error("grad: wrt: input '%" + name + "' is listed twice");
-      wrt.push_back(v);
-    }
+  for (const std::string &name : opts.wrt) {
+    int idx = p.inputIndex(name);
+    if (idx < 0)
+      throw Error("grad: wrt: program @" + p.name + " has no input named '%" + name +
+                  "' (inputs: " + inputList(p) + ")");
+    ValueId v = p.inputs[static_cast<size_t>(idx)];
+    if (std::find(wrt.begin(), wrt.end(), v) != wrt.end())
+      throw Error("grad: wrt: input '%" + name + "' is listed twice");
+    wrt.push_back(v);
   }
+  return wrt;
+}
 
-  // Without vjp: exactly one scalar output.
-  if (!opts.vjp) {
-    if (p.outputs.size() != 1)
-      throw Error("grad: program @" + p.name + " has " + std::to_string(p.outputs.size()) +
-                  " outputs; without vjp the program needs exactly one scalar output "
-                  "(use vjp to pass a cotangent per output)");
-    const ir::Type &t = p.type(p.outputs[0]);
-    if (t.rank() != 0)
-      throw Error("grad: output '%" + p.outputName(0) + "' has shape " + t.str() +
-                  "; a non-scalar output needs an explicit cotangent (use vjp)");
-  }
+/// Without vjp the program needs exactly one scalar output (the loss).
+void checkScalarLoss(const Program &p) {
+  if (p.outputs.size() != 1)
+    throw Error("grad: program @" + p.name + " has " + std::to_string(p.outputs.size()) +
+                " outputs; without vjp the program needs exactly one scalar output "
+                "(use vjp to pass a cotangent per output)");
+  const ir::Type &t = p.type(p.outputs[0]);
+  if (t.rank() != 0)
+    throw Error("grad: output '%" + p.outputName(0) + "' has shape " + t.str() +
+                "; a non-scalar output needs an explicit cotangent (use vjp)");
+}
 
-  // Activity analysis: does a value depend differentiably on a wrt input?
+/// Activity analysis: active[v] when v depends differentiably on a wrt input.
+std::vector<char> activeValues(const Program &p, const std::vector<ValueId> &wrt) {
   std::vector<char> active(p.values.size(), 0);
   for (ValueId v : wrt) active[v] = 1;
   for (const Op &op : p.ops) {
@@ -91,16 +87,19 @@ Program grad(const Program &p, const GradOptions &opts) {
     if (any)
       for (ValueId r : op.results) active[r] = 1;
   }
+  return active;
+}
 
-  Program r = p; // the forward part, unchanged
-  Builder b(r);
-  const size_t numForward = p.values.size();
-  std::vector<ValueId> ct(numForward, kNoValue);
+/// The reverse sweep over the forward ops of `p`, appending to `r` (a copy of p):
+/// seeds the output cotangents (inputs ct_<output> with vjp, else 1 for the loss),
+/// then runs each op's VJP rule where a result has a cotangent and an operand is
+/// active. Returns the accumulated cotangent of every forward value (kNoValue: zero).
+std::vector<ValueId> reverseSweep(const Program &p, Program &r, Builder &b,
+                                  const std::vector<char> &active, const GradOptions &opts) {
+  std::vector<ValueId> ct(p.values.size(), kNoValue);
   auto accumulate = [&](ValueId v, ValueId c) {
     ct[v] = ct[v] == kNoValue ? c : b.add(ct[v], c);
   };
-
-  // Seeds.
   if (opts.vjp) {
     b.setLoc("grad: output cotangent");
     for (size_t i = 0; i < p.outputs.size(); ++i) {
@@ -112,8 +111,6 @@ Program grad(const Program &p, const GradOptions &opts) {
     b.setLoc("grad: seed");
     accumulate(p.outputs[0], b.scalar(1.0));
   }
-
-  // Backward pass.
   llvm::SmallVector<ValueId, 3> resultCts;
   llvm::SmallVector<bool, 4> needed;
   for (size_t i = p.ops.size(); i-- > 0;) {
@@ -139,8 +136,14 @@ Program grad(const Program &p, const GradOptions &opts) {
     for (size_t j = 0; j < op.operands.size(); ++j)
       if (needed[j] && j < oc.size() && oc[j] != kNoValue) accumulate(op.operands[j], oc[j]);
   }
+  return ct;
+}
 
-  // Gradients: one per wrt input, named grad_<input>.
+/// One gradient value per wrt input, named grad_<input>: zeros where no output
+/// depends on it, and a value of its own where the cotangent is a forward value, an
+/// input or another gradient (so that it can carry its own name).
+std::vector<ValueId> gradientValues(const Program &p, Program &r, Builder &b,
+                                    const std::vector<ValueId> &wrt, const std::vector<ValueId> &ct) {
   std::vector<ValueId> grads;
   for (ValueId w : wrt) {
     const ir::Type t = p.type(w);
@@ -149,16 +152,29 @@ Program grad(const Program &p, const GradOptions &opts) {
       b.setLoc("grad: zero gradient (no output depends on %" + p.value(w).name + ")");
       g = b.scalar(0.0);
       if (t.rank() > 0) g = b.broadcastScalar(g, t.shape);
-    } else if (g < numForward || r.value(g).def < 0 || !ir::isAnonymousName(r.value(g).name) ||
+    } else if (g < p.values.size() || r.value(g).def < 0 || !ir::isAnonymousName(r.value(g).name) ||
                std::find(grads.begin(), grads.end(), g) != grads.end()) {
-      // The cotangent is a forward value, an input, or another gradient: give the
-      // gradient its own value (an identity reshape) so it can carry its own name.
       b.setLoc("grad: copy");
-      g = b.reshape(g, t.shape);
+      g = b.reshape(g, t.shape); // an identity reshape
     }
     r.setName(g, "grad_" + p.value(w).name);
     grads.push_back(g);
   }
+  return grads;
+}
+
+} // namespace
+
+bool hasVjpRule(ir::OpKind kind) { return vjp::findVjpRule(kind) != nullptr; }
+
+Program grad(const Program &p, const GradOptions &opts) {
+  const std::vector<ValueId> wrt = resolveWrt(p, opts);
+  if (!opts.vjp) checkScalarLoss(p);
+  const std::vector<char> active = activeValues(p, wrt);
+  Program r = p; // the forward part, unchanged
+  Builder b(r);
+  const std::vector<ValueId> ct = reverseSweep(p, r, b, active, opts);
+  const std::vector<ValueId> grads = gradientValues(p, r, b, wrt, ct);
 
   // The signature says which outputs are gradients of what (the checkpoint pass reads
   // it); names like grad_<input> are for people.

@@ -337,6 +337,28 @@ void lowerPad(Lowering &L, const ir::Op &op, size_t i) {
   L.addInst(std::move(in));
 }
 
+/// Chunks of a GEMM, fixed by its shape: whole batches per chunk for small products,
+/// else about kGemmChunkFlops of rows per chunk.
+int32_t chunkGemm(GemmPlan &g) {
+  const double perBatch = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
+  g.flops = perBatch * static_cast<double>(g.batch);
+  if (g.flops < kGemmSplitFlops || perBatch < kGemmChunkFlops) {
+    // Whole batches per chunk.
+    int64_t bpc = g.flops < kGemmSplitFlops
+                      ? std::max<int64_t>(1, g.batch)
+                      : std::max<int64_t>(1, static_cast<int64_t>(kGemmChunkFlops / std::max(1.0, perBatch)));
+    g.batchesPerChunk = bpc;
+    return chunksFor(g.batch, bpc);
+  }
+  // About kGemmChunkFlops per chunk, rows a multiple of 8 (whole register tiles;
+  // fewer, larger calls: each call repacks the rhs).
+  int64_t want = std::max<int64_t>(1, std::llround(perBatch / kGemmChunkFlops));
+  int64_t rows = (g.M + want - 1) / want;
+  g.rowsPerChunk = std::min<int64_t>(std::max<int64_t>(1, g.M), (rows + 7) / 8 * 8);
+  g.chunksPerBatch = chunksFor(g.M, g.rowsPerChunk);
+  return static_cast<int32_t>(g.batch * g.chunksPerBatch);
+}
+
 /// dot_general as one batched GEMM C[b] = op(A[b])·op(B[b]). The contracted pairs are
 /// taken in the order (as given, by lhs dim, by rhs dim) that leaves the fewest
 /// operand elements to transpose; an operand not in GEMM form either way is
@@ -431,24 +453,7 @@ void lowerDotGeneral(Lowering &L, const ir::Op &op, size_t i) {
   g.strideA = g.M * g.K;
   g.strideB = g.K * g.N;
   g.strideC = g.M * g.N;
-  const double perBatch = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
-  g.flops = perBatch * static_cast<double>(g.batch);
-  if (g.flops < kGemmSplitFlops || perBatch < kGemmChunkFlops) {
-    // Whole batches per chunk.
-    int64_t bpc = g.flops < kGemmSplitFlops
-                      ? std::max<int64_t>(1, g.batch)
-                      : std::max<int64_t>(1, static_cast<int64_t>(kGemmChunkFlops / std::max(1.0, perBatch)));
-    g.batchesPerChunk = bpc;
-    in.nchunks = chunksFor(g.batch, bpc);
-  } else {
-    // About kGemmChunkFlops per chunk, rows a multiple of 8 (whole register tiles;
-    // fewer, larger calls: each call repacks the rhs).
-    int64_t want = std::max<int64_t>(1, std::llround(perBatch / kGemmChunkFlops));
-    int64_t rows = (g.M + want - 1) / want;
-    g.rowsPerChunk = std::min<int64_t>(std::max<int64_t>(1, g.M), (rows + 7) / 8 * 8);
-    g.chunksPerBatch = chunksFor(g.M, g.rowsPerChunk);
-    in.nchunks = static_cast<int32_t>(g.batch * g.chunksPerBatch);
-  }
+  in.nchunks = chunkGemm(g);
   in.what = "B=" + std::to_string(g.batch) + " M=" + std::to_string(g.M) + " N=" +
             std::to_string(g.N) + " K=" + std::to_string(g.K) + " " + (g.transA ? "T" : "N") +
             (g.transB ? "T" : "N") + notes;
