@@ -35,7 +35,8 @@ inline void mapBinary(double *o, const double *a, const double *c, int64_t b, in
   for (int64_t i = b; i < e; ++i) o[i] = f(a[i], c[i]);
 }
 
-void elementwise(const Instruction &in, int32_t chunk, double *const *ptr) {
+void runKernel(const ElementwisePlan &ew, const Plan &, const Instruction &in, int32_t chunk,
+               double *const *ptr) {
   auto [b, e] = chunkRange(in.numel, kChunkElems, chunk);
   double *o = ptr[in.out[0]];
   const double *x = ptr[in.in[0]];
@@ -62,7 +63,7 @@ void elementwise(const Instruction &in, int32_t chunk, double *const *ptr) {
     });
     return;
   case OpKind::Compare: {
-    CompareDir d = in.as<ElementwisePlan>().cmp;
+    CompareDir d = ew.cmp;
     mapBinary(o, x, y, b, e, [d](double u, double v) { return compareValues(d, u, v) ? 1.0 : 0.0; });
     return;
   }
@@ -131,8 +132,8 @@ void tiledCopy(const CopyPlan &c, int32_t chunk, const double *src, double *dst)
   }
 }
 
-void stridedCopy(const Instruction &in, int32_t chunk, double *const *ptr) {
-  const CopyPlan &c = in.as<CopyPlan>();
+void runKernel(const CopyPlan &c, const Plan &, const Instruction &in, int32_t chunk,
+               double *const *ptr) {
   if (c.tileDim >= 0) {
     tiledCopy(c, chunk, ptr[in.in[0]], ptr[in.out[0]]);
     return;
@@ -156,8 +157,8 @@ void stridedCopy(const Instruction &in, int32_t chunk, double *const *ptr) {
   }
 }
 
-void padKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
-  const PadPlan &p = in.as<PadPlan>();
+void runKernel(const PadPlan &p, const Plan &, const Instruction &in, int32_t chunk,
+               double *const *ptr) {
   size_t nd = p.outShape.size();
   int64_t outLen = p.outShape.back();
   if (outLen == 0 || p.rows == 0) return;
@@ -197,8 +198,8 @@ void padKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
   }
 }
 
-void reduceKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
-  const ReducePlan &R = in.as<ReducePlan>();
+void runKernel(const ReducePlan &R, const Plan &, const Instruction &in, int32_t chunk,
+               double *const *ptr) {
   if (R.outElems == 0) return;
   auto [o0, o1] = chunkRange(R.outElems, R.outPerChunk, chunk);
   const double *src = ptr[in.in[0]];
@@ -233,8 +234,8 @@ void reduceKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
   }
 }
 
-void gemmKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
-  const GemmPlan &g = in.as<GemmPlan>();
+void runKernel(const GemmPlan &g, const Plan &, const Instruction &in, int32_t chunk,
+               double *const *ptr) {
   const double *A = ptr[in.in[0]], *B = ptr[in.in[1]];
   double *C = ptr[in.out[0]];
   auto one = [&](int64_t b, int64_t r0, int64_t r1) {
@@ -262,8 +263,9 @@ void gemmKernel(const Instruction &in, int32_t chunk, double *const *ptr) {
   }
 }
 
-void svdKernel(const Plan &plan, const Instruction &in, double *const *ptr) {
-  const SvdPlan &s = in.as<SvdPlan>();
+/// One chunk: gesdd on the whole matrix.
+void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_t,
+               double *const *ptr) {
   if (s.k == 0) return;
   const double *A = ptr[in.in[0]];
   double *U = ptr[in.out[0]], *S = ptr[in.out[1]], *Vt = ptr[in.out[2]];
@@ -303,14 +305,8 @@ void svdKernel(const Plan &plan, const Instruction &in, double *const *ptr) {
 } // namespace
 
 void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *const *ptr) {
-  switch (inst.kernel()) {
-  case Kernel::Elementwise: elementwise(inst, chunk, ptr); return;
-  case Kernel::Copy: stridedCopy(inst, chunk, ptr); return;
-  case Kernel::Pad: padKernel(inst, chunk, ptr); return;
-  case Kernel::Reduce: reduceKernel(inst, chunk, ptr); return;
-  case Kernel::Gemm: gemmKernel(inst, chunk, ptr); return;
-  case Kernel::Svd: svdKernel(plan, inst, ptr); return;
-  }
+  // One runKernel overload per KernelPlan alternative: a missing one does not compile.
+  std::visit([&](const auto &k) { runKernel(k, plan, inst, chunk, ptr); }, inst.plan);
 }
 
 const char *valueCheckFlag(ValueCheck c) {
