@@ -50,6 +50,12 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
   auto usv = b.svd(m);
   outs.insert(outs.end(), usv.begin(), usv.end());
   for (auto v : outs) p.addOutput(v);
+  // Every op the runtime executes is here (einsum is lowered to dot_general by the
+  // order pass before prepare): a new op must join this differential test.
+  std::vector<bool> seen(ir::kNumOpKinds, false);
+  for (const ir::Op &op : p.ops) seen[static_cast<size_t>(op.kind)] = true;
+  for (OpKind k : ir::allOpKinds())
+    if (k != OpKind::Einsum) CHECK_MESSAGE(seen[static_cast<size_t>(k)], "no case for op ", ir::opName(k));
   std::vector<Tensor> in = {randomTensor(Type({3, 4}), rng), randomTensor(Type({3, 4}), rng),
                             randomTensor(Type({5, 3}), rng)};
   in[1].data[2] = in[0].data[2]; // an EQ hit
