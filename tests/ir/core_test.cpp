@@ -77,11 +77,11 @@ TEST_CASE("shape rules: results and errors naming the op and both shapes") {
         std::string::npos);
   CHECK(message([&] { b.transpose(t, {0, 1, 1, 2}); }).find("transpose: perm") == 0);
   CHECK(message([&] { b.slice(a, {0, 0}, {5, 1}); }).find("out of bounds") != std::string::npos);
-  CHECK(message([&] { b.create(OpKind::Add, {a}); }) == "add: expects 2 operands, got 1");
-  CHECK(message([&] { b.create(OpKind::Neg, {a}, {{"axes", Attr::i64s({0})}}); })
-            .find("neg: unknown attribute 'axes'") == 0);
+  CHECK(message([&] { b.create(OpKind::Add, {a}); }) == "'add' takes 2 operands, got 1");
+  CHECK(message([&] { b.create(OpKind::Neg, {a}, {{"axes", Attr::i64s({0})}}); }) ==
+        "unknown attribute 'axes' for op 'neg' (it takes no attributes)");
   CHECK(message([&] { b.create(OpKind::Reshape, {a}); }) ==
-        "reshape: missing attribute 'shape' (i64s)");
+        "op 'reshape' is missing required attribute 'shape' (i64s)");
   CHECK(message([&] { b.create(OpKind::Compare, {a, a}, {{"direction", Attr::str("LTE")}}); })
             .find("compare: direction 'LTE'") == 0);
   CHECK(message([&] { b.reshape(a, {1, 1, 1, 1, 1, 1, 1, 4, 6}); })
@@ -110,7 +110,8 @@ TEST_CASE("verifier: use before definition, wrong result type, duplicate names")
   wrong.values[wrong.ops[1].results[0]].type = Type({3});
   errs = verify(wrong);
   REQUIRE(errs.size() == 1);
-  CHECK(errs[0].find("has type f64[3] but the shape rule gives f64[2,2]") != std::string::npos);
+  CHECK(errs[0].find("'exp': result %1 is declared as f64[3], but the op's shape rule gives "
+                     "f64[2,2]") != std::string::npos);
 
   Program dup = p;
   dup.values[dup.ops[0].results[0]].name = "a";
