@@ -10,22 +10,23 @@
 //   * Values must be defined before use (inputs, then op results in order); a name may
 //     be defined once. `%12` and other all-digit names are anonymous: they are only
 //     labels in the file and are renumbered on printing.
-//   * Each op is checked as it is read: op name, operand count, result count, result
-//     type count, attributes (unknown, duplicate, wrong kind, missing required; absent
-//     ones with a default get the default), then the op's shape rule
-//     (ir::inferResultTypes) and the declared result types against the inferred ones.
-//     Op::pos is the position of the op name.
+//   * Each op is checked as it is read, with ir::checkOp (ir/OpCheck.h): the reader
+//     itself checks only what it needs to read on (the op name, the number of result
+//     names against the op table and against the result types, the attribute names and
+//     the kinds of their values), then checkOp checks the op and the reader puts the
+//     caret on the part of the op a problem is about. Absent attributes with a default
+//     get the default. Op::pos is the position of the op name.
 //   * Types: `f64[...]` with rank <= 8, extents >= 0, and a byte size (8 * numel)
 //     that fits in int64; nothing is allocated for a declared type.
 //   * NaN and infinities (`nan`, `inf`, `-inf`) are accepted only as elements of
 //     `dense<...>` constants, where a program may legitimately need them (e.g. a -inf
-//     start value); an f64 attribute must be finite. Number literals out of the range
-//     of double or int64 are errors, never silently inf or wrapped.
+//     start value); an f64 attribute must be finite (checkOp says so). Number literals
+//     out of the range of double or int64 are errors, never silently inf or wrapped.
 //   * A constant printed as a summary (`dense<N elements, ...>`) is rejected with an
 //     error that says how to print it in full.
 //   * After the closing `}` only whitespace and comments may follow.
 //   * The finished program is run through ir::verify(); any problem it still finds is
-//     reported as a ParseError at the op it concerns.
+//     reported as a ParseError at the 'return'.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Parser.h"
@@ -37,7 +38,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "ir/ShapeRules.h"
+#include "ir/OpCheck.h"
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
 
@@ -429,16 +430,7 @@ private:
   }
 
   //===--- Attributes -----------------------------------------------------===//
-  static std::string kindWord(AttrKind k) {
-    switch (k) {
-    case AttrKind::I64: return "an i64 (integer)";
-    case AttrKind::F64: return "an f64 (finite number)";
-    case AttrKind::Str: return "a string";
-    case AttrKind::I64s: return "an i64 list like [0, 1]";
-    case AttrKind::Tensor: return "a tensor dense<...> : f64[...]";
-    }
-    return "?";
-  }
+  /// A token in the words checkOp uses for an attribute value (ir/OpCheck.h).
   std::string tokenKindWord(const Token &t) const {
     switch (t.kind) {
     case Tok::Number: return looksFloat(t.text) ? "the float " + t.text : "the integer " + t.text;
@@ -451,11 +443,14 @@ private:
     }
   }
 
-  Attr parseAttrValue(const AttrSpec &spec, const char *op) {
-    std::string what = "attribute '" + spec.name + "' of '" + op + "'";
+  /// The value of attribute `spec` of an op of `kind`, read as its kind says. nan and
+  /// inf are read for an f64 so that checkOp rejects them in its words.
+  Attr parseAttrValue(const AttrSpec &spec, OpKind kind) {
+    std::string what = describeAttr(kind, spec.name);
     auto wrongKind = [&]() {
       if (tok_.kind == Tok::Eof) unexpected("a value for " + what);
-      fail(tok_.off, what + " must be " + kindWord(spec.kind) + ", got " + tokenKindWord(tok_));
+      fail(tok_.off, attrKindMessage(kind, spec, tokenKindWord(tok_)) +
+                         (spec.kind == AttrKind::Tensor ? " (written dense<[1, 2]> : f64[2])" : ""));
     };
     switch (spec.kind) {
     case AttrKind::I64: {
@@ -464,21 +459,10 @@ private:
       advance();
       return Attr::i64(v);
     }
-    case AttrKind::F64: {
-      bool minus = tok_.kind == Tok::Minus;
-      if (minus || (tok_.kind == Tok::Ident && (tok_.text == "inf" || tok_.text == "nan"))) {
-        size_t off = tok_.off;
-        if (minus) advance();
-        if (tok_.kind == Tok::Ident && (tok_.text == "inf" || tok_.text == "nan"))
-          fail(off, what + " must be finite, got " + (minus ? "-" : "") + tok_.text +
-                        " (nan and inf are allowed only inside dense<...> constants)");
-        fail(off, what + " must be " + kindWord(spec.kind) + ", got '-'");
-      }
-      if (tok_.kind != Tok::Number) wrongKind();
-      double v = toF64(tok_);
-      advance();
-      return Attr::f64(v);
-    }
+    case AttrKind::F64:
+      if (tok_.kind != Tok::Number && tok_.kind != Tok::Minus && !isIdent("inf") && !isIdent("nan"))
+        wrongKind();
+      return Attr::f64(parseFloat(what, attrKindMessage(kind, spec, "'-'")));
     case AttrKind::Str: {
       if (tok_.kind != Tok::String) wrongKind();
       std::string s = tok_.text;
@@ -513,8 +497,9 @@ private:
     fail(tok_.off, what + ": unsupported attribute kind");
   }
 
-  /// One element of a dense literal: a number, nan, inf or -inf.
-  double parseDenseElement() {
+  /// A number, nan, inf or -inf; `what` names the literal in messages, `loneMinus` is
+  /// the message for a '-' followed by anything else.
+  double parseFloat(const std::string &what, const std::string &loneMinus) {
     if (tok_.kind == Tok::Number) {
       double v = toF64(tok_);
       advance();
@@ -531,13 +516,13 @@ private:
       advance();
       return minus ? -v : v;
     }
-    if (minus) fail(off, "expected a number after '-' in dense literal");
-    unexpected("a number in dense literal");
+    if (minus) fail(off, loneMinus);
+    unexpected("a number in " + what);
   }
 
   void parseDenseLevel(const Type &t, int depth, std::vector<double> &data) {
     if (depth == t.rank()) {
-      data.push_back(parseDenseElement());
+      data.push_back(parseFloat("dense literal", "expected a number after '-' in dense literal"));
       return;
     }
     int64_t n = t.shape[depth];
@@ -672,12 +657,7 @@ private:
     if (!kind) fail(opTok.off, "unknown op '" + opTok.text + "'" + suggestOp(opTok.text));
     const OpInfo &info = opInfo(*kind);
     advance();
-
-    if (static_cast<int>(resultToks.size()) != info.numResults)
-      fail(stmtOff, "'" + opTok.text + "' defines " + std::to_string(info.numResults) +
-                        " result" + (info.numResults == 1 ? "" : "s") + ", but " +
-                        std::to_string(resultToks.size()) + " value" +
-                        (resultToks.size() == 1 ? " is" : "s are") + " named");
+    if (auto msg = resultCountProblem(*kind, resultToks.size())) fail(stmtOff, *msg);
 
     // Operands.
     llvm::SmallVector<ValueId, 4> operands;
@@ -693,37 +673,41 @@ private:
         break;
       }
     }
-    if (info.numOperands >= 0 && static_cast<int>(operands.size()) != info.numOperands)
-      fail(opTok.off, "'" + opTok.text + "' takes " + std::to_string(info.numOperands) +
-                          " operand" + (info.numOperands == 1 ? "" : "s") + ", got " +
-                          std::to_string(operands.size()));
-    if (info.numOperands < 0 && operands.empty())
-      fail(opTok.off, "'" + opTok.text + "' takes at least one operand, got none");
+    if (auto msg = operandCountProblem(*kind, operands.size())) fail(opTok.off, *msg);
 
-    // Attributes.
-    std::vector<std::optional<Attr>> values(info.attrs.size());
+    // The rest of the op's checks (ir/OpCheck.h) point at the part of the op they are
+    // about: an attribute's name or value, the attributes, or the op name.
+    std::vector<size_t> attrNameOffs, attrValueOffs;
     size_t attrOff = tok_.off;
+    auto report = [&](const OpProblem &problem) {
+      switch (problem.part) {
+      case OpProblem::Part::Results: fail(stmtOff, problem.message);
+      case OpProblem::Part::Attrs: fail(attrOff, problem.message);
+      case OpProblem::Part::AttrName: fail(attrNameOffs[problem.index], problem.message);
+      case OpProblem::Part::AttrValue: fail(attrValueOffs[problem.index], problem.message);
+      case OpProblem::Part::Op:
+      case OpProblem::Part::Operands:
+      case OpProblem::Part::ResultType: break;
+      }
+      fail(opTok.off, problem.message);
+    };
+
+    // Attributes as written. Reading a value needs its attribute's kind, so an unknown
+    // name stops here.
+    AttrList attrs;
     if (tok_.kind == Tok::LBrace) {
       advance();
       while (true) {
         if (tok_.kind != Tok::Ident && tok_.kind != Tok::String)
           unexpected("an attribute name");
         Token nameTok = tok_;
-        int idx = -1;
-        for (size_t i = 0; i < info.attrs.size(); ++i)
-          if (info.attrs[i].name == nameTok.text) idx = static_cast<int>(i);
-        if (idx < 0) {
-          std::string known;
-          for (const AttrSpec &s : info.attrs) known += (known.empty() ? "" : ", ") + s.name;
-          fail(nameTok.off, "unknown attribute '" + nameTok.text + "' for op '" + opTok.text +
-                                "' (" + (known.empty() ? "it takes no attributes" : "known: " + known) +
-                                ")");
-        }
-        if (values[idx])
-          fail(nameTok.off, "duplicate attribute '" + nameTok.text + "'");
+        const AttrSpec *spec = findAttrSpec(*kind, nameTok.text);
+        if (!spec) fail(nameTok.off, unknownAttrMessage(*kind, nameTok.text));
         advance();
         expect(Tok::Equal, "'=' after attribute name '" + nameTok.text + "'");
-        values[idx] = parseAttrValue(info.attrs[idx], info.name);
+        attrNameOffs.push_back(nameTok.off);
+        attrValueOffs.push_back(tok_.off);
+        attrs.list().push_back({nameTok.text, parseAttrValue(*spec, *kind)});
         if (tok_.kind == Tok::Comma) {
           advance();
           continue;
@@ -733,18 +717,7 @@ private:
       }
       advance();
     }
-    AttrList attrs;
-    for (size_t i = 0; i < info.attrs.size(); ++i) {
-      const AttrSpec &s = info.attrs[i];
-      if (values[i]) {
-        attrs.list().push_back({s.name, *values[i]});
-      } else if (s.defaultValue) {
-        attrs.list().push_back({s.name, *s.defaultValue});
-      } else {
-        fail(attrOff, "op '" + opTok.text + "' is missing required attribute '" + s.name +
-                          "' (" + attrKindName(s.kind) + ")");
-      }
-    }
+    checkAttrs(*kind, attrs, report);
 
     // Result types.
     expect(Tok::Colon, "':' and the result type" + std::string(info.numResults == 1 ? "" : "s"));
@@ -780,33 +753,17 @@ private:
       expect(Tok::RParen, "')' closing loc(...)");
     }
 
-    // Shape rule.
-    std::vector<Type> operandTypes;
-    for (ValueId v : operands) operandTypes.push_back(p.type(v));
-    std::vector<Type> inferred;
-    try {
-      inferred = inferResultTypes(*kind, operandTypes, attrs);
-    } catch (const Error &e) {
-      fail(opTok.off, e.what());
-    }
-    if (inferred.size() != types.size())
-      fail(opTok.off, "'" + opTok.text + "': the shape rule gives " +
-                          std::to_string(inferred.size()) + " results, " +
-                          std::to_string(types.size()) + " are declared");
-    for (size_t i = 0; i < types.size(); ++i)
-      if (types[i] != inferred[i])
-        fail(opTok.off, "'" + opTok.text + "': result " + refText(resultToks[i].text) +
-                            " is declared as " + text::formatType(types[i]) +
-                            ", but the op's shape rule gives " + text::formatType(inferred[i]));
-
     auto results = p.appendOp(*kind, operands, std::move(attrs), types, std::move(loc), remat);
     Op &op = p.ops.back();
     op.pos = posAt(opTok.off);
     for (size_t i = 0; i < results.size(); ++i) {
       const std::string &n = resultToks[i].text;
       p.values[results[i]].name = isAnonymousName(n) ? std::string() : n;
-      defs_[n] = Def{results[i], resultToks[i].off};
     }
+    checkOp(p, op, report, [&](size_t i) { return refText(resultToks[i].text); });
+    canonicalizeAttrs(op.kind, op.attrs);
+    for (size_t i = 0; i < results.size(); ++i)
+      defs_[resultToks[i].text] = Def{results[i], resultToks[i].off};
   }
 
   //===--- State ----------------------------------------------------------===//
@@ -905,31 +862,13 @@ Program Parser::parseFile() {
     fail(tok_.off, "unexpected " + describe(tok_) +
                        " after the end of the program (one program per file)");
 
-  // Anything the op-by-op checks above did not catch (names, outputs, ...).
+  // Each op passed ir::checkOp as it was read, so what the verifier can still find is
+  // about the program as a whole (the grad signature against the inputs and outputs).
   std::vector<std::string> problems = verify(p);
   if (!problems.empty()) {
-    size_t off = returnOff ? returnOff : programOff;
-    // Point at the op the first message is about, when it names the op's position
-    // or location.
-    for (const Op &op : p.ops) {
-      auto mentions = [&](const std::string &needle) {
-        for (size_t at = problems[0].find(needle); at != std::string::npos;
-             at = problems[0].find(needle, at + 1)) {
-          size_t end = at + needle.size();
-          if (end == problems[0].size() || !isDigit(problems[0][end])) return true;
-        }
-        return false;
-      };
-      bool named = (op.pos.known() && mentions(" at " + op.pos.str())) ||
-                   (!op.loc.empty() && problems[0].find(op.loc) != std::string::npos);
-      if (named) {
-        off = lineStarts_[op.pos.line - 1] + op.pos.col - 1;
-        break;
-      }
-    }
     std::string msg = "verification failed: " + problems[0];
     for (size_t i = 1; i < problems.size(); ++i) msg += "\n  also: " + problems[i];
-    fail(off, msg);
+    fail(returnOff ? returnOff : programOff, msg);
   }
   return p;
 }
