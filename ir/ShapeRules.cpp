@@ -56,7 +56,7 @@ Type checkedType(OpKind k, llvm::ArrayRef<int64_t> shape) {
                 std::to_string(kMaxRank));
   for (int64_t d : shape)
     if (d < 0) fail(k, "negative dimension in result shape " + list(shape));
-  // Like a declared type (ir/Parser.cpp), the byte size 8 * numel must fit in int64,
+  // Like a declared type (ir/TextLexer.cpp), the byte size 8 * numel must fit in int64,
   // so Type::numel()/bytes() never overflow downstream.
   if (!text::checkedNumel(shape))
     fail(k, "result shape " + list(shape) + " is too large: its byte size overflows 64 bits");
