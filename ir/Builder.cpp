@@ -1,27 +1,22 @@
 //===- ir/Builder.cpp ---------------------------------------------------------------===//
 #include "ir/Builder.h"
 
-#include "ir/ShapeRules.h"
+#include "ir/OpCheck.h"
 
 namespace tessel::ir {
 
 llvm::SmallVector<ValueId, 1> Builder::createMulti(OpKind kind, llvm::ArrayRef<ValueId> operands,
                                                    AttrList attrs) {
-  try {
-    canonicalizeAttrs(kind, attrs);
-  } catch (const ShapeError &) {
-    throw;
-  } catch (const Error &e) {
-    throw ShapeError(e.what());
-  }
   llvm::SmallVector<Type, 4> types;
   for (ValueId v : operands) {
     if (v >= prog_.values.size())
       throw ShapeError(std::string(opName(kind)) + ": operand is not a value of this program");
     types.push_back(prog_.type(v));
   }
-  std::vector<Type> results = inferResultTypes(kind, types, attrs);
-  return prog_.appendOp(kind, operands, std::move(attrs), results, loc_, remat_);
+  std::optional<std::vector<Type>> results = checkOpAndInferTypes(
+      kind, types, attrs, [](const OpProblem &problem) { throw ShapeError(problem.message); });
+  canonicalizeAttrs(kind, attrs);
+  return prog_.appendOp(kind, operands, std::move(attrs), *results, loc_, remat_);
 }
 
 ValueId Builder::create(OpKind kind, llvm::ArrayRef<ValueId> operands, AttrList attrs) {

@@ -1,8 +1,9 @@
 //===- ir/Builder.h - Appending ops with shape inference ---------------------===//
 //
-// The one way passes and frontends create ops: infers result types with the op's
-// shape rule (throws tessel::ShapeError naming the op and both shapes), canonicalizes
-// attributes, and tags each op with the current location.
+// The one way passes and frontends create ops: checks the op and infers its result
+// types with ir::checkOpAndInferTypes (throws tessel::ShapeError with the message a
+// reader or the verifier would give, e.g. naming the op and both shapes),
+// canonicalizes attributes, and tags each op with the current location.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -21,8 +21,10 @@
 // in a round-trip-exact form, so text -> JSON -> text is the identity.
 //
 // Reading checks the same things as the text parser (names defined once and before
-// use, op names, arity, attributes, types, shape rule) and reports each problem as
-// tessel::Error "<file>: <JSON pointer>: error: <message>". Syntax errors from
+// use, op names, types, and each op with ir::checkOp, so a bad op gets the text
+// reader's message) and reports each problem as tessel::Error
+// "<file>: <JSON pointer>: error: <message>", the pointer naming the part of the op
+// (an attribute, the operands, a result's type) the problem is about. Syntax errors from
 // nlohmann-json are reported as "<file>:<line>:<col>: error: invalid JSON: ..." with
 // the source line and a caret.
 //
@@ -31,12 +33,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
-#include "ir/ShapeRules.h"
+#include "ir/OpCheck.h"
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
 
@@ -102,15 +105,14 @@ public:
     if (!j.is_string()) fail(ptr, std::string("expected a string, got ") + typeName(j));
     return j.get<std::string>();
   }
-  int64_t intAt(const ojson &j, const std::string &ptr) {
-    if (j.is_number_integer() && !j.is_number_unsigned()) return j.get<int64_t>();
-    if (j.is_number_unsigned()) {
-      uint64_t u = j.get<uint64_t>();
-      if (u > static_cast<uint64_t>(INT64_MAX)) fail(ptr, "integer out of the range of i64");
-      return static_cast<int64_t>(u);
-    }
-    fail(ptr, std::string("expected an integer, got ") +
-                  (j.is_number_float() ? "a float" : typeName(j)));
+  /// An integer that fits int64; `what` names it in messages.
+  int64_t intAt(const ojson &j, const std::string &ptr, const std::string &what) {
+    if (!j.is_number_integer()) fail(ptr, what + " must be an integer, got " + j.dump());
+    if (!j.is_number_unsigned()) return j.get<int64_t>();
+    uint64_t u = j.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX))
+      fail(ptr, "integer literal " + j.dump() + " is out of the range of a 64-bit integer");
+    return static_cast<int64_t>(u);
   }
   Type typeAt(const ojson &j, const std::string &ptr) {
     std::string s = stringAt(j, ptr);
@@ -120,43 +122,66 @@ public:
       fail(ptr, "bad type \"" + s + "\": " + e.what());
     }
   }
-  /// A tensor element: a number or "nan"/"inf"/"-inf".
-  double elementAt(const ojson &j, const std::string &ptr) {
+  /// A number or "nan", "inf", "-inf" (how non-finite numbers are written); nullopt
+  /// for anything else.
+  static std::optional<double> numberAt(const ojson &j) {
     if (j.is_number()) return j.get<double>();
     if (j.is_string()) {
-      std::string s = j.get<std::string>();
+      const std::string &s = j.get_ref<const std::string &>();
       if (s == "nan") return NAN;
       if (s == "inf") return INFINITY;
       if (s == "-inf") return -INFINITY;
     }
+    return std::nullopt;
+  }
+  /// A tensor element.
+  double elementAt(const ojson &j, const std::string &ptr) {
+    if (std::optional<double> x = numberAt(j)) return *x;
     fail(ptr, std::string("expected a number (or \"nan\", \"inf\", \"-inf\"), got ") +
                   (j.is_string() ? "\"" + j.get<std::string>() + "\"" : typeName(j)));
   }
 
-  Attr attrAt(const ojson &j, const std::string &ptr, const AttrSpec &spec, const char *op) {
-    std::string what = std::string("attribute '") + spec.name + "' of '" + op + "'";
+  /// A JSON value in the words checkOp uses for an attribute value (ir/OpCheck.h).
+  static std::string describeValue(const ojson &j) {
+    if (j.is_number_integer()) return "the integer " + j.dump();
+    if (j.is_number_float()) return "the float " + j.dump();
+    if (j.is_string()) return "a string";
+    if (j.is_array()) return "a list";
+    if (j.is_object()) return "an object";
+    return j.dump(); // true, false, null
+  }
+
+  /// The value of attribute `spec` of an op of `kind`, read as its kind says. nan and
+  /// inf are read for an f64 so that checkOp rejects them in its words.
+  Attr attrAt(const ojson &j, const std::string &ptr, const AttrSpec &spec, OpKind kind) {
+    std::string what = describeAttr(kind, spec.name);
+    auto wrongKind = [&]() {
+      fail(ptr, attrKindMessage(kind, spec, describeValue(j)) +
+                    (spec.kind == AttrKind::Tensor
+                         ? " (written {\"type\": \"f64[2]\", \"data\": [1, 2]})"
+                         : ""));
+    };
     switch (spec.kind) {
     case AttrKind::I64:
-      if (!j.is_number_integer()) fail(ptr, what + " must be an integer, got " + j.dump());
-      return Attr::i64(intAt(j, ptr));
+      if (!j.is_number_integer()) wrongKind();
+      return Attr::i64(intAt(j, ptr, what));
     case AttrKind::F64: {
-      if (!j.is_number()) fail(ptr, what + " must be a finite number, got " + j.dump());
-      double v = j.get<double>();
-      if (!std::isfinite(v)) fail(ptr, what + " must be finite");
-      return Attr::f64(v);
+      std::optional<double> x = numberAt(j);
+      if (!x) wrongKind();
+      return Attr::f64(*x);
     }
     case AttrKind::Str:
-      if (!j.is_string()) fail(ptr, what + " must be a string, got " + typeName(j));
+      if (!j.is_string()) wrongKind();
       return Attr::str(j.get<std::string>());
     case AttrKind::I64s: {
-      if (!j.is_array()) fail(ptr, what + " must be an array of integers, got " + typeName(j));
+      if (!j.is_array()) wrongKind();
       I64List l;
-      for (size_t i = 0; i < j.size(); ++i) l.push_back(intAt(j[i], ptr + "/" + std::to_string(i)));
+      for (size_t i = 0; i < j.size(); ++i)
+        l.push_back(intAt(j[i], ptr + "/" + std::to_string(i), "element of " + what));
       return Attr::i64s(l);
     }
     case AttrKind::Tensor: {
-      if (!j.is_object())
-        fail(ptr, what + " must be an object {\"type\": ..., \"data\": [...]}, got " + typeName(j));
+      if (!j.is_object()) wrongKind();
       Type t = typeAt(field(j, ptr, "type"), ptr + "/type");
       const ojson &data = arrayAt(field(j, ptr, "data"), ptr + "/data");
       int64_t n = t.numel(); // typeAt checked it fits
@@ -279,22 +304,15 @@ public:
     std::string name = stringAt(field(j, ptr, "op"), ptr + "/op");
     std::optional<OpKind> kind = opKindByName(name);
     if (!kind) fail(ptr + "/op", "unknown op '" + name + "'");
-    const OpInfo &info = opInfo(*kind);
 
     const ojson &operandsJ = arrayAt(field(j, ptr, "operands"), ptr + "/operands");
     llvm::SmallVector<ValueId, 4> operands;
     for (size_t i = 0; i < operandsJ.size(); ++i)
       operands.push_back(use(operandsJ[i], ptr + "/operands/" + std::to_string(i)));
-    if (info.numOperands >= 0 && static_cast<int>(operands.size()) != info.numOperands)
-      fail(ptr + "/operands", "'" + name + "' takes " + std::to_string(info.numOperands) +
-                                  " operands, got " + std::to_string(operands.size()));
-    if (info.numOperands < 0 && operands.empty())
-      fail(ptr + "/operands", "'" + name + "' takes at least one operand, got none");
+    if (auto msg = operandCountProblem(*kind, operands.size())) fail(ptr + "/operands", *msg);
 
     const ojson &resultsJ = arrayAt(field(j, ptr, "results"), ptr + "/results");
-    if (static_cast<int>(resultsJ.size()) != info.numResults)
-      fail(ptr + "/results", "'" + name + "' defines " + std::to_string(info.numResults) +
-                                 " results, got " + std::to_string(resultsJ.size()));
+    if (auto msg = resultCountProblem(*kind, resultsJ.size())) fail(ptr + "/results", *msg);
     std::vector<std::string> resultNames;
     std::vector<Type> types;
     for (size_t i = 0; i < resultsJ.size(); ++i) {
@@ -309,27 +327,37 @@ public:
       types.push_back(typeAt(field(r, rp, "type"), rp + "/type"));
     }
 
+    // The rest of the op's checks (ir/OpCheck.h) point at the part of the op they are
+    // about: an attribute, the attributes, a result's type, or the op.
+    std::vector<std::string> attrPtrs;
+    auto report = [&](const OpProblem &problem) {
+      switch (problem.part) {
+      case OpProblem::Part::Results: fail(ptr + "/results", problem.message);
+      case OpProblem::Part::Operands: fail(ptr + "/operands", problem.message);
+      case OpProblem::Part::Attrs: fail(ptr + "/attrs", problem.message);
+      case OpProblem::Part::AttrName:
+      case OpProblem::Part::AttrValue: fail(attrPtrs[problem.index], problem.message);
+      case OpProblem::Part::ResultType:
+        fail(ptr + "/results/" + std::to_string(problem.index) + "/type", problem.message);
+      case OpProblem::Part::Op: break;
+      }
+      fail(ptr, problem.message);
+    };
+
+    // Attributes as written. Reading a value needs its attribute's kind, so an unknown
+    // name stops here.
     AttrList attrs;
-    std::vector<std::optional<Attr>> values(info.attrs.size());
     if (auto it = j.find("attrs"); it != j.end()) {
       const ojson &a = objectAt(*it, ptr + "/attrs");
       for (auto kv = a.begin(); kv != a.end(); ++kv) {
         std::string ap = ptr + "/attrs/" + escapePtr(kv.key());
-        int idx = -1;
-        for (size_t s = 0; s < info.attrs.size(); ++s)
-          if (info.attrs[s].name == kv.key()) idx = static_cast<int>(s);
-        if (idx < 0) fail(ap, "unknown attribute '" + kv.key() + "' for op '" + name + "'");
-        values[idx] = attrAt(kv.value(), ap, info.attrs[idx], info.name);
+        const AttrSpec *spec = findAttrSpec(*kind, kv.key());
+        if (!spec) fail(ap, unknownAttrMessage(*kind, kv.key()));
+        attrs.list().push_back({kv.key(), attrAt(kv.value(), ap, *spec, *kind)});
+        attrPtrs.push_back(ap);
       }
     }
-    for (size_t s = 0; s < info.attrs.size(); ++s) {
-      const AttrSpec &spec = info.attrs[s];
-      if (values[s]) attrs.list().push_back({spec.name, *values[s]});
-      else if (spec.defaultValue) attrs.list().push_back({spec.name, *spec.defaultValue});
-      else
-        fail(ptr + "/attrs", "op '" + name + "' is missing required attribute '" + spec.name +
-                                 "' (" + attrKindName(spec.kind) + ")");
-    }
+    checkAttrs(*kind, attrs, report);
 
     bool remat = false;
     if (auto it = j.find("remat"); it != j.end()) {
@@ -339,29 +367,13 @@ public:
     std::string loc;
     if (auto it = j.find("loc"); it != j.end()) loc = stringAt(*it, ptr + "/loc");
 
-    std::vector<Type> operandTypes;
-    for (ValueId v : operands) operandTypes.push_back(p.type(v));
-    std::vector<Type> inferred;
-    try {
-      inferred = inferResultTypes(*kind, operandTypes, attrs);
-    } catch (const Error &e) {
-      fail(ptr, e.what());
-    }
-    for (size_t i = 0; i < types.size() && i < inferred.size(); ++i)
-      if (types[i] != inferred[i])
-        fail(ptr + "/results/" + std::to_string(i) + "/type",
-             "'" + name + "': result %" + resultNames[i] + " is declared as " +
-                 text::formatType(types[i]) + ", but the op's shape rule gives " +
-                 text::formatType(inferred[i]));
-    if (inferred.size() != types.size())
-      fail(ptr, "'" + name + "': the shape rule gives " + std::to_string(inferred.size()) +
-                    " results, " + std::to_string(types.size()) + " are declared");
-
     auto results = p.appendOp(*kind, operands, std::move(attrs), types, std::move(loc), remat);
-    for (size_t i = 0; i < results.size(); ++i) {
+    Op &op = p.ops.back();
+    for (size_t i = 0; i < results.size(); ++i)
       p.values[results[i]].name = isAnonymousName(resultNames[i]) ? std::string() : resultNames[i];
-      defs_[resultNames[i]] = results[i];
-    }
+    checkOp(p, op, report, [&](size_t i) { return "%" + resultNames[i]; });
+    canonicalizeAttrs(op.kind, op.attrs);
+    for (size_t i = 0; i < results.size(); ++i) defs_[resultNames[i]] = results[i];
   }
 
 private:

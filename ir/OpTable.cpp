@@ -3,7 +3,6 @@
 
 #include <cstdlib>
 
-#include "ir/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace tessel::ir {
@@ -84,32 +83,10 @@ bool isElementwise(OpKind k) {
 }
 
 void canonicalizeAttrs(OpKind kind, AttrList &attrs) {
-  const OpInfo &info = opInfo(kind);
-  for (const NamedAttr &a : attrs.list()) {
-    bool known = false;
-    for (const AttrSpec &s : info.attrs) known |= s.name == a.name;
-    if (!known) {
-      std::string allowed;
-      for (const AttrSpec &s : info.attrs) allowed += (allowed.empty() ? "" : ", ") + s.name;
-      throw Error(std::string(info.name) + ": unknown attribute '" + a.name + "'" +
-                  (allowed.empty() ? " (the op takes no attributes)"
-                                   : " (allowed: " + allowed + ")"));
-    }
-  }
   std::vector<NamedAttr> out;
-  for (const AttrSpec &s : info.attrs) {
-    const Attr *a = attrs.find(s.name);
-    if (!a) {
-      if (!s.defaultValue)
-        throw Error(std::string(info.name) + ": missing attribute '" + s.name + "' (" +
-                    attrKindName(s.kind) + ")");
-      out.push_back({s.name, *s.defaultValue});
-      continue;
-    }
-    if (a->kind() != s.kind)
-      throw Error(std::string(info.name) + ": attribute '" + s.name + "' must be " +
-                  attrKindName(s.kind) + ", got " + attrKindName(a->kind()));
-    out.push_back({s.name, *a});
+  for (const AttrSpec &s : opInfo(kind).attrs) {
+    if (const Attr *a = attrs.find(s.name)) out.push_back({s.name, *a});
+    else if (s.defaultValue) out.push_back({s.name, *s.defaultValue});
   }
   attrs.list() = std::move(out);
 }

@@ -57,8 +57,9 @@ template <typename Entry, size_t N> constexpr bool coversEveryOpInOrder(const En
   return true;
 }
 
-/// Puts `attrs` in canonical order and fills defaults. Throws tessel::Error naming the
-/// op for an unknown attribute, a missing required one, or one of the wrong kind.
+/// Puts `attrs` in canonical order (the op table's) and fills in defaults. Attributes
+/// the op does not have are dropped and a missing required one stays missing: check
+/// the attributes first (ir::checkOp reports those).
 void canonicalizeAttrs(OpKind kind, AttrList &attrs);
 
 } // namespace tessel::ir

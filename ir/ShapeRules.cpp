@@ -1,8 +1,11 @@
 //===- ir/ShapeRules.cpp - One shape rule per op, keyed by op kind --------------===//
 //
-// Each rule receives the operand types and canonical attributes and returns the
-// result types, or throws ShapeError("<op>: <what> <shapes>"). The table below is in
-// ops.def order; its size is checked at compile time.
+// Each rule receives the operand types and canonical attributes, already checked
+// against the op table (ir/OpCheck.cpp: operand count, attribute names and kinds), and
+// checks what is particular to its op: attribute values (axes in range, perm a
+// permutation, einsum subscripts, compare direction, svd eps, ...) and operand shapes.
+// It returns the result types, or throws ShapeError("<op>: <what> <shapes>"). The
+// table below is in ops.def order; its size is checked at compile time.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/ShapeRules.h"
@@ -53,7 +56,7 @@ Type checkedType(OpKind k, llvm::ArrayRef<int64_t> shape) {
                 std::to_string(kMaxRank));
   for (int64_t d : shape)
     if (d < 0) fail(k, "negative dimension in result shape " + list(shape));
-  // Like a declared type (ir/Parser.cpp), the byte size 8 * numel must fit in int64,
+  // Like a declared type (ir/TextLexer.cpp), the byte size 8 * numel must fit in int64,
   // so Type::numel()/bytes() never overflow downstream.
   if (!text::checkedNumel(shape))
     fail(k, "result shape " + list(shape) + " is too large: its byte size overflows 64 bits");
@@ -284,13 +287,6 @@ bool hasShapeRule(OpKind kind) { return kRules[static_cast<size_t>(kind)] != nul
 
 std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandTypes,
                                    const AttrList &attrs) {
-  const OpInfo &info = opInfo(kind);
-  if (info.numOperands >= 0 && static_cast<int>(operandTypes.size()) != info.numOperands)
-    fail(kind, "expects " + std::to_string(info.numOperands) + " operand" +
-                   (info.numOperands == 1 ? "" : "s") + ", got " +
-                   std::to_string(operandTypes.size()));
-  if (info.numOperands < 0 && operandTypes.empty())
-    fail(kind, "expects at least one operand, got none");
   Rule r = kRules[static_cast<size_t>(kind)];
   if (!r) fail(kind, "no shape rule registered");
   try {

@@ -10,9 +10,12 @@
 namespace tessel::ir {
 
 /// Infers the result types of an op of `kind` from its operand types and its
-/// (canonicalized) attributes, per the op's rule (one rule per op, table keyed by kind,
-/// in ops.def order). Throws tessel::ShapeError whose message names the op and the
-/// offending shapes, e.g. "add: operand shapes differ: f64[2,2] vs f64[4]".
+/// canonicalized attributes, per the op's rule (one rule per op, table keyed by kind,
+/// in ops.def order), which also checks the attribute values against the operands.
+/// The operand count and the attribute kinds must already be checked: call it through
+/// ir::checkOp or ir::checkOpAndInferTypes (ir/OpCheck.h). Throws tessel::ShapeError
+/// whose message names the op and the offending shapes, e.g.
+/// "add: operand shapes differ: f64[2,2] vs f64[4]".
 std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandTypes,
                                    const AttrList &attrs);
 

@@ -1,8 +1,8 @@
 //===- ir/TextUtil.h - Lexical helpers shared by the text, JSON and DOT forms ---===//
 //
 // Internal to ir/: number formatting, string quoting, identifier rules and UTF-8
-// validation used by Printer.cpp, Parser.cpp and Json.cpp, so that every form spells
-// numbers, names and types the same way.
+// validation used by Printer.cpp, TextLexer.cpp, Parser.cpp and Json.cpp, so that
+// every form spells numbers, names and types the same way.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

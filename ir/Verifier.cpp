@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "ir/Printer.h"
-#include "ir/ShapeRules.h"
+#include "ir/OpCheck.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace tessel::ir {
@@ -32,11 +32,9 @@ std::vector<std::string> verify(const Program &p) {
   }
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op &op = p.ops[i];
-    const OpInfo &info = opInfo(op.kind);
     // Built only when reporting: describing every op would make verify() quadratic.
     auto where = [&] { return describeOp(p, op); };
     bool ok = true;
-    llvm::SmallVector<Type, 4> types;
     for (size_t j = 0; j < op.operands.size(); ++j) {
       ValueId v = op.operands[j];
       if (v >= p.values.size() || !defined[v]) {
@@ -44,14 +42,7 @@ std::vector<std::string> verify(const Program &p) {
                        (v < p.values.size() ? valueRef(p, v) : std::string("?")) +
                        " is not defined before use");
         ok = false;
-      } else {
-        types.push_back(p.type(v));
       }
-    }
-    if (static_cast<int>(op.results.size()) != info.numResults) {
-      errs.push_back(where() + ": has " + std::to_string(op.results.size()) +
-                     " results, the op defines " + std::to_string(info.numResults));
-      ok = false;
     }
     for (ValueId r : op.results) {
       if (r >= p.values.size()) {
@@ -65,20 +56,17 @@ std::vector<std::string> verify(const Program &p) {
       }
     }
     if (ok) {
-      try {
-        AttrList canon = op.attrs;
-        canonicalizeAttrs(op.kind, canon);
-        if (!(canon == op.attrs))
-          errs.push_back(where() + ": attributes are not in canonical form (order or defaults)");
-        std::vector<Type> expect = inferResultTypes(op.kind, types, canon);
-        for (size_t r = 0; r < expect.size() && r < op.results.size(); ++r)
-          if (expect[r] != p.type(op.results[r]))
-            errs.push_back(where() + ": result " + valueRef(p, op.results[r]) + " has type " +
-                           p.type(op.results[r]).str() + " but the shape rule gives " +
-                           expect[r].str());
-      } catch (const Error &e) {
-        errs.push_back(where() + ": " + e.what());
-      }
+      bool attrsWellFormed = true;
+      checkOp(p, op, [&](const OpProblem &problem) {
+        errs.push_back(where() + ": " + problem.message);
+        attrsWellFormed &= problem.part == OpProblem::Part::Op ||
+                        problem.part == OpProblem::Part::ResultType;
+      });
+      // The stored form: what the readers and the builder make of the attributes.
+      AttrList canon = op.attrs;
+      canonicalizeAttrs(op.kind, canon);
+      if (attrsWellFormed && !(canon == op.attrs))
+        errs.push_back(where() + ": attributes are not in canonical form (order or defaults)");
     }
     for (ValueId r : op.results)
       if (r < p.values.size() && !defined[r]) {

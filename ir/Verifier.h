@@ -9,9 +9,10 @@
 namespace tessel::ir {
 
 /// Checks a program: inputs named, names unique, every operand defined before use,
-/// op arity, attributes valid (known, present, right kind), result types equal to the
-/// shape rule's, outputs defined. Returns one message per problem; each names the op,
-/// its first result, its location (loc or file:line:col) and the offending shapes.
+/// every op passing ir::checkOp (counts, attributes, the op's rule, declared result
+/// types) with its attributes in canonical form, outputs defined, the grad signature.
+/// Returns one message per problem; one about an op starts with ir::describeOp (its
+/// results, operands, loc and file:line:col) followed by checkOp's message.
 std::vector<std::string> verify(const Program &p);
 
 /// verify() and throw tessel::VerifyError with all messages (one per line) if any.

@@ -1,10 +1,15 @@
-// Core IR: op table, shape rules, builder, verifier.
+// Core IR: op table, shape rules, the op check, builder, verifier.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "ir/Builder.h"
+#include "ir/Json.h"
 #include "ir/OpCost.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
 #include "ir/ShapeRules.h"
 #include "ir/Verifier.h"
 
@@ -78,16 +83,116 @@ TEST_CASE("shape rules: results and errors naming the op and both shapes") {
         std::string::npos);
   CHECK(message([&] { b.transpose(t, {0, 1, 1, 2}); }).find("transpose: perm") == 0);
   CHECK(message([&] { b.slice(a, {0, 0}, {5, 1}); }).find("out of bounds") != std::string::npos);
-  CHECK(message([&] { b.create(OpKind::Add, {a}); }) == "add: expects 2 operands, got 1");
-  CHECK(message([&] { b.create(OpKind::Neg, {a}, {{"axes", Attr::i64s({0})}}); })
-            .find("neg: unknown attribute 'axes'") == 0);
+  CHECK(message([&] { b.create(OpKind::Add, {a}); }) == "'add' takes 2 operands, got 1");
+  CHECK(message([&] { b.create(OpKind::Neg, {a}, {{"axes", Attr::i64s({0})}}); }) ==
+        "unknown attribute 'axes' for op 'neg' (it takes no attributes)");
   CHECK(message([&] { b.create(OpKind::Reshape, {a}); }) ==
-        "reshape: missing attribute 'shape' (i64s)");
+        "op 'reshape' is missing required attribute 'shape' (i64s)");
   CHECK(message([&] { b.create(OpKind::Compare, {a, a}, {{"direction", Attr::str("LTE")}}); })
             .find("compare: direction 'LTE'") == 0);
   CHECK(message([&] { b.reshape(a, {1, 1, 1, 1, 1, 1, 1, 4, 6}); })
             .find("exceeds the limit of 8") != std::string::npos);
   CHECK(verify(p).empty());
+}
+
+namespace {
+
+/// A program of one op appended as given (no check), its results the outputs.
+Program oneOp(std::vector<Type> inputs, OpKind kind, AttrList attrs, std::vector<Type> results) {
+  Program p;
+  p.name = "f";
+  llvm::SmallVector<ValueId, 4> operands;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    operands.push_back(p.addInput(std::string(1, static_cast<char>('a' + i)), inputs[i]));
+  for (ValueId r : p.appendOp(kind, operands, std::move(attrs), results)) p.addOutput(r);
+  return p;
+}
+
+/// The first line of the tessel::Error `fn` throws, or "<no error>".
+template <typename Fn> std::string firstLineOfError(Fn &&fn) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    std::string s = e.what();
+    return s.substr(0, s.find('\n'));
+  }
+  return "<no error>";
+}
+
+} // namespace
+
+TEST_CASE("op check: the text reader, the JSON reader and the verifier say the same of a bad op") {
+  struct Case {
+    Program p;
+    std::string message; // from all three
+    std::string caretAt; // the text the text reader's caret points at, on the op's line
+    std::string pointer; // the JSON reader's pointer
+  };
+  const Type m22({2, 2}), v2({2});
+  const AttrList eps = {{"eps", Attr::f64(1e-12)}};
+  std::vector<Case> cases = {
+      {oneOp({m22}, OpKind::Transpose, {{"perm", Attr::i64s({1, 1})}}, {m22}),
+       "transpose: perm [1, 1] repeats axis 1", "transpose", "/ops/0"},
+      {oneOp({m22}, OpKind::ReduceSum, {{"axes", Attr::i64s({2})}}, {v2}),
+       "reduce_sum: axes [2] out of range for operand f64[2,2]", "reduce_sum", "/ops/0"},
+      {oneOp({Type({2, 3, 4})}, OpKind::Svd, eps, {m22, v2, m22}),
+       "svd: operand must be a matrix, got f64[2,3,4]", "svd", "/ops/0"},
+      {oneOp({v2, v2}, OpKind::Compare, {{"direction", Attr::str("XX")}}, {v2}),
+       "compare: direction 'XX' is not one of EQ, NE, LT, LE, GT, GE", "compare", "/ops/0"},
+      {oneOp({m22}, OpKind::Einsum, {{"spec", Attr::str("ij")}}, {m22}),
+       "einsum: einsum spec 'ij' needs an explicit '->' output", "einsum", "/ops/0"},
+      {oneOp({m22}, OpKind::Svd, {{"eps", Attr::f64(INFINITY)}}, {m22, v2, m22}),
+       "attribute 'eps' of 'svd' must be finite, got inf (nan and inf are allowed only inside "
+       "dense<...> constants)",
+       "inf", "/ops/0/attrs/eps"},
+      {oneOp({}, OpKind::Iota, {{"shape", Attr::i64s({3})}, {"dim", Attr::f64(0.5)}}, {Type({3})}),
+       "attribute 'dim' of 'iota' must be an i64 (integer), got the float 0.5", "0.5",
+       "/ops/0/attrs/dim"},
+      {oneOp({m22}, OpKind::Transpose, {{"perm", Attr::str("1,0")}}, {m22}),
+       "attribute 'perm' of 'transpose' must be an i64 list like [0, 1], got a string", "\"1,0\"",
+       "/ops/0/attrs/perm"},
+      {oneOp({m22}, OpKind::Neg, {{"axes", Attr::i64s({0})}}, {m22}),
+       "unknown attribute 'axes' for op 'neg' (it takes no attributes)", "axes",
+       "/ops/0/attrs/axes"},
+      {oneOp({m22}, OpKind::Reshape, {}, {Type({4})}),
+       "op 'reshape' is missing required attribute 'shape' (i64s)", ": f64[4]", "/ops/0/attrs"},
+      {oneOp({m22}, OpKind::Add, {}, {m22}), "'add' takes 2 operands, got 1", "add",
+       "/ops/0/operands"},
+      {oneOp({m22}, OpKind::Svd, eps, {m22, v2}), "'svd' defines 3 results, but 2 values are named",
+       "%0", "/ops/0/results"},
+      {oneOp({m22}, OpKind::Neg, {}, {Type({3})}),
+       "'neg': result %0 is declared as f64[3], but the op's shape rule gives f64[2,2]", "neg",
+       "/ops/0/results/0/type"},
+  };
+  for (const Case &c : cases) {
+    std::string text = printProgram(c.p);
+    CAPTURE(text);
+    std::string line = text.substr(text.find('\n') + 1);
+    line = line.substr(0, line.find('\n'));
+    REQUIRE(line.find(c.caretAt) != std::string::npos);
+    std::string col = std::to_string(line.find(c.caretAt) + 1);
+    CHECK(firstLineOfError([&] { parseProgram(text, "t.tir"); }) ==
+          "t.tir:2:" + col + ": error: " + c.message);
+    CHECK(firstLineOfError([&] { programFromJson(programToJson(c.p), "p.json"); }) ==
+          "p.json: " + c.pointer + ": error: " + c.message);
+    std::vector<std::string> errs = verify(c.p);
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0] == describeOp(c.p, c.p.ops[0]) + ": " + c.message);
+  }
+  // A reader names a result as its source does, even an anonymous one that printing
+  // would renumber.
+  CHECK(firstLineOfError([] {
+          parseProgram("program @f(%a: f64[2]) {\n  %41 = neg %a : f64[3]\n  return %41\n}\n",
+                       "t.tir");
+        }) == "t.tir:2:9: error: 'neg': result %41 is declared as f64[3], but the op's shape "
+              "rule gives f64[2]");
+  CHECK(firstLineOfError([] {
+          programFromJson(R"({"version": 1, "kind": "tessel.program", "name": "f",
+            "inputs": [{"name": "a", "type": "f64[2]"}], "ops": [{"op": "neg", "operands": ["a"],
+            "results": [{"name": "41", "type": "f64[3]"}]}], "outputs": ["41"]})",
+                          "p.json");
+        }) == "p.json: /ops/0/results/0/type: error: 'neg': result %41 is declared as f64[3], "
+              "but the op's shape rule gives f64[2]");
 }
 
 TEST_CASE("verifier: use before definition, wrong result type, duplicate names") {
@@ -111,7 +216,8 @@ TEST_CASE("verifier: use before definition, wrong result type, duplicate names")
   wrong.values[wrong.ops[1].results[0]].type = Type({3});
   errs = verify(wrong);
   REQUIRE(errs.size() == 1);
-  CHECK(errs[0].find("has type f64[3] but the shape rule gives f64[2,2]") != std::string::npos);
+  CHECK(errs[0].find("'exp': result %1 is declared as f64[3], but the op's shape rule gives "
+                     "f64[2,2]") != std::string::npos);
 
   Program dup = p;
   dup.values[dup.ops[0].results[0]].name = "a";

@@ -509,7 +509,8 @@ TEST_CASE("json: schema, round trips and errors with JSON pointers") {
         "expected ',' or ']' in type (the file is truncated?) (column 6)");
   CHECK(jsonError(okHead + R"("ops": [{"op": "reduce_sum", "operands": ["x"], "attrs": {"axes":
     [0.5]}, "results": [{"name": "0", "type": "f64[]"}]}], "outputs": []})") ==
-        "p.json: /ops/0/attrs/axes/0: error: expected an integer, got a float");
+        "p.json: /ops/0/attrs/axes/0: error: element of attribute 'axes' of 'reduce_sum' must be "
+        "an integer, got 0.5");
   CHECK(jsonError(okHead + R"("ops": [], "outputs": ["x"], "extra": 1})") ==
         "p.json: /extra: error: unknown field \"extra\"");
   CHECK(jsonError(R"({"version": 2, "kind": "tessel.program"})") ==
