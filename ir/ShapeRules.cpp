@@ -242,52 +242,57 @@ Result ruleEinsum(OpKind k, Types ops, const AttrList &a) {
 Result ruleSvd(OpKind k, Types ops, const AttrList &a) {
   double eps = a.getF64("eps");
   if (!(eps >= 0) || !std::isfinite(eps))
-    fail(k, "eps must be finite and >= 0, got " + std::to_string(eps));
+    fail(k, "eps must be finite and >= 0, got " + text::formatDouble(eps));
   if (ops[0].rank() != 2) fail(k, "operand must be a matrix, got " + ops[0].str());
   int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = std::min(m, n);
   return {Type({m, kk}), Type({kk}), Type({kk, n})};
 }
 
-constexpr Rule ruleFor(OpKind k) {
-  switch (k) {
-  case OpKind::Constant: return ruleConstant;
-  case OpKind::Iota: return ruleIota;
-  case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-  case OpKind::Sin: case OpKind::Cos: case OpKind::Abs: case OpKind::Sign:
-  case OpKind::StopGradient:
-    return ruleUnary;
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-  case OpKind::Maximum: case OpKind::Select:
-    return ruleSameShape;
-  case OpKind::Compare: return ruleCompare;
-  case OpKind::ReduceSum: case OpKind::ReduceMax: return ruleReduce;
-  case OpKind::BroadcastInDim: return ruleBroadcastInDim;
-  case OpKind::Reshape: return ruleReshape;
-  case OpKind::Transpose: return ruleTranspose;
-  case OpKind::Slice: return ruleSlice;
-  case OpKind::Pad: return rulePad;
-  case OpKind::DotGeneral: return ruleDotGeneral;
-  case OpKind::Einsum: return ruleEinsum;
-  case OpKind::Svd: return ruleSvd;
-  }
-  return nullptr;
-}
-
-// The table, in ops.def order; a missing case above leaves a null entry, caught by
-// hasShapeRule() and the op-table test.
-constexpr std::array<Rule, kNumOpKinds> kRules = [] {
-  std::array<Rule, kNumOpKinds> t{};
-  for (int i = 0; i < kNumOpKinds; ++i) t[i] = ruleFor(static_cast<OpKind>(i));
-  return t;
-}();
+// The table, in ops.def order (checked at compile time).
+struct Entry {
+  OpKind kind;
+  Rule rule;
+};
+constexpr Entry kRules[] = {
+    {OpKind::Constant, ruleConstant},
+    {OpKind::Iota, ruleIota},
+    {OpKind::Neg, ruleUnary},
+    {OpKind::Exp, ruleUnary},
+    {OpKind::Log, ruleUnary},
+    {OpKind::Sqrt, ruleUnary},
+    {OpKind::Sin, ruleUnary},
+    {OpKind::Cos, ruleUnary},
+    {OpKind::Abs, ruleUnary},
+    {OpKind::Sign, ruleUnary},
+    {OpKind::Add, ruleSameShape},
+    {OpKind::Sub, ruleSameShape},
+    {OpKind::Mul, ruleSameShape},
+    {OpKind::Div, ruleSameShape},
+    {OpKind::Maximum, ruleSameShape},
+    {OpKind::Compare, ruleCompare},
+    {OpKind::Select, ruleSameShape},
+    {OpKind::ReduceSum, ruleReduce},
+    {OpKind::ReduceMax, ruleReduce},
+    {OpKind::BroadcastInDim, ruleBroadcastInDim},
+    {OpKind::Reshape, ruleReshape},
+    {OpKind::Transpose, ruleTranspose},
+    {OpKind::Slice, ruleSlice},
+    {OpKind::Pad, rulePad},
+    {OpKind::DotGeneral, ruleDotGeneral},
+    {OpKind::Einsum, ruleEinsum},
+    {OpKind::Svd, ruleSvd},
+    {OpKind::StopGradient, ruleUnary},
+};
+static_assert(coversEveryOpInOrder(kRules),
+              "the shape-rule table must have one entry per op of ir/ops.def, in its order");
 
 } // namespace
 
-bool hasShapeRule(OpKind kind) { return kRules[static_cast<size_t>(kind)] != nullptr; }
+bool hasShapeRule(OpKind kind) { return kRules[static_cast<size_t>(kind)].rule != nullptr; }
 
 std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandTypes,
                                    const AttrList &attrs) {
-  Rule r = kRules[static_cast<size_t>(kind)];
+  Rule r = kRules[static_cast<size_t>(kind)].rule;
   if (!r) fail(kind, "no shape rule registered");
   try {
     return r(kind, operandTypes, attrs);
