@@ -20,6 +20,17 @@ using Clock = std::chrono::steady_clock;
 using rt::msSince;
 using ir::text::formatDouble;
 
+/// The input of the VJP program `vjp` (of `p`) that carries the cotangent of p's output
+/// named `output`, found through vjp's gradient signature (its last inputs are the
+/// cotangents of p's outputs, in order).
+ir::ValueId cotangentInput(const ir::Program &p, const ir::Program &vjp, const std::string &output) {
+  for (size_t i = 0; i < p.outputs.size(); ++i)
+    if (p.outputName(i) == output && vjp.gradSignature &&
+        vjp.gradSignature->cotangents == p.outputs.size())
+      return vjp.inputs[vjp.inputs.size() - p.outputs.size() + i];
+  throw Error("internal error: trg: @" + vjp.name + " has no cotangent of output '" + output + "'");
+}
+
 std::string classGroup(int64_t din, int64_t dout) {
   return "step " + std::to_string(din) + "->" + std::to_string(dout);
 }
@@ -207,9 +218,11 @@ struct TrgDriver::Impl {
 
   /// P' = grad(P, vjp, wrt x) and P'' = grad(P', vjp, wrt {x, ct_y}) for one program
   /// P(x) -> (y, ...) of the staged chain (`ctIn` empty: only wrt x).
+  /// The VJP of the program `build` makes with respect to input `x`, and the VJP of
+  /// that with respect to `x` and to the cotangent of output `ctOf` (none if empty).
   template <class Build>
   Second compileSecondOf(const std::string &group, Build build, const std::string &x,
-                         const std::string &ctIn) {
+                         const std::string &ctOf) {
     auto t0 = Clock::now();
     ir::Program p = build();
     double traceMs = msSince(t0);
@@ -226,7 +239,7 @@ struct TrgDriver::Impl {
     auto t2 = Clock::now();
     passes::GradOptions g2;
     g2.wrt = {x};
-    if (!ctIn.empty()) g2.wrt.push_back(ctIn);
+    if (!ctOf.empty()) g2.wrt.push_back(d1.value(cotangentInput(p, d1, ctOf)).name);
     g2.vjp = true;
     g2.keepOutputs = false;
     ir::Program d2 = passes::grad(d1, g2); // (x, ct_..., ct_grad_x) -> grad_x, grad_ct_y
@@ -235,11 +248,11 @@ struct TrgDriver::Impl {
     double p2Ms = runPasses(d2);
     // One gradient per wrt input, in input order (x comes before the cotangents).
     Second s;
-    size_t want = ctIn.empty() ? 1 : 2;
+    size_t want = ctOf.empty() ? 1 : 2;
     if (d2.outputs.size() != want || d2.inputIndex(x) != 0)
       throw Error("internal error: trg: unexpected signature of @" + d2.name);
     s.outGrad = 0;
-    if (!ctIn.empty()) s.outGradCt = 1;
+    if (!ctOf.empty()) s.outGradCt = 1;
     s.vjp = add(group, "second: vjp", std::move(d1), traced1, traceMs, passMs + gMs + p1Ms);
     s.vjp2 = add(group, "second: vjp of vjp", std::move(d2), traced2, 0, g2Ms + p2Ms);
     return s;
@@ -251,14 +264,14 @@ struct TrgDriver::Impl {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = true;
-    init.second = compileSecondOf("init", [] { return buildTrgInit(); }, "beta", "ct_T0");
+    init.second = compileSecondOf("init", [] { return buildTrgInit(); }, "beta", "T0");
     for (size_t n = 0; n < ranks.size(); ++n) {
       auto key = std::make_pair(dims[n], dims[n + 1]);
       StagedClass &sc = stepClasses[key];
       if (sc.second.vjp >= 0) continue;
       sc.second = compileSecondOf(
           classGroup(key.first, key.second),
-          [&] { return buildTrgStep(key.first, key.second, so); }, "T", "ct_Tn");
+          [&] { return buildTrgStep(key.first, key.second, so); }, "T", "Tn");
     }
     int64_t D = dims.back();
     closure.second = compileSecondOf("closure " + std::to_string(D),
