@@ -174,6 +174,13 @@ std::string valueRef(const Program &p, ValueId v) {
   return text::prefixedNumber("%?", v);
 }
 
+std::vector<std::string> valueRefs(const Program &p) {
+  std::vector<std::string> refs = text::printedNames(p);
+  for (size_t v = 0; v < refs.size(); ++v)
+    refs[v] = isAnonymousName(p.values[v].name) ? "%" + refs[v] : refName(p.values[v].name);
+  return refs;
+}
+
 std::string printProgram(const Program &p, const PrintOptions &opts) {
   std::vector<std::string> names = text::printedNames(p);
   auto ref = [&](ValueId v) -> std::string {

@@ -27,6 +27,9 @@ std::string printDot(const Program &p);
 /// Display name of a value as printed, with '%' (e.g. "%T" or "%12"); anonymous
 /// values are numbered in order of definition.
 std::string valueRef(const Program &p, ValueId v);
+/// valueRef of every value of `p`, indexed by ValueId, in one pass over the program
+/// (valueRef alone scans the program for an anonymous value: use this in loops).
+std::vector<std::string> valueRefs(const Program &p);
 
 /// An op as every diagnostic names it, in the words of the text form without attributes
 /// and types: `%U, %s, %Vt = svd %Ma loc("trg 16->16: svd Ma") at step.tir:12:3` (the loc and

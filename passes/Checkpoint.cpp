@@ -310,9 +310,10 @@ std::vector<Residual> listResiduals(const Program &p, int64_t numPrimalOutputs) 
   std::vector<char> fwd = markForward(p, numPrimal);
   std::vector<ValueId> vals = residualValues(p, fwd, numPrimal, p.inputs.size(), false);
   std::vector<Residual> out;
+  const std::vector<std::string> refs = ir::valueRefs(p);
   for (ValueId v : vals) {
     Residual r;
-    r.name = llvm::StringRef(ir::valueRef(p, v)).drop_front().str();
+    r.name = llvm::StringRef(refs[v]).drop_front().str();
     r.type = p.values[v].type;
     r.bytes = r.type.bytes();
     int32_t d = p.values[v].def;

@@ -118,6 +118,9 @@ struct Buf {
   int64_t elems = 0;
   int32_t def = -1;          ///< first writer
   std::vector<int32_t> uses; ///< writers and readers of every group in the chain
+  /// The uses that are no ancestor of another use: every use has run once these have
+  /// (so "all uses before i" needs only these), in list order.
+  llvm::SmallVector<int32_t, 2> lastUses;
   bool pinned = false;       ///< read by a final output copy: lives to the end
   int64_t offset = 0;
 };
@@ -132,6 +135,9 @@ public:
     for (size_t g = 0; g < occupies.size(); ++g)
       occupies[g] = bufOf[g] >= 0 || P.groups[g].kind == GroupKind::Output;
     P.peakLiveBytes = listOrderPeakBytes(P, occupies, inPlaceOperand);
+    for (Buf &B : bufs) // without reuse (and ancestor sets) no buffer is compared
+      B.lastUses = deps.hasAncestors() ? lastUses(B.uses)
+                                       : llvm::SmallVector<int32_t, 2>{*std::max_element(B.uses.begin(), B.uses.end())};
     place();
   }
 
@@ -164,21 +170,70 @@ private:
     bufs.push_back(std::move(B));
   }
 
-  /// X is entirely before Y: every use of X has run before Y's first writer starts.
-  bool before(const Buf &X, const Buf &Y) const {
-    if (X.pinned) return false;
-    for (int32_t u : X.uses)
-      if (!deps.isAncestor(u, Y.def)) return false;
+  /// The uses that are no ancestor of another use, in list order.
+  llvm::SmallVector<int32_t, 2> lastUses(std::vector<int32_t> uses) const {
+    std::sort(uses.begin(), uses.end());
+    uses.erase(std::unique(uses.begin(), uses.end()), uses.end());
+    llvm::SmallVector<int32_t, 2> last;
+    for (size_t k = 0; k < uses.size(); ++k) {
+      bool covered = false;
+      for (size_t j = k + 1; j < uses.size() && !covered; ++j) covered = deps.isAncestor(uses[k], uses[j]);
+      if (!covered) last.push_back(uses[k]);
+    }
+    return last;
+  }
+
+  /// A placed buffer as place() scans it, by offset: the fields its comparisons with
+  /// the buffer being placed read, next to each other.
+  struct Placed {
+    int64_t begin, end; ///< offsets
+    int32_t def, last;  ///< first writer, last of the last uses
+    int32_t buf;
+    bool pinned;
+  };
+
+  /// Every last use of A is an ancestor of d, or (`orHarmless`) an edge from it to d is
+  /// harmless. `ancestorOf(u)` answers for d: each caller reads the bitset row that
+  /// stays the same in its loop (d's ancestors, or the descendants of the uses).
+  template <class AncestorOf>
+  bool lastUsesBefore(const Buf &A, int32_t d, AncestorOf ancestorOf, const CriticalPath *orHarmless) const {
+    if (A.pinned || A.lastUses.back() >= d) return false; // ancestors come earlier
+    for (int32_t u : A.lastUses)
+      if (!ancestorOf(u) && !(orHarmless && orHarmless->harmless(u, d))) return false;
     return true;
   }
 
+  /// A is entirely before the writer of B: every use of A has run before B's first
+  /// writer starts (a use runs before d if the last use it leads to does).
+  bool before(const Buf &A, const Buf &B) const {
+    return lastUsesBefore(A, B.def, [&](int32_t u) { return deps.isAncestor(u, B.def); }, nullptr);
+  }
+
   /// A can be made entirely before B by harmless edges from every use of A to B's
-  /// first writer.
+  /// first writer. (Checking the last uses suffices: a use that leads to a last use u
+  /// finishes before u does, so it is an ancestor of B.def or harmless when u is.)
   bool orderable(const CriticalPath &cp, const Buf &A, const Buf &B) const {
-    if (A.pinned) return false;
-    for (int32_t u : A.uses)
-      if (!deps.isAncestor(u, B.def) && !cp.harmless(u, B.def)) return false;
-    return true;
+    return lastUsesBefore(A, B.def, [&](int32_t u) { return deps.isAncestor(u, B.def); }, &cp);
+  }
+
+  /// How placed buffer y relates to X, which is being placed: before() and orderable()
+  /// both ways, reading only X's bitset rows (X's writer's ancestors, the descendants
+  /// of X's last uses) and y's scanned fields, and y's last uses only when y has more
+  /// than one.
+  enum class Relation : uint8_t { Ordered, GoesBefore, GoesAfter, Conflict };
+  Relation relate(const CriticalPath &cp, const Buf &X, const Placed &y, bool maySchedule) const {
+    const Buf &Y = bufs[y.buf];
+    auto ancOfX = [&](int32_t u) { return deps.isAncestor(u, X.def); };
+    auto toY = [&](int32_t u) { return deps.reaches(u, y.def); };
+    auto yBefore = [&](const CriticalPath *h) {
+      if (y.pinned || y.last >= X.def) return false;
+      return Y.lastUses.size() == 1 ? ancOfX(y.last) || (h && h->harmless(y.last, X.def))
+                                    : lastUsesBefore(Y, X.def, ancOfX, h);
+    };
+    if (lastUsesBefore(X, y.def, toY, nullptr) || yBefore(nullptr)) return Relation::Ordered;
+    if (maySchedule && yBefore(&cp)) return Relation::GoesBefore;
+    if (maySchedule && lastUsesBefore(X, y.def, toY, &cp)) return Relation::GoesAfter;
+    return Relation::Conflict;
   }
 
   /// Greedy by size: largest first, at the lowest offset not overlapping a buffer it
@@ -192,53 +247,55 @@ private:
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int32_t a, int32_t b) { return bufs[a].elems > bufs[b].elems; });
-    std::vector<int32_t> placed, forced;
-    std::vector<std::pair<int64_t, int64_t>> busyHard, busyAll;
-    std::vector<std::pair<int32_t, bool>> cands; // (buffer, true = it goes before X)
+    // Placed buffers by offset, and the rank of each in placement order (edges are
+    // tried in that order).
+    std::vector<Placed> byOffset;
+    std::vector<int32_t> rank(bufs.size(), -1), forced;
+    std::vector<std::pair<int32_t, Relation>> cands; // buffers an edge could order with X
     int64_t arena = 0;
-    auto lowestGap = [](std::vector<std::pair<int64_t, int64_t>> &busy, int64_t size) {
-      std::sort(busy.begin(), busy.end());
-      int64_t off = 0;
-      for (const auto &[b, e] : busy) {
-        if (b - off >= size) break;
-        off = std::max(off, e);
-      }
-      return off;
-    };
-    for (int32_t x : order) {
+    for (size_t placedCount = 0; placedCount < order.size(); ++placedCount) {
+      const int32_t x = order[placedCount];
       Buf &X = bufs[x];
       forced.clear();
       for (;;) {
-        busyHard.clear();
-        busyAll.clear();
+        // Two lowest-gap sweeps in offset order: offAll over the buffers X conflicts
+        // with (not ordered by the dependencies), offHard over those no harmless edge
+        // can order either. A buffer that starts past offAll + X.elems cannot move
+        // either gap (offHard <= offAll) nor overlap where X goes: the scan stops.
+        int64_t offAll = 0, offHard = 0;
+        bool hardFound = false;
         cands.clear();
-        for (int32_t y : placed) {
-          const Buf &Y = bufs[y];
-          std::pair<int64_t, int64_t> iv{Y.offset, Y.offset + Y.elems};
-          if (reuse && (before(X, Y) || before(Y, X))) continue;
-          busyAll.push_back(iv);
-          bool isForced = std::find(forced.begin(), forced.end(), y) != forced.end();
-          if (reuse && !isForced && orderable(cp, Y, X)) cands.push_back({y, true});
-          else if (reuse && !isForced && orderable(cp, X, Y)) cands.push_back({y, false});
-          else busyHard.push_back(iv);
+        for (const Placed &y : byOffset) {
+          if (y.begin >= offAll + X.elems) break;
+          const bool isForced = std::find(forced.begin(), forced.end(), y.buf) != forced.end();
+          const Relation r = reuse ? relate(cp, X, y, !isForced) : Relation::Conflict;
+          if (r == Relation::Ordered) continue;
+          offAll = std::max(offAll, y.end);
+          if (r != Relation::Conflict) cands.push_back({y.buf, r});
+          else if (!hardFound && y.begin - offHard >= X.elems) hardFound = true;
+          else if (!hardFound) offHard = std::max(offHard, y.end);
         }
-        int64_t offAll = lowestGap(busyAll, X.elems);
-        int64_t offHard = lowestGap(busyHard, X.elems);
         if (offAll + X.elems <= std::max(arena, offHard + X.elems)) {
           X.offset = offAll; // no growth without edges: no edges
           break;
         }
+        // Edges are needed only with the buffers where X goes, in placement order.
+        std::erase_if(cands, [&](const auto &c) {
+          const Buf &Y = bufs[c.first];
+          return Y.offset >= offHard + X.elems || Y.offset + Y.elems <= offHard;
+        });
+        std::sort(cands.begin(), cands.end(), [&](const auto &a, const auto &b) { return rank[a.first] < rank[b.first]; });
         bool ok = true;
-        for (const auto &[y, yFirst] : cands) {
+        for (const auto &[y, r] : cands) {
+          const bool yFirst = r == Relation::GoesBefore;
           const Buf &Y = bufs[y];
-          if (Y.offset >= offHard + X.elems || Y.offset + Y.elems <= offHard) continue;
           const Buf &A = yFirst ? Y : X, &B = yFirst ? X : Y;
           if (!orderable(cp, A, B)) { // slack used up by edges added just before
             forced.push_back(y);
             ok = false;
             break;
           }
-          cp.addEdgesInto(A.uses, B.def);
+          cp.addEdgesInto(A.lastUses, B.def);
         }
         if (ok) {
           X.offset = offHard;
@@ -246,7 +303,10 @@ private:
         }
       }
       arena = std::max(arena, X.offset + X.elems);
-      placed.push_back(x);
+      rank[x] = static_cast<int32_t>(placedCount);
+      auto at = std::upper_bound(byOffset.begin(), byOffset.end(), X.offset,
+                                 [](int64_t off, const Placed &y) { return off < y.begin; });
+      byOffset.insert(at, Placed{X.offset, X.offset + X.elems, X.def, X.lastUses.back(), x, X.pinned});
     }
     for (const Buf &B : bufs) {
       P.slotOffset.push_back(B.offset);

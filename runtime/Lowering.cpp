@@ -587,10 +587,11 @@ void lower(Plan &P) {
   const ir::Program &prog = P.program;
   // Program values first, with the same ids; temporaries follow.
   P.values.resize(prog.values.size());
+  std::vector<std::string> names = ir::valueRefs(prog);
   for (size_t v = 0; v < prog.values.size(); ++v) {
     P.values[v].type = prog.values[v].type;
     P.values[v].irValue = static_cast<ir::ValueId>(v);
-    P.values[v].name = valueDisplayName(prog, static_cast<ir::ValueId>(v));
+    P.values[v].name = std::move(names[v]);
   }
   for (size_t i = 0; i < prog.inputs.size(); ++i)
     P.values[prog.inputs[i]].group =

@@ -53,9 +53,15 @@ public:
 
   size_t size() const { return preds_.size(); }
   bool hasAncestors() const { return withAncestors_; }
-  /// True if instruction `a` is an ancestor of `of` (requires hasAncestors()).
+  /// True if instruction `a` is an ancestor of `of` (requires hasAncestors()). Reads
+  /// the ancestor row of `of`: fast in loops where `of` is fixed.
   bool isAncestor(int32_t a, int32_t of) const {
     return (anc_[static_cast<size_t>(of) * words_ + a / 64] >> (a % 64)) & 1u;
+  }
+  /// The same answer as isAncestor(a, to), read from the descendant row of `a`: fast in
+  /// loops where `a` is fixed.
+  bool reaches(int32_t a, int32_t to) const {
+    return (desc_[static_cast<size_t>(a) * words_ + to / 64] >> (to % 64)) & 1u;
   }
   /// True if every instruction of `set` except `self` is an ancestor of `i`.
   bool allAncestors(const std::vector<int32_t> &set, int32_t i, int32_t self = -2) const;
@@ -66,6 +72,7 @@ public:
 private:
   std::vector<std::vector<int32_t>> preds_; ///< per instruction, deduplicated
   std::vector<uint64_t> anc_;               ///< ancestor bitsets, one row per instruction
+  std::vector<uint64_t> desc_;              ///< descendant bitsets (the transpose)
   size_t words_ = 0;
   bool withAncestors_ = false;
 };
@@ -85,7 +92,7 @@ public:
   }
   /// Adds the edges u -> d for every u of `from` (callers check harmless() first)
   /// and updates the times incrementally.
-  void addEdgesInto(const std::vector<int32_t> &from, int32_t d);
+  void addEdgesInto(llvm::ArrayRef<int32_t> from, int32_t d);
 
 private:
   void raiseEarliestStart(int32_t d, double e);

@@ -34,6 +34,14 @@ DepGraph::DepGraph(const Plan &P, bool withAncestors) : withAncestors_(withAnces
       for (size_t w = 0; w < words_; ++w) dst[w] |= src[w];
       dst[p / 64] |= uint64_t(1) << (p % 64);
     }
+  desc_.assign(n * words_, 0);
+  for (size_t i = n; i-- > 0;)
+    for (int32_t p : preds_[i]) {
+      uint64_t *dst = &desc_[static_cast<size_t>(p) * words_];
+      const uint64_t *src = &desc_[i * words_];
+      for (size_t w = 0; w < words_; ++w) dst[w] |= src[w];
+      dst[i / 64] |= uint64_t(1) << (i % 64);
+    }
 }
 
 bool DepGraph::allAncestors(const std::vector<int32_t> &set, int32_t i, int32_t self) const {
@@ -95,7 +103,7 @@ CriticalPath::CriticalPath(const Plan &P, DepGraph &deps) : deps_(deps) {
   }
 }
 
-void CriticalPath::addEdgesInto(const std::vector<int32_t> &from, int32_t d) {
+void CriticalPath::addEdgesInto(llvm::ArrayRef<int32_t> from, int32_t d) {
   double e = est_[d];
   for (int32_t u : from) {
     if (!deps_.addEdge(u, d)) continue;

@@ -15,8 +15,10 @@
 
 #include <lapacke.h>
 
+#include "frontend/TrgDriver.h"
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
+#include "passes/Grad.h"
 #include "runtime/Npy.h"
 #include "runtime/Runtime.h"
 #include "runtime/Stats.h"
@@ -147,25 +149,35 @@ struct WidthsBenchOpts {
   std::string order = "auto";
 };
 
-std::vector<int> parseWidths(const std::string &s) {
-  std::vector<int> w;
+/// "1,2,4" -> {1, 2, 4}; each item an integer in [1, max] (`what` names it in the
+/// error). Throws naming the flag.
+std::vector<int64_t> parseIntList(const std::string &s, const std::string &flag,
+                                  const std::string &what = "a positive integer",
+                                  int64_t max = INT64_MAX) {
+  std::vector<int64_t> out;
   size_t pos = 0;
   while (pos <= s.size()) {
     size_t comma = s.find(',', pos);
     std::string item = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     size_t used = 0;
-    int v = 0;
+    long long v = 0;
     try {
-      v = std::stoi(item, &used);
+      v = std::stoll(item, &used);
     } catch (...) {
       used = 0;
     }
-    if (used == 0 || used != item.size() || v < 1 || v > 256)
-      throw Error("error: --widths: '" + item + "' is not a width in [1, 256] (expected e.g. 1,2,4)");
-    w.push_back(v);
+    if (used == 0 || used != item.size() || v < 1 || v > max)
+      throw Error("error: " + flag + ": '" + item + "' is not " + what + " (expected e.g. 1,2,4)");
+    out.push_back(v);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
+  return out;
+}
+
+std::vector<int> parseWidths(const std::string &s) {
+  std::vector<int> w;
+  for (int64_t v : parseIntList(s, "--widths", "a width in [1, 256]", 256)) w.push_back(static_cast<int>(v));
   return w;
 }
 
@@ -223,6 +235,67 @@ void benchWidths(const WidthsBenchOpts &o) {
   std::fflush(stdout);
 }
 
+struct PrepareBenchOpts {
+  std::string chains = "10000,20000,40000,70000";
+  std::string trgSteps = "20,64";
+  int64_t chi = 8;
+  int repeat = 3;
+};
+
+/// The gradient of x -> sin(sin(...sin(x))) -> sum, n sins, x of 8 elements: a program
+/// of ~3n ops whose forward values all live until the backward reads them.
+ir::Program chainGradient(int64_t n) {
+  ir::Program p;
+  p.name = "sin_chain_" + std::to_string(n);
+  ir::Builder b(p);
+  ir::ValueId v = p.addInput("x", ir::Type({8}));
+  for (int64_t k = 0; k < n; ++k) v = b.unary(ir::OpKind::Sin, v);
+  p.addOutput(b.reduceSum(v, {0}));
+  return passes::grad(p, passes::GradOptions{});
+}
+
+void benchPrepare(const PrepareBenchOpts &o) {
+  if (o.repeat < 1) throw Error("error: bench prepare: --repeat must be >= 1");
+  std::string loadBefore = rt::loadAverage();
+  std::printf("bench prepare: median of %d prepare() calls per program, width-independent\n",
+              o.repeat);
+  std::printf("%-34s %9s %12s %12s %14s %14s\n", "program", "ops", "instructions", "prepare ms",
+              "peak live B", "arena B");
+  auto row = [&](const std::string &name, const ir::Program &p) {
+    std::vector<double> ms;
+    std::shared_ptr<const rt::Plan> plan;
+    for (int r = 0; r < o.repeat; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      plan = rt::prepare(p);
+      ms.push_back(rt::msSince(t0));
+    }
+    std::printf("%-34s %9zu %12zu %12.1f %14lld %14lld\n", name.c_str(), p.ops.size(),
+                rt::planSize(*plan), rt::summarize(ms).median,
+                static_cast<long long>(rt::peakLiveBytes(*plan)),
+                static_cast<long long>(rt::arenaBytes(*plan)));
+    std::fflush(stdout);
+  };
+  for (int64_t n : parseIntList(o.chains, "--chains"))
+    row("grad of a " + std::to_string(n) + "-op sin chain", chainGradient(n));
+  // The TRG whole-program gradients (and second derivatives): prepare against compile.
+  for (int64_t steps : parseIntList(o.trgSteps, "--trg-steps"))
+    for (bool second : {false, true}) {
+      frontend::TrgOptions t;
+      t.chi = o.chi;
+      t.steps = static_cast<int>(steps);
+      t.mode = frontend::TrgMode::Whole;
+      t.grad = true;
+      t.second = second;
+      frontend::TrgDriver drv(t);
+      std::printf("trg whole chi=%lld steps=%lld %s: compile %.1f ms, prepare %.1f ms (driver, once)\n",
+                  static_cast<long long>(o.chi), static_cast<long long>(steps),
+                  second ? "--second" : "--grad", drv.compileMs(), drv.prepareMs());
+      for (const frontend::TrgProgramInfo &info : drv.programs())
+        row("  " + info.group + ": " + info.role, info.program);
+    }
+  std::printf("load average: before %s, after %s\n", loadBefore.c_str(), rt::loadAverage().c_str());
+}
+
 } // namespace
 
 void addBenchCommand(CLI::App &app) {
@@ -264,6 +337,19 @@ void addBenchCommand(CLI::App &app) {
   wcmd->add_option("--repeat", wo->repeat, "Timed rounds after one warm-up")->capture_default_str();
   wcmd->add_option("--order", wo->order, "Strategy to lower einsum ops, or 'none'")->capture_default_str();
   wcmd->callback([wo]() { benchWidths(*wo); });
+
+  auto po = std::make_shared<PrepareBenchOpts>();
+  CLI::App *pcmd = bench->add_subcommand(
+      "prepare",
+      "Time prepare() (lowering, dependencies, buffer assignment, schedule) on large programs: "
+      "the gradients of n-op sin chains and the whole-program TRG gradient and second "
+      "derivative (compile and prepare time of the driver, then each program). Prints ops, "
+      "instructions, the median prepare time (ms), peak live bytes and arena bytes.");
+  pcmd->add_option("--chains", po->chains, "Comma-separated chain lengths n")->capture_default_str();
+  pcmd->add_option("--trg-steps", po->trgSteps, "Comma-separated TRG step counts")->capture_default_str();
+  pcmd->add_option("--chi", po->chi, "TRG bond dimension")->capture_default_str();
+  pcmd->add_option("--repeat", po->repeat, "prepare() calls per program (median)")->capture_default_str();
+  pcmd->callback([po]() { benchPrepare(*po); });
 }
 
 } // namespace tessel::tools
