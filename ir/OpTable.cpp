@@ -45,8 +45,8 @@ struct Table {
   std::vector<OpKind> kinds;
   llvm::StringMap<OpKind> byName;
   Table() {
-#define TESSEL_OP(Enum, name, operands, results, attrs)                                    \
-  infos.push_back(OpInfo{OpKind::Enum, name, operands, results, parseSpec(attrs)});         \
+#define TESSEL_OP(Enum, name, operands, results, attrs, summary)                                    \
+  infos.push_back(OpInfo{OpKind::Enum, name, operands, results, parseSpec(attrs), summary});         \
   kinds.push_back(OpKind::Enum);                                                           \
   byName[name] = OpKind::Enum;
 #include "ir/ops.def"
@@ -69,6 +69,19 @@ std::optional<OpKind> opKindByName(llvm::StringRef name) {
 }
 
 const std::vector<OpKind> &allOpKinds() { return table().kinds; }
+
+std::string closestOpName(llvm::StringRef name) {
+  std::string best;
+  unsigned bestDist = 3;
+  for (OpKind k : allOpKinds()) {
+    unsigned d = llvm::StringRef(opName(k)).edit_distance(name, true, bestDist);
+    if (d < bestDist) {
+      bestDist = d;
+      best = opName(k);
+    }
+  }
+  return best;
+}
 
 bool isElementwise(OpKind k) {
   switch (k) {

@@ -11,12 +11,12 @@
 namespace tessel::ir {
 
 enum class OpKind : uint8_t {
-#define TESSEL_OP(Enum, name, operands, results, attrs) Enum,
+#define TESSEL_OP(Enum, name, operands, results, attrs, summary) Enum,
 #include "ir/ops.def"
 };
 
 inline constexpr int kNumOpKinds = 0
-#define TESSEL_OP(Enum, name, operands, results, attrs) +1
+#define TESSEL_OP(Enum, name, operands, results, attrs, summary) +1
 #include "ir/ops.def"
     ;
 
@@ -34,6 +34,7 @@ struct OpInfo {
   int numOperands; ///< -1 = variadic, at least one
   int numResults;
   std::vector<AttrSpec> attrs; ///< canonical order
+  const char *summary;         ///< what the op computes (ops.def)
 };
 
 /// The row of the op table for `kind`.
@@ -41,6 +42,8 @@ const OpInfo &opInfo(OpKind kind);
 inline const char *opName(OpKind kind) { return opInfo(kind).name; }
 /// Looks an op up by its printed name; nullopt if unknown.
 std::optional<OpKind> opKindByName(llvm::StringRef name);
+/// The op name closest to `name` (edit distance below 3), or "" if none is.
+std::string closestOpName(llvm::StringRef name);
 /// All op kinds in table order.
 const std::vector<OpKind> &allOpKinds();
 

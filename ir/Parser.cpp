@@ -192,15 +192,7 @@ private:
 
   //===--- Ops ------------------------------------------------------------===//
   std::string suggestOp(const std::string &name) const {
-    std::string best;
-    unsigned bestDist = 3;
-    for (OpKind k : allOpKinds()) {
-      unsigned d = llvm::StringRef(opName(k)).edit_distance(name, true, bestDist);
-      if (d < bestDist) {
-        bestDist = d;
-        best = opName(k);
-      }
-    }
+    std::string best = closestOpName(name);
     return best.empty() ? "" : "; did you mean '" + best + "'?";
   }
 

@@ -174,6 +174,8 @@ std::string valueRef(const Program &p, ValueId v) {
   return text::prefixedNumber("%?", v);
 }
 
+std::string printAttr(const Attr &a) { return printAttrValue(a, PrintOptions{}); }
+
 std::vector<std::string> valueRefs(const Program &p) {
   std::vector<std::string> refs = text::printedNames(p);
   for (size_t v = 0; v < refs.size(); ++v)

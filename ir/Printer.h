@@ -27,6 +27,8 @@ std::string printDot(const Program &p);
 /// Display name of a value as printed, with '%' (e.g. "%T" or "%12"); anonymous
 /// values are numbered in order of definition.
 std::string valueRef(const Program &p, ValueId v);
+/// An attribute value as the text form prints it (e.g. `[0, 1]`, `1.0e-12`, `"EQ"`).
+std::string printAttr(const Attr &a);
 /// valueRef of every value of `p`, indexed by ValueId, in one pass over the program
 /// (valueRef alone scans the program for an anonymous value: use this in loops).
 std::vector<std::string> valueRefs(const Program &p);

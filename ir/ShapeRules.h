@@ -19,6 +19,9 @@ namespace tessel::ir {
 std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandTypes,
                                    const AttrList &attrs);
 
+/// The shape rule of `kind` in words: the result types and what is checked.
+const char *shapeRuleDoc(OpKind kind);
+
 /// True if the shape-rule table has an entry for `kind` (used by the coverage test).
 bool hasShapeRule(OpKind kind);
 

@@ -167,6 +167,16 @@ std::vector<ValueId> gradientValues(const Program &p, Program &r, Builder &b,
 
 bool hasVjpRule(ir::OpKind kind) { return vjp::findVjpRule(kind) != nullptr; }
 
+VjpRuleInfo vjpRuleInfo(ir::OpKind kind) {
+  const char *which = "all";
+  switch (vjp::differentiableOperands(kind)) {
+  case vjp::Differentiable::All: which = "all"; break;
+  case vjp::Differentiable::None: which = "none"; break;
+  case vjp::Differentiable::AllButFirst: which = "all but the first"; break;
+  }
+  return {vjp::vjpRuleDoc(kind), which};
+}
+
 Program grad(const Program &p, const GradOptions &opts) {
   const std::vector<ValueId> wrt = resolveWrt(p, opts);
   if (!opts.vjp) checkScalarLoss(p);

@@ -57,4 +57,12 @@ bool runGrad(ir::Program &p, const GradOptions &opts);
 /// True if the VJP-rule table has an entry for `kind` (coverage test).
 bool hasVjpRule(ir::OpKind kind);
 
+/// The VJP rule of an op in words and the operands a cotangent flows through ("all",
+/// "none", "all but the first"), from the rule table: the op reference (`tessel ops`).
+struct VjpRuleInfo {
+  const char *rule;
+  const char *differentiableOperands;
+};
+VjpRuleInfo vjpRuleInfo(ir::OpKind kind);
+
 } // namespace tessel::passes

@@ -381,38 +381,50 @@ OperandCotangents vjpEinsum(const VjpCall &c) {
 struct Entry {
   OpKind kind;
   VjpRule rule; ///< nullptr = no rule (grad throws naming the op)
-  Differentiable operands = Differentiable::All;
+  Differentiable operands;
+  const char *doc; ///< the rule in words (`tessel ops`, docs/ops.md)
 };
 
 constexpr Entry kTable[] = {
-    {OpKind::Constant, vjpNone},  // no operands
-    {OpKind::Iota, vjpNone},      // no operands
-    {OpKind::Neg, vjpNeg},
-    {OpKind::Exp, vjpExp},
-    {OpKind::Log, vjpLog},
-    {OpKind::Sqrt, vjpSqrt},
-    {OpKind::Sin, vjpSin},
-    {OpKind::Cos, vjpCos},
-    {OpKind::Abs, vjpAbs},
-    {OpKind::Sign, vjpNone, Differentiable::None}, // derivative 0 almost everywhere
-    {OpKind::Add, vjpAdd},
-    {OpKind::Sub, vjpSub},
-    {OpKind::Mul, vjpMul},
-    {OpKind::Div, vjpDiv},
-    {OpKind::Maximum, vjpMaximum},
-    {OpKind::Compare, vjpNone, Differentiable::None}, // 0/1 valued: derivative 0
-    {OpKind::Select, vjpSelect, Differentiable::AllButFirst}, // not the predicate
-    {OpKind::ReduceSum, vjpReduceSum},
-    {OpKind::ReduceMax, vjpReduceMax},
-    {OpKind::BroadcastInDim, vjpBroadcastInDim},
-    {OpKind::Reshape, vjpReshape},
-    {OpKind::Transpose, vjpTranspose},
-    {OpKind::Slice, vjpSlice},
-    {OpKind::Pad, vjpPad},
-    {OpKind::DotGeneral, vjpDotGeneral},
-    {OpKind::Einsum, vjpEinsum},
-    {OpKind::Svd, vjpSvd},
-    {OpKind::StopGradient, vjpNone, Differentiable::None}, // AD barrier
+    {OpKind::Constant, vjpNone, Differentiable::All, "none: no operands"},
+    {OpKind::Iota, vjpNone, Differentiable::All, "none: no operands"},
+    {OpKind::Neg, vjpNeg, Differentiable::All, "x̄ = -ȳ"},
+    {OpKind::Exp, vjpExp, Differentiable::All, "x̄ = ȳ·y"},
+    {OpKind::Log, vjpLog, Differentiable::All, "x̄ = ȳ / x"},
+    {OpKind::Sqrt, vjpSqrt, Differentiable::All, "x̄ = ȳ / (2y)"},
+    {OpKind::Sin, vjpSin, Differentiable::All, "x̄ = ȳ·cos x"},
+    {OpKind::Cos, vjpCos, Differentiable::All, "x̄ = -ȳ·sin x"},
+    {OpKind::Abs, vjpAbs, Differentiable::All, "x̄ = ȳ·sign x (0 at x = 0, as JAX)"},
+    {OpKind::Sign, vjpNone, Differentiable::None, "none: the derivative is 0 almost everywhere"},
+    {OpKind::Add, vjpAdd, Differentiable::All, "ā = ȳ, b̄ = ȳ"},
+    {OpKind::Sub, vjpSub, Differentiable::All, "ā = ȳ, b̄ = -ȳ"},
+    {OpKind::Mul, vjpMul, Differentiable::All, "ā = ȳ·b, b̄ = ȳ·a"},
+    {OpKind::Div, vjpDiv, Differentiable::All, "ā = ȳ / b, b̄ = -ā·y"},
+    {OpKind::Maximum, vjpMaximum, Differentiable::All,
+     "ā = ȳ·w, b̄ = ȳ - ā, w = 1 where a > b, 1/2 at ties, 0 where a < b"},
+    {OpKind::Compare, vjpNone, Differentiable::None, "none: 0/1 valued, the derivative is 0"},
+    {OpKind::Select, vjpSelect, Differentiable::AllButFirst,
+     "ā = select(pred, ȳ, 0), b̄ = select(pred, 0, ȳ); nothing to pred"},
+    {OpKind::ReduceSum, vjpReduceSum, Differentiable::All, "x̄ = ȳ broadcast over `axes`"},
+    {OpKind::ReduceMax, vjpReduceMax, Differentiable::All,
+     "x̄ = ȳ at the positions equal to the maximum, split equally among ties"},
+    {OpKind::BroadcastInDim, vjpBroadcastInDim, Differentiable::All,
+     "x̄ = ȳ summed over the repeated dimensions"},
+    {OpKind::Reshape, vjpReshape, Differentiable::All, "x̄ = reshape(ȳ, shape(x))"},
+    {OpKind::Transpose, vjpTranspose, Differentiable::All, "x̄ = transpose(ȳ, perm⁻¹)"},
+    {OpKind::Slice, vjpSlice, Differentiable::All, "x̄ = pad(ȳ, start, shape(x) - limit)"},
+    {OpKind::Pad, vjpPad, Differentiable::All, "x̄ = slice(ȳ, low, low + shape(x))"},
+    {OpKind::DotGeneral, vjpDotGeneral, Differentiable::All,
+     "l̄ = ȳ contracted with r over r's free dimensions, r̄ = l contracted with ȳ over l's "
+     "free dimensions (each transposed back to its operand's order)"},
+    {OpKind::Einsum, vjpEinsum, Differentiable::All,
+     "x̄_i = einsum of ȳ with the other operands to x_i's labels (a diagonal label masked, a "
+     "label summed inside x_i broadcast back)"},
+    {OpKind::Svd, vjpSvd, Differentiable::All,
+     "Ā from Ū, s̄ and V̄t by the thin-SVD rule, each 1/(s_j ∓ s_i) broadened to "
+     "x/(x² + (eps·s_0)²) (docs/trg.md, \"The SVD reverse rule\"); in block form when "
+     "only the leading triplets carry cotangents"},
+    {OpKind::StopGradient, vjpNone, Differentiable::None, "none: an AD barrier"},
 };
 
 static_assert(ir::coversEveryOpInOrder(kTable),
@@ -441,6 +453,9 @@ VjpRule vjpRuleOrThrow(OpKind kind) {
   if (!r) throw Error(std::string("grad: no VJP rule for op '") + ir::opName(kind) + "'");
   return r;
 }
+
+const char *vjpRuleDoc(OpKind kind) { return kTable[static_cast<size_t>(kind)].doc; }
+Differentiable differentiableOperands(OpKind kind) { return kTable[static_cast<size_t>(kind)].operands; }
 
 bool isDifferentiableOperand(OpKind kind, unsigned operandIndex) {
   switch (kTable[static_cast<size_t>(kind)].operands) {

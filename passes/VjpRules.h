@@ -45,8 +45,12 @@ VjpRule vjpRuleOrThrow(ir::OpKind kind);
 /// For tests of the missing-rule error only; not thread-safe.
 VjpRule setVjpRuleForTesting(ir::OpKind kind, VjpRule rule);
 
+/// The VJP rule of `kind` in words (`tessel ops`, docs/ops.md).
+const char *vjpRuleDoc(ir::OpKind kind);
+
 /// Which operands of an op a cotangent flows through (a column of the rule table).
 enum class Differentiable : uint8_t { All, None, AllButFirst };
+Differentiable differentiableOperands(ir::OpKind kind);
 
 /// False for operands through which no cotangent flows: every operand of compare,
 /// sign and stop_gradient, and the predicate of select. (Their derivative is zero

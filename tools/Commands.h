@@ -26,6 +26,7 @@ void addOptCommand(CLI::App &app);       // cmd_opt.cpp
 void addCostCommand(CLI::App &app);      // cmd_cost.cpp
 void addGradcheckCommand(CLI::App &app); // cmd_gradcheck.cpp
 void addTrgCommand(CLI::App &app);       // cmd_trg.cpp
+void addOpsCommand(CLI::App &app);       // cmd_ops.cpp
 
 /// Input formats of a program file.
 enum class InputFormat { Auto, Text, Json };

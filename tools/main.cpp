@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
   addRunCommand(app);
   addBenchCommand(app);
   addTrgCommand(app);
+  addOpsCommand(app);
 
   try {
     app.parse(argc, argv);
