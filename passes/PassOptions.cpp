@@ -21,8 +21,8 @@ std::string PassOptionInfo::valueSyntax() const {
 namespace detail {
 
 bool parseFlag(const std::string &text) {
-  if (text == "true" || text == "1" || text == "on" || text == "yes") return true;
-  if (text == "false" || text == "0" || text == "off" || text == "no") return false;
+  if (text == "true") return true;
+  if (text == "false") return false;
   throw std::invalid_argument("allowed: true, false");
 }
 

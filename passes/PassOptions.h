@@ -14,7 +14,7 @@
 // of a default-constructed struct) and the `--list-passes` entry.
 //
 // Option kinds and their canonical text:
-//   flag      true | false          (also accepted: 1/0, on/off, yes/no)
+//   flag      true | false          (nothing else: --list-passes says so)
 //   integer   decimal, >= a minimum
 //   choice    one of a fixed list of names, printed in declaration order
 //   list      names separated by ';' (blanks around items dropped; "" = empty list)

@@ -58,7 +58,9 @@ void declareGradOptions(PassOptionBinder<GradOptions> &b) {
          "keep the original outputs before the gradients (needed by checkpoint)");
   b.flag("svd-blocks", &GradOptions::svdBlocks,
          "svd reverse rule in block form when only the first r <= k/2 singular triplets "
-         "carry cotangents (k*k*r products instead of k*k*k; false = always the full rule)");
+         "carry cotangents and that saves at least 2^15 multiply-adds (k*k*r products "
+         "instead of k*k*k: so small svds keep the full rule either way); false = always "
+         "the full rule");
 }
 
 bool runGradPass(ir::Program &p, const GradOptions &o, PassStatistics &stats) {

@@ -93,9 +93,13 @@ TEST_CASE("pm: pipeline strings print canonically and round trip") {
   CHECK(p.passes[0].options<GradOptions>().wrt == std::vector<std::string>{"beta"});
   CHECK(p.passes[1].get("policy") == "save-svd");
 
-  // Spacing, boolean spellings, list items and integers are canonicalised.
+  // Spacing, list items and integers are canonicalised; booleans are true or false only,
+  // as --list-passes says.
   Pipeline q = Pipeline::parse(
-      " grad { wrt = a ; b , vjp = 1 , keep-outputs=off } , checkpoint{regions=007} ");
+      " grad { wrt = a ; b , vjp = true , keep-outputs=false } , checkpoint{regions=007} ");
+  for (const char *b : {"1", "0", "yes", "no", "on", "off", "True"})
+    CHECK_THROWS_WITH_AS(Pipeline::parse(std::string("grad{vjp=") + b + "}"),
+                         doctest::Contains("(allowed: true, false)"), Error);
   CHECK(q.str() == "grad{wrt=a;b,vjp=true,keep-outputs=false,svd-blocks=true},"
                    "checkpoint{policy=recompute,regions=7}");
   CHECK(q.passes[0].options<GradOptions>().wrt == std::vector<std::string>{"a", "b"});
