@@ -69,7 +69,8 @@ struct TrgOptions {
   /// Residual policy of the backward programs (docs/trg.md §6).
   passes::RematPolicy checkpoint = passes::RematPolicy::Store;
   /// Contraction order of the plaquette einsum (used by the default pipeline). Pairwise
-  /// (docs/trg.md §2.6, O(D²χ⁴)) is ~7x cheaper than chain for 16 -> 16 and equals optimal.
+  /// (docs/trg.md §2.6, O(D²χ⁴)) costs 1.8x fewer flops than chain for 16 -> 16 (37.7M vs
+  /// 69.2M, `tessel cost`) with a 16x smaller largest intermediate, and equals optimal.
   passes::OrderStrategy order = passes::OrderStrategy::Pairwise;
   /// Engine width (threads).
   int width = 1;
