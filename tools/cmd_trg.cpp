@@ -448,21 +448,21 @@ void runTrg(TrgArgs &a) {
     }
 
     std::cout << "beta = " << fmt("%.10g", beta) << "\n";
-    std::cout << "  lnZ/N             " << fmt("%.15f", rv.lnZ) << "  exact "
-              << fmt("%.15f", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ) << "\n";
+    std::cout << "  lnZ/N             " << fmt("%.15g", rv.lnZ) << "  exact "
+              << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ) << "\n";
     if (d1) {
-      std::cout << "  d(lnZ/N)/dbeta    " << fmt("%.15f", *d1);
-      if (exD1) std::cout << "  exact " << fmt("%.15f", *exD1) << "  err " << errStr(*d1, *exD1);
-      std::cout << "\n  energy per site   " << fmt("%.15f", -*d1);
-      if (exD1) std::cout << "  exact " << fmt("%.15f", -*exD1) << "  err " << errStr(-*d1, -*exD1);
+      std::cout << "  d(lnZ/N)/dbeta    " << fmt("%.15g", *d1);
+      if (exD1) std::cout << "  exact " << fmt("%.15g", *exD1) << "  err " << errStr(*d1, *exD1);
+      std::cout << "\n  energy per site   " << fmt("%.15g", -*d1);
+      if (exD1) std::cout << "  exact " << fmt("%.15g", -*exD1) << "  err " << errStr(-*d1, -*exD1);
       std::cout << "\n";
     }
     if (d2) {
-      std::cout << "  d2(lnZ/N)/dbeta2  " << fmt("%.12f", *d2);
-      if (exD2) std::cout << "  exact " << fmt("%.12f", *exD2) << "  err " << errStr(*d2, *exD2);
+      std::cout << "  d2(lnZ/N)/dbeta2  " << fmt("%.15g", *d2);
+      if (exD2) std::cout << "  exact " << fmt("%.15g", *exD2) << "  err " << errStr(*d2, *exD2);
       double c = beta * beta * *d2;
-      std::cout << "\n  specific heat     " << fmt("%.12f", c);
-      if (exC) std::cout << "  exact " << fmt("%.12f", *exC) << "  err " << errStr(c, *exC);
+      std::cout << "\n  specific heat     " << fmt("%.15g", c);
+      if (exC) std::cout << "  exact " << fmt("%.15g", *exC) << "  err " << errStr(c, *exC);
       std::cout << "\n";
     }
     std::cout << "  run value         " << statsText(tv) << "\n";
