@@ -355,6 +355,8 @@ void runTrg(TrgArgs &a) {
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
               << ", width = " << opts.width << "\n";
+    std::cout << "  lattice    " << fmt("%.15g", std::ldexp(1.0, opts.steps)) << " sites (2^" << opts.steps
+              << ", periodic); exact = Onsager's infinite lattice\n";
     std::cout << "  ranks      " << ranksStr(drv.ranks());
     if (probeMs >= 0)
       std::cout << " (from the singular values > " << opts.rankTol << " at beta = " << betas[0]
@@ -413,6 +415,7 @@ void runTrg(TrgArgs &a) {
       j["beta"] = beta;
       j["chi"] = opts.chi;
       j["steps"] = opts.steps;
+      j["sites"] = std::ldexp(1.0, opts.steps);
       j["mode"] = frontend::trgModeName(opts.mode);
       j["checkpoint"] = a.checkpoint;
       j["order"] = a.order;
