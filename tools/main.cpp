@@ -6,11 +6,50 @@
 #include <CLI/CLI.hpp>
 
 #include "ir/Diagnostics.h"
+#include "llvm/ADT/StringRef.h"
 #include "tools/Commands.h"
 
 #ifndef TESSEL_VERSION
 #define TESSEL_VERSION "0.0.0"
 #endif
+
+namespace {
+
+/// The flag of `cmd` (or of the app) closest to `arg`, within an edit distance of 2.
+std::string closestFlag(const CLI::App &cmd, const std::string &arg) {
+  std::string best;
+  unsigned bestDist = 3;
+  for (const CLI::Option *o : cmd.get_options())
+    for (const std::string &name : o->get_lnames()) {
+      unsigned d = llvm::StringRef("--" + name).edit_distance(arg, true, bestDist);
+      if (d < bestDist) {
+        bestDist = d;
+        best = "--" + name;
+      }
+    }
+  return best;
+}
+
+/// A command-line error in tessel's form: "error: " first, then CLI11's message, a
+/// suggestion for a mistyped flag, and where help is.
+int reportUsageError(const CLI::App &app, const CLI::ParseError &e) {
+  const CLI::App *cmd = &app;
+  for (const CLI::App *sub : app.get_subcommands()) cmd = sub;
+  std::string msg = e.what();
+  if (dynamic_cast<const CLI::ExtrasError *>(&e)) {
+    for (const std::string &extra : cmd->remaining()) {
+      if (!llvm::StringRef(extra).startswith("-")) continue;
+      std::string best = closestFlag(*cmd, extra.substr(0, extra.find('=')));
+      if (!best.empty()) msg += "; did you mean '" + best + "'?";
+      break;
+    }
+  }
+  std::cerr << "error: " << msg << "\nRun 'tessel" << (cmd == &app ? "" : " " + cmd->get_name())
+            << " --help' for the options.\n";
+  return 1;
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"tessel: a computation-graph compiler for differentiable tensor-network "
@@ -37,9 +76,9 @@ int main(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    // --help and --version exit 0; bad flags exit 1 with CLI11's message.
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 1;
+    // --help and --version exit 0; bad flags exit 1 with CLI11's message after "error: ".
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return reportUsageError(app, e);
   } catch (const tessel::Error &e) {
     std::cout.flush();
     std::cerr << e.what() << (std::string(e.what()).ends_with('\n') ? "" : "\n");
