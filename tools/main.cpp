@@ -8,6 +8,20 @@
 #include "ir/Diagnostics.h"
 #include "tools/Commands.h"
 
+namespace {
+
+/// A user error reads `error: ...`, or `<where>: error: ...` when it points into a file
+/// (`step.tir:3:8: error:`, `step.json: /ops/2: error:`). Libraries throw some errors
+/// with a plain message (a builder's shape error, a pass's complaint); the driver puts
+/// the tag in front of those, so that every user error is found the same way.
+std::string withErrorTag(const std::string &msg) {
+  const std::string first = msg.substr(0, msg.find('\n'));
+  if (first.starts_with("error: ") || first.find(": error: ") != std::string::npos) return msg;
+  return "error: " + msg;
+}
+
+} // namespace
+
 #ifndef TESSEL_VERSION
 #define TESSEL_VERSION "0.0.0"
 #endif
@@ -20,6 +34,11 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", std::string("tessel ") + TESSEL_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);
+  // CLI11's messages for a bad flag ("The following argument was not expected: --x")
+  // carry the same tag as every other user error.
+  app.failure_message([](const CLI::App *a, const CLI::Error &e) {
+    return "error: " + CLI::FailureMessage::simple(a, e);
+  });
 
   using namespace tessel::tools;
   addEmitCommand(app);
@@ -41,7 +60,8 @@ int main(int argc, char **argv) {
     return rc == 0 ? 0 : 1;
   } catch (const tessel::Error &e) {
     std::cout.flush();
-    std::cerr << e.what() << (std::string(e.what()).ends_with('\n') ? "" : "\n");
+    const std::string msg = withErrorTag(e.what());
+    std::cerr << msg << (msg.ends_with('\n') ? "" : "\n");
     return 1;
   } catch (const std::exception &e) {
     std::cout.flush();

@@ -9,6 +9,9 @@ requires all of:
     place: `file:line:col: error:` for the text parser, `file: /json/pointer: error:`
     or `file:line:col:` for the JSON reader, `input %name: file.npy:` for .npy inputs;
     or, for a case whose expectation is Exact(text), stderr equal to that text;
+  * every line of stderr starting `error: ` or `<where>: error: ` (the first line), and
+    at most MAX_STDERR bytes of it, whatever the size of the input (a diagnostic quotes a
+    window of a long line and clips a long name);
   * no sanitizer report and no "internal error" on stderr (under the asan preset a
     leak makes LeakSanitizer change the exit status, which fails the first check);
   * completion within TIMEOUT seconds (a hang fails);
@@ -32,6 +35,8 @@ import tempfile
 
 TIMEOUT = 30
 MEM_LIMIT = 4 << 30
+MAX_STDERR = 1024
+ERROR_TAG = re.compile(r"^(error: |[^\n]*?: error: )")
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 
 FORBIDDEN = re.compile(r"internal error|AddressSanitizer|LeakSanitizer|runtime error:|"
@@ -402,7 +407,52 @@ CASES = [
          {"big.tir": tir("  return %x\n", "%x: f64[1000000,1000000]")}),
     Case("cli-inline-rank9", "cli", "an inline input nested 9 deep",
          ["run", "prog.tir", "--input", "x=[[[[[[[[[1]]]]]]]]]"],
-         r"error: input %x: nested list of rank 9 exceeds 8", {"prog.tir": NEG23}),
+         Exact("error: input %x: nested list deeper than 8 levels (the maximum rank is 8)"),
+         {"prog.tir": NEG23}),
+    Case("cli-inline-deep-ragged", "cli", "an inline input [1, <60,000 nested lists>] (no deep walk or dump)",
+         ["run", "prog.tir", "--input", "x=[1," + "[" * 60000 + "]" * 60000 + "]"],
+         Exact("error: input %x: nested list deeper than 8 levels (the maximum rank is 8)"), {"prog.tir": NEG23}),
+    Case("cli-gradcheck-inline-deep", "cli", "a gradcheck inline input nested 60,000 deep",
+         ["gradcheck", "prog.tir", "--input", "x=" + "[" * 60000 + "1" + "]" * 60000],
+         Exact("error: --input x: nested list deeper than 8 levels (the maximum rank is 8)"), {"prog.tir": NEG23}),
+    Case("cli-gradcheck-eps-negative", "cli", "gradcheck --eps=-1e-20 (CLI11 printed the range of double)",
+         ["gradcheck", "prog.tir", "--eps=-1e-20"],
+         Exact("error: --eps: must be > 0, got -1e-20\nRun with --help for more information."), {"prog.tir": NEG23}),
+    Case("cli-pass-list-comma", "cli", "grad{wrt=x0,x1}: a list inside one option value uses ';'",
+         ["opt", "prog.tir", "--passes=grad{wrt=x0,x1}"],
+         Exact("error: --passes: pass 'grad' has no option 'x1' (options: wrt, vjp, keep-outputs, svd-blocks); "
+               "',' separates options, the items of a list inside one option value are separated by ';', "
+               "as in grad{wrt=x0;x1}"),
+         {"prog.tir": tir("  %y = mul %x0, %x1 : f64[]\n  return %y\n", "%x0: f64[], %x1: f64[]")}),
+
+    # --- tessel trg and emit --------------------------------------------------------
+    Case("trg-beta-range-huge", "trg", "a sweep of 10^12 beta values (filled memory, then bad_alloc)",
+         ["trg", "--beta-range", "0.1:0.2:1000000000000"],
+         Exact("error: --beta-range: N = 1000000000000 beta values is more than 100000 (each value is a "
+               "full TRG run; split the sweep into several calls)")),
+    Case("trg-beta-subnormal", "trg", "--beta 1e-320 is a number (was 'is not a number')",
+         ["trg", "--beta", "1e-320", "--chi", "4", "--steps", "2", "--repeat", "0"],
+         Exact("error: trg: step 1 (2->2, beta = 1e-320): the smallest kept singular value sa[1] = 0 of Ma "
+               "is <= tol = 1e-12; it is an exact zero and its derivative would be infinite. Keep fewer "
+               "singular values in this step with --ranks (D' < 2), or --ranks auto")),
+    Case("trg-beta-underflow", "trg", "--beta 1e-400 reads as 0",
+         ["trg", "--beta", "1e-400"],
+         Exact("error: --beta: '1e-400' is out of the range of f64 (it would read as 0)")),
+    Case("trg-ranks-zero", "trg", "a rank 0 in --ranks (lacked 'error:')",
+         ["trg", "--ranks", "0,4", "--steps", "2", "--chi", "4", "--repeat", "0"],
+         Exact("error: --ranks: rank 0 of step 1 is out of range: D = 2 allows D' in [1, 4] (min(D^2, chi = 4))")),
+    Case("emit-huge-step", "trg", "emit trg-step --din 100000 (a builder shape error, lacked 'error:')",
+         ["emit", "trg-step", "--din", "100000", "--dout", "4"],
+         Exact("error: emit trg-step: input %T: type f64[100000,100000,100000,100000] is too large: its byte "
+               "size overflows 64 bits")),
+    Case("emit-din-square-overflow", "trg", "emit trg-step --din 4e9 (din^2 overflows int64)",
+         ["emit", "trg-step", "--din", "4000000000", "--dout", "4"],
+         Exact("error: emit trg-step: input %T: type f64[4000000000,4000000000,4000000000,4000000000] is too "
+               "large: its byte size overflows 64 bits")),
+    Case("emit-trg-chi-max", "trg", "emit trg with chi = 2^63 - 1 (rank squares saturate)",
+         ["emit", "trg", "--chi", "9223372036854775807", "--steps", "30"],
+         Exact("error: emit trg: einsum: result shape [65536, 65536, 65536, 65536] is too large: its byte size "
+               "overflows 64 bits (at trg 256->65536: plaquette einsum)")),
     Case("cli-inline-overflow", "cli", "an inline input 1e999 (would be inf)",
          ["run", "prog.tir", "--input", "x=[[1,2,3],[4,5,1e999]]"],
          r"error: input %x: .*1e999.* is neither valid inline JSON", {"prog.tir": NEG23}),
@@ -416,7 +466,7 @@ CASES = [
          ["run", "prog.tir", "--input", "x=[[1,2,3],[4,5,6]]", "--output-dir", "afile/out"],
          r"error: .*afile/out", {"prog.tir": NEG23, "afile": "not a directory"}),
     Case("cli-unknown-flag", "cli", "a flag that does not exist",
-         ["verify", "--bogus", "prog.tir"], r"The following argument was not expected: --bogus",
+         ["verify", "--bogus", "prog.tir"], r"^error: The following argument was not expected: --bogus",
          {"prog.tir": NEG23}),
     Case("cli-check-nan-sqrt", "cli", "--check-nan on sqrt of a negative input",
          ["run", "prog.tir", "--input", "x=[[1,4,-9],[16,25,36]]", "--check-nan"],
@@ -475,6 +525,11 @@ def run_case(tessel, case, limit_memory, verbose):
                 problems.append("stderr is not exactly:\n    " + case.expect.replace("\n", "\n    "))
         elif not re.search(case.expect, err):
             problems.append("stderr does not match /%s/" % case.expect)
+        if not ERROR_TAG.match(err):
+            problems.append("stderr does not start with 'error: ' or '<where>: error: '")
+        if len(p.stderr) > MAX_STDERR:
+            problems.append("stderr has %d bytes (at most %d: a diagnostic stays readable)" % (
+                len(p.stderr), MAX_STDERR))
         if problems or verbose:
             return "; ".join(problems) + "\n    stderr: " + err[:1500].replace("\n", "\n            ") \
                 if problems else ("ok\n    " + err[:600].replace("\n", "\n    "))
