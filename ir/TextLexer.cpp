@@ -370,9 +370,10 @@ Tensor Lexer::parseDense(const std::string &what) {
     advance();
     if (isIdent("elements"))
       fail(first.off, "cannot read an elided constant (" + what +
-                          "): it was printed as a summary 'dense<N elements, ...>'; print "
-                          "the program in full (tessel dump without --elide-constants) to "
-                          "get a parsable file");
+                          "): it was printed as a summary 'dense<N elements, ...>' (verify, "
+                          "opt and dump summarise large constants on a terminal, or with "
+                          "--elide-constants N); write the program with -o FILE or "
+                          "--elide-constants 0 to get a parsable file");
   }
   pos_ = saveTokPos;
   tok_ = saveTok;

@@ -67,4 +67,17 @@ CLI::Validator nonNegative(bool strict = false);
 /// levels ..." otherwise; checked before the value is parsed and walked.
 void checkInlineNesting(const std::string &value, const std::string &who);
 
+/// --elide-constants N of the commands that print a program as text (verify, opt, dump).
+/// A summarised constant does not read back, so by default only text a person reads is
+/// summarised: stdout on a terminal gets ir::kElideConstantsForReading, a file (-o, or
+/// stdout redirected) or a pipe gets every constant in full. The flag, when given,
+/// applies wherever the text goes (0 = always in full).
+struct ConstantElisionFlag {
+  int64_t above = -1; ///< -1: not given
+  void addTo(CLI::App &cmd);
+  /// ir::PrintOptions::elideConstantsAbove for text written to `outputPath` ("-" or
+  /// empty = stdout).
+  int64_t forOutput(const std::string &outputPath) const;
+};
+
 } // namespace tessel::tools

@@ -6,9 +6,11 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 #include "ir/Json.h"
 #include "ir/Parser.h"
+#include "ir/Printer.h"
 #include "ir/TextUtil.h"
 #include "tools/Commands.h"
 
@@ -119,6 +121,22 @@ void checkInlineNesting(const std::string &value, const std::string &who) {
   if (ir::text::findJsonNestingBeyond(value, ir::kMaxRank))
     throw Error(who + ": nested list deeper than " + std::to_string(ir::kMaxRank) +
                 " levels (the maximum rank is " + std::to_string(ir::kMaxRank) + ")");
+}
+
+void ConstantElisionFlag::addTo(CLI::App &cmd) {
+  cmd.add_option("--elide-constants", above,
+                 "text: print constants with more than N elements as a one-line summary "
+                 "'dense<N elements, min A, max B, sum S> : f64[...]', which does not read back; "
+                 "0 = print every constant in full. Default: " +
+                     std::to_string(ir::kElideConstantsForReading) +
+                     " when stdout is a terminal, 0 (exact) for -o FILE, a redirect or a pipe")
+      ->check(nonNegative());
+}
+
+int64_t ConstantElisionFlag::forOutput(const std::string &outputPath) const {
+  if (above >= 0) return above;
+  bool toTerminal = (outputPath.empty() || outputPath == "-") && isatty(STDOUT_FILENO);
+  return toTerminal ? ir::kElideConstantsForReading : 0;
 }
 
 } // namespace tessel::tools

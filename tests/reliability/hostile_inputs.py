@@ -418,6 +418,10 @@ CASES = [
     Case("cli-gradcheck-eps-negative", "cli", "gradcheck --eps=-1e-20 (CLI11 printed the range of double)",
          ["gradcheck", "prog.tir", "--eps=-1e-20"],
          Exact("error: --eps: must be > 0, got -1e-20\nRun with --help for more information."), {"prog.tir": NEG23}),
+    Case("cli-elide-constants-negative", "cli", "verify --elide-constants=-1",
+         ["verify", "prog.tir", "--elide-constants=-1"],
+         Exact("error: --elide-constants: must be >= 0, got -1\nRun with --help for more information."),
+         {"prog.tir": NEG23}),
     Case("cli-pass-list-comma", "cli", "grad{wrt=x0,x1}: a list inside one option value uses ';'",
          ["opt", "prog.tir", "--passes=grad{wrt=x0,x1}"],
          Exact("error: --passes: pass 'grad' has no option 'x1' (options: wrt, vjp, keep-outputs, svd-blocks); "
