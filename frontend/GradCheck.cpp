@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "passes/Grad.h"
 #include "runtime/Runtime.h"
 
@@ -105,19 +106,19 @@ GradCheckEntry checkOnce(const Program &p, const std::vector<Tensor> &point,
 GradCheckResult gradCheck(const Program &p, const std::vector<Tensor> &point,
                           const GradCheckOptions &opts) {
   if (opts.order != 1 && opts.order != 2)
-    throw Error("gradcheck: order must be 1 or 2, got " + std::to_string(opts.order));
+    throw Error("error: gradcheck: order must be 1 or 2, got " + std::to_string(opts.order));
   if (!(opts.eps > 0) || !std::isfinite(opts.eps))
-    throw Error("gradcheck: eps (the finite-difference step) must be > 0, got " +
-                std::to_string(opts.eps));
+    throw Error("error: gradcheck: eps (the finite-difference step) must be > 0, got " +
+                ir::text::formatDouble(opts.eps));
   if (opts.stencil != 3 && opts.stencil != 5)
-    throw Error("gradcheck: stencil must be 3 or 5 points, got " + std::to_string(opts.stencil));
+    throw Error("error: gradcheck: stencil must be 3 or 5 points, got " + std::to_string(opts.stencil));
   if (point.size() != p.inputs.size())
-    throw Error("gradcheck: program @" + p.name + " has " + std::to_string(p.inputs.size()) +
+    throw Error("error: gradcheck: program @" + p.name + " has " + std::to_string(p.inputs.size()) +
                 " inputs but " + std::to_string(point.size()) + " values were given");
   for (size_t i = 0; i < point.size(); ++i)
     if (point[i].type != p.type(p.inputs[i]) ||
         point[i].data.size() != static_cast<size_t>(point[i].type.numel()))
-      throw Error("gradcheck: input '%" + p.value(p.inputs[i]).name + "' has type " +
+      throw Error("error: gradcheck: input '%" + p.value(p.inputs[i]).name + "' has type " +
                   p.type(p.inputs[i]).str() + " but the given value is " + point[i].type.str());
 
   // Resolve wrt to explicit names (the first-order program has extra ct_ inputs).
@@ -126,7 +127,7 @@ GradCheckResult gradCheck(const Program &p, const std::vector<Tensor> &point,
     for (ir::ValueId in : p.inputs) wrt.push_back(p.value(in).name);
   for (const std::string &n : wrt)
     if (p.inputIndex(n) < 0)
-      throw Error("gradcheck: --wrt: program @" + p.name + " has no input named '%" + n + "'");
+      throw Error("error: gradcheck: --wrt: program @" + p.name + " has no input named '%" + n + "'");
 
   std::mt19937_64 rng(opts.seed);
   GradCheckResult r;

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 
 namespace tessel::frontend {
 namespace {
@@ -263,7 +264,11 @@ Tracer::Tracer(std::string programName)
 }
 
 Tensor Tracer::input(const std::string &name, llvm::ArrayRef<int64_t> shape) {
-  return Tensor(b_, p_->addInput(name, ir::Type(shape)));
+  ir::Type t(shape);
+  if (!ir::text::checkedNumel(shape))
+    throw ShapeError("input %" + name + ": type " + t.str() +
+                     " is too large: its byte size overflows 64 bits");
+  return Tensor(b_, p_->addInput(name, t));
 }
 
 void Tracer::output(const Tensor &t, const std::string &name) {

@@ -145,7 +145,8 @@ public:
   Tracer(const Tracer &) = delete;
   Tracer &operator=(const Tracer &) = delete;
 
-  /// Declares a named input of shape `shape` (f64).
+  /// Declares a named input of shape `shape` (f64). Throws ShapeError when the shape's
+  /// byte size overflows int64 (as the readers refuse such a declared type).
   Tensor input(const std::string &name, llvm::ArrayRef<int64_t> shape);
   /// Marks `t` as an output; names it when `name` is not empty.
   void output(const Tensor &t, const std::string &name = {});

@@ -202,12 +202,17 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   return tr.take();
 }
 
+int64_t squareSaturated(int64_t d) {
+  int64_t sq = 0;
+  return __builtin_mul_overflow(d, d, &sq) ? INT64_MAX : sq;
+}
+
 std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps) {
   std::vector<int64_t> r;
   int64_t Dprev = 0, D = 2; // Dprev: input dimension of the previous step
   for (int n = 0; n < steps; ++n) {
-    int64_t bound = n == 0 ? 2 : Dprev * Dprev;
-    int64_t Dn = std::min({D * D, chi, bound});
+    int64_t bound = n == 0 ? 2 : squareSaturated(Dprev);
+    int64_t Dn = std::min({squareSaturated(D), chi, bound});
     r.push_back(Dn);
     Dprev = D;
     D = Dn;
@@ -216,12 +221,12 @@ std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps) {
 }
 
 void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi) {
-  if (ranks.empty()) throw Error("trg: the rank schedule is empty (steps must be >= 1)");
+  if (ranks.empty()) throw Error("error: --ranks: the rank schedule is empty (steps must be >= 1)");
   int64_t D = 2;
   for (size_t n = 0; n < ranks.size(); ++n) {
-    int64_t hi = std::min(D * D, chi);
+    int64_t hi = std::min(squareSaturated(D), chi);
     if (ranks[n] < 1 || ranks[n] > hi)
-      throw Error("trg: rank " + std::to_string(ranks[n]) + " of step " + std::to_string(n + 1) +
+      throw Error("error: --ranks: rank " + std::to_string(ranks[n]) + " of step " + std::to_string(n + 1) +
                   " is out of range: D = " + std::to_string(D) + " allows D' in [1, " +
                   std::to_string(hi) + "] (min(D^2, chi = " + std::to_string(chi) + "))");
     D = ranks[n];

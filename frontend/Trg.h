@@ -91,8 +91,13 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
 /// the driver still checks at run time that every kept singular value is > tol.
 std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps);
 
+/// d², or INT64_MAX when it overflows (a χ or a rank schedule may be any int64; the
+/// bound it gives is then never the one that applies).
+int64_t squareSaturated(int64_t d);
+
 /// Checks a schedule: every ranks[n] in [1, min(D_n², χ)] (D_0 = 2), steps ≥ 1.
-/// Throws tessel::Error naming the step and the allowed range.
+/// Throws tessel::Error naming the step and the allowed range, as an error of the flag
+/// the schedule comes from (--ranks of `tessel trg` and `tessel emit trg`).
 void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi);
 
 /// "trg_step_16_16" — the name of the step-class program D -> D'.

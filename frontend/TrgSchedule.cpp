@@ -75,7 +75,7 @@ std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double 
   std::vector<int64_t> ranks;
   int64_t D = 2;
   for (int n = 0; n < steps; ++n) {
-    int64_t Dmax = std::min(D * D, chi);
+    int64_t Dmax = std::min(squareSaturated(D), chi);
     auto out = runStep(T, D, Dmax);
     int64_t keep = Dmax;
     for (int k : {2, 3}) {

@@ -58,7 +58,8 @@ private:
 };
 
 /// Formats `file:line:col: error: msg\n<source line>\n<spaces>^` (clang/MLIR style).
-/// `sourceLine` is the text of the offending line without its newline.
+/// `sourceLine` is the text of the offending line without its newline; a line longer
+/// than 160 bytes is shown as a 120-byte window around the caret, "..." marking each cut.
 std::string formatDiagnostic(const SourcePos &pos, const std::string &msg,
                              const std::string &sourceLine);
 

@@ -26,7 +26,9 @@
 // "<file>: <JSON pointer>: error: <message>", the pointer naming the part of the op
 // (an attribute, the operands, a result's type) the problem is about. Syntax errors from
 // nlohmann-json are reported as "<file>:<line>:<col>: error: invalid JSON: ..." with
-// the source line and a caret.
+// the source line and a caret. Arrays and objects nest at most kMaxJsonDepth deep,
+// checked while parsing (nlohmann's parser does not recurse; writing a value out for a
+// message does), and a value a message quotes is clipped.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Json.h"
@@ -83,10 +85,18 @@ public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
 
   [[noreturn]] void fail(const std::string &ptr, const std::string &msg) const {
-    throw Error(file_ + ": " + (ptr.empty() ? "/" : ptr) + ": error: " + msg);
+    throw Error(file_ + ": " + (ptr.empty() ? "/" : text::clipForMessage(ptr, 200)) +
+                ": error: " + msg);
   }
 
   static const char *typeName(const ojson &j) { return j.type_name(); }
+  /// A JSON value as a message quotes it: its JSON text, clipped (the parse bounded the
+  /// nesting, so writing it out recurses at most kMaxJsonDepth deep).
+  static std::string shown(const ojson &j) {
+    return text::clipForMessage(j.dump(-1, ' ', false, ojson::error_handler_t::replace));
+  }
+  /// A name or key from the file as a message quotes it.
+  static std::string shown(const std::string &name) { return text::clipForMessage(name); }
 
   const ojson &field(const ojson &obj, const std::string &ptr, const char *key) {
     auto it = obj.find(key);
@@ -107,11 +117,11 @@ public:
   }
   /// An integer that fits int64; `what` names it in messages.
   int64_t intAt(const ojson &j, const std::string &ptr, const std::string &what) {
-    if (!j.is_number_integer()) fail(ptr, what + " must be an integer, got " + j.dump());
+    if (!j.is_number_integer()) fail(ptr, what + " must be an integer, got " + shown(j));
     if (!j.is_number_unsigned()) return j.get<int64_t>();
     uint64_t u = j.get<uint64_t>();
     if (u > static_cast<uint64_t>(INT64_MAX))
-      fail(ptr, "integer literal " + j.dump() + " is out of the range of a 64-bit integer");
+      fail(ptr, "integer literal " + shown(j) + " is out of the range of a 64-bit integer");
     return static_cast<int64_t>(u);
   }
   Type typeAt(const ojson &j, const std::string &ptr) {
@@ -119,7 +129,7 @@ public:
     try {
       return text::parseTypePlain(s);
     } catch (const Error &e) {
-      fail(ptr, "bad type \"" + s + "\": " + e.what());
+      fail(ptr, "bad type \"" + shown(s) + "\": " + e.what());
     }
   }
   /// A number or "nan", "inf", "-inf" (how non-finite numbers are written); nullopt
@@ -138,17 +148,17 @@ public:
   double elementAt(const ojson &j, const std::string &ptr) {
     if (std::optional<double> x = numberAt(j)) return *x;
     fail(ptr, std::string("expected a number (or \"nan\", \"inf\", \"-inf\"), got ") +
-                  (j.is_string() ? "\"" + j.get<std::string>() + "\"" : typeName(j)));
+                  (j.is_string() ? shown(j) : typeName(j)));
   }
 
   /// A JSON value in the words checkOp uses for an attribute value (ir/OpCheck.h).
   static std::string describeValue(const ojson &j) {
-    if (j.is_number_integer()) return "the integer " + j.dump();
-    if (j.is_number_float()) return "the float " + j.dump();
+    if (j.is_number_integer()) return "the integer " + shown(j);
+    if (j.is_number_float()) return "the float " + shown(j);
     if (j.is_string()) return "a string";
     if (j.is_array()) return "a list";
     if (j.is_object()) return "an object";
-    return j.dump(); // true, false, null
+    return shown(j); // true, false, null
   }
 
   /// The value of attribute `spec` of an op of `kind`, read as its kind says. nan and
@@ -190,7 +200,7 @@ public:
                                 " elements, but data has " + std::to_string(data.size()));
       for (auto it = j.begin(); it != j.end(); ++it)
         if (it.key() != "type" && it.key() != "data")
-          fail(ptr + "/" + it.key(), "unknown field \"" + it.key() + "\" in a tensor");
+          fail(ptr + "/" + escapePtr(it.key()), "unknown field \"" + shown(it.key()) + "\" in a tensor");
       std::vector<double> v;
       v.reserve(data.size());
       for (size_t i = 0; i < data.size(); ++i)
@@ -214,12 +224,12 @@ public:
   ValueId use(const ojson &j, const std::string &ptr) {
     std::string name = stringAt(j, ptr);
     auto it = defs_.find(name);
-    if (it == defs_.end()) fail(ptr, "undefined value %" + name);
+    if (it == defs_.end()) fail(ptr, "undefined value %" + shown(name));
     return it->second;
   }
   void define(const std::string &name, const std::string &ptr) {
     if (name.empty()) fail(ptr, "empty value name");
-    if (defs_.count(name)) fail(ptr, "redefinition of value %" + name);
+    if (defs_.count(name)) fail(ptr, "redefinition of value %" + shown(name));
   }
 
   void checkKeys(const ojson &obj, const std::string &ptr,
@@ -227,7 +237,7 @@ public:
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       bool ok = false;
       for (const char *a : allowed) ok = ok || it.key() == a;
-      if (!ok) fail(ptr + "/" + escapePtr(it.key()), "unknown field \"" + it.key() + "\"");
+      if (!ok) fail(ptr + "/" + escapePtr(it.key()), "unknown field \"" + shown(it.key()) + "\"");
     }
   }
 
@@ -236,10 +246,10 @@ public:
     checkKeys(root, "", {"version", "kind", "name", "inputs", "ops", "outputs", "grad"});
     const ojson &kind = field(root, "", "kind");
     if (!kind.is_string() || kind.get<std::string>() != "tessel.program")
-      fail("/kind", "expected \"tessel.program\", got " + kind.dump());
+      fail("/kind", "expected \"tessel.program\", got " + shown(kind));
     const ojson &version = field(root, "", "version");
     if (!version.is_number_integer() || version.get<int64_t>() != kJsonVersion)
-      fail("/version", "unsupported version " + version.dump() + " (this tessel reads version " +
+      fail("/version", "unsupported version " + shown(version) + " (this tessel reads version " +
                            std::to_string(kJsonVersion) + ")");
     Program p;
     p.name = stringAt(field(root, "", "name"), "/name");
@@ -252,7 +262,7 @@ public:
       std::string name = stringAt(field(in, ptr, "name"), ptr + "/name");
       define(name, ptr + "/name");
       if (isAnonymousName(name))
-        fail(ptr + "/name", "program input needs a name that is not a number, got \"" + name + "\"");
+        fail(ptr + "/name", "program input needs a name that is not a number, got \"" + shown(name) + "\"");
       Type t = typeAt(field(in, ptr, "type"), ptr + "/type");
       defs_[name] = p.addInput(name, t);
     }
@@ -284,7 +294,7 @@ public:
     auto count = [&](const char *k) -> size_t {
       const ojson &v = field(j, ptr, k);
       if (!v.is_number_integer() || v.get<int64_t>() < 0)
-        fail(ptr + "/" + k, std::string("'") + k + "' must be a non-negative integer, got " + v.dump());
+        fail(ptr + "/" + k, std::string("'") + k + "' must be a non-negative integer, got " + shown(v));
       return static_cast<size_t>(v.get<int64_t>());
     };
     GradSignature g;
@@ -303,7 +313,7 @@ public:
     checkKeys(j, ptr, {"op", "operands", "results", "attrs", "remat", "loc"});
     std::string name = stringAt(field(j, ptr, "op"), ptr + "/op");
     std::optional<OpKind> kind = opKindByName(name);
-    if (!kind) fail(ptr + "/op", "unknown op '" + name + "'");
+    if (!kind) fail(ptr + "/op", "unknown op '" + shown(name) + "'");
 
     const ojson &operandsJ = arrayAt(field(j, ptr, "operands"), ptr + "/operands");
     llvm::SmallVector<ValueId, 4> operands;
@@ -322,7 +332,7 @@ public:
       std::string rn = stringAt(field(r, rp, "name"), rp + "/name");
       define(rn, rp + "/name");
       for (const std::string &prev : resultNames)
-        if (prev == rn) fail(rp + "/name", "value %" + rn + " is defined twice by the same op");
+        if (prev == rn) fail(rp + "/name", "value %" + shown(rn) + " is defined twice by the same op");
       resultNames.push_back(rn);
       types.push_back(typeAt(field(r, rp, "type"), rp + "/type"));
     }
@@ -400,6 +410,15 @@ SourcePos offsetToPos(const std::string &text, size_t off, const std::string &fi
   return p;
 }
 
+/// Throws the ParseError `file:line:col: error: msg`, with the source line and a caret,
+/// for byte offset `off` of `text`.
+[[noreturn]] void failAt(const std::string &text, const std::string &file, size_t off,
+                         const std::string &msg) {
+  std::string line;
+  SourcePos pos = offsetToPos(text, off, file, line);
+  throw ParseError(formatDiagnostic(pos, msg, line), pos);
+}
+
 } // namespace
 
 std::string programToJson(const Program &p, int indent) {
@@ -465,14 +484,24 @@ struct DuplicateKey {
   std::string pointer, key;
 };
 
-/// nlohmann-json keeps the last of duplicate keys silently; a program file with two
-/// "eps" attributes or two "ops" arrays is ambiguous, so the reader rejects it (as the
-/// text parser rejects a duplicate attribute). Tracks the JSON pointer of the object
-/// being read to name it.
-class DuplicateKeyCheck {
+/// Thrown by the parse callback for an array or object nested deeper than kMaxJsonDepth.
+struct TooDeep {};
+
+/// What the reader checks while nlohmann-json parses (its parser is iterative, so it
+/// reads any nesting without recursing; writing a value out, copying or comparing it
+/// recurses):
+///   * nesting at most kMaxJsonDepth deep, so that nothing done with the parsed value
+///     later (a message quoting it) can overflow the stack;
+///   * no duplicate keys: nlohmann-json keeps the last of them silently, and a program
+///     file with two "eps" attributes or two "ops" arrays is ambiguous, so the reader
+///     rejects it (as the text parser rejects a duplicate attribute). Tracks the JSON
+///     pointer of the object being read to name it.
+class ParseChecks {
 public:
-  bool operator()(int, ojson::parse_event_t ev, ojson &parsed) {
+  bool operator()(int depth, ojson::parse_event_t ev, ojson &parsed) {
     using E = ojson::parse_event_t;
+    // `depth` counts the arrays and objects around the one starting.
+    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth) throw TooDeep{};
     switch (ev) {
     case E::object_start: frames_.push_back({true, {}, {}, 0}); break;
     case E::array_start: frames_.push_back({false, {}, {}, 0}); break;
@@ -523,10 +552,16 @@ private:
 Program programFromJson(const std::string &text, const std::string &filename) {
   ojson root;
   try {
-    root = ojson::parse(text, DuplicateKeyCheck());
+    root = ojson::parse(text, ParseChecks());
   } catch (const DuplicateKey &d) {
-    throw Error(filename + ": " + d.pointer + ": error: duplicate key \"" + d.key +
-                "\" (JSON object keys must be unique)");
+    throw Error(filename + ": " + text::clipForMessage(d.pointer, 200) + ": error: duplicate key \"" +
+                text::clipForMessage(d.key) + "\" (JSON object keys must be unique)");
+  } catch (const TooDeep &) {
+    // The parser stopped at the first bracket beyond the limit, with no syntax error
+    // before it: the same scan finds that bracket.
+    failAt(text, filename, text::findJsonNestingBeyond(text, kMaxJsonDepth).value_or(text.size()),
+           "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+               " levels (a program needs 6: the program, its ops, an op, its attrs, a tensor, its data)");
   } catch (const ojson::out_of_range &e) {
     // A number literal outside the range of double (e.g. 1e400): nlohmann reports no
     // position, so point at the first occurrence of the literal it quotes.
@@ -534,22 +569,25 @@ Program programFromJson(const std::string &text, const std::string &filename) {
     if (size_t a = msg.find('\''), b = msg.rfind('\''); a != std::string::npos && b > a)
       lit = msg.substr(a + 1, b - a - 1);
     if (size_t c = msg.find("] "); c != std::string::npos) msg = msg.substr(c + 2);
+    if (!lit.empty()) msg = msg.substr(0, msg.find('\'')) + "'" + text::clipForMessage(lit) + "'";
     size_t off = lit.empty() ? std::string::npos : text.find(lit);
     if (off == std::string::npos) throw Error(filename + ": error: invalid JSON: " + msg);
-    std::string line;
-    SourcePos pos = offsetToPos(text, off, filename, line);
-    throw ParseError(formatDiagnostic(pos, "invalid JSON: " + msg + " (out of the range of f64)", line), pos);
+    failAt(text, filename, off, "invalid JSON: " + msg + " (out of the range of f64)");
   } catch (const ojson::parse_error &e) {
     // e.byte is the 1-based offset of the last byte read; point at that byte.
     size_t off = e.byte > 0 ? e.byte - 1 : 0;
-    std::string line;
-    SourcePos pos = offsetToPos(text, off, filename, line);
     std::string msg = e.what();
     // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ".
     if (size_t c = msg.find("column "); c != std::string::npos)
       if (size_t colon = msg.find(": ", c); colon != std::string::npos) msg = msg.substr(colon + 2);
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) msg = "empty input";
-    throw ParseError(formatDiagnostic(pos, "invalid JSON: " + msg, line), pos);
+    // nlohmann quotes the token it read last, which may be a whole unterminated string.
+    const std::string lastRead = "last read: '";
+    if (size_t q = msg.find(lastRead); q != std::string::npos && msg.ends_with("'")) {
+      q += lastRead.size();
+      msg = msg.substr(0, q) + text::clipForMessage(msg.substr(q, msg.size() - 1 - q)) + "'";
+    }
+    failAt(text, filename, off, "invalid JSON: " + msg);
   }
   Reader r(filename);
   return r.read(root);

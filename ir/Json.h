@@ -10,6 +10,10 @@ namespace tessel::ir {
 /// Current JSON schema version (field "version"; field "kind" is "tessel.program").
 inline constexpr int kJsonVersion = 1;
 
+/// Arrays and objects may nest at most this deep in a program file (the schema needs 6);
+/// deeper input is rejected while parsing, with the position of the first bracket beyond.
+inline constexpr int kMaxJsonDepth = 64;
+
 /// Serialises a program to JSON (nlohmann-json), constants in full.
 /// text -> JSON -> text is the identity.
 std::string programToJson(const Program &p, int indent = 1);

@@ -19,7 +19,7 @@ namespace {
 
 using Part = OpProblem::Part;
 
-std::string quoted(llvm::StringRef s) { return "'" + s.str() + "'"; }
+std::string quoted(llvm::StringRef s) { return "'" + text::clipForMessage(s) + "'"; }
 
 /// "1 operand", "2 operands".
 std::string counted(size_t n, const char *noun) {

@@ -24,6 +24,10 @@
 //     out of the range of double or int64 are errors, never silently inf or wrapped.
 //   * A constant printed as a summary (`dense<N elements, ...>`) is rejected with an
 //     error that says how to print it in full.
+//   * A dense literal nests at most kMaxRank deep; deeper nesting is an error found by
+//     the bracket scan that precedes reading it (the reading recurses once per level).
+//   * Messages quote names and literals clipped (text::clipForMessage) and echo a window
+//     of a long line (formatDiagnostic), so a diagnostic is short whatever the input.
 //   * After the closing `}` only whitespace and comments may follow.
 //   * The finished program is run through ir::verify(); any problem it still finds is
 //     reported as a ParseError at the 'return'.
@@ -58,8 +62,9 @@ private:
     size_t off;
   };
 
+  /// A value as messages name it (a very long name clipped).
   std::string refText(const std::string &name) const {
-    return "%" + (text::isBareName(name) ? name : text::quoteString(name));
+    return "%" + text::clipForMessage(text::isBareName(name) ? name : text::quoteString(name));
   }
 
   ValueId useValue(const Token &t) {
@@ -83,7 +88,8 @@ private:
       if (tok_.kind != Tok::Number) unexpected(std::string("a non-negative integer for '") + k + "'");
       int64_t v = toI64(tok_, k);
       if (v < 0)
-        fail(tok_.off, std::string("'") + k + "' must be a non-negative integer, got " + tok_.text);
+        fail(tok_.off, std::string("'") + k + "' must be a non-negative integer, got " +
+                           text::clipForMessage(tok_.text));
       advance();
       return static_cast<size_t>(v);
     };
@@ -126,12 +132,13 @@ private:
   /// A token in the words checkOp uses for an attribute value (ir/OpCheck.h).
   std::string tokenKindWord(const Token &t) const {
     switch (t.kind) {
-    case Tok::Number: return looksFloat(t.text) ? "the float " + t.text : "the integer " + t.text;
+    case Tok::Number:
+      return (looksFloat(t.text) ? "the float " : "the integer ") + text::clipForMessage(t.text);
     case Tok::String: return "a string";
     case Tok::LBracket: return "a list";
     case Tok::Ident:
       if (t.text == "dense") return "a dense tensor";
-      return "'" + t.text + "'";
+      return "'" + text::clipForMessage(t.text) + "'";
     default: return describe(t);
     }
   }
@@ -218,7 +225,8 @@ private:
     if (tok_.kind != Tok::Ident) unexpected("an op name");
     Token opTok = tok_;
     std::optional<OpKind> kind = opKindByName(opTok.text);
-    if (!kind) fail(opTok.off, "unknown op '" + opTok.text + "'" + suggestOp(opTok.text));
+    if (!kind)
+      fail(opTok.off, "unknown op '" + text::clipForMessage(opTok.text) + "'" + suggestOp(opTok.text));
     const OpInfo &info = opInfo(*kind);
     advance();
     if (auto msg = resultCountProblem(*kind, resultToks.size())) fail(stmtOff, *msg);
@@ -268,7 +276,7 @@ private:
         const AttrSpec *spec = findAttrSpec(*kind, nameTok.text);
         if (!spec) fail(nameTok.off, unknownAttrMessage(*kind, nameTok.text));
         advance();
-        expect(Tok::Equal, "'=' after attribute name '" + nameTok.text + "'");
+        expect(Tok::Equal, "'=' after attribute name '" + text::clipForMessage(nameTok.text) + "'");
         attrNameOffs.push_back(nameTok.off);
         attrValueOffs.push_back(tok_.off);
         attrs.list().push_back({nameTok.text, parseAttrValue(*spec, *kind)});

@@ -8,6 +8,10 @@
 
 namespace tessel::ir {
 
+/// Output meant for a person (the --print-ir-* logs; verify, opt and dump writing to a
+/// terminal) summarises constants with more elements than this.
+inline constexpr int64_t kElideConstantsForReading = 16;
+
 struct PrintOptions {
   /// Constants with more elements than this print as a summary
   /// `dense<N elements, min .., max .., sum ..>` that the parser rejects with a clear

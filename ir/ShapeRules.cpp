@@ -335,9 +335,13 @@ std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandType
 }
 
 EinsumSpec parseEinsumSpec(llvm::StringRef spec) {
+  const std::string quoted = "einsum spec '" + text::clipForMessage(spec) + "'";
   auto [lhs, rhs] = spec.split("->");
   if (lhs.size() == spec.size())
-    throw ShapeError("einsum spec '" + spec.str() + "' needs an explicit '->' output");
+    throw ShapeError(quoted + " needs an explicit '->' output");
+  if (rhs.contains("->"))
+    throw ShapeError(quoted + " has more than one '->' (a spec names one output, "
+                     "as in 'ij,jk->ik')");
   EinsumSpec out;
   llvm::SmallVector<llvm::StringRef, 8> parts;
   lhs.split(parts, ',', -1, true);
@@ -346,24 +350,20 @@ EinsumSpec parseEinsumSpec(llvm::StringRef spec) {
     p = p.trim();
     for (char c : p)
       if (!isLabel(c))
-        throw ShapeError("einsum spec '" + spec.str() + "': '" + std::string(1, c) +
-                         "' is not an index letter (a-z, A-Z)");
+        throw ShapeError(quoted + ": '" + std::string(1, c) + "' is not an index letter (a-z, A-Z)");
     out.inputs.push_back(p.str());
   }
   rhs = rhs.trim();
   for (size_t i = 0; i < rhs.size(); ++i) {
     char c = rhs[i];
     if (!isLabel(c))
-      throw ShapeError("einsum spec '" + spec.str() + "': '" + std::string(1, c) +
-                       "' is not an index letter (a-z, A-Z)");
+      throw ShapeError(quoted + ": '" + std::string(1, c) + "' is not an index letter (a-z, A-Z)");
     if (rhs.find(c, i + 1) != llvm::StringRef::npos)
-      throw ShapeError("einsum spec '" + spec.str() + "': output index '" + std::string(1, c) +
-                       "' repeats");
+      throw ShapeError(quoted + ": output index '" + std::string(1, c) + "' repeats");
     bool found = false;
     for (const std::string &in : out.inputs) found |= in.find(c) != std::string::npos;
     if (!found)
-      throw ShapeError("einsum spec '" + spec.str() + "': output index '" + std::string(1, c) +
-                       "' appears in no operand");
+      throw ShapeError(quoted + ": output index '" + std::string(1, c) + "' appears in no operand");
   }
   out.output = rhs.str();
   return out;

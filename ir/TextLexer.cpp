@@ -187,7 +187,7 @@ Token Lexer::lex() {
         }
       }
       if (pos_ < src_.size() && isNameChar(src_[pos_]))
-        fail(b, "invalid number literal '" + src_.substr(b, pos_ + 1 - b) + "'");
+        fail(b, "invalid number literal '" + clipForMessage(src_.substr(b, pos_ + 1 - b)) + "'");
       t.kind = Tok::Number;
       t.text = src_.substr(b, pos_ - b);
     } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') {
@@ -216,11 +216,12 @@ void Lexer::advance() {
 std::string Lexer::describe(const Token &t) {
   switch (t.kind) {
   case Tok::Eof: return "end of file";
-  case Tok::Ident: return "'" + t.text + "'";
-  case Tok::Value: return "value %" + (isBareName(t.text) ? t.text : quoteString(t.text));
-  case Tok::Symbol: return "'@" + t.text + "'";
-  case Tok::Number: return "number " + t.text;
-  case Tok::String: return "string " + quoteString(t.text);
+  case Tok::Ident: return "'" + clipForMessage(t.text) + "'";
+  case Tok::Value:
+    return "value %" + clipForMessage(isBareName(t.text) ? t.text : quoteString(t.text));
+  case Tok::Symbol: return "'@" + clipForMessage(t.text) + "'";
+  case Tok::Number: return "number " + clipForMessage(t.text);
+  case Tok::String: return "string " + clipForMessage(quoteString(t.text));
   default: return "'" + t.text + "'";
   }
 }
@@ -240,11 +241,11 @@ void Lexer::expect(Tok k, const std::string &what) {
 
 int64_t Lexer::toI64(const Token &t, const std::string &what) const {
   if (looksFloat(t.text))
-    fail(t.off, what + " must be an integer, got " + t.text);
+    fail(t.off, what + " must be an integer, got " + clipForMessage(t.text));
   int64_t v = 0;
   auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
   if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size())
-    fail(t.off, "integer literal " + t.text + " is out of the range of a 64-bit integer");
+    fail(t.off, "integer literal " + clipForMessage(t.text) + " is out of the range of a 64-bit integer");
   return v;
 }
 
@@ -252,7 +253,7 @@ double Lexer::toF64(const Token &t) const {
   double v = 0;
   auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
   if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size() || !std::isfinite(v))
-    fail(t.off, "float literal " + t.text + " is out of the range of f64");
+    fail(t.off, "float literal " + clipForMessage(t.text) + " is out of the range of f64");
   return v;
 }
 
@@ -265,7 +266,7 @@ Type Lexer::parseType(const std::string &context) {
                      isDigit(tok_.text[1]);
     fail(tok_.off, (looksType ? "unsupported element type '" : "expected a type like f64[4,4] " +
                                                                     context + ", got '") +
-                       tok_.text + "'" + (looksType ? " (only f64 is supported)" : ""));
+                       clipForMessage(tok_.text) + "'" + (looksType ? " (only f64 is supported)" : ""));
   }
   advance();
   if (tok_.kind != Tok::LBracket)
@@ -276,8 +277,9 @@ Type Lexer::parseType(const std::string &context) {
     while (true) {
       if (tok_.kind != Tok::Number) unexpected("a dimension (non-negative integer) or ']'");
       if (looksFloat(tok_.text))
-        fail(tok_.off, "dimension must be an integer, got " + tok_.text);
-      if (tok_.text[0] == '-') fail(tok_.off, "negative dimension " + tok_.text + " in type");
+        fail(tok_.off, "dimension must be an integer, got " + clipForMessage(tok_.text));
+      if (tok_.text[0] == '-')
+        fail(tok_.off, "negative dimension " + clipForMessage(tok_.text) + " in type");
       int64_t d = toI64(tok_, "dimension");
       if (static_cast<int>(t.shape.size()) == kMaxRank)
         fail(start, "type has more than " + std::to_string(kMaxRank) +
@@ -368,17 +370,21 @@ Tensor Lexer::parseDense(const std::string &what) {
     advance();
     if (isIdent("elements"))
       fail(first.off, "cannot read an elided constant (" + what +
-                          "): it was printed as a summary 'dense<N elements, ...>'; print "
-                          "the program in full (tessel dump without --elide-constants) to "
-                          "get a parsable file");
+                          "): it was printed as a summary 'dense<N elements, ...>' (verify, "
+                          "opt and dump summarise large constants on a terminal, or with "
+                          "--elide-constants N); write the program with -o FILE or "
+                          "--elide-constants 0 to get a parsable file");
   }
   pos_ = saveTokPos;
   tok_ = saveTok;
   prevEnd_ = savePrev;
+  // The nesting is bounded here, before parseDenseLevel recurses once per level.
   int depth = 0;
   while (!(depth == 0 && tok_.kind == Tok::Greater)) {
     if (tok_.kind == Tok::Eof) unexpected("'>' closing dense<...>");
-    if (tok_.kind == Tok::LBracket) ++depth;
+    if (tok_.kind == Tok::LBracket && ++depth > kMaxRank)
+      fail(tok_.off, "dense literal nested deeper than " + std::to_string(kMaxRank) +
+                         " levels (the maximum rank is " + std::to_string(kMaxRank) + ")");
     if (tok_.kind == Tok::RBracket) {
       if (depth == 0) fail(tok_.off, "unbalanced ']' in dense literal");
       --depth;

@@ -93,6 +93,35 @@ std::string echoSourceLine(llvm::StringRef text, size_t lineStart) {
   return out;
 }
 
+std::string clipForMessage(llvm::StringRef s, size_t max) {
+  if (s.size() <= max) return s.str();
+  size_t cut = max;
+  // Back up to the first byte of a UTF-8 sequence (continuation bytes are 10xxxxxx).
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut).str() + "...(" + std::to_string(s.size()) + " bytes)";
+}
+
+std::optional<size_t> findJsonNestingBeyond(llvm::StringRef s, int maxDepth) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (inString) {
+      if (c == '\\') ++i; // the escaped character cannot end the string
+      else if (c == '"') inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<size_t> findInvalidUtf8(llvm::StringRef s) {
   size_t i = 0;
   while (i < s.size()) {

@@ -1,8 +1,10 @@
 //===- ir/TextUtil.h - Lexical helpers shared by the text, JSON and DOT forms ---===//
 //
-// Internal to ir/: number formatting, string quoting, identifier rules and UTF-8
-// validation used by Printer.cpp, TextLexer.cpp, Parser.cpp and Json.cpp, so that
-// every form spells numbers, names and types the same way.
+// Number formatting, string quoting, identifier rules and UTF-8 validation used by
+// Printer.cpp, TextLexer.cpp, Parser.cpp and Json.cpp, so that every form spells
+// numbers, names and types the same way; and the limits that keep a diagnostic
+// readable and a reader's nesting bounded whatever the input. The driver and the
+// frontend use the same helpers for the numbers and names in their messages.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -56,7 +58,19 @@ size_t utf8SequenceLength(llvm::StringRef s, size_t i);
 /// The source line of `text` that starts at byte `lineStart`, ready to echo under a
 /// diagnostic: without its line ending ("\n" or "\r\n"), one '?' per byte that is
 /// not valid UTF-8 (so the caret stays aligned and the message stays valid UTF-8).
+/// formatDiagnostic shows only a window of a long line around the caret.
 std::string echoSourceLine(llvm::StringRef text, size_t lineStart);
+
+/// `s` ready to quote inside a message: unchanged when it has at most `max` bytes,
+/// otherwise its first `max` bytes (cut back to a UTF-8 boundary) followed by
+/// "...(N bytes)", so a 4 MB name makes a one-line message.
+std::string clipForMessage(llvm::StringRef s, size_t max = 64);
+
+/// Byte offset of the first '[' or '{' of the JSON text `s` that opens a level deeper
+/// than `maxDepth` (brackets inside strings do not count), or nullopt when the nesting
+/// stays within it. Locates a too-deep value for a reader that bounds nesting before
+/// anything walks the parsed value recursively.
+std::optional<size_t> findJsonNestingBeyond(llvm::StringRef s, int maxDepth);
 
 /// Printed names (without '%') of every value of `p`: named values keep their name,
 /// anonymous ones (ValueInfo::name empty or all digits) are numbered 0, 1, ... in

@@ -188,11 +188,21 @@ private:
         ++pos_;
         return inv;
       }
+      std::string lastValue; // of the option seen last
       while (true) {
         std::string key = parseName("an option name");
-        if (info->findOption(key) < 0)
-          failSemantic("pass '" + name + "' has no option '" + key + "' (" +
-                       optionNames(*info) + ")");
+        if (info->findOption(key) < 0) {
+          std::string msg = "pass '" + name + "' has no option '" + key + "' (" + optionNames(*info) + ")";
+          // `grad{wrt=x0,x1}`: a bare name after an option reads as a list item, but ','
+          // separates options; a list inside one option value uses ';'.
+          skipBlanks();
+          bool bare = pos_ >= s_.size() || s_[pos_] == ',' || s_[pos_] == '}';
+          if (bare && !seen.empty())
+            msg += "; ',' separates options, the items of a list inside one option value are "
+                   "separated by ';', as in " + name + "{" + seen.back() + "=" + lastValue + ";" +
+                   key + "}";
+          failSemantic(msg);
+        }
         for (const std::string &k : seen)
           if (k == key) failSemantic("pass '" + name + "': option '" + key + "' given twice");
         seen.push_back(key);
@@ -205,6 +215,7 @@ private:
           ++pos_;
         if (pos_ < s_.size() && s_[pos_] == '{') fail("unexpected '{' in an option value");
         std::string value = trim(s_.substr(vstart, pos_ - vstart));
+        lastValue = value;
         try {
           inv.set(key, value);
         } catch (const Error &e) {

@@ -61,6 +61,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/Printer.h"
 #include "ir/Program.h"
 #include "llvm/ADT/StringRef.h"
 #include "passes/PassOptions.h"
@@ -175,7 +176,7 @@ struct PassManagerOptions {
   std::vector<std::string> disabledPasses; ///< --disable-pass=NAME
   /// Constants with more elements print as a summary in --print-ir-* output (0 = never).
   /// Dump files and reproducers always print constants in full (they must parse).
-  int64_t elideConstantsAbove = 16;
+  int64_t elideConstantsAbove = ir::kElideConstantsForReading;
   /// Where instrumentation goes (nullptr = std::cerr).
   std::ostream *log = nullptr;
 };

@@ -1,11 +1,17 @@
-//===- tools/Common.cpp - File helpers shared by the subcommands ---------------===//
+//===- tools/Common.cpp - File and flag helpers shared by the subcommands -------===//
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 #include "ir/Json.h"
 #include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "ir/TextUtil.h"
 #include "tools/Commands.h"
 
 namespace tessel::tools {
@@ -62,6 +68,75 @@ void writeOutput(const std::string &path, const std::string &text) {
   out << text;
   if (!out)
     throw Error("error: cannot write '" + path + "'");
+}
+
+std::string readDouble(const std::string &s, double &v) {
+  const char *begin = s.c_str();
+  char *end = nullptr;
+  errno = 0;
+  double x = std::strtod(begin, &end);
+  const std::string quoted = "'" + ir::text::clipForMessage(s) + "'";
+  if (end == begin || end != begin + s.size()) return quoted + " is not a number";
+  // strtod sets ERANGE for a subnormal result too; only inf and 0 are wrong values.
+  if (errno == ERANGE && (std::isinf(x) || x == 0))
+    return quoted + " is out of the range of f64 (it would read as " + (x == 0 ? "0" : "inf") + ")";
+  v = x;
+  return "";
+}
+
+double parseDoubleArg(const std::string &s, const std::string &flag) {
+  double v = 0;
+  std::string problem = readDouble(s, v);
+  if (!problem.empty()) throw Error("error: " + flag + ": " + problem);
+  return v;
+}
+
+int64_t parseIntArg(const std::string &s, const std::string &flag) {
+  const char *begin = s.c_str();
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(begin, &end, 10);
+  const std::string quoted = "'" + ir::text::clipForMessage(s) + "'";
+  if (end == begin || end != begin + s.size())
+    throw Error("error: " + flag + ": " + quoted + " is not an integer");
+  if (errno == ERANGE)
+    throw Error("error: " + flag + ": " + quoted + " is out of the range of a 64-bit integer");
+  return v;
+}
+
+CLI::Validator nonNegative(bool strict) {
+  const std::string bound = strict ? "> 0" : ">= 0";
+  return CLI::Validator(
+      [strict, bound](std::string &s) -> std::string {
+        double v = 0;
+        std::string problem = readDouble(s, v);
+        if (!problem.empty()) return problem;
+        if (strict ? v > 0 : v >= 0) return "";
+        return "must be " + bound + ", got " + ir::text::clipForMessage(s);
+      },
+      bound);
+}
+
+void checkInlineNesting(const std::string &value, const std::string &who) {
+  if (ir::text::findJsonNestingBeyond(value, ir::kMaxRank))
+    throw Error(who + ": nested list deeper than " + std::to_string(ir::kMaxRank) +
+                " levels (the maximum rank is " + std::to_string(ir::kMaxRank) + ")");
+}
+
+void ConstantElisionFlag::addTo(CLI::App &cmd) {
+  cmd.add_option("--elide-constants", above,
+                 "text: print constants with more than N elements as a one-line summary "
+                 "'dense<N elements, min A, max B, sum S> : f64[...]', which does not read back; "
+                 "0 = print every constant in full. Default: " +
+                     std::to_string(ir::kElideConstantsForReading) +
+                     " when stdout is a terminal, 0 (exact) for -o FILE, a redirect or a pipe")
+      ->check(nonNegative());
+}
+
+int64_t ConstantElisionFlag::forOutput(const std::string &outputPath) const {
+  if (above >= 0) return above;
+  bool toTerminal = (outputPath.empty() || outputPath == "-") && isatty(STDOUT_FILENO);
+  return toTerminal ? ir::kElideConstantsForReading : 0;
 }
 
 } // namespace tessel::tools

@@ -9,12 +9,16 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
+#include "tools/Commands.h"
 #include "runtime/Npy.h"
 
 namespace tessel::tools {
 namespace {
 
-/// Inline JSON: a number (scalar) or a nested rectangular list of numbers.
+/// Inline JSON: a number (scalar) or a nested rectangular list of numbers, nested at
+/// most kMaxRank deep (checkInlineNesting), so the walk and the messages' dump() recurse
+/// at most that deep.
 ir::Tensor tensorFromJson(const nlohmann::json &j, const std::string &who) {
   std::vector<int64_t> shape;
   const nlohmann::json *cur = &j;
@@ -23,20 +27,19 @@ ir::Tensor tensorFromJson(const nlohmann::json &j, const std::string &who) {
     if (cur->empty()) break;
     cur = &(*cur)[0];
   }
-  if (shape.size() > static_cast<size_t>(ir::kMaxRank))
-    throw Error(who + ": nested list of rank " + std::to_string(shape.size()) + " exceeds 8");
+  auto shown = [](const nlohmann::json &x) { return ir::text::clipForMessage(x.dump()); };
   std::vector<double> data;
   std::function<void(const nlohmann::json &, size_t)> walk = [&](const nlohmann::json &x, size_t d) {
     if (d == shape.size()) {
       if (!x.is_number())
-        throw Error(who + ": expected a number, got " + x.dump() + " (inline inputs are JSON "
+        throw Error(who + ": expected a number, got " + shown(x) + " (inline inputs are JSON "
                     "numbers or nested lists of numbers)");
       data.push_back(x.get<double>());
       return;
     }
     if (!x.is_array() || static_cast<int64_t>(x.size()) != shape[d])
       throw Error(who + ": nested list is not rectangular: expected " + std::to_string(shape[d]) +
-                  " entries at depth " + std::to_string(d) + ", got " + x.dump());
+                  " entries at depth " + std::to_string(d) + ", got " + shown(x));
     for (const auto &e : x) walk(e, d + 1);
   };
   walk(j, 0);
@@ -47,10 +50,12 @@ ir::Tensor loadInput(const std::string &name, const std::string &value) {
   std::string who = "error: input %" + name;
   bool npy = value.size() >= 4 && value.compare(value.size() - 4, 4, ".npy") == 0;
   if (!npy && !value.empty() && std::string("[-+.0123456789").find(value[0]) != std::string::npos) {
+    checkInlineNesting(value, who);
     nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
     if (!j.is_discarded()) return tensorFromJson(j, who);
     if (!std::filesystem::exists(value))
-      throw Error(who + ": '" + value + "' is neither valid inline JSON nor an existing .npy file");
+      throw Error(who + ": '" + ir::text::clipForMessage(value) +
+                  "' is neither valid inline JSON nor an existing .npy file");
   }
   try {
     return rt::readNpy(value);

@@ -19,7 +19,7 @@ void addDumpCommand(CLI::App &app) {
     std::string format = "text";
     std::string output = "-";
     std::string inputFormat = "auto";
-    int64_t elide = 0;
+    ConstantElisionFlag elide;
     bool noLoc = false;
     int indent = 1;
   };
@@ -40,11 +40,7 @@ void addDumpCommand(CLI::App &app) {
                   "Input format: auto (JSON for *.json or input starting with '{', text "
                   "otherwise), text, or json")
       ->capture_default_str();
-  cmd->add_option("--elide-constants", opts->elide,
-                  "text: print constants with more than N elements as a summary "
-                  "'dense<N elements, min, max, sum>' (not parsable back); 0 = print in full")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  opts->elide.addTo(*cmd);
   cmd->add_flag("--no-loc", opts->noLoc, "text: omit loc(\"...\") source locations");
   cmd->add_option("--indent", opts->indent, "json: spaces per indentation level (-1 = one line)")
       ->check(CLI::Range(-1, 16))
@@ -58,7 +54,7 @@ void addDumpCommand(CLI::App &app) {
       out = ir::printDot(p);
     } else {
       ir::PrintOptions po;
-      po.elideConstantsAbove = opts->elide;
+      po.elideConstantsAbove = opts->elide.forOutput(opts->output);
       po.printLocations = !opts->noLoc;
       out = ir::printProgram(p, po);
     }

@@ -57,25 +57,30 @@ void requirePositive(int64_t v, const char *flag) {
     throw Error(std::string("error: ") + flag + " must be >= 1, got " + std::to_string(v));
 }
 
-void runEmit(const EmitArgs &a) {
+/// Builds the program of `a.what`. The builder checks every op's shape rule as it
+/// traces; a problem it finds there (a --din so large that a result's byte size
+/// overflows, a bad --eps) is reported as an error of this command.
+ir::Program buildProgram(const EmitArgs &a) {
   frontend::TrgStepOptions opts;
   opts.svdEps = a.eps;
   opts.stopGradientOnMax = a.stopGradient;
   opts.outputKeptSingularValues = a.kept;
-  ir::Program p;
   if (a.what == "trg-step") {
     requirePositive(a.din, "--din");
     requirePositive(a.dout, "--dout");
-    if (a.dout > a.din * a.din)
+    // A din whose square overflows is refused by the builder (f64[D,D,D,D] is too large).
+    int64_t din2 = 0;
+    if (!__builtin_mul_overflow(a.din, a.din, &din2) && a.dout > din2)
       throw Error("error: --dout " + std::to_string(a.dout) + " exceeds --din^2 = " +
-                  std::to_string(a.din * a.din) + " (the full SVD has D^2 singular values)");
-    p = frontend::buildTrgStep(a.din, a.dout, opts);
-  } else if (a.what == "trg-init") {
-    p = frontend::buildTrgInit();
-  } else if (a.what == "trg-closure") {
+                  std::to_string(din2) + " (the full SVD has D^2 singular values)");
+    return frontend::buildTrgStep(a.din, a.dout, opts);
+  }
+  if (a.what == "trg-init") return frontend::buildTrgInit();
+  if (a.what == "trg-closure") {
     requirePositive(a.d, "--d");
-    p = frontend::buildTrgClosure(a.d);
-  } else if (a.what == "trg") {
+    return frontend::buildTrgClosure(a.d);
+  }
+  if (a.what == "trg") {
     if (a.chi < 2) throw Error("error: --chi must be >= 2, got " + std::to_string(a.chi));
     if (a.steps < 1) throw Error("error: --steps must be >= 1, got " + std::to_string(a.steps));
     std::vector<int64_t> ranks = a.ranks.empty() ? frontend::trgDefaultRanks(a.chi, a.steps)
@@ -84,10 +89,18 @@ void runEmit(const EmitArgs &a) {
       throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries but --steps is " +
                   std::to_string(a.steps));
     frontend::checkTrgRanks(ranks, a.chi);
-    p = frontend::buildTrgWhole(ranks, opts);
-  } else {
-    throw Error("error: emit: unknown program '" + a.what +
-                "' (allowed: trg-step, trg-init, trg-closure, trg)");
+    return frontend::buildTrgWhole(ranks, opts);
+  }
+  throw Error("error: emit: unknown program '" + a.what +
+              "' (allowed: trg-step, trg-init, trg-closure, trg)");
+}
+
+void runEmit(const EmitArgs &a) {
+  ir::Program p;
+  try {
+    p = buildProgram(a);
+  } catch (const ShapeError &e) {
+    throw Error("error: emit " + a.what + ": " + e.what());
   }
   ir::verifyOrThrow(p);
   std::string text;

@@ -14,6 +14,7 @@
 
 #include "frontend/GradCheck.h"
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "runtime/Npy.h"
 #include "tools/Commands.h"
 
@@ -42,13 +43,14 @@ void applyInputSpec(const ir::Program &p, const std::string &spec, std::vector<i
   if (value.size() > 4 && value.substr(value.size() - 4) == ".npy") {
     ir::Tensor v = rt::readNpy(value);
     if (v.type != t)
-      throw Error("error: --input " + name + ": '" + value + "' holds " + v.type.str() +
+      throw Error("error: --input " + name + ": '" + ir::text::clipForMessage(value) + "' holds " + v.type.str() +
                   " but input '%" + name + "' has type " + t.str());
     x = std::move(v);
     return;
   }
   // A JSON number or nested list (as `tessel run` takes), or a bare list "a,b,c".
   std::vector<double> nums;
+  checkInlineNesting(value, "error: --input " + name);
   nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) j = nlohmann::json::parse("[" + value + "]", nullptr, false);
   bool ok = !j.is_discarded();
@@ -60,7 +62,7 @@ void applyInputSpec(const ir::Program &p, const std::string &spec, std::vector<i
   if (ok) flatten(j);
   for (double d : nums) ok &= std::isfinite(d);
   if (!ok || nums.empty())
-    throw Error("error: --input " + name + ": '" + value +
+    throw Error("error: --input " + name + ": '" + ir::text::clipForMessage(value) +
                 "' is not a finite number, a list of numbers ('a,b,...' or JSON "
                 "'[[a,b],[c,d]]') or a .npy file");
   if (nums.size() == 1) {
@@ -118,7 +120,7 @@ void addGradcheckCommand(CLI::App &app) {
                   "the wrt inputs' scale: h = eps * max|x| (1 if all are 0). Smaller "
                   "if a gauge-dependent output (a TRG step's Tn) crosses a sign flip of "
                   "LAPACK's singular vectors")
-      ->check(CLI::PositiveNumber)
+      ->check(nonNegative(/*strict=*/true))
       ->capture_default_str();
   cmd->add_option("--stencil", o->stencil,
                   "Points of the central difference: 3 (error O(h^2)) or 5 (O(h^4))")
@@ -126,8 +128,8 @@ void addGradcheckCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the direction, cotangents and random inputs")
       ->capture_default_str();
-  cmd->add_option("--atol", o->atol, "Absolute tolerance")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--rtol", o->rtol, "Relative tolerance")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--atol", o->atol, "Absolute tolerance")->check(nonNegative())->capture_default_str();
+  cmd->add_option("--rtol", o->rtol, "Relative tolerance")->check(nonNegative())->capture_default_str();
   cmd->add_option("--input", o->inputs,
                   "NAME=VALUE: the value of an input: a number (fills the tensor), all its "
                   "elements in row-major order ('a,b,c' or JSON '[[a,b],[c,d]]'), or a "
@@ -168,15 +170,18 @@ void addGradcheckCommand(CLI::App &app) {
       for (ir::ValueId in : p.inputs) wrt += (wrt.empty() ? "%" : ", %") + p.value(in).name;
     for (const std::string &w : o->wrt) wrt += (wrt.empty() ? "%" : ", %") + w;
     std::ostringstream head;
+    using ir::text::formatDouble;
     head << "gradcheck @" << p.name << " wrt " << wrt << ": order " << o->order << ", h = "
-         << o->eps << " * max|x| = " << (r.checks.empty() ? 0.0 : r.checks[0].step) << ", " << o->stencil << "-point stencil, seed " << o->seed << ", atol "
-         << o->atol << ", rtol " << o->rtol << "\n";
+         << formatDouble(o->eps) << " * max|x| = " << (r.checks.empty() ? 0.0 : r.checks[0].step)
+         << ", " << o->stencil
+         << "-point stencil, seed " << o->seed << ", atol " << formatDouble(o->atol) << ", rtol "
+         << formatDouble(o->rtol) << "\n";
     writeOutput("-", head.str() + frontend::formatGradCheck(r));
     if (!r.passed) {
       std::ostringstream msg;
-      msg << "error: gradcheck of @" << p.name << " failed: max abs err " << r.maxAbsErr;
-      if (r.maxRelErr > 0) msg << ", max rel err " << r.maxRelErr;
-      msg << " (atol " << o->atol << ", rtol " << o->rtol << ")";
+      msg << "error: gradcheck of @" << p.name << " failed: max abs err " << formatDouble(r.maxAbsErr);
+      if (r.maxRelErr > 0) msg << ", max rel err " << formatDouble(r.maxRelErr);
+      msg << " (atol " << formatDouble(o->atol) << ", rtol " << formatDouble(o->rtol) << ")";
       size_t stops = 0;
       for (const ir::Op &op : p.ops) stops += op.kind == ir::OpKind::StopGradient;
       if (stops)

@@ -15,6 +15,7 @@ struct OptArgs {
   std::string output = "-";
   std::string format = "text";
   std::string inputFormat = "auto";
+  ConstantElisionFlag elide;
   PassFlags flags;
 };
 
@@ -26,12 +27,15 @@ void runOpt(const OptArgs &a) {
   ir::Program p = loadProgram(a.input, parseInputFormat(a.inputFormat));
   pm.run(p);
   std::string out;
-  if (a.format == "text")
-    out = ir::printProgram(p);
-  else if (a.format == "json")
+  if (a.format == "text") {
+    ir::PrintOptions po;
+    po.elideConstantsAbove = a.elide.forOutput(a.output);
+    out = ir::printProgram(p, po);
+  } else if (a.format == "json") {
     out = ir::programToJson(p) + "\n";
-  else
+  } else {
     out = ir::printDot(p);
+  }
   writeOutput(a.output, out);
 }
 
@@ -53,6 +57,7 @@ void addOptCommand(CLI::App &app) {
       ->default_str("text");
   cmd->add_option("--input-format", args->inputFormat, "Input format: auto, text or json")
       ->default_str("auto");
+  args->elide.addTo(*cmd);
   args->flags.addTo(*cmd);
   cmd->callback([args] { runOpt(*args); });
 }

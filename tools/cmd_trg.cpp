@@ -28,6 +28,7 @@
 
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
+#include "ir/TextUtil.h"
 #include "tools/RuntimeCommon.h"
 #include "runtime/Npy.h"
 #include "runtime/Stats.h"
@@ -63,31 +64,7 @@ struct TrgArgs {
 
 //--- Argument parsing ------------------------------------------------------------
 
-double parseDouble(const std::string &s, const std::string &flag) {
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (pos == 0 || pos != s.size())
-    throw Error("error: " + flag + ": '" + s + "' is not a number");
-  return v;
-}
-
-int64_t parseInt(const std::string &s, const std::string &flag) {
-  size_t pos = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (pos == 0 || pos != s.size())
-    throw Error("error: " + flag + ": '" + s + "' is not an integer");
-  return v;
-}
+using ir::text::formatDouble;
 
 std::vector<std::string> splitOn(const std::string &s, char sep) {
   std::vector<std::string> parts;
@@ -99,13 +76,15 @@ std::vector<std::string> splitOn(const std::string &s, char sep) {
 }
 
 void checkBetaValue(double b, const std::string &flag) {
-  if (!std::isfinite(b) || b <= 0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%g", b);
-    throw Error("error: " + flag + ": beta must be finite and > 0, got " + buf +
+  if (!std::isfinite(b) || b <= 0)
+    throw Error("error: " + flag + ": beta must be finite and > 0, got " + formatDouble(b) +
                 " (allowed: beta > 0, e.g. 0.3 or 0.3,0.4,0.5)");
-  }
 }
+
+/// The most β values one call runs. Each is a full TRG run with its own report, so a
+/// sweep this long already takes minutes; the bound keeps a mistyped N from allocating
+/// without end.
+constexpr int64_t kMaxBetaValues = 100000;
 
 std::vector<double> parseBetas(const TrgArgs &a) {
   if (!a.beta.empty() && !a.betaRange.empty())
@@ -116,9 +95,13 @@ std::vector<double> parseBetas(const TrgArgs &a) {
     if (parts.size() != 3)
       throw Error("error: --beta-range: expected A:B:N (N points from A to B inclusive), got '" +
                   a.betaRange + "'");
-    double lo = parseDouble(parts[0], "--beta-range"), hi = parseDouble(parts[1], "--beta-range");
-    int64_t n = parseInt(parts[2], "--beta-range");
+    double lo = parseDoubleArg(parts[0], "--beta-range"), hi = parseDoubleArg(parts[1], "--beta-range");
+    int64_t n = parseIntArg(parts[2], "--beta-range");
     if (n < 1) throw Error("error: --beta-range: N must be >= 1, got " + std::to_string(n));
+    if (n > kMaxBetaValues)
+      throw Error("error: --beta-range: N = " + std::to_string(n) + " beta values is more than " +
+                  std::to_string(kMaxBetaValues) +
+                  " (each value is a full TRG run; split the sweep into several calls)");
     checkBetaValue(lo, "--beta-range");
     checkBetaValue(hi, "--beta-range");
     for (int64_t i = 0; i < n; ++i)
@@ -127,7 +110,7 @@ std::vector<double> parseBetas(const TrgArgs &a) {
   }
   std::string list = a.beta.empty() ? "0.3" : a.beta;
   for (const std::string &s : splitOn(list, ',')) {
-    double b = parseDouble(s, "--beta");
+    double b = parseDoubleArg(s, "--beta");
     checkBetaValue(b, "--beta");
     betas.push_back(b);
   }
@@ -168,7 +151,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.svdEps = a.eps;
   o.valueCheck = a.valueCheck.value();
   if (!a.ranks.empty() && a.ranks != "auto") {
-    for (const std::string &s : splitOn(a.ranks, ',')) o.ranks.push_back(parseInt(s, "--ranks"));
+    for (const std::string &s : splitOn(a.ranks, ',')) o.ranks.push_back(parseIntArg(s, "--ranks"));
   }
   o.pipeline = a.flags.passesGiven ? a.flags.passes : "";
   o.passOptions = a.flags.managerOptions();
@@ -194,8 +177,9 @@ struct Progress {
   size_t nbeta = 1;
   void show(size_t ib, double beta, const std::string &what, int64_t k, int64_t n) const {
     if (!on) return;
-    std::fprintf(stderr, "\r\033[Ktessel trg: beta %zu/%zu (%.6g): %s run %lld/%lld", ib + 1, nbeta,
-                 beta, what.c_str(), static_cast<long long>(k), static_cast<long long>(n));
+    std::fprintf(stderr, "\r\033[Ktessel trg: beta %zu/%zu (%s): %s run %lld/%lld", ib + 1, nbeta,
+                 formatDouble(beta).c_str(), what.c_str(), static_cast<long long>(k),
+                 static_cast<long long>(n));
     std::fflush(stderr);
   }
   void clear() const {
@@ -313,7 +297,7 @@ void dumpSvdInputs(const std::string &dir, double beta, const frontend::TrgDrive
     }
   }
   std::cerr << "tessel trg: wrote " << written << " SVD inputs (f64[" << big << "," << big
-            << "], beta = " << beta << ") to " << dir << "\n";
+            << "], beta = " << formatDouble(beta) << ") to " << dir << "\n";
 }
 
 void runTrg(TrgArgs &a) {
@@ -359,7 +343,8 @@ void runTrg(TrgArgs &a) {
               << ", periodic); exact = Onsager's infinite lattice\n";
     std::cout << "  ranks      " << ranksStr(drv.ranks());
     if (probeMs >= 0)
-      std::cout << " (from the singular values > " << opts.rankTol << " at beta = " << betas[0]
+      std::cout << " (from the singular values > " << formatDouble(opts.rankTol)
+                << " at beta = " << formatDouble(betas[0])
                 << "; probe " << fmt("%.3f", probeMs) << " ms)";
     std::cout << "\n";
     std::cout << "  passes     "
@@ -450,7 +435,7 @@ void runTrg(TrgArgs &a) {
       continue;
     }
 
-    std::cout << "beta = " << fmt("%.10g", beta) << "\n";
+    std::cout << "beta = " << formatDouble(beta) << "\n";
     std::cout << "  lnZ/N             " << fmt("%.15g", rv.lnZ) << "  exact "
               << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ) << "\n";
     if (d1) {

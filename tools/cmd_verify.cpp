@@ -1,8 +1,9 @@
 //===- tools/cmd_verify.cpp - `tessel verify FILE|-` ----------------------------===//
 //
 // Parses a program (text or JSON form), verifies it, and prints its canonical text
-// form on stdout. A malformed or invalid program exits 1 with a
-// `file:line:col: error: ...` diagnostic (source line and caret) on stderr.
+// form on stdout (or -o FILE). A malformed or invalid program exits 1 with a
+// `file:line:col: error: ...` diagnostic (source line and caret) on stderr. Large
+// constants are summarised only on a terminal (ConstantElisionFlag, tools/Commands.h).
 //
 //===----------------------------------------------------------------------===//
 #include <memory>
@@ -16,7 +17,9 @@ void addVerifyCommand(CLI::App &app) {
   struct Opts {
     std::string file;
     std::string inputFormat = "auto";
+    std::string output = "-";
     bool quiet = false;
+    ConstantElisionFlag elide;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App *cmd = app.add_subcommand(
@@ -33,9 +36,15 @@ void addVerifyCommand(CLI::App &app) {
                   "otherwise), text, or json")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", opts->quiet, "Only check; print nothing on success");
+  cmd->add_option("-o,--output", opts->output, "Where to write the canonical text ('-' = stdout)")
+      ->capture_default_str();
+  opts->elide.addTo(*cmd);
   cmd->callback([opts]() {
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
-    if (!opts->quiet) writeOutput("-", ir::printProgram(p));
+    if (opts->quiet) return;
+    ir::PrintOptions po;
+    po.elideConstantsAbove = opts->elide.forOutput(opts->output);
+    writeOutput(opts->output, ir::printProgram(p, po));
   });
 }
 

@@ -9,6 +9,20 @@
 #include "llvm/ADT/StringRef.h"
 #include "tools/Commands.h"
 
+namespace {
+
+/// A user error reads `error: ...`, or `<where>: error: ...` when it points into a file
+/// (`step.tir:3:8: error:`, `step.json: /ops/2: error:`). Libraries throw some errors
+/// with a plain message (a builder's shape error, a pass's complaint); the driver puts
+/// the tag in front of those, so that every user error is found the same way.
+std::string withErrorTag(const std::string &msg) {
+  const std::string first = msg.substr(0, msg.find('\n'));
+  if (first.starts_with("error: ") || first.find(": error: ") != std::string::npos) return msg;
+  return "error: " + msg;
+}
+
+} // namespace
+
 #ifndef TESSEL_VERSION
 #define TESSEL_VERSION "0.0.0"
 #endif
@@ -81,7 +95,8 @@ int main(int argc, char **argv) {
     return reportUsageError(app, e);
   } catch (const tessel::Error &e) {
     std::cout.flush();
-    std::cerr << e.what() << (std::string(e.what()).ends_with('\n') ? "" : "\n");
+    const std::string msg = withErrorTag(e.what());
+    std::cerr << msg << (msg.ends_with('\n') ? "" : "\n");
     return 1;
   } catch (const std::exception &e) {
     std::cout.flush();

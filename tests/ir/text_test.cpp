@@ -12,6 +12,7 @@
 #include "ir/Json.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
+#include "ir/TextUtil.h"
 #include "ir/Verifier.h"
 
 using namespace tessel;
@@ -460,6 +461,45 @@ TEST_CASE("parser: non-UTF-8 bytes are reported at their line:col") {
         "t.tir:1:4: error: invalid UTF-8 byte 0xED; .tir files must be UTF-8 text");
   // Valid multi-byte text in comments and strings is fine.
   CHECK(parseError("// χ and β: ok 😀\nprogram @f() {\n  return\n}\n") == "<no error>");
+}
+
+TEST_CASE("diagnostics: a long source line is echoed as a window around the caret") {
+  SourcePos pos{"t.tir", 1, 0};
+  // Short lines are echoed whole, tabs kept in the caret's indentation.
+  pos.col = 4;
+  CHECK(formatDiagnostic(pos, "m", "\tab c") == "t.tir:1:4: error: m\n\tab c\n\t  ^");
+  // A 1000-byte line: 60 bytes before the caret, 60 from it, "..." at each cut.
+  std::string line(1000, 'a');
+  line[500] = 'X';
+  pos.col = 501;
+  CHECK(formatDiagnostic(pos, "m", line) ==
+        "t.tir:1:501: error: m\n..." + std::string(60, 'a') + "X" + std::string(59, 'a') +
+            "...\n" + std::string(63, ' ') + "^");
+  // Near either end the window keeps its width and loses the "..." on that side.
+  pos.col = 3;
+  CHECK(formatDiagnostic(pos, "m", line) ==
+        "t.tir:1:3: error: m\n" + std::string(120, 'a') + "...\n  ^");
+  pos.col = 1001; // just past the end
+  CHECK(formatDiagnostic(pos, "m", line) ==
+        "t.tir:1:1001: error: m\n..." + std::string(120, 'a') + "\n" + std::string(123, ' ') + "^");
+  // A cut never splits a UTF-8 sequence: "β" (2 bytes) straddling the left cut is dropped.
+  std::string greek = std::string(439, 'a') + "\xCE\xB2" + std::string(559, 'a');
+  pos.col = 501; // the window would start at byte 440, the second byte of "β"
+  std::string out = formatDiagnostic(pos, "m", greek);
+  CHECK(out.find("\n..." + std::string(119, 'a') + "...\n") != std::string::npos);
+  CHECK(text::findInvalidUtf8(out) == std::nullopt);
+}
+
+TEST_CASE("text helpers: clipped names and the JSON nesting scan") {
+  CHECK(text::clipForMessage("short") == "short");
+  CHECK(text::clipForMessage(std::string(100, 'n'), 8) == "nnnnnnnn...(100 bytes)");
+  // The cut backs up to the start of a UTF-8 sequence.
+  CHECK(text::clipForMessage("abcdefg\xCE\xB2xyz", 8) == "abcdefg...(12 bytes)");
+  CHECK(text::findJsonNestingBeyond("[[1], {\"a\": [2]}]", 3) == std::nullopt);
+  CHECK(text::findJsonNestingBeyond("[[1], {\"a\": [[2]]}]", 3) == 13u);
+  // Brackets inside strings (escaped quotes included) do not count.
+  CHECK(text::findJsonNestingBeyond("[\"[[[\\\"[[[\", [1]]", 2) == std::nullopt);
+  CHECK(text::findJsonNestingBeyond(std::string(100000, '['), 64) == 64u);
 }
 
 TEST_CASE("parser: parseType") {

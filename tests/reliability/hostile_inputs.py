@@ -8,6 +8,10 @@ requires all of:
   * stderr matching the case's regular expression, which pins the diagnostic to its
     place: `file:line:col: error:` for the text parser, `file: /json/pointer: error:`
     or `file:line:col:` for the JSON reader, `input %name: file.npy:` for .npy inputs;
+    or, for a case whose expectation is Exact(text), stderr equal to that text;
+  * every line of stderr starting `error: ` or `<where>: error: ` (the first line), and
+    at most MAX_STDERR bytes of it, whatever the size of the input (a diagnostic quotes a
+    window of a long line and clips a long name);
   * no sanitizer report and no "internal error" on stderr (under the asan preset a
     leak makes LeakSanitizer change the exit status, which fails the first check);
   * completion within TIMEOUT seconds (a hang fails);
@@ -31,6 +35,8 @@ import tempfile
 
 TIMEOUT = 30
 MEM_LIMIT = 4 << 30
+MAX_STDERR = 1024
+ERROR_TAG = re.compile(r"^(error: |[^\n]*?: error: )")
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 
 FORBIDDEN = re.compile(r"internal error|AddressSanitizer|LeakSanitizer|runtime error:|"
@@ -65,6 +71,11 @@ def json_prog(inputs, ops, outputs, extra=""):
             '"outputs": %s%s}\n' % (inputs, ops, outputs, extra))
 
 
+def json_kind(kind):
+    """A program whose "kind" is the JSON text `kind`."""
+    return '{"version": 1, "kind": %s, "name": "j", "inputs": [], "ops": [], "outputs": []}\n' % kind
+
+
 X2 = '[{"name": "x", "type": "f64[2]"}]'
 X22 = '[{"name": "x", "type": "f64[2,2]"}]'
 
@@ -76,6 +87,18 @@ def op(name, operands, results, attrs="{}"):
 
 
 SVD22 = [("u", "f64[2,2]"), ("s", "f64[2]"), ("v", "f64[2,2]")]
+
+
+# One line of 900 KB with an error near its end ('x' in a dense literal), and the same
+# for JSON (a trailing ',' in a 300,000-element data array).
+LONG_TIR_LINE = "  %y = constant {value = dense<[" + "1, " * 300000 + "x]> : f64[300001]} : f64[300001]"
+LONG_JSON_LINE = json_prog("[]", "[" + op("constant", [], [("c", "f64[300000]")],
+                                          '{"value": {"type": "f64[300000]", "data": [' + "1.5," * 300000 + "]}}") +
+                           "]", '["c"]').rstrip("\n")
+
+
+class Exact(str):
+    """The whole expected stderr of a case (its trailing newline aside)."""
 
 
 class Case:
@@ -171,7 +194,8 @@ CASES = [
     V("text-deep-brackets", "text", "200,000 nested '[' in a dense literal (no stack overflow)",
       tir("  %y = constant {value = dense<" + "[" * 200000 + "1" + "]" * 200000 +
           "> : f64[1]} : f64[1]\n  return %y\n", ""),
-      r"case\.tir:2:33: error: expected a number in dense literal, got '\['"),
+      Exact("case.tir:2:40: error: dense literal nested deeper than 8 levels (the maximum rank is 8)\n"
+            "  %y = constant {value = dense<" + "[" * 89 + "...\n" + " " * 39 + "^")),
     V("text-nul-byte", "text", "a NUL byte inside an op",
       tir("  %y = neg\0 %x : f64[2]\n  return %y\n"),
       r"case\.tir:2:11: error: unexpected character .*\n  %y = neg\? %x : f64\[2\]\n {10}\^"),
@@ -181,9 +205,10 @@ CASES = [
     V("text-unterminated-loc", "text", "unterminated loc string",
       tir("  %y = neg %x : f64[2] loc(\"abc\n  return %y\n"),
       r"case\.tir:2:28: error: unterminated string literal"),
-    V("text-huge-identifier", "text", "an undefined operand with a 4 MB name",
+    V("text-huge-identifier", "text", "an undefined operand with a 4 MB name (message and echo clipped)",
       tir("  %y = neg %" + "a" * (4 << 20) + " : f64[2]\n  return %y\n"),
-      r"case\.tir:2:12: error: use of undefined value %a{100}"),
+      Exact("case.tir:2:12: error: use of undefined value %" + "a" * 64 + "...(4194304 bytes)\n"
+            "  %y = neg %" + "a" * 108 + "...\n" + " " * 11 + "^")),
     V("text-missing-program-at", "text", "program name without '@'",
       "program f(%x: f64[2]) {\n  return %x\n}\n",
       r"case\.tir:1:9: error: "),
@@ -194,6 +219,18 @@ CASES = [
       tir("  %y = dot_general %a, %b {lhs_batch = [], rhs_batch = [], lhs_contract = [1], "
           "rhs_contract = [0]} : f64[0,3]\n  return %y\n", "%a: f64[0,2], %b: f64[3,3]"),
       r"case\.tir:2:8: error: dot_general: size mismatch: lhs f64\[0,2\] dim 1 is 2 but rhs f64\[3,3\] dim 0 is 3"),
+    V("text-svd-eps-tiny-negative", "text", "a negative svd broadening too small for %f (printed exactly)",
+      tir("  %u, %s, %v = svd %x {eps = -1e-20} : f64[2,2], f64[2], f64[2,2]\n  return %s\n", "%x: f64[2,2]"),
+      Exact("case.tir:2:16: error: svd: eps must be finite and >= 0, got -1e-20\n"
+            "  %u, %s, %v = svd %x {eps = -1e-20} : f64[2,2], f64[2], f64[2,2]\n" + " " * 15 + "^")),
+    V("text-einsum-two-arrows", "text", "an einsum spec with a second '->' (not a repeated index)",
+      tir("  %y = einsum %a {spec = \"i->i->i\"} : f64[2]\n  return %y\n", "%a: f64[2]"),
+      Exact("case.tir:2:8: error: einsum: einsum spec 'i->i->i' has more than one '->' (a spec names one "
+            "output, as in 'ij,jk->ik')\n  %y = einsum %a {spec = \"i->i->i\"} : f64[2]\n" + " " * 7 + "^")),
+    V("text-long-line-window", "text", "an error near the end of a 900 KB line (the echo is its last 120 bytes)",
+      tir(LONG_TIR_LINE + "\n  return %y\n", ""),
+      Exact("case.tir:2:%d: error: expected a number, ',', '[' or ']' in dense literal, got 'x'\n...%s\n%s^" % (
+          LONG_TIR_LINE.index("x") + 1, LONG_TIR_LINE[-120:], " " * (3 + 120 - len(LONG_TIR_LINE) + LONG_TIR_LINE.index("x"))))),
 
     # --- JSON reader ----------------------------------------------------------------
     V("json-truncated", "json", "JSON cut in the middle of the ops array",
@@ -258,12 +295,48 @@ CASES = [
       '{"version": 1, "kind": "tessel.program", "name": "j", "inputs": [], "ops": []}\n',
       r"case\.json: /: error: missing field \"outputs\"", "case.json"),
     V("json-deep-nesting", "json", "100,000 nested arrays (no stack overflow)",
-      "[" * 100000 + "]" * 100000 + "\n", r"case\.json: /: error: expected an object, got array", "case.json"),
+      "[" * 100000 + "]" * 100000 + "\n",
+      Exact("case.json:1:65: error: JSON nested deeper than 64 levels (a program needs 6: the "
+            "program, its ops, an op, its attrs, a tensor, its data)\n"
+            "..." + "[" * 120 + "...\n" + " " * 63 + "^"), "case.json"),
     V("json-invalid-utf8", "json", "a Latin-1 byte inside a JSON string",
       json_prog('[{"name": "cafX", "type": "f64[2]"}]', "[]", "[]").encode().replace(b"cafX", b"caf\xe9"),
       r"case\.json:1:\d+: error: invalid JSON: .*UTF-8", "case.json"),
     V("json-empty-file", "json", "an empty .json file",
       "", r"case\.json:1:1: error: invalid JSON: empty input", "case.json"),
+    V("json-kind-deep-100k", "json", "\"kind\" nested 100,000 deep (crashed formatting the message)",
+      json_kind("[" * 100000 + "]" * 100000),
+      Exact("case.json:1:87: error: JSON nested deeper than 64 levels (a program needs 6: the program, "
+            "its ops, an op, its attrs, a tensor, its data)\n..." + "[" * 120 + "...\n" + " " * 63 + "^"),
+      "case.json"),
+    V("json-kind-deep-50k", "json", "\"kind\" nested 50,000 deep (was a 100 KB message)",
+      json_kind("[" * 50000 + "]" * 50000), r"^case\.json:1:87: error: JSON nested deeper than 64 levels",
+      "case.json"),
+    V("json-kind-nested-list", "json", "\"kind\" a short nested list (quoted in the message)",
+      json_kind("[[[[1, 2, 3]]]]"),
+      Exact('case.json: /kind: error: expected "tessel.program", got [[[[1,2,3]]]]'), "case.json"),
+    V("json-kind-huge-string", "json", "\"kind\" a 1 MB string (quoted clipped)",
+      json_kind('"' + "x" * 1000000 + '"'),
+      Exact('case.json: /kind: error: expected "tessel.program", got "' + "x" * 63 + "...(1000002 bytes)"),
+      "case.json"),
+    V("json-huge-undefined-name", "json", "an output naming an undefined 1 MB value name",
+      json_prog("[]", "[]", '["' + "b" * 1000000 + '"]'),
+      Exact("case.json: /outputs/0: error: undefined value %" + "b" * 64 + "...(1000000 bytes)"), "case.json"),
+    V("json-unterminated-huge-string", "json", "a 1 MB string cut by a newline (nlohmann quotes the token read)",
+      json_kind('"' + "x" * 1000000 + "\n"),
+      r"^case\.json:1:1000025: error: invalid JSON: syntax error while parsing value - invalid string: "
+      r"control character U\+000A \(LF\) must be escaped to \\u000A or \\n; last read: '\"x{63}\.\.\.\(1000009 bytes\)'\n"
+      r"\.\.\.x{120}\n {123}\^$", "case.json"),
+    V("json-long-line-window", "json", "a syntax error near the end of a one-line 1.2 MB JSON file",
+      LONG_JSON_LINE + "\n",
+      Exact("case.json:1:%d: error: invalid JSON: syntax error while parsing value - unexpected ']'; "
+            "expected '[', '{', or a literal\n...%s\n%s^" % (
+                LONG_JSON_LINE.index(",]") + 2, LONG_JSON_LINE[-120:],
+                " " * (3 + 120 - len(LONG_JSON_LINE) + LONG_JSON_LINE.index(",]") + 1))), "case.json"),
+    V("json-number-huge-literal", "json", "a 100,000-digit number (beyond double; quoted clipped)",
+      json_prog("[]", "[]", "[]", ', "x": 1' + "0" * 100000),
+      r"^case\.json:1:\d+: error: invalid JSON: number overflow parsing '10{63}\.\.\.\(100001 bytes\)' "
+      r"\(out of the range of f64\)\n", "case.json"),
 
     # --- .npy inputs (tessel run) ---------------------------------------------------
     R("npy-empty-file", "a zero-byte .npy", b"",
@@ -334,7 +407,56 @@ CASES = [
          {"big.tir": tir("  return %x\n", "%x: f64[1000000,1000000]")}),
     Case("cli-inline-rank9", "cli", "an inline input nested 9 deep",
          ["run", "prog.tir", "--input", "x=[[[[[[[[[1]]]]]]]]]"],
-         r"error: input %x: nested list of rank 9 exceeds 8", {"prog.tir": NEG23}),
+         Exact("error: input %x: nested list deeper than 8 levels (the maximum rank is 8)"),
+         {"prog.tir": NEG23}),
+    Case("cli-inline-deep-ragged", "cli", "an inline input [1, <60,000 nested lists>] (no deep walk or dump)",
+         ["run", "prog.tir", "--input", "x=[1," + "[" * 60000 + "]" * 60000 + "]"],
+         Exact("error: input %x: nested list deeper than 8 levels (the maximum rank is 8)"), {"prog.tir": NEG23}),
+    Case("cli-gradcheck-inline-deep", "cli", "a gradcheck inline input nested 60,000 deep",
+         ["gradcheck", "prog.tir", "--input", "x=" + "[" * 60000 + "1" + "]" * 60000],
+         Exact("error: --input x: nested list deeper than 8 levels (the maximum rank is 8)"), {"prog.tir": NEG23}),
+    Case("cli-gradcheck-eps-negative", "cli", "gradcheck --eps=-1e-20 (CLI11 printed the range of double)",
+         ["gradcheck", "prog.tir", "--eps=-1e-20"],
+         Exact("error: --eps: must be > 0, got -1e-20\nRun 'tessel gradcheck --help' for the options."), {"prog.tir": NEG23}),
+    Case("cli-elide-constants-negative", "cli", "verify --elide-constants=-1",
+         ["verify", "prog.tir", "--elide-constants=-1"],
+         Exact("error: --elide-constants: must be >= 0, got -1\nRun 'tessel verify --help' for the options."),
+         {"prog.tir": NEG23}),
+    Case("cli-pass-list-comma", "cli", "grad{wrt=x0,x1}: a list inside one option value uses ';'",
+         ["opt", "prog.tir", "--passes=grad{wrt=x0,x1}"],
+         Exact("error: --passes: pass 'grad' has no option 'x1' (options: wrt, vjp, keep-outputs, svd-blocks); "
+               "',' separates options, the items of a list inside one option value are separated by ';', "
+               "as in grad{wrt=x0;x1}"),
+         {"prog.tir": tir("  %y = mul %x0, %x1 : f64[]\n  return %y\n", "%x0: f64[], %x1: f64[]")}),
+
+    # --- tessel trg and emit --------------------------------------------------------
+    Case("trg-beta-range-huge", "trg", "a sweep of 10^12 beta values (filled memory, then bad_alloc)",
+         ["trg", "--beta-range", "0.1:0.2:1000000000000"],
+         Exact("error: --beta-range: N = 1000000000000 beta values is more than 100000 (each value is a "
+               "full TRG run; split the sweep into several calls)")),
+    Case("trg-beta-subnormal", "trg", "--beta 1e-320 is a number (was 'is not a number')",
+         ["trg", "--beta", "1e-320", "--chi", "4", "--steps", "2", "--repeat", "0"],
+         Exact("error: trg: step 1 (2->2, beta = 1e-320): the smallest kept singular value sa[1] = 0 of Ma "
+               "is <= tol = 1e-12; it is an exact zero and its derivative would be infinite. Keep fewer "
+               "singular values in this step with --ranks (D' < 2), or --ranks auto")),
+    Case("trg-beta-underflow", "trg", "--beta 1e-400 reads as 0",
+         ["trg", "--beta", "1e-400"],
+         Exact("error: --beta: '1e-400' is out of the range of f64 (it would read as 0)")),
+    Case("trg-ranks-zero", "trg", "a rank 0 in --ranks (lacked 'error:')",
+         ["trg", "--ranks", "0,4", "--steps", "2", "--chi", "4", "--repeat", "0"],
+         Exact("error: --ranks: rank 0 of step 1 is out of range: D = 2 allows D' in [1, 4] (min(D^2, chi = 4))")),
+    Case("emit-huge-step", "trg", "emit trg-step --din 100000 (a builder shape error, lacked 'error:')",
+         ["emit", "trg-step", "--din", "100000", "--dout", "4"],
+         Exact("error: emit trg-step: input %T: type f64[100000,100000,100000,100000] is too large: its byte "
+               "size overflows 64 bits")),
+    Case("emit-din-square-overflow", "trg", "emit trg-step --din 4e9 (din^2 overflows int64)",
+         ["emit", "trg-step", "--din", "4000000000", "--dout", "4"],
+         Exact("error: emit trg-step: input %T: type f64[4000000000,4000000000,4000000000,4000000000] is too "
+               "large: its byte size overflows 64 bits")),
+    Case("emit-trg-chi-max", "trg", "emit trg with chi = 2^63 - 1 (rank squares saturate)",
+         ["emit", "trg", "--chi", "9223372036854775807", "--steps", "30"],
+         Exact("error: emit trg: einsum: result shape [65536, 65536, 65536, 65536] is too large: its byte size "
+               "overflows 64 bits (at trg 256->65536: plaquette einsum)")),
     Case("cli-inline-overflow", "cli", "an inline input 1e999 (would be inf)",
          ["run", "prog.tir", "--input", "x=[[1,2,3],[4,5,1e999]]"],
          r"error: input %x: .*1e999.* is neither valid inline JSON", {"prog.tir": NEG23}),
@@ -348,7 +470,7 @@ CASES = [
          ["run", "prog.tir", "--input", "x=[[1,2,3],[4,5,6]]", "--output-dir", "afile/out"],
          r"error: .*afile/out", {"prog.tir": NEG23, "afile": "not a directory"}),
     Case("cli-unknown-flag", "cli", "a flag that does not exist",
-         ["verify", "--bogus", "prog.tir"], r"The following argument was not expected: --bogus",
+         ["verify", "--bogus", "prog.tir"], r"^error: The following argument was not expected: --bogus",
          {"prog.tir": NEG23}),
     Case("cli-check-nan-sqrt", "cli", "--check-nan on sqrt of a negative input",
          ["run", "prog.tir", "--input", "x=[[1,4,-9],[16,25,36]]", "--check-nan"],
@@ -402,8 +524,16 @@ def run_case(tessel, case, limit_memory, verbose):
                 p.returncode, ", killed by signal %d" % -p.returncode if p.returncode < 0 else ""))
         if FORBIDDEN.search(err):
             problems.append("stderr reports a crash, sanitizer finding or internal error")
-        if not re.search(case.expect, err):
+        if isinstance(case.expect, Exact):
+            if err.rstrip("\n") != case.expect:
+                problems.append("stderr is not exactly:\n    " + case.expect.replace("\n", "\n    "))
+        elif not re.search(case.expect, err):
             problems.append("stderr does not match /%s/" % case.expect)
+        if not ERROR_TAG.match(err):
+            problems.append("stderr does not start with 'error: ' or '<where>: error: '")
+        if len(p.stderr) > MAX_STDERR:
+            problems.append("stderr has %d bytes (at most %d: a diagnostic stays readable)" % (
+                len(p.stderr), MAX_STDERR))
         if problems or verbose:
             return "; ".join(problems) + "\n    stderr: " + err[:1500].replace("\n", "\n            ") \
                 if problems else ("ok\n    " + err[:600].replace("\n", "\n    "))
