@@ -396,6 +396,17 @@ bool PadSinker::hoistSweep() {
   }
   if (!any) return false;
 
+  // A hoisted op stays as it was too when a dead op reads its full result, and then so
+  // do its hoisted operands, which that full copy reads (decided last op first, as the
+  // users of an op come after it).
+  std::vector<bool> keepFull(p_.ops.size(), false);
+  for (size_t i = p_.ops.size(); i-- > 0;) {
+    if (!block[i]) continue;
+    const ValueId r = p_.ops[i].results[0];
+    keepFull[i] = anyUse[r] > static_cast<int>(users[r].size());
+    for (uint32_t u : users[r]) keepFull[i] = keepFull[i] || (block[u] && keepFull[u]);
+  }
+
   // Rebuild: a hoisted op reads the hoisted versions of its hoisted operands, slices of
   // the others; the slices that read it read the hoisted op instead.
   std::vector<Op> old = std::move(p_.ops);
@@ -439,16 +450,14 @@ bool PadSinker::hoistSweep() {
     for (size_t k = firstOp; k < p_.ops.size(); ++k) p_.ops[k].pos = op.pos;
     const ValueId r = op.results[0];
     hoistedOf[r] = v;
-    int liveUses = 0;
     for (uint32_t u : users[r]) {
-      ++liveUses;
       if (old[u].kind == OpKind::Slice && !block[u]) {
         dropped[u] = true;
         replace(repl, old[u].results[0], v);
       }
     }
     // Dead ops may still read the full result: keep the op for them (erased with them).
-    if (anyUse[r] > liveUses) {
+    if (keepFull[i]) {
       for (ValueId &x : op.operands) x = repl[x];
       p_.ops.push_back(std::move(op));
     }

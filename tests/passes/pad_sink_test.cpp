@@ -212,6 +212,21 @@ TEST_CASE("pad-sink: one run reaches the fixed point; dead code is left to dce")
   CHECK(printProgram(r) == printProgram(q));
 }
 
+TEST_CASE("pad-sink: a hoisted chain stays whole for a dead reader of its last op") {
+  // The slice moves up through neg and compare; a dead broadcast still reads the full
+  // neg, which therefore stays, and so must the full compare it reads (found by the
+  // differential fuzzer: the full compare was erased under the neg kept for the dead op).
+  Program p;
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({2, 3}));
+  ValueId n = b.neg(b.compare(x, x, "NE"));
+  b.broadcastInDim(n, {2, 3}, {0, 1}); // dead
+  p.addOutput(b.unary(OpKind::Exp, b.slice(n, {0, 1}, {1, 3})));
+  Program q = sunk(p);
+  CHECK(countOps(q, OpKind::Compare) == 2); // the hoisted [1,2] one and the full one
+  CHECK(resultOf(q, OpKind::Exp) == Type({1, 2}));
+}
+
 TEST_CASE("pad-sink: two outputs that fold to one value keep their own names") {
   // Both slices become neg(x); the second cannot also be that value (an output has one
   // name), so it stays a slice of the pad.
