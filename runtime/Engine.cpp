@@ -291,6 +291,12 @@ struct Engine::Impl {
       std::exception_ptr e = error;
       error = nullptr;
       aborted.store(false);
+      lk.unlock();
+      // When several ops would fail, which one fails first depends on the schedule.
+      // The error is that of width 1, the first failing op in list order: the plan
+      // runs again, serially (a kernel failure depends only on the values, so it comes
+      // back; one that does not, such as an allocation failure, is rethrown as it was).
+      runSerial(P, S);
       std::rethrow_exception(e);
     }
   }

@@ -101,7 +101,9 @@ public:
   int width() const;
   /// Runs the plan. Validates input count and shapes (tessel::Error naming the input).
   /// A kernel failure (NaN/inf input to svd, LAPACK info != 0) throws tessel::Error
-  /// naming the op (kind, results, loc, position); the engine stays usable. The first
+  /// naming the op (kind, results, loc, position); the engine stays usable. When
+  /// several ops would fail, the error is the first one's in list order, as at width 1,
+  /// whatever the width (a failed parallel run is run again serially). The first
   /// run of a plan on an engine allocates its arena; later runs allocate only the
   /// returned tensors.
   std::vector<Tensor> run(const Plan &plan, const std::vector<Tensor> &inputs);

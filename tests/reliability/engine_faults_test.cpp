@@ -196,7 +196,8 @@ TEST_CASE("reliability: engine: a LAPACK failure mid-run names the op; the engin
           CHECK(msg.find("did not converge") != std::string::npos);
         }
       }
-      CHECK(gInjected.load() == before + 1);
+      // Wider engines run a failed plan again serially, to name the op width 1 names.
+      CHECK(gInjected.load() == before + (width == 1 ? 1 : 2));
       // The same engine, right after the failure: the same plan and another plan.
       auto again = e.run(*plan, w.inputs);
       CHECK(bitwiseEqual(again[0], expect[0]));

@@ -227,6 +227,40 @@ TEST_CASE("engine: kernel failure names the op, then the engine is reused") {
   }
 }
 
+TEST_CASE("engine: when two independent ops fail, every width names the same one") {
+  // Two SVDs of NaN matrices can run at the same time; the error must not depend on
+  // which thread fails first (found by the differential fuzzer, fuzz/README.md).
+  Program p;
+  Builder b(p);
+  auto m = p.addInput("M", Type({8, 8}));
+  auto m2 = p.addInput("M2", Type({8, 8}));
+  b.setLoc("svd one");
+  auto usv = b.svd(b.mul(m, b.full(Type({8, 8}), 2.0)));
+  b.setLoc("svd two");
+  auto usv2 = b.svd(m2);
+  p.addOutput(usv[1]);
+  p.addOutput(usv2[1]);
+  auto plan = rt::prepare(p);
+  Tensor bad = Tensor::zeros(Type({8, 8}));
+  bad.data[3] = std::numeric_limits<double>::quiet_NaN();
+  std::string first;
+  for (int w : {1, 2, 3, 4}) {
+    rt::Engine e(w);
+    for (int rep = 0; rep < 20; ++rep) {
+      std::string msg;
+      try {
+        e.run(*plan, {bad, bad});
+      } catch (const Error &err) {
+        msg = err.what();
+      }
+      if (first.empty()) first = msg;
+      INFO("width " << w << " run " << rep);
+      CHECK(msg == first);
+    }
+  }
+  CHECK(first.find("svd one") != std::string::npos);
+}
+
 TEST_CASE("engine: --check-nan stops at the first op producing NaN") {
   Program p;
   Builder b(p);
