@@ -255,8 +255,9 @@ std::string indexString(const ir::Type &t, size_t lin) {
 using Slack = std::vector<double>;
 
 /// "" when `got` is within kRelTol of `want` relative to the largest finite |want|, plus
-/// `slack`, else what differs where. Non-finite values must sit at the same places, and
-/// be the same (NaN, inf or -inf) unless `anyNonFinite`.
+/// `slack`, else what differs where. Non-finite values must be the same (NaN, inf or
+/// -inf) at the same places, unless `anyNonFinite`: then `got` may be non-finite
+/// anywhere, and must be where `want` is.
 std::string compareTensor(const Tensor &got, const Tensor &want, double slack,
                           bool anyNonFinite) {
   if (got.type != want.type || got.data.size() != want.data.size())
@@ -270,7 +271,7 @@ std::string compareTensor(const Tensor &got, const Tensor &want, double slack,
   for (size_t i = 0; i < got.data.size(); ++i) {
     double x = got.data[i], y = want.data[i];
     if (x == y || (std::isnan(x) && std::isnan(y))) continue;
-    if (anyNonFinite && !std::isfinite(x) && !std::isfinite(y)) continue;
+    if (anyNonFinite && !std::isfinite(x)) continue;
     double ratio = std::isfinite(x) && std::isfinite(y) ? std::fabs(x - y) / tol : INFINITY;
     if (ratio > worstRatio) {
       worstRatio = ratio;
@@ -292,8 +293,13 @@ struct Agreement {
   bool bitwise = false;       ///< the same bits (else within the tolerance)
   bool anyErrorAgrees = false; ///< two errors agree even with different messages
   const Slack *slack = nullptr;
-  /// NaN, inf and -inf agree with each other: a sum regrouped around infinities of both
-  /// signs (an einsum lowered by the order pass) gives inf where it gave NaN.
+  /// `got` may be non-finite where `want` is finite, and non-finite of another kind
+  /// where `want` is non-finite. IEEE arithmetic is not associative around inf and
+  /// NaN, and passes regroup sums: the order pass lowers Σ_ab x_a·y_b to (Σx)·(Σy),
+  /// which gives inf where the einsum's own sum meets inf and −inf (NaN), and NaN·0
+  /// where y is empty and the einsum sums nothing (0). A regrouped sum is non-finite
+  /// wherever the sum of the products is, though: a value the grads-only program
+  /// computes as NaN or inf must not come out finite after the other passes.
   bool anyNonFinite = false;
 };
 
@@ -648,13 +654,18 @@ CheckResult Checker::checkOrThrow(const Case &c) {
   PassOutcome baseRan = gradsOnly(c.program, run, run.grads.size(), base);
   std::vector<Tensor> in = inputsFor(full, c);
 
-  // The engine at every width, warm, and without buffer reuse, against width 1.
-  std::shared_ptr<const rt::Plan> plan, planNoReuse;
+  // The engine at every width, warm, and without buffer reuse, against width 1; with
+  // the --check-inf value check, at widths 1 and 4 against each other (the first NaN or
+  // inf names the same op), and against the plain plan when no check fires.
+  std::shared_ptr<const rt::Plan> plan, planNoReuse, planChecked;
   try {
     plan = rt::prepare(full);
-    rt::PrepareOptions noReuse;
-    noReuse.reuseBuffers = false;
-    planNoReuse = rt::prepare(full, noReuse);
+    rt::PrepareOptions o;
+    o.reuseBuffers = false;
+    planNoReuse = rt::prepare(full, o);
+    o.reuseBuffers = true;
+    o.valueCheck = rt::ValueCheck::NanOrInf;
+    planChecked = rt::prepare(full, o);
   } catch (const std::exception &e) {
     fail(kPrepare, e.what());
     return res;
@@ -668,6 +679,13 @@ CheckResult Checker::checkOrThrow(const Case &c) {
   runs.push_back(evaluate([&] { return engines_[1]->run(*planNoReuse, in); }));
   for (size_t i = 1; i < runs.size(); ++i)
     fail(kWidths, compareOutcomes(full, runs[i], runs[0], {true, false}, runNames[i], runNames[0]));
+  Outcome checked1 = evaluate([&] { return engines_[0]->run(*planChecked, in); });
+  Outcome checked4 = evaluate([&] { return engines_[2]->run(*planChecked, in); });
+  fail(kWidths, compareOutcomes(full, checked4, checked1, {true, false}, "width 4 with --check-inf",
+                                "width 1 with --check-inf"));
+  if (!checked1.failed)
+    fail(kWidths, compareOutcomes(full, checked1, runs[0], {true, false}, "width 1 with --check-inf",
+                                  runNames[0]));
   const Outcome &engine = runs[0];
   res.engineRan = !engine.failed;
 

@@ -12,14 +12,19 @@
 //                        validity throws tessel::Error or succeeds, nothing else;
 //   prepare              rt::prepare accepts the result;
 //   widths               the engine at widths 1, 2 and 4, again on a warm engine, and
-//                        without buffer reuse: the same bits, or the same error;
+//                        without buffer reuse: the same bits, or the same error; with
+//                        the --check-inf value check at widths 1 and 4: the same error
+//                        (naming the same op), or the same bits as without it;
 //   engine-vs-reference  engine vs rt::evaluateReference on the same program: each
 //                        output within kRelTol of the reference relative to the largest
 //                        |value| of that output (NaN and inf at the same places), or both
 //                        throw tessel::Error with the same message;
 //   passes-vs-reference  the reference on the result vs the reference on the input
-//                        program with only its grad passes applied (the other passes
-//                        must not change values beyond rounding): the same tolerance;
+//                        program with only its grad passes applied, both after dce (the
+//                        other passes must not change values beyond rounding): the same
+//                        tolerance; with non-finite inputs, the result may also be
+//                        non-finite where the baseline is finite (sums regrouped around
+//                        inf), but not finite where the baseline is not;
 //   grad-vs-fd           for the last grad of the pipeline, ⟨t, gradient⟩ from the
 //                        engine against a 5-point central difference of the program it
 //                        differentiated (stop_gradient values frozen at the point) along
