@@ -110,6 +110,20 @@ PassOutcome gradsOnly(const Program &p0, const PipelineRun &run, size_t n, Progr
   return runPipeline(passes::Pipeline::parse("dce"), out);
 }
 
+/// `text` with blanks and tabs added around its separators, from `seed`.
+std::string withBlanks(const std::string &text, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  static const char *blanks[] = {"", " ", "  ", "\t", " \t "};
+  std::string out = blanks[rng() % 5];
+  for (char ch : text) {
+    bool separator = ch == ',' || ch == '{' || ch == '}' || ch == '=' || ch == ';';
+    if (separator) out += blanks[rng() % 5];
+    out += ch;
+    if (separator) out += blanks[rng() % 5];
+  }
+  return out + blanks[rng() % 5];
+}
+
 //===--- Random pipelines -----------------------------------------------------===//
 
 class PipelineChooser {
@@ -640,6 +654,14 @@ CheckResult Checker::checkOrThrow(const Case &c) {
   }
   if (pipeline.str() != c.pipeline)
     fail(kPipeline, "pipeline text '" + c.pipeline + "' is not canonical: '" + pipeline.str() + "'");
+  // Blanks around names, keys, values and separators are ignored (passes/PassManager.h).
+  std::string spaced = withBlanks(c.pipeline, c.seed);
+  try {
+    if (passes::Pipeline::parse(spaced, "pipeline") != pipeline)
+      fail(kPipeline, "'" + spaced + "' reads as another pipeline than '" + c.pipeline + "'");
+  } catch (const Error &e) {
+    fail(kPipeline, "'" + spaced + "' does not parse: " + e.what());
+  }
   const PipelineRun run = runPassByPass(pipeline, c.program);
   if (run.outcome.kind != PassOutcome::Kind::Ok) {
     fail(kPipeline, run.outcome.message);

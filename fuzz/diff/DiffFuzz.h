@@ -7,9 +7,11 @@
 //   roundtrip            the program before and after the pipeline prints, parses and
 //                        goes through JSON to the same text (fuzz/FuzzCommon.h), and the
 //                        re-read input program evaluates to the same bits;
-//   pipeline             every pass accepts the program the fuzzer chose it for and the
-//                        result verifies; a pass given options without regard to their
-//                        validity throws tessel::Error or succeeds, nothing else;
+//   pipeline             the pipeline text is canonical and reads the same with blanks
+//                        around its separators; every pass accepts the program the fuzzer
+//                        chose it for and the result verifies; a pass given options
+//                        without regard to their validity throws tessel::Error or
+//                        succeeds, nothing else;
 //   prepare              rt::prepare accepts the result;
 //   widths               the engine at widths 1, 2 and 4, again on a warm engine, and
 //                        without buffer reuse: the same bits, or the same error; with

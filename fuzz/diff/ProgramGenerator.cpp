@@ -131,8 +131,15 @@ private:
   Val push(Val v) {
     v = scaled(v, kMaxBound);
     pool_.push_back(v);
-    if (chance(0.08))
-      out_.program.setName(v.id, (chance(0.9) ? "v" : "a name.") + std::to_string(named_++));
+    if (chance(0.08)) {
+      // Mostly plain names; some need quotes, some are names the passes give their own
+      // values (grad's inputs and outputs, checkpoint's clones), to meet them.
+      static const char *taken[] = {"grad_x0", "ct_out0", "ct_loss", "x1.remat", "loss", "res0"};
+      std::string name = chance(0.8)   ? "v" + std::to_string(named_++)
+                         : chance(0.5) ? "a name." + std::to_string(named_++)
+                                       : taken[pick(6)];
+      out_.program.setName(v.id, name);
+    }
     return v;
   }
 
