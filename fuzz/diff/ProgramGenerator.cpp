@@ -228,7 +228,7 @@ private:
     return Val{v, a.exact, a.bound * a.bound + c, c};
   }
 
-  /// Appends a random subset of `rank` axes, in a random order.
+  /// A random subset of `rank` axes (sometimes all), sometimes in a random order.
   std::vector<int64_t> randomAxes(int rank) {
     std::vector<int64_t> axes;
     double p = chance(0.2) ? 1.0 : 0.5;
