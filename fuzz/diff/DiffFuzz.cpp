@@ -135,8 +135,12 @@ public:
     passes::Pipeline chosen;
     int grads = 0;
     const std::vector<passes::PassInfo> &registry = passes::passRegistry();
+    const passes::PassInfo *checkpoint = passes::lookupPass("checkpoint");
     for (size_t n = pick(7); n > 0; --n) {
-      const passes::PassInfo &info = registry[pick(registry.size())];
+      // checkpoint applies only after a grad that kept its outputs: take it more often then.
+      const passes::PassInfo &info = checkpoint && eligible(*checkpoint, cur, grads) && chance(0.25)
+                                         ? *checkpoint
+                                         : registry[pick(registry.size())];
       // A "wild" pass gets option values without regard to their validity; it must
       // succeed or throw tessel::Error, and is then left out of the pipeline.
       const bool wild = chance(0.04);
