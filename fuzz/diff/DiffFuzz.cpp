@@ -631,130 +631,125 @@ CheckResult Checker::check(const Case &c) {
   }
 }
 
-CheckResult Checker::checkOrThrow(const Case &c) {
-  CheckResult res;
-  auto fail = [&](const char *oracle, const std::string &m) {
-    if (!m.empty()) res.failures.push_back({oracle, m});
-  };
+namespace {
 
-  // Round trips of the input program, its values after a re-read included.
-  std::string rt0 = fuzz::checkRoundTrips(c.program);
-  fail(kRoundTrip, rt0.empty() ? "" : "input program: " + rt0);
-  if (rt0.empty()) {
-    Program reread = ir::parseProgram(ir::printProgram(c.program), "<printed>");
-    Outcome a = evaluate([&] { return rt::evaluateReference(c.program, c.inputs); });
-    Outcome b = evaluate([&] { return rt::evaluateReference(reread, c.inputs); });
+/// The oracles of one case, phase by phase; each adds its failures to `res`.
+class CaseCheck {
+public:
+  CaseCheck(const Case &c, CheckResult &res) : c_(c), res_(res) {}
+
+  void fail(const char *oracle, const std::string &message) {
+    if (!message.empty()) res_.failures.push_back({oracle, message});
+  }
+
+  /// The input program's round trips, its values after a re-read included.
+  void inputRoundTrips() {
+    std::string problem = fuzz::checkRoundTrips(c_.program);
+    if (!problem.empty()) return fail(kRoundTrip, "input program: " + problem);
+    Program reread = ir::parseProgram(ir::printProgram(c_.program), "<printed>");
+    Outcome a = evaluate([&] { return rt::evaluateReference(c_.program, c_.inputs); });
+    Outcome b = evaluate([&] { return rt::evaluateReference(reread, c_.inputs); });
     // Errors may differ in the source positions the re-read program has.
-    fail(kRoundTrip, compareOutcomes(c.program, b, a, {true, true}, "re-read", "original"));
+    fail(kRoundTrip, compareOutcomes(c_.program, b, a, {true, true}, "re-read", "original"));
   }
 
-  // The pipeline.
-  passes::Pipeline pipeline;
-  try {
-    pipeline = passes::Pipeline::parse(c.pipeline, "pipeline");
-  } catch (const Error &e) {
-    fail(kPipeline, std::string("the pipeline does not parse: ") + e.what());
-    return res;
+  /// The case's pipeline, which must be canonical and read the same with blanks
+  /// around its separators (passes/PassManager.h); nullopt if it does not parse.
+  std::optional<passes::Pipeline> readPipeline() {
+    passes::Pipeline pipeline;
+    try {
+      pipeline = passes::Pipeline::parse(c_.pipeline, "pipeline");
+    } catch (const Error &e) {
+      fail(kPipeline, std::string("the pipeline does not parse: ") + e.what());
+      return std::nullopt;
+    }
+    if (pipeline.str() != c_.pipeline)
+      fail(kPipeline, "pipeline text '" + c_.pipeline + "' is not canonical: '" + pipeline.str() + "'");
+    std::string spaced = withBlanks(c_.pipeline, c_.seed);
+    try {
+      if (passes::Pipeline::parse(spaced, "pipeline") != pipeline)
+        fail(kPipeline, "'" + spaced + "' reads as another pipeline than '" + c_.pipeline + "'");
+    } catch (const Error &e) {
+      fail(kPipeline, "'" + spaced + "' does not parse: " + e.what());
+    }
+    return pipeline;
   }
-  if (pipeline.str() != c.pipeline)
-    fail(kPipeline, "pipeline text '" + c.pipeline + "' is not canonical: '" + pipeline.str() + "'");
-  // Blanks around names, keys, values and separators are ignored (passes/PassManager.h).
-  std::string spaced = withBlanks(c.pipeline, c.seed);
-  try {
-    if (passes::Pipeline::parse(spaced, "pipeline") != pipeline)
-      fail(kPipeline, "'" + spaced + "' reads as another pipeline than '" + c.pipeline + "'");
-  } catch (const Error &e) {
-    fail(kPipeline, "'" + spaced + "' does not parse: " + e.what());
-  }
-  const PipelineRun run = runPassByPass(pipeline, c.program);
-  if (run.outcome.kind != PassOutcome::Kind::Ok) {
-    fail(kPipeline, run.outcome.message);
-    return res;
-  }
-  const Program &full = run.result;
-  std::string rt1 = fuzz::checkRoundTrips(full);
-  fail(kRoundTrip, rt1.empty() ? "" : "after the pipeline: " + rt1);
 
-  // The semantic baseline: the input program with only the grads of the pipeline.
-  Program base;
-  PassOutcome baseRan = gradsOnly(c.program, run, run.grads.size(), base);
-  std::vector<Tensor> in = inputsFor(full, c);
-
-  // The engine at every width, warm, and without buffer reuse, against width 1; with
-  // the --check-inf value check, at widths 1 and 4 against each other (the first NaN or
-  // inf names the same op), and against the plain plan when no check fires.
-  std::shared_ptr<const rt::Plan> plan, planNoReuse, planChecked;
-  try {
-    plan = rt::prepare(full);
-    rt::PrepareOptions o;
-    o.reuseBuffers = false;
-    planNoReuse = rt::prepare(full, o);
-    o.reuseBuffers = true;
-    o.valueCheck = rt::ValueCheck::NanOrInf;
-    planChecked = rt::prepare(full, o);
-  } catch (const std::exception &e) {
-    fail(kPrepare, e.what());
-    return res;
+  /// The engine at every width, warm, and without buffer reuse, against width 1; with
+  /// the --check-inf value check, at widths 1 and 4 against each other (the first NaN
+  /// or inf names the same op), and against the plain plan when no check fires.
+  /// Returns the outcome at width 1, or nullopt when prepare fails.
+  std::optional<Outcome> runEngine(const Program &full, const std::vector<Tensor> &in,
+                                   const std::vector<std::unique_ptr<rt::Engine>> &engines) {
+    std::shared_ptr<const rt::Plan> plan, planNoReuse, planChecked;
+    try {
+      plan = rt::prepare(full);
+      rt::PrepareOptions o;
+      o.reuseBuffers = false;
+      planNoReuse = rt::prepare(full, o);
+      o.reuseBuffers = true;
+      o.valueCheck = rt::ValueCheck::NanOrInf;
+      planChecked = rt::prepare(full, o);
+    } catch (const std::exception &e) {
+      fail(kPrepare, e.what());
+      return std::nullopt;
+    }
+    auto run = [&](size_t engine, const rt::Plan &p) {
+      return evaluate([&] { return engines[engine]->run(p, in); });
+    };
+    const char *names[] = {"width 1", "width 2", "width 4", "width 4 again",
+                           "width 2 without buffer reuse"};
+    std::vector<Outcome> runs = {run(0, *plan), run(1, *plan), run(2, *plan), run(2, *plan),
+                                 run(1, *planNoReuse)};
+    for (size_t i = 1; i < runs.size(); ++i)
+      fail(kWidths, compareOutcomes(full, runs[i], runs[0], {true, false}, names[i], names[0]));
+    Outcome checked1 = run(0, *planChecked), checked4 = run(2, *planChecked);
+    fail(kWidths, compareOutcomes(full, checked4, checked1, {true, false},
+                                  "width 4 with --check-inf", "width 1 with --check-inf"));
+    if (!checked1.failed)
+      fail(kWidths, compareOutcomes(full, checked1, runs[0], {true, false},
+                                    "width 1 with --check-inf", names[0]));
+    return runs[0];
   }
-  std::vector<Outcome> runs;
-  const char *runNames[] = {"width 1", "width 2", "width 4", "width 4 again", "width 2 without buffer reuse"};
-  runs.push_back(evaluate([&] { return engines_[0]->run(*plan, in); }));
-  runs.push_back(evaluate([&] { return engines_[1]->run(*plan, in); }));
-  runs.push_back(evaluate([&] { return engines_[2]->run(*plan, in); }));
-  runs.push_back(evaluate([&] { return engines_[2]->run(*plan, in); }));
-  runs.push_back(evaluate([&] { return engines_[1]->run(*planNoReuse, in); }));
-  for (size_t i = 1; i < runs.size(); ++i)
-    fail(kWidths, compareOutcomes(full, runs[i], runs[0], {true, false}, runNames[i], runNames[0]));
-  Outcome checked1 = evaluate([&] { return engines_[0]->run(*planChecked, in); });
-  Outcome checked4 = evaluate([&] { return engines_[2]->run(*planChecked, in); });
-  fail(kWidths, compareOutcomes(full, checked4, checked1, {true, false}, "width 4 with --check-inf",
-                                "width 1 with --check-inf"));
-  if (!checked1.failed)
-    fail(kWidths, compareOutcomes(full, checked1, runs[0], {true, false}, "width 1 with --check-inf",
-                                  runNames[0]));
-  const Outcome &engine = runs[0];
-  res.engineRan = !engine.failed;
 
-  // Values: strictly first; only a disagreement costs the rounding model's evaluations.
-  Outcome ref = evaluate([&] { return rt::evaluateReference(full, in); });
-  // `slack` gives the rounding slack of the programs that computed `got` and `want`.
-  auto compareValues = [&](const Program &p, const Outcome &got, const Outcome &want,
-                           Agreement how, const char *gotName, const char *wantName,
-                           auto &&slack) {
+  /// Compares outputs of `p` as `how` says: strictly first; only a disagreement costs
+  /// the rounding model's evaluations, whose slack `slack()` gives.
+  template <class SlackFn>
+  std::string compareValues(const Program &p, const Outcome &got, const Outcome &want,
+                            Agreement how, const char *gotName, const char *wantName,
+                            SlackFn &&slack) {
     std::string d = compareOutcomes(p, got, want, how, gotName, wantName);
     if (d.empty()) return d;
     Slack s = slack();
     how.slack = &s;
     d = compareOutcomes(p, got, want, how, gotName, wantName);
-    res.roundingSlackNeeded += d.empty();
+    res_.roundingSlackNeeded += d.empty();
     return d;
-  };
-  fail(kEngineVsReference, compareValues(full, engine, ref, {}, "engine", "reference", [&] {
-         return roundingSlack(full, in, ref, c.seed ^ kNoiseSalt);
-       }));
+  }
 
-  bool nonFinite = false;
-  for (const Tensor &t : c.inputs)
-    for (double x : t.data) nonFinite |= !std::isfinite(x);
-  // The pipeline's result without its dead code, whose errors (an svd of NaN) the
-  // baseline's dce dropped.
-  Program live = full;
-  PassOutcome liveRan = runPipeline(passes::Pipeline::parse("dce"), live);
-  if (nonFinite && c.pipeline.find("pad-sink") != std::string::npos) {
+  /// The reference on the pipeline's result against the grads-only baseline, both
+  /// without dead code (whose errors, an svd of NaN, the baseline's dce dropped).
+  void againstBaseline(const Program &full, const PipelineRun &run, const std::vector<Tensor> &in) {
+    bool nonFinite = false;
+    for (const Tensor &t : c_.inputs)
+      for (double x : t.data) nonFinite |= !std::isfinite(x);
     // pad-sink drops products of padded zeros with inf or NaN on purpose (PadSink.h).
-  } else if (baseRan.kind != PassOutcome::Kind::Ok || liveRan.kind != PassOutcome::Kind::Ok) {
-    fail(kPassesVsReference, "the pipeline's grads alone, or dce after the pipeline, fail: " +
-                                 baseRan.message + liveRan.message);
-  } else if (base.inputs.size() != full.inputs.size()) {
-    fail(kPassesVsReference, "the pipeline's grads alone give " + std::to_string(base.inputs.size()) +
-                                 " inputs, the pipeline " + std::to_string(full.inputs.size()));
-  } else {
+    if (nonFinite && c_.pipeline.find("pad-sink") != std::string::npos) return;
+    Program base, live = full;
+    PassOutcome baseRan = gradsOnly(c_.program, run, run.grads.size(), base);
+    PassOutcome liveRan = runPipeline(passes::Pipeline::parse("dce"), live);
+    if (baseRan.kind != PassOutcome::Kind::Ok || liveRan.kind != PassOutcome::Kind::Ok)
+      return fail(kPassesVsReference, "the pipeline's grads alone, or dce after the pipeline, fail: " +
+                                          baseRan.message + liveRan.message);
+    if (base.inputs.size() != full.inputs.size())
+      return fail(kPassesVsReference, "the pipeline's grads alone give " +
+                                          std::to_string(base.inputs.size()) + " inputs, the pipeline " +
+                                          std::to_string(full.inputs.size()));
     Outcome liveRef = evaluate([&] { return rt::evaluateReference(live, in); });
     Outcome baseRef = evaluate([&] { return rt::evaluateReference(base, in); });
-    // Both programs round, each in its own way.
-    auto bothSlack = [&] {
-      Slack s = roundingSlack(live, in, liveRef, c.seed ^ kNoiseSalt),
-            b = roundingSlack(base, in, baseRef, c.seed ^ kNoiseSalt);
+    auto bothSlack = [&] { // both programs round, each in its own way
+      Slack s = roundingSlack(live, in, liveRef, c_.seed ^ kNoiseSalt),
+            b = roundingSlack(base, in, baseRef, c_.seed ^ kNoiseSalt);
       for (size_t i = 0; i < s.size() && i < b.size(); ++i) s[i] += b[i];
       return s;
     };
@@ -765,10 +760,42 @@ CheckResult Checker::checkOrThrow(const Case &c) {
          compareValues(live, liveRef, baseRef, how, "after the pipeline", "grads only", bothSlack));
   }
 
+private:
+  const Case &c_;
+  CheckResult &res_;
+};
+
+} // namespace
+
+CheckResult Checker::checkOrThrow(const Case &c) {
+  CheckResult res;
+  CaseCheck check(c, res);
+  check.inputRoundTrips();
+  std::optional<passes::Pipeline> pipeline = check.readPipeline();
+  if (!pipeline) return res;
+  const PipelineRun run = runPassByPass(*pipeline, c.program);
+  if (run.outcome.kind != PassOutcome::Kind::Ok) {
+    check.fail(kPipeline, run.outcome.message);
+    return res;
+  }
+  const Program &full = run.result;
+  std::string problem = fuzz::checkRoundTrips(full);
+  check.fail(kRoundTrip, problem.empty() ? "" : "after the pipeline: " + problem);
+
+  std::vector<Tensor> in = inputsFor(full, c);
+  std::optional<Outcome> engine = check.runEngine(full, in, engines_);
+  if (!engine) return res;
+  res.engineRan = !engine->failed;
+  Outcome ref = evaluate([&] { return rt::evaluateReference(full, in); });
+  check.fail(kEngineVsReference,
+             check.compareValues(full, *engine, ref, {}, "engine", "reference",
+                                 [&] { return roundingSlack(full, in, ref, c.seed ^ kNoiseSalt); }));
+  check.againstBaseline(full, run, in);
+
   if (!run.grads.empty()) {
     if (!c.fd) res.fdSkipped = "quantized inputs at kinks, or non-finite inputs";
-    else if (engine.failed) res.fdSkipped = "the engine failed";
-    else checkGradient(c, run, full, in, engine.values, res);
+    else if (engine->failed) res.fdSkipped = "the engine failed";
+    else checkGradient(c, run, full, in, engine->values, res);
   }
   return res;
 }
