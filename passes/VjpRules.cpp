@@ -313,8 +313,10 @@ OperandCotangents vjpDotGeneral(const VjpCall &c) {
 // y = einsum(spec, x_0..x_{n-1}): x̄_i = einsum of g with the other operands, to the
 // labels of x_i. Still an einsum: the ordering pass lowers it like the forward one.
 // Labels of x_i that appear nowhere else (summed inside x_i alone) are restored by
-// broadcast_in_dim; a label repeated within x_i (a diagonal) by masking with
-// compare(iota, iota, EQ).
+// broadcast_in_dim; a label repeated within x_i (a diagonal) by selecting with
+// compare(iota, iota, EQ): off the diagonal, entries the einsum never reads get an exact
+// 0, also where the other operands hold inf or NaN (a 0/1 mask would give inf·0 = NaN
+// there, as the order pass's lowering does not).
 OperandCotangents vjpEinsum(const VjpCall &c) {
   Builder &b = c.b;
   ValueId g = c.cotangents[0];
@@ -363,12 +365,14 @@ OperandCotangents vjpEinsum(const VjpCall &c) {
       continue;
     }
     ValueId full = b.broadcastInDim(e, xs, keptAxes);
+    ValueId zero = kNone;
     for (size_t a = 0; a < labels.size(); ++a) {
       size_t first = labels.find(labels[a]);
       if (first == a) continue;
       ValueId eq = b.compare(b.iota(xs, static_cast<int64_t>(first)),
                              b.iota(xs, static_cast<int64_t>(a)), "EQ");
-      full = b.mul(full, eq);
+      if (zero == kNone) zero = splat(b, 0.0, xs);
+      full = b.select(eq, full, zero);
     }
     out[i] = full;
   }

@@ -195,6 +195,22 @@ TEST_CASE("grad: an exactly zero cotangent contributes exactly 0, even where f' 
   }
 }
 
+TEST_CASE("grad: entries off an einsum's diagonal get an exact 0, also next to inf") {
+  // L = trace(x)·Σy: ∂L/∂x is Σy on the diagonal and 0 off it, which the einsum never
+  // reads, even when Σy is inf (found by the differential fuzzer: it was inf·0 = NaN,
+  // unlike the same gradient after the order pass lowered the einsum).
+  Program p;
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({2, 2}));
+  ValueId y = p.addInput("y", Type({3}));
+  p.addOutput(b.einsum("ii,j->", {x, y}));
+  const double inf = INFINITY;
+  auto gr = evalGrad(p, {"x"}, {Tensor(Type({2, 2}), {1, 2, 3, 4}), Tensor(Type({3}), {1, inf, 2})});
+  CHECK(gr[0].data == std::vector<double>{inf, 0, 0, inf});
+  gr = evalGrad(p, {"x"}, {Tensor(Type({2, 2}), {1, 2, 3, 4}), Tensor(Type({3}), {1, 2, 3})});
+  CHECK(gr[0].data == std::vector<double>{6, 0, 0, 6});
+}
+
 TEST_CASE("grad: ties in reduce_max and maximum split the cotangent equally") {
   Program p;
   Builder b(p);

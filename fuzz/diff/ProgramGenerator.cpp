@@ -1,0 +1,766 @@
+//===- fuzz/diff/ProgramGenerator.cpp - Random well-typed programs ----------------===//
+//
+// One generator case per op kind (the table at the bottom, in ops.def order). A case
+// picks its operands from the pool of values made so far (or makes fresh inputs and
+// constants), checks that the result stays small, builds the op and adds its result
+// to the pool with what the generator knows of it (exactness, bounds; see the header).
+// A case returns false when it cannot apply to the pool as it is; the main loop then
+// draws another kind.
+//
+//===----------------------------------------------------------------------===//
+#include "fuzz/diff/ProgramGenerator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "ir/Builder.h"
+
+namespace tessel::difffuzz {
+
+namespace {
+
+using ir::Builder;
+using ir::OpKind;
+using ir::Shape;
+using ir::Tensor;
+using ir::Type;
+using ir::ValueId;
+
+/// A value whose bound grows past this is scaled back by a power of two.
+constexpr double kMaxBound = 1e3;
+/// Largest number of elements of a generated value (the reference evaluator loops);
+/// in the few large programs, enough for the engine to split ops into several chunks
+/// (runtime/Plan.h: kChunkElems).
+constexpr int64_t kMaxNumel = 1024;
+constexpr int64_t kMaxNumelLarge = int64_t(1) << 17;
+/// Largest product of every index extent of an einsum (the reference's loop count
+/// per operand) and largest number of distinct indices.
+constexpr int64_t kMaxEinsumWork = 4096;
+constexpr size_t kMaxEinsumLabels = 10;
+/// Largest rank of a generated value, and of an svd matrix's sides.
+constexpr int kMaxRank = 6;
+constexpr int64_t kMaxSvdSide = 12;
+
+/// What the generator knows of a value.
+struct Val {
+  ValueId id = ir::kNoValue;
+  bool exact = true; ///< bitwise the same in every evaluator (see the header)
+  double bound = 1;  ///< |value| <= bound
+  double lo = 0;     ///< value >= lo > 0 everywhere, or 0 when unknown
+};
+
+int64_t numel(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> allAxes(int rank) {
+  std::vector<int64_t> a(static_cast<size_t>(rank));
+  std::iota(a.begin(), a.end(), 0);
+  return a;
+}
+
+class Gen {
+public:
+  Gen(uint64_t seed, const GeneratorOptions &opts) : rng_(seed), b_(out_.program), opts_(opts) {
+    out_.differentiable = chance(0.7);
+    out_.quantized = chance(0.3);
+    allowZero_ = chance(0.25);
+    large_ = chance(0.02);
+    out_.nonFinite = chance(0.03);
+  }
+
+  GeneratedProgram run();
+
+  // The cases of the table; each returns false when it does not apply.
+  bool constant() {
+    constantOf(Type(shape(3)));
+    return true;
+  }
+  bool iota();
+  bool unary(OpKind k);
+  bool binary(OpKind k);
+  bool compare();
+  bool select();
+  bool reduce(OpKind k);
+  bool broadcastInDim();
+  bool reshape();
+  bool transpose();
+  bool slice();
+  bool pad();
+  bool dotGeneral();
+  bool einsum();
+  bool svd();
+
+private:
+  // --- Randomness -----------------------------------------------------------------
+  size_t pick(size_t n) { return n ? static_cast<size_t>(rng_() % n) : 0; }
+  bool chance(double p) { return uniform(0, 1) < p; }
+  double uniform(double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng_);
+  }
+  /// An extent: mostly 2..5, often 1, in some programs sometimes 0; in large
+  /// programs often up to 48.
+  int64_t extent() {
+    if (allowZero_ && chance(0.04)) return 0;
+    if (chance(0.25)) return 1;
+    if (large_ && chance(0.6)) return 6 + static_cast<int64_t>(pick(43));
+    return 2 + static_cast<int64_t>(pick(4));
+  }
+  /// One of the few values of quantized inputs (ties on purpose).
+  double level() {
+    static const double levels[] = {-1, -0.5, 0, 0.5, 1};
+    return levels[pick(5)];
+  }
+  /// Largest number of elements of a generated value.
+  int64_t maxNumel() const { return large_ ? kMaxNumelLarge : kMaxNumel; }
+  Shape shape(int maxRank) {
+    Shape s;
+    for (size_t r = pick(static_cast<size_t>(maxRank) + 1); r > 0; --r) s.push_back(extent());
+    return s;
+  }
+
+  // --- Values -----------------------------------------------------------------------
+  const Type &type(const Val &v) const { return out_.program.type(v.id); }
+  Shape shapeOf(const Val &v) const { return type(v).shape; }
+
+  /// Adds `v` to the pool, scaled back first if its bound grew too large.
+  Val push(Val v) {
+    v = scaled(v, kMaxBound);
+    pool_.push_back(v);
+    if (chance(0.08)) {
+      // Mostly plain names; some need quotes, some are names the passes give their own
+      // values (grad's inputs and outputs, checkpoint's clones), to meet them.
+      static const char *taken[] = {"grad_x0", "ct_out0", "ct_loss", "x1.remat", "loss", "res0"};
+      std::string name = chance(0.8)   ? "v" + std::to_string(named_++)
+                         : chance(0.5) ? "a name." + std::to_string(named_++)
+                                       : taken[pick(6)];
+      out_.program.setName(v.id, name);
+    }
+    return v;
+  }
+
+  /// A fresh input; `continuous` overrides the program's quantized values.
+  Val input(const Type &t, bool continuous = false) {
+    ValueId v = out_.program.addInput("x" + std::to_string(out_.inputs.size()), t);
+    Tensor data = Tensor::zeros(t);
+    for (double &x : data.data) x = out_.quantized && !continuous ? level() : uniform(-1, 1);
+    if (out_.nonFinite && !data.data.empty() && chance(0.3)) {
+      static const double specials[] = {NAN, INFINITY, -INFINITY};
+      data.data[pick(data.data.size())] = specials[pick(3)];
+    }
+    out_.inputs.push_back(std::move(data));
+    Val r{v, true, 1, 0};
+    pool_.push_back(r);
+    return r;
+  }
+
+  /// A constant of type `t`: one repeated value (0, 1, ... : the fold pass's
+  /// identities), the quantized levels, or uniform values.
+  Val constantOf(const Type &t) {
+    Tensor c = Tensor::zeros(t);
+    static const double repeated[] = {0.0, 1.0, -0.0, 2.0, 0.5, -1.0};
+    size_t how = pick(3);
+    double rep = repeated[pick(6)];
+    for (double &x : c.data) x = how == 0 ? rep : how == 1 ? level() : uniform(-1, 1);
+    double hi = 0, lo = INFINITY;
+    for (double x : c.data) {
+      hi = std::max(hi, std::fabs(x));
+      lo = std::min(lo, x);
+    }
+    Val r{b_.constant(c), true, std::max(hi, 1e-3), lo > 0 && std::isfinite(lo) ? lo : 0};
+    pool_.push_back(r);
+    return r;
+  }
+
+  /// A tensor of `shape` filled with `c`: a constant, or a broadcast scalar constant.
+  ValueId splat(double c, const Shape &s) {
+    if (s.empty() || chance(0.5)) return b_.full(Type(s), c);
+    return b_.broadcastScalar(b_.scalar(c), s);
+  }
+
+  /// `v` times a power of two that brings its bound to at most `maxBound` (exact:
+  /// scaling by 2^-k rounds nothing).
+  Val scaled(Val v, double maxBound) {
+    if (v.bound <= maxBound) return v;
+    double s = std::ldexp(1.0, -static_cast<int>(std::ceil(std::log2(v.bound / maxBound))));
+    return Val{b_.mul(v.id, splat(s, shapeOf(v))), v.exact, v.bound * s, v.lo * s};
+  }
+
+  Val any() { return pool_[pick(pool_.size())]; }
+
+  /// An exact value of the pool, or a fresh input.
+  Val anyExact() {
+    std::vector<size_t> c;
+    for (size_t i = 0; i < pool_.size(); ++i)
+      if (pool_[i].exact) c.push_back(i);
+    if (c.empty() || chance(0.1)) return input(Type(shape(3)));
+    return pool_[c[pick(c.size())]];
+  }
+
+  /// A second operand of `a`'s type: a value of the pool (perhaps `a` itself), a
+  /// fresh input or constant, or the sum of another value broadcast to the shape.
+  Val partner(const Val &a, bool needExact) {
+    const Type t = type(a);
+    std::vector<size_t> same;
+    for (size_t i = 0; i < pool_.size(); ++i)
+      if (type(pool_[i]) == t && (pool_[i].exact || !needExact)) same.push_back(i);
+    double r = uniform(0, 1);
+    if (!same.empty() && r < 0.55) return pool_[same[pick(same.size())]];
+    if (r < 0.75) return input(t);
+    if (r < 0.9) return constantOf(t);
+    Val s = needExact ? anyExact() : any();
+    ValueId sum = b_.reduceSum(s.id, allAxes(type(s).rank()));
+    ValueId squashed = b_.unary(OpKind::Sin, sum);
+    return Val{t.rank() ? b_.broadcastScalar(squashed, t.shape) : squashed, s.exact, 1, 0};
+  }
+
+  /// `a` if it is bounded away from 0, else a·a + c for a c > 0.
+  Val positive(Val a) {
+    if (a.lo >= 0.2) return a;
+    a = scaled(a, 4);
+    static const double cs[] = {0.25, 0.5, 1.0, 2.0};
+    double c = cs[pick(4)];
+    ValueId v = b_.add(b_.mul(a.id, a.id), splat(c, shapeOf(a)));
+    return Val{v, a.exact, a.bound * a.bound + c, c};
+  }
+
+  /// A random subset of `rank` axes (sometimes all), sometimes in a random order.
+  std::vector<int64_t> randomAxes(int rank) {
+    std::vector<int64_t> axes;
+    double p = chance(0.2) ? 1.0 : 0.5;
+    for (int d = 0; d < rank; ++d)
+      if (chance(p)) axes.push_back(d);
+    if (chance(0.3)) std::shuffle(axes.begin(), axes.end(), rng_);
+    return axes;
+  }
+
+  /// Rewrites a value into an [m, n] matrix with sides at most kMaxSvdSide, or
+  /// returns false.
+  bool asMatrix(const Val &a, Val &m);
+
+  /// U·diag(g)·Vt for g = s·h(s) (h even), through a three-operand einsum or a
+  /// broadcast mul and a dot_general. Returns the product and a bound of it.
+  Val reconstruction(ValueId u, ValueId s, ValueId vt, double sBound);
+
+  void chooseOutputs();
+  void maybeSetLoc() {
+    static const char *locs[] = {"", "gen", "step 3: svd Ma", "quote \" and \\ back\tslash"};
+    if (chance(0.2)) b_.setLoc(locs[pick(4)]);
+  }
+
+  std::mt19937_64 rng_;
+  GeneratedProgram out_;
+  Builder b_;
+  GeneratorOptions opts_;
+  std::vector<Val> pool_;
+  bool allowZero_ = false;
+  bool large_ = false; ///< large extents (see extent())
+  int named_ = 0;
+};
+
+bool Gen::iota() {
+  Shape s = shape(3);
+  if (s.empty()) s.push_back(extent());
+  int64_t dim = static_cast<int64_t>(pick(s.size()));
+  double hi = std::max<double>(1, static_cast<double>(s[static_cast<size_t>(dim)] - 1));
+  push(Val{b_.iota(s, dim), true, hi, 0});
+  return true;
+}
+
+bool Gen::unary(OpKind k) {
+  switch (k) {
+  case OpKind::Neg:
+  case OpKind::StopGradient: {
+    Val a = any();
+    push(Val{b_.unary(k, a.id), a.exact, a.bound, k == OpKind::Neg ? 0 : a.lo});
+    return true;
+  }
+  case OpKind::Exp: {
+    Val a = scaled(any(), 2);
+    push(Val{b_.unary(k, a.id), a.exact, std::exp(a.bound), std::exp(-a.bound)});
+    return true;
+  }
+  case OpKind::Log: {
+    Val a = positive(any());
+    double hi = std::max({std::fabs(std::log(a.lo)), std::fabs(std::log(a.bound)), 1e-3});
+    push(Val{b_.unary(k, a.id), a.exact, hi, a.lo > 1 ? std::log(a.lo) : 0});
+    return true;
+  }
+  case OpKind::Sqrt: {
+    // sqrt of exact zeros only where nothing differentiates it (its slope is infinite).
+    if (!out_.differentiable && chance(0.3)) {
+      Val a = anyExact();
+      ValueId ab = b_.unary(OpKind::Abs, a.id);
+      push(Val{b_.unary(k, ab), true, std::sqrt(a.bound), 0});
+      return true;
+    }
+    Val a = positive(any());
+    push(Val{b_.unary(k, a.id), a.exact, std::sqrt(a.bound), std::sqrt(a.lo)});
+    return true;
+  }
+  case OpKind::Sin:
+  case OpKind::Cos: {
+    Val a = scaled(any(), 100);
+    push(Val{b_.unary(k, a.id), a.exact, 1, 0});
+    return true;
+  }
+  case OpKind::Abs:
+  case OpKind::Sign: {
+    Val a = anyExact();
+    push(Val{b_.unary(k, a.id), true, k == OpKind::Abs ? a.bound : 1, 0});
+    return true;
+  }
+  default: return false;
+  }
+}
+
+bool Gen::binary(OpKind k) {
+  const bool kink = k == OpKind::Maximum;
+  Val a = kink ? anyExact() : any();
+  Val c = partner(a, kink);
+  if (k == OpKind::Div) c = positive(c);
+  Val r{ir::kNoValue, a.exact && c.exact, 0, 0};
+  switch (k) {
+  case OpKind::Add:
+    r.bound = a.bound + c.bound;
+    r.lo = a.lo > 0 && c.lo > 0 ? a.lo + c.lo : 0;
+    break;
+  case OpKind::Sub: r.bound = a.bound + c.bound; break;
+  case OpKind::Mul:
+    r.bound = a.bound * c.bound;
+    r.lo = a.lo * c.lo;
+    break;
+  case OpKind::Div:
+    r.bound = a.bound / c.lo;
+    r.lo = a.lo / c.bound;
+    break;
+  case OpKind::Maximum:
+    r.bound = std::max(a.bound, c.bound);
+    r.lo = std::max(a.lo, c.lo);
+    break;
+  default: return false;
+  }
+  r.id = b_.binary(k, a.id, c.id);
+  push(r);
+  return true;
+}
+
+bool Gen::compare() {
+  static const char *dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+  Val a = anyExact();
+  Val c = partner(a, true);
+  push(Val{b_.compare(a.id, c.id, dirs[pick(6)]), true, 1, 0});
+  return true;
+}
+
+bool Gen::select() {
+  // Any exact value is a predicate (nonzero picks the first branch); compare results
+  // are in the pool too.
+  Val p = anyExact();
+  Val a = partner(p, false), c = partner(p, false);
+  push(Val{b_.select(p.id, a.id, c.id), p.exact && a.exact && c.exact,
+           std::max(a.bound, c.bound), std::min(a.lo, c.lo)});
+  return true;
+}
+
+bool Gen::reduce(OpKind k) {
+  const bool isMax = k == OpKind::ReduceMax;
+  Val a = isMax ? anyExact() : any();
+  Shape s = shapeOf(a);
+  std::vector<int64_t> axes = randomAxes(static_cast<int>(s.size()));
+  int64_t reduced = 1, kept = 1;
+  for (size_t d = 0; d < s.size(); ++d)
+    (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end() ? reduced : kept) *= s[d];
+  if (isMax && reduced == 0 && kept > 0 && !out_.nonFinite) return false; // max of nothing: -inf
+  if (isMax) {
+    push(Val{b_.reduceMax(a.id, axes), true, a.bound, a.lo});
+  } else {
+    push(Val{b_.reduceSum(a.id, axes), a.exact,
+             a.bound * static_cast<double>(std::max<int64_t>(1, reduced)), 0});
+  }
+  return true;
+}
+
+bool Gen::broadcastInDim() {
+  Val a = any();
+  Shape in = shapeOf(a);
+  if (in.size() > 3) return false;
+  size_t rank = in.size() + pick(3);
+  // The operand's dims go to a sorted random subset of the result's dims.
+  std::vector<int64_t> positions = allAxes(static_cast<int>(rank));
+  std::shuffle(positions.begin(), positions.end(), rng_);
+  std::vector<int64_t> dims(positions.begin(), positions.begin() + static_cast<long>(in.size()));
+  std::sort(dims.begin(), dims.end());
+  Shape out(rank, 0);
+  for (size_t d = 0; d < rank; ++d) out[d] = extent();
+  for (size_t i = 0; i < in.size(); ++i)
+    out[static_cast<size_t>(dims[i])] = in[i] != 1 ? in[i] : (chance(0.5) ? 1 : extent());
+  if (numel(out) > maxNumel()) return false;
+  push(Val{b_.broadcastInDim(a.id, out, dims), a.exact, a.bound, a.lo});
+  return true;
+}
+
+bool Gen::reshape() {
+  Val a = any();
+  int64_t n = numel(shapeOf(a));
+  Shape out;
+  if (n == 0) {
+    for (size_t r = 1 + pick(3); r > 0; --r) out.push_back(extent());
+    out[pick(out.size())] = 0;
+  } else {
+    // The prime factors of n, dealt into 1..3 dims, with some size-1 dims between.
+    std::vector<int64_t> primes;
+    for (int64_t m = n, f = 2; m > 1;) {
+      if (m % f == 0) {
+        primes.push_back(f);
+        m /= f;
+      } else {
+        ++f;
+      }
+    }
+    std::shuffle(primes.begin(), primes.end(), rng_);
+    out.assign(1 + pick(3), 1);
+    for (int64_t f : primes) out[pick(out.size())] *= f;
+    for (size_t k = pick(3); k > 0 && out.size() < static_cast<size_t>(kMaxRank); --k)
+      out.insert(out.begin() + static_cast<long>(pick(out.size() + 1)), 1);
+  }
+  push(Val{b_.reshape(a.id, out), a.exact, a.bound, a.lo});
+  return true;
+}
+
+bool Gen::transpose() {
+  Val a = any();
+  std::vector<int64_t> perm = allAxes(type(a).rank());
+  std::shuffle(perm.begin(), perm.end(), rng_);
+  push(Val{b_.transpose(a.id, perm), a.exact, a.bound, a.lo});
+  return true;
+}
+
+bool Gen::slice() {
+  Val a = any();
+  std::vector<int64_t> start, limit;
+  for (int64_t e : shapeOf(a)) {
+    int64_t s = static_cast<int64_t>(pick(static_cast<size_t>(e) + 1));
+    start.push_back(chance(0.3) ? 0 : s);
+    limit.push_back(start.back() + static_cast<int64_t>(pick(static_cast<size_t>(e - start.back()) + 1)));
+    if (chance(0.3)) limit.back() = e;
+  }
+  push(Val{b_.slice(a.id, start, limit), a.exact, a.bound, a.lo});
+  return true;
+}
+
+bool Gen::pad() {
+  Val a = any();
+  Shape s = shapeOf(a);
+  std::vector<int64_t> low, high;
+  Shape out;
+  for (int64_t e : s) {
+    low.push_back(static_cast<int64_t>(pick(3)));
+    high.push_back(static_cast<int64_t>(pick(3)));
+    out.push_back(e + low.back() + high.back());
+  }
+  if (numel(out) > maxNumel()) return false;
+  push(Val{b_.pad(a.id, low, high), a.exact, a.bound, 0});
+  return true;
+}
+
+bool Gen::dotGeneral() {
+  Val a = any();
+  Shape ls = shapeOf(a);
+  std::vector<int64_t> order = allAxes(static_cast<int>(ls.size()));
+  std::shuffle(order.begin(), order.end(), rng_);
+  std::vector<int64_t> lb, lc, rb, rc;
+  size_t lfree = 0;
+  for (int64_t d : order) {
+    size_t role = pick(3);
+    if (role == 0) lb.push_back(d);
+    else if (role == 1) lc.push_back(d);
+    else ++lfree;
+  }
+  Val r;
+  Shape result;
+  for (int64_t d : lb) result.push_back(ls[static_cast<size_t>(d)]);
+  for (size_t d = 0; d < ls.size(); ++d)
+    if (std::find(lb.begin(), lb.end(), d) == lb.end() &&
+        std::find(lc.begin(), lc.end(), d) == lc.end())
+      result.push_back(ls[d]);
+  if (chance(0.3)) {
+    // The operand with itself, batch and contracting dims paired with themselves.
+    r = a;
+    rb = lb;
+    rc = lc;
+    for (size_t d = 0; d < ls.size(); ++d)
+      if (std::find(lb.begin(), lb.end(), d) == lb.end() &&
+          std::find(lc.begin(), lc.end(), d) == lc.end())
+        result.push_back(ls[d]);
+  } else {
+    // A right operand with the batch and contracting extents and up to two free dims,
+    // in a random order of its own.
+    Shape rs;
+    for (int64_t d : lb) rs.push_back(ls[static_cast<size_t>(d)]);
+    for (int64_t d : lc) rs.push_back(ls[static_cast<size_t>(d)]);
+    size_t nfree = pick(3);
+    for (size_t f = 0; f < nfree; ++f) rs.push_back(extent());
+    std::vector<int64_t> place = allAxes(static_cast<int>(rs.size()));
+    std::shuffle(place.begin(), place.end(), rng_);
+    Shape placed(rs.size());
+    for (size_t i = 0; i < rs.size(); ++i) placed[static_cast<size_t>(place[i])] = rs[i];
+    for (size_t i = 0; i < lb.size(); ++i) rb.push_back(place[i]);
+    for (size_t i = 0; i < lc.size(); ++i) rc.push_back(place[lb.size() + i]);
+    for (size_t f = 0; f < nfree; ++f) result.push_back(rs[lb.size() + lc.size() + f]);
+    if (result.size() > static_cast<size_t>(kMaxRank) || numel(result) > maxNumel()) return false;
+    std::vector<size_t> same;
+    for (size_t i = 0; i < pool_.size(); ++i)
+      if (shapeOf(pool_[i]) == placed) same.push_back(i);
+    r = !same.empty() && chance(0.4) ? pool_[same[pick(same.size())]] : input(Type(placed));
+  }
+  if (result.size() > static_cast<size_t>(kMaxRank) || numel(result) > maxNumel()) return false;
+  int64_t k = 1;
+  for (int64_t d : lc) k *= ls[static_cast<size_t>(d)];
+  push(Val{b_.dotGeneral(a.id, r.id, lb, rb, lc, rc), false,
+           a.bound * r.bound * static_cast<double>(std::max<int64_t>(1, k)), 0});
+  return true;
+}
+
+bool Gen::einsum() {
+  // Operands from the pool; each dim reuses a label of the same extent (shared with
+  // another operand, or repeated inside its own: a diagonal) or takes a new one.
+  std::string labels; // every label so far
+  std::vector<int64_t> extents;
+  std::vector<Val> ops;
+  std::vector<std::string> subs;
+  for (size_t n = 1 + pick(3); n > 0; --n) {
+    Val v = any();
+    if (type(v).rank() > 4) continue;
+    std::string sub;
+    for (int64_t e : shapeOf(v)) {
+      std::vector<size_t> same;
+      for (size_t i = 0; i < labels.size(); ++i)
+        if (extents[i] == e) same.push_back(i);
+      if (!same.empty() && chance(0.5)) {
+        sub += labels[same[pick(same.size())]];
+      } else {
+        if (labels.size() >= kMaxEinsumLabels) return false;
+        char c = static_cast<char>(labels.size() < 26 ? 'a' + labels.size() : 'A' + labels.size() - 26);
+        labels += c;
+        extents.push_back(e);
+        sub += c;
+      }
+    }
+    ops.push_back(v);
+    subs.push_back(sub);
+  }
+  if (ops.empty() || numel(extents) > kMaxEinsumWork) return false;
+  std::string out;
+  Shape outShape;
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (chance(0.5)) out += labels[i];
+  std::shuffle(out.begin(), out.end(), rng_);
+  for (char c : out) outShape.push_back(extents[labels.find(c)]);
+  if (outShape.size() > static_cast<size_t>(kMaxRank) || numel(outShape) > maxNumel()) return false;
+  std::string spec;
+  std::vector<ValueId> ids;
+  double bound = 1;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    spec += (i ? "," : "") + subs[i];
+    ids.push_back(ops[i].id);
+    bound *= ops[i].bound;
+  }
+  spec += "->" + out;
+  int64_t summed = 1;
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (out.find(labels[i]) == std::string::npos) summed *= extents[i];
+  push(Val{b_.einsum(spec, ids), false, bound * static_cast<double>(std::max<int64_t>(1, summed)), 0});
+  return true;
+}
+
+bool Gen::asMatrix(const Val &a, Val &m) {
+  Shape s = shapeOf(a);
+  if (s.size() == 2 && chance(0.7)) {
+    m = a;
+  } else {
+    int64_t n = numel(s), rows;
+    if (n == 0) {
+      rows = chance(0.5) ? 0 : extent();
+    } else {
+      std::vector<int64_t> divisors;
+      for (int64_t d = 1; d <= n; ++d)
+        if (n % d == 0 && d <= kMaxSvdSide && n / d <= kMaxSvdSide) divisors.push_back(d);
+      if (divisors.empty()) return false;
+      rows = divisors[pick(divisors.size())];
+    }
+    int64_t cols = rows == 0 ? extent() : n / rows;
+    m = Val{b_.reshape(a.id, {rows, cols}), a.exact, a.bound, a.lo};
+  }
+  Shape ms = shapeOf(m);
+  return ms[0] <= kMaxSvdSide && ms[1] <= kMaxSvdSide;
+}
+
+Val Gen::reconstruction(ValueId u, ValueId s, ValueId vt, double sBound) {
+  // g = s·h(s) with h even, so U·diag(g)·Vt = A·h(AᵀA)-like: a smooth function of A
+  // that does not depend on the basis LAPACK picked.
+  ValueId g = s;
+  double gBound = sBound;
+  Shape ks = b_.type(s).shape;
+  switch (pick(4)) {
+  case 0: break;
+  case 1: g = b_.mul(s, b_.unary(OpKind::Cos, s)); break;
+  case 2:
+    g = b_.mul(s, b_.add(b_.mul(s, s), splat(1.0, ks)));
+    gBound = sBound * (1 + sBound * sBound);
+    break;
+  default: g = b_.mul(s, b_.unary(OpKind::Exp, b_.neg(b_.mul(s, s)))); break;
+  }
+  Shape us = b_.type(u).shape;
+  ValueId r;
+  if (chance(0.5)) {
+    r = b_.einsum("ik,k,kj->ij", {u, g, vt});
+  } else {
+    ValueId ug = b_.mul(u, b_.broadcastInDim(g, us, {1}));
+    r = b_.dotGeneral(ug, vt, {}, {}, {1}, {0});
+  }
+  return Val{r, false, gBound, 0};
+}
+
+bool Gen::svd() {
+  Val m;
+  if (!asMatrix(any(), m)) return false;
+  m = scaled(m, 1);
+  Shape ms = shapeOf(m);
+  if (out_.differentiable) {
+    // A generic matrix: distinct, nonzero singular values.
+    Val noise = input(Type(ms), true);
+    m = Val{b_.add(m.id, noise.id), m.exact, m.bound + 1, 0};
+  }
+  static const double epss[] = {1e-12, 1e-12, 1e-9, 0.0, 1e-6};
+  auto usv = b_.svd(m.id, epss[pick(5)]);
+  const int64_t rows = ms[0], cols = ms[1], k = std::min(rows, cols);
+  const double sBound = m.bound * std::sqrt(static_cast<double>(std::max<int64_t>(1, rows * cols)));
+  size_t form = pick(out_.differentiable && k >= 2 ? 3 : 2);
+  if (form == 0) {
+    push(Val{usv[1], false, sBound, 0});
+  } else if (form == 1) {
+    push(reconstruction(usv[0], usv[1], usv[2], sBound));
+  } else {
+    // Truncated to the r leading triplets: basis independent while s[r-1] > s[r].
+    int64_t r = 1 + static_cast<int64_t>(pick(static_cast<size_t>(k - 1)));
+    ValueId u = b_.slice(usv[0], {0, 0}, {rows, r});
+    ValueId s = b_.slice(usv[1], {0}, {r});
+    ValueId vt = b_.slice(usv[2], {0, 0}, {r, cols});
+    push(reconstruction(u, s, vt, sBound));
+  }
+  return true;
+}
+
+void Gen::chooseOutputs() {
+  ir::Program &p = out_.program;
+  // The sinks: op results nothing reads, so that most of the program is live.
+  std::vector<int> uses(p.values.size(), 0);
+  for (const ir::Op &op : p.ops)
+    for (ValueId v : op.operands) ++uses[v];
+  std::vector<Val> sinks;
+  for (const Val &v : pool_)
+    if (p.value(v.id).def >= 0 && uses[v.id] == 0 &&
+        std::none_of(sinks.begin(), sinks.end(), [&](const Val &s) { return s.id == v.id; }))
+      sinks.push_back(v);
+  std::shuffle(sinks.begin(), sinks.end(), rng_);
+  if (sinks.empty()) sinks.push_back(pool_.back());
+  if (sinks.size() > 5) sinks.resize(5);
+  if (out_.differentiable && chance(0.5)) {
+    // One scalar loss, so that grad can seed it (no cotangent input): the sum of a
+    // weighted sum of each sink.
+    ValueId loss = ir::kNoValue;
+    for (const Val &v : sinks) {
+      ValueId x = chance(0.5) ? b_.mul(v.id, partner(v, false).id) : v.id;
+      ValueId term = b_.reduceSum(x, allAxes(b_.type(x).rank()));
+      loss = loss == ir::kNoValue ? term : b_.add(loss, term);
+    }
+    if (chance(0.5)) p.setName(loss, chance(0.8) ? "loss" : "the loss");
+    p.addOutput(loss);
+    return;
+  }
+  for (const Val &v : sinks) p.addOutput(v.id);
+  if (chance(0.2)) p.addOutput(any().id); // perhaps an input, or an output twice
+}
+
+// --- The table of generator cases, in ops.def order --------------------------------
+
+using Case = bool (*)(Gen &);
+struct Entry {
+  OpKind kind;
+  Case generate;
+};
+constexpr Entry kCases[] = {
+    {OpKind::Constant, [](Gen &g) { return g.constant(); }},
+    {OpKind::Iota, [](Gen &g) { return g.iota(); }},
+    {OpKind::Neg, [](Gen &g) { return g.unary(OpKind::Neg); }},
+    {OpKind::Exp, [](Gen &g) { return g.unary(OpKind::Exp); }},
+    {OpKind::Log, [](Gen &g) { return g.unary(OpKind::Log); }},
+    {OpKind::Sqrt, [](Gen &g) { return g.unary(OpKind::Sqrt); }},
+    {OpKind::Sin, [](Gen &g) { return g.unary(OpKind::Sin); }},
+    {OpKind::Cos, [](Gen &g) { return g.unary(OpKind::Cos); }},
+    {OpKind::Abs, [](Gen &g) { return g.unary(OpKind::Abs); }},
+    {OpKind::Sign, [](Gen &g) { return g.unary(OpKind::Sign); }},
+    {OpKind::Add, [](Gen &g) { return g.binary(OpKind::Add); }},
+    {OpKind::Sub, [](Gen &g) { return g.binary(OpKind::Sub); }},
+    {OpKind::Mul, [](Gen &g) { return g.binary(OpKind::Mul); }},
+    {OpKind::Div, [](Gen &g) { return g.binary(OpKind::Div); }},
+    {OpKind::Maximum, [](Gen &g) { return g.binary(OpKind::Maximum); }},
+    {OpKind::Compare, [](Gen &g) { return g.compare(); }},
+    {OpKind::Select, [](Gen &g) { return g.select(); }},
+    {OpKind::ReduceSum, [](Gen &g) { return g.reduce(OpKind::ReduceSum); }},
+    {OpKind::ReduceMax, [](Gen &g) { return g.reduce(OpKind::ReduceMax); }},
+    {OpKind::BroadcastInDim, [](Gen &g) { return g.broadcastInDim(); }},
+    {OpKind::Reshape, [](Gen &g) { return g.reshape(); }},
+    {OpKind::Transpose, [](Gen &g) { return g.transpose(); }},
+    {OpKind::Slice, [](Gen &g) { return g.slice(); }},
+    {OpKind::Pad, [](Gen &g) { return g.pad(); }},
+    {OpKind::DotGeneral, [](Gen &g) { return g.dotGeneral(); }},
+    {OpKind::Einsum, [](Gen &g) { return g.einsum(); }},
+    {OpKind::Svd, [](Gen &g) { return g.svd(); }},
+    {OpKind::StopGradient, [](Gen &g) { return g.unary(OpKind::StopGradient); }},
+};
+static_assert(ir::coversEveryOpInOrder(kCases),
+              "the differential fuzzer needs a generator case for every op of ir/ops.def, "
+              "in its order (fuzz/diff/ProgramGenerator.cpp)");
+
+GeneratedProgram Gen::run() {
+  input(Type(shape(3)));
+  input(Type(shape(3)));
+  const std::vector<OpKind> &kinds = ir::allOpKinds();
+  const int size = large_ ? std::min(opts_.size, 10) : opts_.size; // large ones take time
+  for (int i = 0; i < size; ++i) {
+    maybeSetLoc();
+    for (int attempt = 0; attempt < 8; ++attempt)
+      if (kCases[static_cast<size_t>(kinds[pick(kinds.size())])].generate(*this)) break;
+  }
+  b_.setLoc("");
+  chooseOutputs();
+  return std::move(out_);
+}
+
+} // namespace
+
+GeneratedProgram generateProgram(uint64_t seed, const GeneratorOptions &opts) {
+  return Gen(seed, opts).run();
+}
+
+bool hasKinks(const ir::Program &p) {
+  for (const ir::Op &op : p.ops)
+    switch (op.kind) {
+    case OpKind::Abs:
+    case OpKind::Sign:
+    case OpKind::Compare:
+    case OpKind::Select:
+    case OpKind::Maximum:
+    case OpKind::ReduceMax: return true;
+    default: break;
+    }
+  return false;
+}
+
+} // namespace tessel::difffuzz
