@@ -256,6 +256,25 @@ def render(h, agg, mi, t_start):
     if h.extra.get("profile"):
         L += ["### Op-level profile (`tessel trg --profile`, width 1)", "", "```",
               h.extra["profile"], "```", ""]
+    if h.extra.get("memory"):
+        L += ["### Peak memory: planned vs measured (`tessel trg --chi 24 --grad --json`, width 1)", "",
+              "Planned = the largest, over a sweep's engine runs, of the tensors the driver passes "
+              "between programs that are still to be read, the run's outputs and the engine's arenas "
+              "(each plan's arena from prepare). Measured = the peak resident set size during the "
+              "sweeps (VmHWM, reset before them) minus the resident size before the first run "
+              "(binary, compiled programs, plans, BLAS buffers).", "",
+              "| policy | sweep | planned MiB | measured MiB | measured / planned | run median ms |",
+              "|---|---|---|---|---|---|"]
+        for r in h.extra["memory"]:
+            pl, me = r.get("planned"), r.get("measured")
+            ratio = fmt(me / pl, 3) if pl and me is not None else "–"
+            L.append(f"| {r['policy']} | {r['kind'].replace('_', ' ')} | {fmt(pl / 2**20 if pl else None)} | "
+                     f"{fmt(me / 2**20 if me is not None else None)} | {ratio} | {fmt(r.get('median_ms'))} |")
+        base = h.extra["memory"][0].get("base")
+        L += ["", f"(resident size before the runs: {fmt(base / 2**20 if base else None)} MiB.)", ""]
+    if h.extra.get("bench_prepare"):
+        L += ["### prepare at scale (`tessel bench prepare`, width 1)", "", "```",
+              h.extra["bench_prepare"], "```", ""]
     if h.extra.get("bench_svd"):
         L += ["### `tessel bench svd` (engine gesdd vs direct LAPACKE, alternated in one process)",
               "", "```", h.extra["bench_svd"], "```", ""]

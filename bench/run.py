@@ -2,7 +2,7 @@
 """tessel's benchmark harness: tessel against numpy, JAX, PyTorch and the LAPACK floor, side by
 side in one run (method: docs/benchmarking.md).
 
-    bench/run.sh [--quick] [--widths 1,2] [--rounds 3] [--repeat 10] [--only trg,micro,compile,load]
+    bench/run.sh [--quick] [--widths 1,2] [--rounds 3] [--repeat 10] [--only trg,micro,compile,load,profile,memory,prepare]
 
 Phases (every timed program is a separate process; within one round the contenders run one
 after another, A B C … A B C …, so slow drifts of the machine's load hit every contender):
@@ -23,6 +23,11 @@ after another, A B C … A B C …, so slow drifts of the machine's load hit eve
                 of all staged programs (value and grad), from `tessel trg --json`.
   5. load       tessel TRG value at width 1 and 2, idle and while two time-bounded busy loops
                 started and stopped by this harness occupy both cores.
+  6. profile    `tessel trg --grad --profile`: where tessel's time goes, op by op.
+  7. memory     `tessel trg --chi 24 --grad --json` per residual policy: the planned peak bytes
+                against the measured peak resident set size.
+  8. prepare    `tessel bench prepare`: prepare() on n-op chain gradients and whole-program TRG
+                derivatives.
 
 Rows: first run (median over the rounds' processes), steady min (over all runs), median and p90
 (median over rounds of each process's median / p90), max (over all runs), width, BLAS + threads
@@ -707,6 +712,41 @@ def phase_profile(h: Harness) -> None:
             h.extra["profile"] = (so + ("\n" + se if se.strip() else "")).strip()
 
 
+def phase_memory(h: Harness) -> None:
+    """Planned peak bytes (the plans' arenas + the tensors the driver passes between programs)
+    against the measured peak RSS, per residual policy, at chi = 24 (tessel trg --json)."""
+    if not (h.tessel and h.tessel_caps.get("trg")):
+        return
+    rows = []
+    for policy in ("store", "recompute", "save-svd"):
+        rc, so, se = h.run([h.tessel, "trg", "--beta", str(BETA), "--chi", "24", "--steps", str(STEPS),
+                            "--grad", "--checkpoint", policy, "--repeat", "2", "--width", "1",
+                            "--json", "--no-progress"], env=thread_env(1, "tessel"),
+                           what=f"memory {policy}")
+        if rc != 0 or not so.strip():
+            continue
+        j = json.loads(so.strip().splitlines()[0])
+        mem = j.get("memory")
+        if not mem:
+            return  # a tessel without planned/measured memory
+        for kind in ("value", "value_and_grad"):
+            m = mem.get(kind) or {}
+            rows.append({"policy": policy, "kind": kind, "planned": m.get("planned_peak_bytes"),
+                         "measured": m.get("measured_peak_rss_bytes"),
+                         "window": m.get("rss_window"), "base": mem.get("rss_before_runs_bytes"),
+                         "median_ms": ((j.get("timing_ms") or {}).get(kind) or {}).get("median")})
+    h.extra["memory"] = rows
+
+
+def phase_prepare(h: Harness) -> None:
+    """prepare() at scale: n-op chain gradients and whole-program TRG derivatives."""
+    if not (h.tessel and h.tessel_caps.get("bench")):
+        return
+    rc, so, se = h.run([h.tessel, "bench", "prepare"], env=thread_env(1, "tessel"), what="prepare")
+    if rc == 0 and so.strip():
+        h.extra["bench_prepare"] = so.strip()
+
+
 # ----------------------------------------------------------------------------------------------
 # Aggregation and report
 
@@ -851,7 +891,7 @@ def main() -> None:
     ap.add_argument("--load-repeat", type=int, default=5, help="steady runs in the load test")
     ap.add_argument("--busy-seconds", type=float, default=300,
                     help="upper bound on each busy loop's life (they are stopped earlier)")
-    ap.add_argument("--only", default="check,trg,micro,compile,load,profile",
+    ap.add_argument("--only", default="check,trg,micro,compile,load,profile,memory,prepare",
                     help="phases to run (comma-separated)")
     ap.add_argument("--skip", default="", help="skip contenders whose name contains one of these")
     ap.add_argument("--quick", action="store_true",
@@ -901,6 +941,10 @@ def main() -> None:
         phase_load(h)
     if "profile" in a.only:
         phase_profile(h)
+    if "memory" in a.only:
+        phase_memory(h)
+    if "prepare" in a.only:
+        phase_prepare(h)
     if a.rerender:
         load_state(h)
         t0 = h.extra.get("t_start", t0)

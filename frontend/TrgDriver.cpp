@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
+#include "frontend/LiveBytes.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
 #include "runtime/Stats.h"
@@ -58,6 +61,9 @@ struct TrgDriver::Impl {
   /// With profiling on: one engine per program (the engine keeps per-plan counters
   /// only for the few plans it has cached, and the TRG sweeps use ~20 plans).
   std::vector<std::unique_ptr<rt::Engine>> profEngines;
+  /// The runs of the current evaluation, for its planned peak bytes.
+  LiveBytesLedger ledger;
+  int64_t lastPeakBytes = 0;
 
   // Whole programs.
   int wholeValue = -1, wholeGrad = -1, wholeSecond = -1;
@@ -311,14 +317,54 @@ struct TrgDriver::Impl {
     const TrgProgramInfo &pi = progs[static_cast<size_t>(idx)];
     try {
       if (o.reference) return rt::evaluateReference(pi.program, in);
-      if (!profEngines.empty()) return profEngines[static_cast<size_t>(idx)]->run(*pi.plan, in);
-      return engine->run(*pi.plan, in);
+      std::vector<ir::Tensor> out = profEngines.empty()
+                                        ? engine->run(*pi.plan, in)
+                                        : profEngines[static_cast<size_t>(idx)]->run(*pi.plan, in);
+      ledger.record(in, out, engineResidentBytes());
+      return out;
     } catch (const Error &e) {
       std::string msg = e.what();
       if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
       throw Error("error: trg: " + where + " (" + pi.group + ", " + pi.role + "), beta = " +
                   formatDouble(beta) + ": " + msg);
     }
+  }
+
+  /// run() on arguments given as they are held: a tensor the driver keeps (an lvalue)
+  /// is lent for the run, moved in and back, so it is neither copied nor counted twice
+  /// by the ledger; a temporary or std::move'd tensor is given to the run.
+  template <typename... A>
+  std::vector<ir::Tensor> call(int idx, const std::string &where, double beta, A &&...args) {
+    std::vector<ir::Tensor> in;
+    in.reserve(sizeof...(A));
+    std::vector<std::pair<size_t, ir::Tensor *>> lent;
+    auto put = [&](auto &&a) {
+      if constexpr (std::is_lvalue_reference_v<decltype(a)>) lent.emplace_back(in.size(), &a);
+      in.push_back(std::move(a));
+    };
+    (put(std::forward<A>(args)), ...);
+    struct GiveBack {
+      std::vector<ir::Tensor> &in;
+      std::vector<std::pair<size_t, ir::Tensor *>> &lent;
+      ~GiveBack() {
+        for (auto &[i, t] : lent) *t = std::move(in[i]);
+      }
+    } giveBack{in, lent};
+    return run(idx, in, where, beta);
+  }
+
+  int64_t engineResidentBytes() const {
+    int64_t b = engine ? engine->residentBytes() : 0;
+    for (const auto &e : profEngines) b += e->residentBytes();
+    return b;
+  }
+
+  /// Runs one evaluation with a fresh ledger and keeps its planned peak.
+  template <typename F> TrgResult evaluate(F &&f) {
+    ledger.clear();
+    TrgResult r = f();
+    lastPeakBytes = ledger.peakBytes();
+    return r;
   }
 
   std::string stepName(size_t n) const { return "step " + std::to_string(n + 1); }
@@ -352,16 +398,69 @@ struct TrgDriver::Impl {
 
   static ir::Tensor scalar(double v) { return ir::Tensor::scalar(v); }
 
-  /// Inputs of a backward program: residuals (moved out of the forward's outputs or
-  /// copied from its inputs), then the cotangents.
-  static std::vector<ir::Tensor> backwardInputs(const Split &s, std::vector<ir::Tensor> &fin,
-                                                std::vector<ir::Tensor> &fout,
+  /// What one forward run of a sweep leaves for its backward. The chained tensors (the
+  /// run's input T_n and its output T_{n+1}) stay in the sweep's chain, which keeps each
+  /// only while a backward still reads it; the other residuals are moved out of the
+  /// forward's outputs (or copied from its other inputs) into `own`, and the rest of
+  /// the outputs are dropped at once.
+  struct Kept {
+    enum class From : uint8_t { Own, ChainIn, ChainOut };
+    std::vector<ir::Tensor> own; ///< per residual; empty where it is a chained tensor
+    std::vector<From> from;      ///< per residual
+  };
+
+  /// `chainIn` / `chainOut`: positions of T_n among the forward's inputs and of T_{n+1}
+  /// among its outputs (-1: none).
+  static Kept keepResiduals(const Split &s, std::vector<ir::Tensor> &fin,
+                            std::vector<ir::Tensor> &fout, int chainIn, int chainOut) {
+    Kept k;
+    k.own.resize(s.residuals.size());
+    k.from.assign(s.residuals.size(), Kept::From::Own);
+    for (size_t i = 0; i < s.residuals.size(); ++i) {
+      const passes::Residual &r = s.residuals[i];
+      if (r.forwardInput >= 0 && r.forwardInput == chainIn)
+        k.from[i] = Kept::From::ChainIn;
+      else if (r.forwardOutput >= 0 && r.forwardOutput == chainOut)
+        k.from[i] = Kept::From::ChainOut;
+      else if (r.forwardInput >= 0)
+        k.own[i] = fin[static_cast<size_t>(r.forwardInput)];
+      else
+        k.own[i] = std::move(fout[static_cast<size_t>(r.forwardOutput)]);
+    }
+    return k;
+  }
+
+  /// How many residuals of `s` are its forward's input `chainIn` / output `chainOut`.
+  static int readsOf(const Split &s, int chainIn, int chainOut) {
+    int k = 0;
+    for (const passes::Residual &r : s.residuals)
+      k += (chainIn >= 0 && r.forwardInput == chainIn) || (chainOut >= 0 && r.forwardOutput == chainOut);
+    return k;
+  }
+
+  /// The chained tensors T_0 .. T_N of a first-order sweep (at positions 1 .. N+1), each
+  /// kept after the forward only while a backward still reads it; the last reader gets
+  /// it moved, not copied.
+  struct Chain {
+    std::vector<ir::Tensor> T;
+    std::vector<int> readers; ///< residuals still to be read, per T_k
+    ir::Tensor take(size_t k) { return --readers[k] == 0 ? std::move(T[k]) : T[k]; }
+  };
+
+  /// Inputs of a backward program: its residuals (moved out of `k`, or taken from the
+  /// chain: position p for its forward's input, p + 1 for its output), then the
+  /// cotangents.
+  static std::vector<ir::Tensor> backwardInputs(const Split &s, Kept &k, Chain &chain, size_t p,
                                                 std::vector<ir::Tensor> cts) {
     std::vector<ir::Tensor> in;
     in.reserve(s.residuals.size() + cts.size());
-    for (const passes::Residual &r : s.residuals)
-      in.push_back(r.forwardInput >= 0 ? fin[static_cast<size_t>(r.forwardInput)]
-                                       : std::move(fout[static_cast<size_t>(r.forwardOutput)]));
+    for (size_t i = 0; i < s.residuals.size(); ++i) {
+      switch (k.from[i]) {
+      case Kept::From::Own: in.push_back(std::move(k.own[i])); break;
+      case Kept::From::ChainIn: in.push_back(chain.take(p)); break;
+      case Kept::From::ChainOut: in.push_back(chain.take(p + 1)); break;
+      }
+    }
     for (ir::Tensor &t : cts) in.push_back(std::move(t));
     return in;
   }
@@ -369,16 +468,16 @@ struct TrgDriver::Impl {
   TrgResult valueStaged(double beta) {
     TrgResult r;
     r.beta = beta;
-    ir::Tensor T = std::move(run(init.value, {scalar(beta)}, "init", beta)[0]);
+    ir::Tensor T = std::move(call(init.value, "init", beta, scalar(beta))[0]);
     double lnz = 0;
     for (size_t n = 0; n < ranks.size(); ++n) {
-      auto out = run(stepClasses.at({dims[n], dims[n + 1]}).value, {T}, stepName(n), beta);
+      auto out = call(stepClasses.at({dims[n], dims[n + 1]}).value, stepName(n), beta, std::move(T));
       checkKept(n, out[2].data.data(), r);
       r.logm.push_back(out[0].data[0]);
       lnz += out[0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
       T = std::move(out[1]);
     }
-    double lntr = run(closure.value, {T}, "closure", beta)[0].data[0];
+    double lntr = call(closure.value, "closure", beta, std::move(T))[0].data[0];
     lnz += lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
@@ -395,57 +494,87 @@ struct TrgDriver::Impl {
     return r;
   }
 
+  /// One-element input list without a copy (an initializer list would copy).
+  static std::vector<ir::Tensor> single(ir::Tensor t) {
+    std::vector<ir::Tensor> v;
+    v.push_back(std::move(t));
+    return v;
+  }
+
   TrgResult gradStaged(double beta) {
     TrgResult r;
     r.beta = beta;
     const size_t N = ranks.size();
-    // Forward sweep: keep every step's inputs and outputs (residuals included).
-    std::vector<ir::Tensor> initIn = {scalar(beta)};
+    auto stepSplit = [&](size_t n) -> const Split & { return stepClasses.at({dims[n], dims[n + 1]}).split; };
+    // The chain T_0 .. T_N (init's output 0, step n's input 0 and output 1, the
+    // closure's input 0) at positions 1 .. N+1: a backward at position p reads its
+    // forward's input at p and its output at p + 1 (init: p = 0, step n: n + 1,
+    // closure: N + 1).
+    Chain chain;
+    chain.T.resize(N + 2);
+    chain.readers.assign(N + 2, 0);
+    chain.readers[1] += readsOf(init.split, -1, 0);
+    for (size_t n = 0; n < N; ++n) {
+      chain.readers[n + 1] += readsOf(stepSplit(n), 0, -1);
+      chain.readers[n + 2] += readsOf(stepSplit(n), -1, 1);
+    }
+    chain.readers[N + 1] += readsOf(closure.split, 0, -1);
+
+    // Forward sweep: keep only what the backward sweep reads.
+    std::vector<ir::Tensor> initIn = single(scalar(beta));
     std::vector<ir::Tensor> initOut = run(init.split.fwd, initIn, "init", beta);
-    std::vector<std::vector<ir::Tensor>> ins(N), outs(N);
-    ir::Tensor T = initOut[0];
+    Kept initKept = keepResiduals(init.split, initIn, initOut, -1, 0);
+    ir::Tensor T = std::move(initOut[0]);
+    initOut.clear();
+    std::vector<Kept> kept(N);
     double lnz = 0;
     for (size_t n = 0; n < N; ++n) {
-      const Split &sp = stepClasses.at({dims[n], dims[n + 1]}).split;
-      ins[n] = {std::move(T)};
-      outs[n] = run(sp.fwd, ins[n], stepName(n), beta);
-      checkKept(n, outs[n][2].data.data(), r);
-      r.logm.push_back(outs[n][0].data[0]);
-      lnz += outs[n][0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
-      T = outs[n][1];
+      const Split &sp = stepSplit(n);
+      std::vector<ir::Tensor> in = single(std::move(T));
+      std::vector<ir::Tensor> out = run(sp.fwd, in, stepName(n), beta);
+      checkKept(n, out[2].data.data(), r);
+      r.logm.push_back(out[0].data[0]);
+      lnz += out[0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
+      kept[n] = keepResiduals(sp, in, out, 0, 1);
+      if (chain.readers[n + 1] > 0) chain.T[n + 1] = std::move(in[0]);
+      T = std::move(out[1]);
     }
-    std::vector<ir::Tensor> clIn = {std::move(T)};
+    std::vector<ir::Tensor> clIn = single(std::move(T));
     std::vector<ir::Tensor> clOut = run(closure.split.fwd, clIn, "closure", beta);
     lnz += clOut[0].data[0] * std::ldexp(1.0, -static_cast<int>(N));
+    Kept clKept = keepResiduals(closure.split, clIn, clOut, 0, -1);
+    if (chain.readers[N + 1] > 0) chain.T[N + 1] = std::move(clIn[0]);
+    clIn.clear();
+    clOut.clear();
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     // Backward sweep.
     ir::Tensor ct = std::move(
         run(closure.split.bwd,
-            backwardInputs(closure.split, clIn, clOut, {scalar(std::ldexp(1.0, -static_cast<int>(N)))}),
+            backwardInputs(closure.split, clKept, chain, N + 1,
+                           single(scalar(std::ldexp(1.0, -static_cast<int>(N))))),
             "closure", beta)[0]);
     for (size_t n = N; n-- > 0;) {
-      const Split &sp = stepClasses.at({dims[n], dims[n + 1]}).split;
+      const Split &sp = stepSplit(n);
       std::vector<ir::Tensor> cts;
       cts.push_back(scalar(std::ldexp(1.0, -static_cast<int>(n)))); // ct_logm
       cts.push_back(std::move(ct));                                 // ct_Tn
       cts.push_back(ir::Tensor::zeros(ir::Type({2})));              // ct_skept
-      ct = std::move(run(sp.bwd, backwardInputs(sp, ins[n], outs[n], std::move(cts)), stepName(n), beta)[0]);
-      ins[n].clear();
-      outs[n].clear();
+      ct = std::move(run(sp.bwd, backwardInputs(sp, kept[n], chain, n + 1, std::move(cts)),
+                         stepName(n), beta)[0]);
+      kept[n] = Kept{};
     }
-    std::vector<ir::Tensor> cts;
-    cts.push_back(std::move(ct));
-    double g = run(init.split.bwd, backwardInputs(init.split, initIn, initOut, std::move(cts)), "init", beta)[0]
+    double g = run(init.split.bwd,
+                   backwardInputs(init.split, initKept, chain, 0, single(std::move(ct))), "init", beta)[0]
                    .data[0];
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
     return r;
   }
 
-  static void accumulate(ir::Tensor &acc, const ir::Tensor &t) {
+  static void accumulate(ir::Tensor &acc, ir::Tensor &&t) {
     if (acc.data.empty()) {
-      acc = t;
+      acc = std::move(t);
       return;
     }
     for (size_t i = 0; i < acc.data.size(); ++i) acc.data[i] += t.data[i];
@@ -466,47 +595,51 @@ struct TrgDriver::Impl {
     auto zeros2 = [] { return ir::Tensor::zeros(ir::Type({2})); };
     // Forward sweep (value programs; rank check).
     std::vector<ir::Tensor> T(N + 1);
-    T[0] = std::move(run(init.value, {scalar(beta)}, "init", beta)[0]);
+    T[0] = std::move(call(init.value, "init", beta, scalar(beta))[0]);
     double lnz = 0;
     for (size_t n = 0; n < N; ++n) {
-      auto out = run(stepClasses.at({dims[n], dims[n + 1]}).value, {T[n]}, stepName(n), beta);
+      auto out = call(stepClasses.at({dims[n], dims[n + 1]}).value, stepName(n), beta, T[n]);
       checkKept(n, out[2].data.data(), r);
       r.logm.push_back(out[0].data[0]);
       lnz += out[0].data[0] * pow2(n);
       T[n + 1] = std::move(out[1]);
     }
-    lnz += run(closure.value, {T[N]}, "closure", beta)[0].data[0] * pow2(N);
+    lnz += call(closure.value, "closure", beta, T[N])[0].data[0] * pow2(N);
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     // Backward sweep (first derivative), keeping every cotangent c_n.
     std::vector<ir::Tensor> c(N + 1);
-    c[N] = std::move(run(closure.second.vjp, {T[N], scalar(pow2(N))}, "closure", beta)[0]);
+    c[N] = std::move(call(closure.second.vjp, "closure", beta, T[N], scalar(pow2(N)))[0]);
     for (size_t n = N; n-- > 0;)
-      c[n] = std::move(run(stepClasses.at({dims[n], dims[n + 1]}).second.vjp,
-                           {T[n], scalar(pow2(n)), c[n + 1], zeros2()}, stepName(n), beta)[0]);
-    double g = run(init.second.vjp, {scalar(beta), c[0]}, "init", beta)[0].data[0];
+      c[n] = std::move(call(stepClasses.at({dims[n], dims[n + 1]}).second.vjp, stepName(n), beta, T[n],
+                            scalar(pow2(n)), c[n + 1], zeros2())[0]);
+    double g = call(init.second.vjp, "init", beta, scalar(beta), c[0])[0].data[0];
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
-    // Reverse over the backward sweep.
+    // Reverse over the backward sweep (the last reader of each c_n takes it).
     std::vector<ir::Tensor> Tbar(N + 1);
-    auto oi = run(init.second.vjp2, {scalar(beta), c[0], scalar(1.0)}, "init", beta);
+    auto oi = call(init.second.vjp2, "init", beta, scalar(beta), std::move(c[0]), scalar(1.0));
     double betabar = oi[static_cast<size_t>(init.second.outGrad)].data[0];
     ir::Tensor cbar = std::move(oi[static_cast<size_t>(init.second.outGradCt)]);
+    oi.clear();
     for (size_t n = 0; n < N; ++n) {
       const Second &sc = stepClasses.at({dims[n], dims[n + 1]}).second;
-      auto os = run(sc.vjp2, {T[n], scalar(pow2(n)), c[n + 1], zeros2(), cbar}, stepName(n), beta);
-      accumulate(Tbar[n], os[static_cast<size_t>(sc.outGrad)]);
+      auto os = call(sc.vjp2, stepName(n), beta, T[n], scalar(pow2(n)), std::move(c[n + 1]), zeros2(),
+                     std::move(cbar));
+      accumulate(Tbar[n], std::move(os[static_cast<size_t>(sc.outGrad)]));
       cbar = std::move(os[static_cast<size_t>(sc.outGradCt)]);
     }
-    auto oc = run(closure.second.vjp2, {T[N], scalar(pow2(N)), cbar}, "closure", beta);
-    accumulate(Tbar[N], oc[static_cast<size_t>(closure.second.outGrad)]);
+    auto oc = call(closure.second.vjp2, "closure", beta, T[N], scalar(pow2(N)), std::move(cbar));
+    accumulate(Tbar[N], std::move(oc[static_cast<size_t>(closure.second.outGrad)]));
+    oc.clear();
+    T[N] = ir::Tensor{};
     // Reverse over the forward sweep (logm is not used by g: zero cotangent).
     for (size_t n = N; n-- > 0;) {
-      auto ov = run(stepClasses.at({dims[n], dims[n + 1]}).second.vjp,
-                    {T[n], scalar(0.0), Tbar[n + 1], zeros2()}, stepName(n), beta);
-      accumulate(Tbar[n], ov[0]);
+      auto ov = call(stepClasses.at({dims[n], dims[n + 1]}).second.vjp, stepName(n), beta,
+                     std::move(T[n]), scalar(0.0), std::move(Tbar[n + 1]), zeros2());
+      accumulate(Tbar[n], std::move(ov[0]));
     }
-    betabar += run(init.second.vjp, {scalar(beta), Tbar[0]}, "init", beta)[0].data[0];
+    betabar += call(init.second.vjp, "init", beta, scalar(beta), std::move(Tbar[0]))[0].data[0];
     checkFinite("d2(lnZ/N)/dbeta2", betabar, beta);
     r.d2lnZ = betabar;
     return r;
@@ -539,29 +672,37 @@ const std::vector<TrgProgramInfo> &TrgDriver::programs() const { return impl_->p
 
 TrgResult TrgDriver::value(double beta) {
   impl_->checkBeta(beta);
-  return impl_->o.mode == TrgMode::Staged ? impl_->valueStaged(beta) : impl_->valueWhole(beta);
+  return impl_->evaluate([&] {
+    return impl_->o.mode == TrgMode::Staged ? impl_->valueStaged(beta) : impl_->valueWhole(beta);
+  });
 }
 
 TrgResult TrgDriver::valueAndGrad(double beta) {
   impl_->checkBeta(beta);
   if (!impl_->o.grad)
     throw Error("error: trg: valueAndGrad needs the gradient programs (TrgOptions::grad)");
-  return impl_->o.mode == TrgMode::Staged ? impl_->gradStaged(beta) : impl_->gradWhole(beta);
+  return impl_->evaluate([&] {
+    return impl_->o.mode == TrgMode::Staged ? impl_->gradStaged(beta) : impl_->gradWhole(beta);
+  });
 }
 
 TrgResult TrgDriver::second(double beta) {
   impl_->checkBeta(beta);
   if (!impl_->o.second)
     throw Error("error: trg: second needs the second-order program (TrgOptions::second)");
-  if (impl_->o.mode == TrgMode::Staged) return impl_->secondStaged(beta);
-  TrgResult r = value(beta);
-  auto out = impl_->run(impl_->wholeSecond, {Impl::scalar(beta)}, "whole program", beta);
-  impl_->checkFinite("d(lnZ/N)/dbeta", out[0].data[0], beta);
-  impl_->checkFinite("d2(lnZ/N)/dbeta2", out.back().data[0], beta);
-  r.dlnZ = out[0].data[0];
-  r.d2lnZ = out.back().data[0];
-  return r;
+  return impl_->evaluate([&] {
+    if (impl_->o.mode == TrgMode::Staged) return impl_->secondStaged(beta);
+    TrgResult r = impl_->valueWhole(beta);
+    auto out = impl_->run(impl_->wholeSecond, {Impl::scalar(beta)}, "whole program", beta);
+    impl_->checkFinite("d(lnZ/N)/dbeta", out[0].data[0], beta);
+    impl_->checkFinite("d2(lnZ/N)/dbeta2", out.back().data[0], beta);
+    r.dlnZ = out[0].data[0];
+    r.d2lnZ = out.back().data[0];
+    return r;
+  });
 }
+
+int64_t TrgDriver::plannedPeakBytes() const { return impl_->lastPeakBytes; }
 
 std::vector<TrgGroupInfo> TrgDriver::groups() const {
   std::vector<TrgGroupInfo> gs;

@@ -168,6 +168,13 @@ public:
   /// rank check), then grad(grad(whole)).
   TrgResult second(double beta);
 
+  /// Planned peak bytes of the last value(), valueAndGrad() or second(): the largest,
+  /// over its engine runs, of the tensors passed between runs that are still to be read
+  /// (residuals, the next step's input, cotangents), the run's outputs and the engine
+  /// arenas (frontend/LiveBytes.h). Compare with the measured peak resident set size
+  /// above the process's size before the run. 0 in reference mode or before any run.
+  int64_t plannedPeakBytes() const;
+
   /// Every compiled program, in compile order.
   const std::vector<TrgProgramInfo> &programs() const;
   /// Per group (init, each step class, closure / whole, second), in compile order.

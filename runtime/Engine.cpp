@@ -59,6 +59,7 @@ struct AlignedFree {
 struct PlanState {
   uint64_t planId = 0;
   uint64_t lastUse = 0;
+  int64_t arenaBytes = 0; ///< as allocated (arenaElems doubles rounded up to 64 bytes)
   std::unique_ptr<double, AlignedFree> arena;
   std::vector<double *> ptr;
   std::unique_ptr<std::atomic<int32_t>[]> deps;
@@ -79,6 +80,7 @@ struct PlanState {
       void *mem = std::aligned_alloc(64, bytes);
       if (!mem) throw std::bad_alloc();
       arena.reset(static_cast<double *>(mem));
+      arenaBytes = static_cast<int64_t>(bytes);
     }
     size_t n = P.insts.size();
     ptr.assign(P.values.size(), nullptr);
@@ -376,6 +378,12 @@ std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs
 }
 
 void Engine::setProfiling(bool on) { impl_->profiling = on; }
+
+int64_t Engine::residentBytes() const {
+  int64_t b = 0;
+  for (const auto &s : impl_->cache) b += s->arenaBytes;
+  return b;
+}
 
 std::string Engine::profileReport(const Plan &P, size_t top) const {
   const PlanState *S = nullptr;

@@ -108,6 +108,12 @@ public:
   /// returned tensors.
   std::vector<Tensor> run(const Plan &plan, const std::vector<Tensor> &inputs);
 
+  /// Bytes of the arenas this engine keeps between runs: one per plan it has run
+  /// recently (at most 4, least recently used dropped first), each arenaBytes(plan)
+  /// rounded up to 64 bytes. Its small per-plan tables (pointers, counters) are not
+  /// counted. This is bookkeeping of what the engine allocated, not a measurement.
+  int64_t residentBytes() const;
+
   /// Profiling: when on, run() adds the time spent in each instruction (summed over
   /// its chunks, so CPU time at width > 1) to per-plan counters. Costs two clock reads
   /// per chunk. Off by default.

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/resource.h>
+
 namespace tessel::rt {
 
 Summary summarize(std::vector<double> ms) {
@@ -42,6 +44,42 @@ std::string formatLoadAverage(const std::vector<double> &l) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%.2f %.2f %.2f", l[0], l[1], l[2]);
   return buf;
+}
+
+namespace {
+
+/// The value of a "Name:   1234 kB" line of /proc/self/status, in bytes; -1 if absent.
+int64_t procStatusBytes(const char *name) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string key = std::string(name) + ":";
+  while (std::getline(f, line))
+    if (line.rfind(key, 0) == 0) {
+      long long kb = -1;
+      if (std::sscanf(line.c_str() + key.size(), "%lld", &kb) == 1 && kb >= 0) return kb * 1024;
+      return -1;
+    }
+  return -1;
+}
+
+} // namespace
+
+int64_t residentBytes() { return procStatusBytes("VmRSS"); }
+
+bool resetPeakResident() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (!f) return false;
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+
+int64_t peakResidentBytes() {
+  int64_t hwm = procStatusBytes("VmHWM");
+  if (hwm >= 0) return hwm;
+  struct rusage ru {};
+  if (getrusage(RUSAGE_SELF, &ru) == 0) return static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  return -1;
 }
 
 } // namespace tessel::rt

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,16 @@ std::vector<double> readLoadAverage();
 std::string formatLoadAverage(const std::vector<double> &load);
 /// The load averages now, formatted.
 inline std::string loadAverage() { return formatLoadAverage(readLoadAverage()); }
+
+/// Resident set size of this process now (VmRSS of /proc/self/status), bytes; -1 if
+/// unavailable.
+int64_t residentBytes();
+/// Starts a new peak-RSS window: the kernel's high-water mark VmHWM is reset to the
+/// current RSS (writing 5 to /proc/self/clear_refs, Linux >= 4.0). Returns false where
+/// that is not possible; peakResidentBytes() then counts from the start of the process.
+bool resetPeakResident();
+/// Peak resident set size since the last resetPeakResident() (VmHWM), bytes; falls back
+/// to getrusage(RUSAGE_SELF).ru_maxrss (since the start); -1 if neither is available.
+int64_t peakResidentBytes();
 
 } // namespace tessel::rt

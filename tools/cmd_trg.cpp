@@ -260,6 +260,46 @@ nlohmann::json statsJson(const Stats &s) {
   return j;
 }
 
+/// Planned against measured peak memory of one kind of evaluation (value, value+grad,
+/// second) over its runs at one beta.
+struct Memory {
+  bool have = false;
+  int64_t planned = 0;  ///< max of TrgDriver::plannedPeakBytes over the runs
+  int64_t measured = -1; ///< peak RSS during the runs minus the RSS before the first run
+  bool window = true;    ///< the peak RSS window was reset before the runs
+  void note(const frontend::TrgDriver &d) { planned = std::max(planned, d.plannedPeakBytes()); }
+};
+
+/// Runs `f` (the timed runs of one kind) inside a fresh peak-RSS window.
+template <typename F>
+Stats measureMemory(Memory &m, const frontend::TrgDriver &, int64_t rssBase, F &&f) {
+  m.have = true;
+  m.window = rt::resetPeakResident();
+  Stats s = f();
+  int64_t peak = rt::peakResidentBytes();
+  if (peak >= 0 && rssBase >= 0) m.measured = peak - rssBase;
+  return s;
+}
+
+std::string mb(int64_t bytes) { return fmt("%.1f", static_cast<double>(bytes) / 1048576.0) + " MiB"; }
+
+std::string memoryText(const Memory &m, int64_t rssBase) {
+  std::string t = "planned peak " + mb(m.planned) + " (values between programs + engine arenas)";
+  if (m.measured < 0) return t + " | peak RSS unavailable";
+  t += " | measured peak RSS " + mb(m.measured) + " above the " + mb(rssBase) + " before the runs";
+  if (m.planned > 0)
+    t += fmt(" (%+.1f%%)", 100.0 * (static_cast<double>(m.measured) / static_cast<double>(m.planned) - 1));
+  if (!m.window) t += " [peak since process start: /proc/self/clear_refs not writable]";
+  return t;
+}
+
+nlohmann::json memoryJson(const Memory &m) {
+  if (!m.have) return nullptr;
+  return {{"planned_peak_bytes", m.planned},
+          {"measured_peak_rss_bytes", m.measured >= 0 ? nlohmann::json(m.measured) : nlohmann::json(nullptr)},
+          {"rss_window", m.window ? "runs" : "process"}};
+}
+
 std::string statsText(const Stats &s) {
   std::string t = "first " + fmt("%.3f", s.first) + " ms";
   const rt::Summary &m = s.steady;
@@ -370,16 +410,28 @@ void runTrg(TrgArgs &a) {
     std::cout.flush();
   }
 
+  // The process's size before the first run (binary, compiled programs, plans, BLAS
+  // buffers): measured peaks are counted above it.
+  const int64_t rssBase = rt::residentBytes();
   for (size_t ib = 0; ib < betas.size(); ++ib) {
     const double beta = betas[ib];
     const std::vector<double> loadBefore = rt::readLoadAverage();
     frontend::TrgResult rv, rg, rs;
-    Stats tv = timeRuns([&] { rv = drv.value(beta); }, a.repeat, prog, ib, beta, "value");
+    Memory mv, mg, ms;
+    Stats tv = measureMemory(mv, drv, rssBase, [&] {
+      return timeRuns([&] { rv = drv.value(beta); mv.note(drv); }, a.repeat, prog, ib, beta, "value");
+    });
     Stats tg, ts;
     if (opts.grad)
-      tg = timeRuns([&] { rg = drv.valueAndGrad(beta); }, a.repeat, prog, ib, beta, "value+grad");
+      tg = measureMemory(mg, drv, rssBase, [&] {
+        return timeRuns([&] { rg = drv.valueAndGrad(beta); mg.note(drv); }, a.repeat, prog, ib,
+                        beta, "value+grad");
+      });
     if (opts.second)
-      ts = timeRuns([&] { rs = drv.second(beta); }, a.repeat, prog, ib, beta, "second");
+      ts = measureMemory(ms, drv, rssBase, [&] {
+        return timeRuns([&] { rs = drv.second(beta); ms.note(drv); }, a.repeat, prog, ib, beta,
+                        "second");
+      });
     const std::vector<double> loadAfter = rt::readLoadAverage();
     prog.clear();
 
@@ -430,6 +482,10 @@ void runTrg(TrgArgs &a) {
       j["passes"] = opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline;
       j["blas"] = blas;
       j["loadavg"] = {{"before", loadJson(loadBefore)}, {"after", loadJson(loadAfter)}};
+      j["memory"] = {{"rss_before_runs_bytes", rssBase},
+                     {"value", memoryJson(mv)},
+                     {"value_and_grad", memoryJson(mg)},
+                     {"second", memoryJson(ms)}};
       std::cout << j.dump() << "\n";
       std::cout.flush();
       continue;
@@ -456,6 +512,11 @@ void runTrg(TrgArgs &a) {
     std::cout << "  run value         " << statsText(tv) << "\n";
     if (opts.grad) std::cout << "  run value+grad    " << statsText(tg) << "\n";
     if (opts.second) std::cout << "  run second        " << statsText(ts) << "\n";
+    if (a.profile) {
+      std::cout << "  memory value      " << memoryText(mv, rssBase) << "\n";
+      if (opts.grad) std::cout << "  memory value+grad " << memoryText(mg, rssBase) << "\n";
+      if (opts.second) std::cout << "  memory second     " << memoryText(ms, rssBase) << "\n";
+    }
     std::cout << "  loadavg           before " << rt::formatLoadAverage(loadBefore) << " | after "
               << rt::formatLoadAverage(loadAfter) << "\n";
     std::cout.flush();
@@ -519,7 +580,8 @@ void addTrgCommand(CLI::App &app) {
                   "pass at the first beta as DIR/svd_sNN_{a,b}.npy (for the SVD floor benchmark)");
   cmd->add_flag("--profile", args->profile,
                 "profile the engine during the runs and print where the time goes (per program, "
-                "top instructions; to stderr with --json)");
+                "top instructions; to stderr with --json) and, per sweep, the planned peak bytes "
+                "(tensors between programs + engine arenas) against the measured peak RSS");
   args->valueCheck.addTo(*cmd, "the TRG step, the op, its location and which operands held NaN or inf");
   args->flags.addTo(*cmd, "pass pipeline applied to every TRG program (default: "
                           "order{strategy=<--order>},pad-sink,cse,dce)");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -272,6 +273,36 @@ TEST_CASE("trg driver: store, recompute and save-svd give bitwise identical grad
     CHECK(bitwiseEqual(d1[0], d1[1]));
     CHECK(bitwiseEqual(d1[0], d1[2]));
   }
+}
+
+TEST_CASE("trg driver: the planned peak holds the residuals of every step until the backward") {
+  // Staged value+grad: at the end of the forward sweep the driver holds the residuals
+  // of every step (and nothing else of the forward outputs), so the planned peak is at
+  // least their sum; recompute keeps only each T_n, store the SVD factors too.
+  std::map<passes::RematPolicy, int64_t> planned;
+  for (passes::RematPolicy pol : {passes::RematPolicy::Store, passes::RematPolicy::Recompute,
+                                  passes::RematPolicy::SaveSvd}) {
+    TrgOptions o = smallOptions();
+    o.grad = true;
+    o.checkpoint = pol;
+    TrgDriver d(o);
+    d.value(0.4);
+    const int64_t valuePeak = d.plannedPeakBytes();
+    d.valueAndGrad(0.4);
+    planned[pol] = d.plannedPeakBytes();
+    std::map<std::string, int64_t> residualsOf;
+    for (const auto &p : d.programs())
+      if (p.role == "vjp forward") residualsOf[p.group] = p.residualBytes;
+    int64_t held = 0;
+    for (const auto &g : d.groups()) held += g.uses * residualsOf[g.group];
+    INFO("policy " << std::string(passes::rematPolicyName(pol)) << ": residuals " << held << " bytes, value peak "
+                   << valuePeak << ", value+grad peak " << planned[pol]);
+    CHECK(valuePeak > 0);
+    CHECK(planned[pol] >= held);
+    CHECK(planned[pol] > valuePeak);
+  }
+  CHECK(planned[passes::RematPolicy::Recompute] < planned[passes::RematPolicy::SaveSvd]);
+  CHECK(planned[passes::RematPolicy::SaveSvd] < planned[passes::RematPolicy::Store]);
 }
 
 TEST_CASE("trg driver: chain and pairwise agree to 1e-13; width 1 and 2 are bitwise equal") {
