@@ -108,7 +108,6 @@ PassInstrumentor standardInstrumentations(const PassManagerOptions &opts,
   list.add(std::make_shared<IRPrinterInstrumentation>(opts, pipeline, log));
   if (!opts.disabledPasses.empty())
     list.add(std::make_shared<DisablePassInstrumentation>(opts.disabledPasses));
-  if (opts.bisectLimit >= 0) list.add(std::make_shared<BisectInstrumentation>(opts.bisectLimit, log));
   if (!opts.crashReproducer.empty())
     list.add(std::make_shared<CrashReproducerInstrumentation>(opts.crashReproducer, pipeline));
   if (opts.timePasses || opts.timePassesJson)

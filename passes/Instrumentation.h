@@ -12,8 +12,10 @@
 //   --time-passes, --time-passes-json  TimingInstrumentation
 //   --pass-statistics                  StatisticsInstrumentation
 //
-// standardInstrumentations() builds the ones the options ask for, in that order, and
-// the hooks of each event are called in list order:
+// standardInstrumentations() builds the ones the options ask for, in that order, except
+// BisectInstrumentation: the PassManager makes that one once and adds it after them, so
+// that its count runs over every program the manager compiles. The hooks of each event
+// are called in list order:
 //
 //   runBeforePipeline(program)           once, before the first pass
 //   for every pass of the pipeline:

@@ -292,7 +292,7 @@ std::string PassRunReport::timingText() const {
   double verify = 0;
   for (const PassRecord &r : passes) verify += r.verifySeconds;
   std::ostringstream os;
-  os << banner("... Pass execution timing report ...");
+  os << banner("... Pass execution timing report (@" + program + ") ...");
   os << "  Total Execution Time: " << fmtSeconds(totalSeconds) << " seconds\n\n";
   os << "   ---Wall Time---  --- Name ---\n";
   for (const PassRecord &r : passes) {
@@ -310,6 +310,7 @@ std::string PassRunReport::timingJson() const {
   nlohmann::ordered_json j;
   double verify = 0;
   for (const PassRecord &r : passes) verify += r.verifySeconds;
+  j["program"] = program;
   j["total_seconds"] = totalSeconds;
   j["verifier_seconds"] = verify;
   j["passes"] = nlohmann::ordered_json::array();
@@ -330,7 +331,7 @@ std::string PassRunReport::timingJson() const {
 
 std::string PassRunReport::statisticsText() const {
   std::ostringstream os;
-  os << banner("... Pass statistics report ...");
+  os << banner("... Pass statistics report (@" + program + ") ...");
   for (const PassRecord &r : passes) {
     os << "(" << r.index << ") " << r.invocation << ": ";
     if (r.status != PassRecord::Status::Ran) {
@@ -372,6 +373,9 @@ PassManager::PassManager(Pipeline pipeline, PassManagerOptions opts)
   if (opts_.bisectLimit < -1)
     throw Error("error: --bisect-limit: expected -1 (no limit) or N >= 0, got " +
                 std::to_string(opts_.bisectLimit));
+  if (opts_.bisectLimit >= 0)
+    bisect_ = std::make_shared<BisectInstrumentation>(opts_.bisectLimit,
+                                                      opts_.log ? *opts_.log : std::cerr);
 }
 
 void PassManager::addInstrumentation(std::shared_ptr<PassInstrumentation> instrumentation) {
@@ -413,11 +417,23 @@ void runPass(const PassInvocation &inv, size_t pipelineSize, PassRecord &rec, ir
 PassRunReport PassManager::run(ir::Program &p) const {
   Stopwatch watch;
   std::ostream &log = opts_.log ? *opts_.log : std::cerr;
-  PassInstrumentor instrumentor = standardInstrumentations(opts_, pipeline_, log);
+  const int64_t run = ++*runs_;
+  PassInstrumentor instrumentor;
+  if (opts_.dumpDirPerProgram && !opts_.dumpDir.empty()) {
+    PassManagerOptions o = opts_;
+    std::string k = std::to_string(run);
+    if (k.size() < 2) k = "0" + k;
+    o.dumpDir += "/" + k + "-" + p.name;
+    instrumentor = standardInstrumentations(o, pipeline_, log);
+  } else {
+    instrumentor = standardInstrumentations(opts_, pipeline_, log);
+  }
+  if (bisect_) instrumentor.add(bisect_);
   for (const auto &i : extraInstrumentations_) instrumentor.add(i);
 
   instrumentor.runBeforePipeline(p);
   PassRunReport report;
+  report.program = p.name;
   for (size_t i = 0; i < pipeline_.passes.size(); ++i) {
     const PassInvocation &inv = pipeline_.passes[i];
     PassRecord rec;

@@ -168,6 +168,9 @@ struct PassManagerOptions {
   bool printIrAfterAll = false;            ///< --print-ir-after-all
   bool printIrAfterChange = false;         ///< --print-ir-after-change
   std::string dumpDir;                     ///< --dump-dir=DIR ("" = off)
+  /// For a driver that compiles several programs with one manager (tessel trg): run k
+  /// (from 1) of the manager dumps into DIR/kk-<program name>/ instead of DIR itself.
+  bool dumpDirPerProgram = false;
   bool timePasses = false;                 ///< --time-passes (text report)
   bool timePassesJson = false;             ///< --time-passes-json (JSON report)
   bool statistics = false;                 ///< --pass-statistics
@@ -196,12 +199,13 @@ struct PassRecord {
 
 /// Everything a run measured; also rendered as the reports the flags ask for.
 struct PassRunReport {
+  std::string program; ///< name of the program the pipeline ran on (its @name)
   std::vector<PassRecord> passes;
   double totalSeconds = 0; ///< passes + verifier + instrumentation
 
   /// LLVM-style "Pass execution timing report" (wall time per pass, verifier, total).
   std::string timingText() const;
-  /// {"total_seconds": .., "verifier_seconds": .., "passes": [{"index", "name",
+  /// {"program": .., "total_seconds": .., "verifier_seconds": .., "passes": [{"index", "name",
   ///  "pass", "status", "changed", "seconds", "ops_before", "ops_after"}]}.
   std::string timingJson() const;
   /// "Pass statistics report": per pass, ops before -> after, changed, counters.
@@ -226,7 +230,7 @@ public:
   void addInstrumentation(std::shared_ptr<PassInstrumentation> instrumentation);
 
   /// Runs every pass on `p` in place and prints the requested reports (timing,
-  /// statistics) to the log at the end. Errors: the pass's own tessel::Error with a
+  /// statistics; each names the program) to the log at the end. Errors: the pass's own tessel::Error with a
   /// note naming the pass (and the reproducer file), or a VerifyError naming the pass
   /// after which verification failed. The input program is verified first when
   /// verifyEach is set.
@@ -236,6 +240,11 @@ private:
   Pipeline pipeline_;
   PassManagerOptions opts_;
   std::vector<std::shared_ptr<PassInstrumentation>> extraInstrumentations_;
+  /// --bisect-limit counts pass executions over every run of this manager (and its
+  /// copies), as LLVM's -opt-bisect-limit counts over a whole compilation.
+  std::shared_ptr<PassInstrumentation> bisect_;
+  /// Runs so far (numbers the --dump-dir subdirectories); shared by copies.
+  std::shared_ptr<int64_t> runs_ = std::make_shared<int64_t>(0);
 };
 
 } // namespace tessel::passes

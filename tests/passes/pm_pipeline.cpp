@@ -327,7 +327,7 @@ TEST_CASE("pm: timing reports in text and JSON") {
   o.timePasses = true;
   PassRunReport r = PassManager(Pipeline::parse("grad,checkpoint{regions=1}"), o).run(p);
   std::string s = log.str();
-  CHECK(s.find("... Pass execution timing report ...") != std::string::npos);
+  CHECK(s.find("... Pass execution timing report (@" + p.name + ") ...") != std::string::npos);
   CHECK(s.find("  grad (1)\n") != std::string::npos);
   CHECK(s.find("  checkpoint (2)\n") != std::string::npos);
   CHECK(s.find("  verifier\n") != std::string::npos);
