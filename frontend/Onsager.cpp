@@ -73,6 +73,12 @@ constexpr double kXcLo = -2.250545892825866e-17;
 /// with x − x_c in double-double, so k' keeps full relative precision (K ~ ln(4/k')
 /// would otherwise lose ~1e-12 at β = 0.4407).
 double complementaryModulus(double x) {
+  if (x > 20) {
+    // Far from x_c (and where sinh, cosh would overflow, x > 710): with e = e^{−2x},
+    // k' = (tanh² x − sech² x) = ((1 − e)² − 4e) / (1 + e)², no cancellation.
+    const double e = std::exp(-2 * x);
+    return ((1 - e) * (1 - e) - 4 * e) / ((1 + e) * (1 + e));
+  }
   double sh = std::sinh(x), ch = std::cosh(x);
   double d = (x - kXcHi) - kXcLo; // x − x_c; x − kXcHi is exact near x_c (Sterbenz)
   double shm1 = 2 * std::cosh(0.5 * (x + kXcHi)) * std::sinh(0.5 * d);
@@ -123,12 +129,11 @@ double ellipticKFromKp(double kp) {
   return kPi / (2 * a);
 }
 
-double ellipticEFromKp(double kp) {
-  if (kp == 0) return 1;
+EllipticKE ellipticKE(double kp, double k2) {
   // AGM with c_0 = k, c_{n+1} = c_n² / (4 a_{n+1}) (no cancellation);
   // E = K · (1 − Σ_n 2^{n−1} c_n²).
   double a = 1, b = kp;
-  double c2 = (1 - kp) * (1 + kp); // c_0² = k²
+  double c2 = k2; // c_0²
   double sum = 0.5 * c2;
   double pow2 = 0.5;
   for (int i = 0; i < 64; ++i) {
@@ -142,8 +147,16 @@ double ellipticEFromKp(double kp) {
     sum += pow2 * c2;
     if (c2 * pow2 < 1e-34) break;
   }
-  double K = kPi / (2 * a);
-  return K * (1 - sum);
+  EllipticKE r;
+  r.K = kPi / (2 * a);
+  r.KminusE = r.K * sum;
+  return r;
+}
+
+double ellipticEFromKp(double kp) {
+  if (kp == 0) return 1;
+  EllipticKE ke = ellipticKE(kp, (1 - kp) * (1 + kp));
+  return ke.K - ke.KminusE;
 }
 
 double onsagerLnZ(double beta) {
@@ -167,15 +180,20 @@ OnsagerValues onsager(double beta) {
   const double t = std::tanh(x);
   const double coth = 1 / t;
   const double kp = complementaryModulus(x);
-  const double K = ellipticKFromKp(kp);
-  const double E = ellipticEFromKp(kp);
+  // sech² x = 4e/(1 + e)², e = e^{−2x}: no overflow of cosh for large β.
+  const double e2x = std::exp(-2 * x);
+  const double oneMinusT2 = 4 * e2x / ((1 + e2x) * (1 + e2x));
+  // k = 2 sinh x / cosh² x, so k² = 4 t² sech² x, exact where k' is near 1.
+  const EllipticKE ke = ellipticKE(kp, 4 * t * t * oneMinusT2);
+  const double K = ke.K;
   // 2t² − 1 = (t − 1/√2)(t + 1/√2)·2 is tiny near β_c; form it as t² − (1 − t²).
-  const double oneMinusT2 = 1 / (std::cosh(x) * std::cosh(x));
   const double twoT2m1 = t * t - oneMinusT2;
   v.dlnZ = coth * (1 + (2 / kPi) * twoT2m1 * K);
   v.energy = -v.dlnZ;
+  // K − E and sech² x (π/2 + (2t² − 1)K) are both O(sech² x) away from β_c and cancel to
+  // O(sech⁴ x): K − E comes from the AGM directly, not as a difference of two O(1) numbers.
   v.specificHeat = (4 / kPi) * (beta * coth) * (beta * coth) *
-                   (K - E - oneMinusT2 * (kPi / 2 + twoT2m1 * K));
+                   (ke.KminusE - oneMinusT2 * (kPi / 2 + twoT2m1 * K));
   v.d2lnZ = v.specificHeat / (beta * beta);
   return v;
 }

@@ -50,4 +50,13 @@ double onsagerLnZ(double beta);
 double ellipticKFromKp(double kp);
 double ellipticEFromKp(double kp);
 
+/// K(k) and K(k) − E(k), the latter without the cancellation of K − E for small k:
+/// K − E = K · Σ_n 2^{n−1} c_n² over the AGM's c_n (Abramowitz & Stegun 17.6.4), with
+/// c_0² = k² given as `k2` (1 − k'² loses relative precision when k' is near 1, deep in
+/// the ordered or disordered phase). Requires k' in (0, 1], k2 = 1 − k'² in [0, 1).
+struct EllipticKE {
+  double K = 0, KminusE = 0;
+};
+EllipticKE ellipticKE(double kp, double k2);
+
 } // namespace tessel::frontend
