@@ -30,9 +30,11 @@ Tensor traceTrgInit(const Tensor &beta) {
   if (beta.rank() != 0)
     throw ShapeError("trg init: beta must be a scalar f64[], got " + beta.type().str());
   b.setLoc("trg init: cosh, sinh");
-  Tensor ep = beta.exp(), em = (-beta).exp();
-  Tensor c = ((ep + em) * 0.5).sqrt().named("c");
-  Tensor s = ((ep - em) * 0.5).sqrt().named("s");
+  // c = sqrt(cosh β)·e^(−β/2) and s = sqrt(sinh β)·e^(−β/2): the factor e^(2β) of T0 is
+  // taken out (trgInitLogScale), so nothing overflows for any β a double holds.
+  Tensor q = (beta * -2.0).exp().named("q");
+  Tensor c = ((q + 1.0) * 0.5).sqrt().named("c");
+  Tensor s = ((1.0 - q) * 0.5).sqrt().named("s");
   b.setLoc("trg init: W");
   // W = [[c, s], [c, -s]]: W[a, i], a = spin (+1 -> 0, -1 -> 1), i = bond index.
   Tensor colC(b, b.constant(ir::Tensor(ir::Type({2, 2}), {1, 0, 1, 0})));
@@ -191,7 +193,10 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   }
   Tensor lntr = traceTrgClosure(T);
   b.setLoc("trg whole: accumulate closure");
-  lnz = (lnz + lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()))).named("lnz");
+  lnz = lnz + lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
+  b.setLoc("trg whole: initial tensor scale");
+  lnz = (lnz + beta * 2.0).named("lnz"); // trgInitLogScale
+
   b.setLoc("");
   tr.output(lnz, "lnz");
   if (opts.outputKeptSingularValues) {

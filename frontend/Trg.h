@@ -57,8 +57,15 @@ struct TrgStepOptions {
 };
 
 /// The traced pieces, to compose programs (each sets locations "trg ...: what").
-/// β (f64[]) -> T0 (f64[2,2,2,2]), docs/trg.md §1; cosh/sinh from exp.
+/// β (f64[]) -> T0·e^(−2β) (f64[2,2,2,2]), docs/trg.md §1: the initial tensor with its
+/// factor e^(2β) taken out, from q = e^(−2β) (max entry (1 + q)²/2 in (1/2, 2], so no
+/// β overflows). lnZ/N of this tensor's lattice is the model's minus trgInitLogScale(β).
 Tensor traceTrgInit(const Tensor &beta);
+
+/// ln of the factor taken out of each initial tensor, per site: 2β. Drivers add it to
+/// lnZ/N (and 2 to d(lnZ/N)/dβ) of a lattice of traceTrgInit's tensors; buildTrgWhole
+/// adds it in the program.
+inline double trgInitLogScale(double beta) { return 2.0 * beta; }
 
 struct TrgStepTrace {
   Tensor logm;  ///< f64[]: ln max|T|
@@ -79,7 +86,7 @@ ir::Program buildTrgInit();
 ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts = {});
 ir::Program buildTrgClosure(int64_t d);
 /// The whole computation β -> lnZ/N for the schedule `ranks` (ranks[n] = D' of step
-/// n+1; D of step 1 is 2). With opts.outputKeptSingularValues also outputs
+/// n+1; D of step 1 is 2), trgInitLogScale included. With opts.outputKeptSingularValues also outputs
 /// %skept: f64[N,2] (row n = smallest kept singular values of step n+1).
 ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {});
 

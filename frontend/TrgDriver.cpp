@@ -127,7 +127,19 @@ struct TrgDriver::Impl {
       auto t0 = Clock::now();
       rt::PrepareOptions po;
       po.valueCheck = o.valueCheck;
-      info.plan = rt::prepare(p, po);
+      try {
+        info.plan = rt::prepare(p, po);
+      } catch (const Error &e) {
+        // An einsum left unlowered means the pipeline lost its order pass.
+        std::string msg = e.what();
+        if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+        const bool einsum = msg.find("einsum must be lowered") != std::string::npos;
+        throw Error("error: trg: " + info.group + " (" + info.role + "), program @" + p.name + ": " +
+                    msg +
+                    (einsum ? "\nnote: in tessel trg the pipeline (--passes, --disable-pass, "
+                              "--bisect-limit) must run the order pass on every program"
+                            : ""));
+      }
       info.prepareMs = msSince(t0);
     }
     info.program = std::move(p);
@@ -479,6 +491,7 @@ struct TrgDriver::Impl {
     }
     double lntr = call(closure.value, "closure", beta, std::move(T))[0].data[0];
     lnz += lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
+    lnz += trgInitLogScale(beta);
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     return r;
@@ -542,6 +555,7 @@ struct TrgDriver::Impl {
     std::vector<ir::Tensor> clIn = single(std::move(T));
     std::vector<ir::Tensor> clOut = run(closure.split.fwd, clIn, "closure", beta);
     lnz += clOut[0].data[0] * std::ldexp(1.0, -static_cast<int>(N));
+    lnz += trgInitLogScale(beta);
     Kept clKept = keepResiduals(closure.split, clIn, clOut, 0, -1);
     if (chain.readers[N + 1] > 0) chain.T[N + 1] = std::move(clIn[0]);
     clIn.clear();
@@ -567,6 +581,7 @@ struct TrgDriver::Impl {
     double g = run(init.split.bwd,
                    backwardInputs(init.split, initKept, chain, 0, single(std::move(ct))), "init", beta)[0]
                    .data[0];
+    g += 2.0; // d trgInitLogScale / dβ
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
     return r;
@@ -605,6 +620,7 @@ struct TrgDriver::Impl {
       T[n + 1] = std::move(out[1]);
     }
     lnz += call(closure.value, "closure", beta, T[N])[0].data[0] * pow2(N);
+    lnz += trgInitLogScale(beta);
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     // Backward sweep (first derivative), keeping every cotangent c_n.
@@ -613,7 +629,7 @@ struct TrgDriver::Impl {
     for (size_t n = N; n-- > 0;)
       c[n] = std::move(call(stepClasses.at({dims[n], dims[n + 1]}).second.vjp, stepName(n), beta, T[n],
                             scalar(pow2(n)), c[n + 1], zeros2())[0]);
-    double g = call(init.second.vjp, "init", beta, scalar(beta), c[0])[0].data[0];
+    double g = call(init.second.vjp, "init", beta, scalar(beta), c[0])[0].data[0] + 2.0;
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
     // Reverse over the backward sweep (the last reader of each c_n takes it).
@@ -715,6 +731,7 @@ std::vector<TrgGroupInfo> TrgDriver::groups() const {
         gi.ops += p.ops;
         gi.compileMs += p.traceMs + p.passesMs;
         gi.prepareMs += p.prepareMs;
+        if (p.plan) gi.peakLiveBytes = std::max(gi.peakLiveBytes, rt::peakLiveBytes(*p.plan));
       }
     gs.push_back(gi);
   }

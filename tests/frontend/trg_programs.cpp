@@ -1,6 +1,8 @@
 //===- tests/frontend/trg_programs.cpp - The TRG program builders (docs/trg.md) ---===//
 #include <doctest/doctest.h>
 
+#include <bit>
+
 #include <cmath>
 #include <random>
 
@@ -88,10 +90,11 @@ TEST_CASE("trg: the initial tensor (docs/trg.md §1)") {
     auto T = rt::evaluateReference(p, {ir::Tensor::scalar(beta)})[0];
     REQUIRE(T.type == ir::Type({2, 2, 2, 2}));
     auto at = [&](int i, int j, int k, int l) { return T.data[((i * 2 + j) * 2 + k) * 2 + l]; };
-    double ch = std::cosh(beta), sh = std::sinh(beta);
-    CHECK(at(0, 0, 0, 0) == doctest::Approx(2 * ch * ch).epsilon(1e-15));
-    CHECK(at(1, 1, 1, 1) == doctest::Approx(2 * sh * sh).epsilon(1e-14));
-    CHECK(at(0, 0, 1, 1) == doctest::Approx(2 * ch * sh).epsilon(1e-15));
+    // T0 = 2 cosh² β, 2 sinh² β, 2 cosh β sinh β, times e^(−2β) = e^(−trgInitLogScale).
+    double ch = std::cosh(beta), sh = std::sinh(beta), f = std::exp(-trgInitLogScale(beta));
+    CHECK(at(0, 0, 0, 0) == doctest::Approx(2 * ch * ch * f).epsilon(1e-15));
+    CHECK(at(1, 1, 1, 1) == doctest::Approx(2 * sh * sh * f).epsilon(1e-14));
+    CHECK(at(0, 0, 1, 1) == doctest::Approx(2 * ch * sh * f).epsilon(1e-15));
     for (int i = 0; i < 2; ++i)
       for (int j = 0; j < 2; ++j)
         for (int k = 0; k < 2; ++k)
@@ -102,6 +105,18 @@ TEST_CASE("trg: the initial tensor (docs/trg.md §1)") {
             CHECK(at(i, j, k, l) == doctest::Approx(at(j, i, k, l)).epsilon(1e-15));
             CHECK(std::fabs(at(i, j, k, l)) <= at(0, 0, 0, 0));
           }
+  }
+}
+
+TEST_CASE("trg: the initial tensor stays finite at any beta (its factor e^(2 beta) is taken out)") {
+  // cosh² 400 overflows a double; the normalised tensor at β = 400 has entries 1/2 or 0
+  // (q = e^(−800) = 0, so c = s = sqrt(1/2)).
+  ir::Program p = buildTrgInit();
+  auto T = rt::evaluateReference(p, {ir::Tensor::scalar(400.0)})[0];
+  for (size_t i = 0; i < T.data.size(); ++i) {
+    INFO("element " << i);
+    if (std::popcount(i) % 2) CHECK(T.data[i] == 0.0);
+    else CHECK(T.data[i] == doctest::Approx(0.5).epsilon(1e-15)); // sqrt(1/2)^4 · 2, rounded
   }
 }
 
@@ -170,7 +185,7 @@ TEST_CASE("trg: whole program and its kept singular values output") {
   // The schedule 2,4,4 keeps only nonzero singular values; the dropped ones are ~1e-17.
   for (double s : out[1].data) CHECK(s > 1e-3);
   // Same value as chaining the init, step and closure programs with the host
-  // accumulation lnz = Σ_n logm_n / 2^n + lntr / 2^N (same ops, same order: bitwise).
+  // accumulation lnz = Σ_n logm_n / 2^n + lntr / 2^N + 2β (same ops, same order: bitwise).
   ir::Tensor T = rt::evaluateReference(buildTrgInit(), {ir::Tensor::scalar(0.4)})[0];
   double lnz = 0;
   int64_t D = 2;
@@ -182,6 +197,7 @@ TEST_CASE("trg: whole program and its kept singular values output") {
     D = ranks[n];
   }
   lnz += rt::evaluateReference(buildTrgClosure(D), {T})[0].data[0] * std::ldexp(1.0, -3);
+  lnz += trgInitLogScale(0.4);
   CHECK(out[0].data[0] == lnz);
   // Keeping an exact zero (rank 4 at step 1) shows up in skept.
   ir::Program q = buildTrgWhole({4, 4}, o);
