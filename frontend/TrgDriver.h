@@ -133,6 +133,9 @@ struct TrgGroupInfo {
   int uses = 0; ///< steps of this class (1 for init/closure/whole)
   size_t ops = 0;
   double compileMs = 0, prepareMs = 0;
+  /// Largest peak live bytes (rt::peakLiveBytes) of the group's prepared programs
+  /// (value, vjp forward, vjp backward, ...); 0 in reference mode.
+  int64_t peakLiveBytes = 0;
 };
 
 /// Results of one evaluation at one β.

@@ -104,6 +104,10 @@ std::vector<double> parseBetas(const TrgArgs &a) {
                   " (each value is a full TRG run; split the sweep into several calls)");
     checkBetaValue(lo, "--beta-range");
     checkBetaValue(hi, "--beta-range");
+    if (n == 1 && lo != hi)
+      throw Error("error: --beta-range: N = 1 gives one value, but A = " + formatDouble(lo) +
+                  " and B = " + formatDouble(hi) + " differ (use N >= 2 for a sweep from A to B, "
+                  "or --beta " + formatDouble(lo) + ")");
     for (int64_t i = 0; i < n; ++i)
       betas.push_back(n == 1 ? lo : lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(n - 1));
     return betas;
@@ -155,6 +159,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   }
   o.pipeline = a.flags.passesGiven ? a.flags.passes : "";
   o.passOptions = a.flags.managerOptions();
+  o.passOptions.dumpDirPerProgram = true; // one subdirectory per compiled program
   return o;
 }
 
@@ -272,7 +277,7 @@ struct Memory {
 
 /// Runs `f` (the timed runs of one kind) inside a fresh peak-RSS window.
 template <typename F>
-Stats measureMemory(Memory &m, const frontend::TrgDriver &, int64_t rssBase, F &&f) {
+Stats measureMemory(Memory &m, int64_t rssBase, F &&f) {
   m.have = true;
   m.window = rt::resetPeakResident();
   Stats s = f();
@@ -281,7 +286,11 @@ Stats measureMemory(Memory &m, const frontend::TrgDriver &, int64_t rssBase, F &
   return s;
 }
 
-std::string mb(int64_t bytes) { return fmt("%.1f", static_cast<double>(bytes) / 1048576.0) + " MiB"; }
+/// "12.3 MiB", or "45.6 KiB" below 1 MiB.
+std::string mb(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  return b < 1048576.0 ? fmt("%.1f", b / 1024.0) + " KiB" : fmt("%.1f", b / 1048576.0) + " MiB";
+}
 
 std::string memoryText(const Memory &m, int64_t rssBase) {
   std::string t = "planned peak " + mb(m.planned) + " (values between programs + engine arenas)";
@@ -298,6 +307,16 @@ nlohmann::json memoryJson(const Memory &m) {
   return {{"planned_peak_bytes", m.planned},
           {"measured_peak_rss_bytes", m.measured >= 0 ? nlohmann::json(m.measured) : nlohmann::json(nullptr)},
           {"rss_window", m.window ? "runs" : "process"}};
+}
+
+/// Compile figures per program group, for --json.
+nlohmann::json groupsJson(const frontend::TrgDriver &drv) {
+  nlohmann::json gs = nlohmann::json::array();
+  for (const auto &g : drv.groups())
+    gs.push_back({{"group", g.group}, {"uses", g.uses}, {"ops", g.ops},
+                  {"compile_ms", us(g.compileMs)}, {"prepare_ms", us(g.prepareMs)},
+                  {"peak_live_bytes", g.peakLiveBytes}});
+  return gs;
 }
 
 std::string statsText(const Stats &s) {
@@ -353,26 +372,23 @@ void runTrg(TrgArgs &a) {
               << "\n";
   double probeMs = -1;
   if (a.ranks == "auto") {
-    // docs/trg.md §2.4 from values: one forward pass at the first beta counts singular values.
+    // docs/trg.md §2.4 from values: a forward pass counts the singular values, at the first
+    // beta here and at every further one in the loop below.
     auto t0 = Clock::now();
     opts.ranks = frontend::deriveTrgRanks(betas[0], opts.chi, opts.steps, opts.rankTol,
                                           opts.pipeline);
     probeMs = rt::msSince(t0);
   }
 
-  frontend::TrgDriver drv(opts); // compile + prepare (timed inside)
-  if (!a.dumpSvdInputs.empty()) dumpSvdInputs(a.dumpSvdInputs, betas[0], drv, opts);
-  if (a.profile) drv.setProfiling(true);
+  auto drv = std::make_unique<frontend::TrgDriver>(opts); // compile + prepare (timed inside)
+  if (!a.dumpSvdInputs.empty()) dumpSvdInputs(a.dumpSvdInputs, betas[0], *drv, opts);
+  if (a.profile) drv->setProfiling(true);
   const std::string blas = frontend::TrgDriver::blas();
   Progress prog;
   prog.on = !a.noProgress && isatty(STDERR_FILENO) &&
             (betas.size() > 1 || a.repeat > 20 || opts.chi > 16);
   prog.nbeta = betas.size();
 
-  nlohmann::json groupsJson = nlohmann::json::array();
-  for (const auto &g : drv.groups())
-    groupsJson.push_back({{"group", g.group}, {"uses", g.uses}, {"ops", g.ops},
-                          {"compile_ms", us(g.compileMs)}, {"prepare_ms", us(g.prepareMs)}});
 
   if (!a.json) {
     std::cout << "tessel trg: chi = " << opts.chi << ", steps = " << opts.steps
@@ -381,7 +397,7 @@ void runTrg(TrgArgs &a) {
               << ", width = " << opts.width << "\n";
     std::cout << "  lattice    " << fmt("%.15g", std::ldexp(1.0, opts.steps)) << " sites (2^" << opts.steps
               << ", periodic); exact = Onsager's infinite lattice\n";
-    std::cout << "  ranks      " << ranksStr(drv.ranks());
+    std::cout << "  ranks      " << ranksStr(drv->ranks());
     if (probeMs >= 0)
       std::cout << " (from the singular values > " << formatDouble(opts.rankTol)
                 << " at beta = " << formatDouble(betas[0])
@@ -390,15 +406,16 @@ void runTrg(TrgArgs &a) {
     std::cout << "  passes     "
               << (opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline)
               << "\n";
-    std::cout << "  compile    " << fmt("%.3f", drv.compileMs()) << " ms (trace + passes; "
-              << drv.totalOps() << " ops in " << drv.programs().size() << " programs)\n";
-    for (const auto &g : drv.groups()) {
-      char line[160];
-      std::snprintf(line, sizeof line, "    %-14s x%-3d %6zu ops  compile %8.3f ms  prepare %8.3f ms\n",
-                    g.group.c_str(), g.uses, g.ops, g.compileMs, g.prepareMs);
+    std::cout << "  compile    " << fmt("%.3f", drv->compileMs()) << " ms (trace + passes; "
+              << drv->totalOps() << " ops in " << drv->programs().size() << " programs)\n";
+    for (const auto &g : drv->groups()) {
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "    %-14s x%-3d %6zu ops  compile %8.3f ms  prepare %8.3f ms  peak live %s\n",
+                    g.group.c_str(), g.uses, g.ops, g.compileMs, g.prepareMs, mb(g.peakLiveBytes).c_str());
       std::cout << line;
     }
-    std::cout << "  prepare    " << fmt("%.3f", drv.prepareMs()) << " ms\n";
+    std::cout << "  prepare    " << fmt("%.3f", drv->prepareMs()) << " ms\n";
     std::cout << "  engine     width " << opts.width << " | BLAS " << blas << "\n";
     if (a.second)
       std::cout << "  note       d2(lnZ/N)/dbeta2: "
@@ -415,21 +432,40 @@ void runTrg(TrgArgs &a) {
   const int64_t rssBase = rt::residentBytes();
   for (size_t ib = 0; ib < betas.size(); ++ib) {
     const double beta = betas[ib];
+    if (a.ranks == "auto" && ib > 0) {
+      // The spectrum changes with beta (at low temperature fewer values stay above tol):
+      // derive the schedule again and recompile when it differs.
+      auto t0 = Clock::now();
+      std::vector<int64_t> ranks =
+          frontend::deriveTrgRanks(beta, opts.chi, opts.steps, opts.rankTol, opts.pipeline);
+      probeMs = rt::msSince(t0);
+      if (ranks != drv->ranks()) {
+        opts.ranks = ranks;
+        drv = std::make_unique<frontend::TrgDriver>(opts);
+        if (a.profile) drv->setProfiling(true);
+        if (!a.json)
+          std::cout << "  ranks      " << ranksStr(ranks) << " (from the singular values > "
+                    << formatDouble(opts.rankTol) << " at beta = " << formatDouble(beta) << "; probe "
+                    << fmt("%.3f", probeMs) << " ms; recompiled: compile "
+                    << fmt("%.3f", drv->compileMs()) << " ms, prepare " << fmt("%.3f", drv->prepareMs())
+                    << " ms)\n";
+      }
+    }
     const std::vector<double> loadBefore = rt::readLoadAverage();
     frontend::TrgResult rv, rg, rs;
     Memory mv, mg, ms;
-    Stats tv = measureMemory(mv, drv, rssBase, [&] {
-      return timeRuns([&] { rv = drv.value(beta); mv.note(drv); }, a.repeat, prog, ib, beta, "value");
+    Stats tv = measureMemory(mv, rssBase, [&] {
+      return timeRuns([&] { rv = drv->value(beta); mv.note(*drv); }, a.repeat, prog, ib, beta, "value");
     });
     Stats tg, ts;
     if (opts.grad)
-      tg = measureMemory(mg, drv, rssBase, [&] {
-        return timeRuns([&] { rg = drv.valueAndGrad(beta); mg.note(drv); }, a.repeat, prog, ib,
+      tg = measureMemory(mg, rssBase, [&] {
+        return timeRuns([&] { rg = drv->valueAndGrad(beta); mg.note(*drv); }, a.repeat, prog, ib,
                         beta, "value+grad");
       });
     if (opts.second)
-      ts = measureMemory(ms, drv, rssBase, [&] {
-        return timeRuns([&] { rs = drv.second(beta); ms.note(drv); }, a.repeat, prog, ib, beta,
+      ts = measureMemory(ms, rssBase, [&] {
+        return timeRuns([&] { rs = drv->second(beta); ms.note(*drv); }, a.repeat, prog, ib, beta,
                         "second");
       });
     const std::vector<double> loadAfter = rt::readLoadAverage();
@@ -457,7 +493,7 @@ void runTrg(TrgArgs &a) {
       j["checkpoint"] = a.checkpoint;
       j["order"] = a.order;
       j["width"] = opts.width;
-      j["ranks"] = drv.ranks();
+      j["ranks"] = drv->ranks();
       j["ranks_probe_ms"] = probeMs >= 0 ? nlohmann::json(us(probeMs)) : nlohmann::json(nullptr);
       j["lnZ_per_site"] = rv.lnZ;
       j["exact_lnZ_per_site"] = optNumber(exLnZ);
@@ -470,14 +506,14 @@ void runTrg(TrgArgs &a) {
       j["specific_heat"] = d2 ? nlohmann::json(beta * beta * *d2) : nlohmann::json(nullptr);
       j["exact_specific_heat"] = optNumber(exC);
       nlohmann::json t;
-      t["compile"] = us(drv.compileMs());
-      t["prepare"] = us(drv.prepareMs());
+      t["compile"] = us(drv->compileMs());
+      t["prepare"] = us(drv->prepareMs());
       t["value"] = statsJson(tv);
       t["value_and_grad"] = statsJson(tg);
       t["second"] = statsJson(ts);
       j["timing_ms"] = t;
-      j["compile_groups"] = groupsJson;
-      j["ops"] = drv.totalOps();
+      j["compile_groups"] = groupsJson(*drv);
+      j["ops"] = drv->totalOps();
       j["repeat"] = a.repeat;
       j["passes"] = opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline;
       j["blas"] = blas;
@@ -512,11 +548,9 @@ void runTrg(TrgArgs &a) {
     std::cout << "  run value         " << statsText(tv) << "\n";
     if (opts.grad) std::cout << "  run value+grad    " << statsText(tg) << "\n";
     if (opts.second) std::cout << "  run second        " << statsText(ts) << "\n";
-    if (a.profile) {
-      std::cout << "  memory value      " << memoryText(mv, rssBase) << "\n";
-      if (opts.grad) std::cout << "  memory value+grad " << memoryText(mg, rssBase) << "\n";
-      if (opts.second) std::cout << "  memory second     " << memoryText(ms, rssBase) << "\n";
-    }
+    std::cout << "  memory value      " << memoryText(mv, rssBase) << "\n";
+    if (opts.grad) std::cout << "  memory value+grad " << memoryText(mg, rssBase) << "\n";
+    if (opts.second) std::cout << "  memory second     " << memoryText(ms, rssBase) << "\n";
     std::cout << "  loadavg           before " << rt::formatLoadAverage(loadBefore) << " | after "
               << rt::formatLoadAverage(loadAfter) << "\n";
     std::cout.flush();
@@ -525,7 +559,7 @@ void runTrg(TrgArgs &a) {
     std::ostream &os = a.json ? std::cerr : std::cout;
     os << "profile (engine, mean ms per run of each program over every run above, top 8 "
           "instructions; profiling adds two clock reads per chunk):\n"
-       << drv.profileReport(8);
+       << drv->profileReport(8);
     os.flush();
   }
 }
@@ -539,22 +573,29 @@ void addTrgCommand(CLI::App &app) {
       "TRG of the 2D Ising model (docs/trg.md): lnZ/N, d(lnZ/N)/dbeta and\n"
       "d2(lnZ/N)/dbeta2 per beta, compared with Onsager's exact values, with timings\n"
       "(compile = trace + passes, prepare, first run, steady min/median/p90/max over\n"
-      "--repeat runs after one warm-up, engine width, BLAS, load average; method:\n"
-      "docs/benchmarking.md).\n"
+      "--repeat runs after one warm-up, engine width, BLAS, load average, and per sweep\n"
+      "the planned peak bytes against the measured peak RSS; method: docs/benchmarking.md).\n"
       "Example: tessel trg --beta 0.3 --grad\n"
-      "Staged mode (default) compiles one program per step class D->D' and chains them;\n"
-      "whole mode compiles one program for all steps. --json prints one JSON object per\n"
-      "beta (JSON Lines; schema in README.md).");
+      "Staged mode (default) compiles one program per step class D->D' and chains them:\n"
+      "use it for physics runs, its compile and prepare do not grow with --steps. Whole\n"
+      "mode compiles one program for all steps: use it to see or transform the whole\n"
+      "computation as one IR (e.g. --print-ir-after-all, grad of grad); its compile and\n"
+      "prepare grow with the number of steps (about 0.3 s of prepare with --second at\n"
+      "chi = 16, 20 steps). --json prints one JSON object per beta (JSON Lines; schema in\n"
+      "README.md).");
+
   cmd->add_option("--beta", args->beta,
                   "inverse temperature(s), comma-separated, each > 0 (default 0.3)");
   cmd->add_option("--beta-range", args->betaRange,
-                  "sweep A:B:N: N values from A to B inclusive (exclusive with --beta)");
+                  "sweep A:B:N: N values from A to B inclusive (N >= 2 unless A = B; "
+                  "exclusive with --beta)");
   cmd->add_option("--chi", args->chi, "maximal bond dimension chi (integer >= 2; default 16)");
   cmd->add_option("--steps", args->steps, "number of TRG steps (integer >= 1; default 20)");
   cmd->add_option("--ranks", args->ranks,
                   "truncation schedule D'_1,...,D'_N overriding the default rule "
                   "min(D^2, chi, exact rank bound) = 2,4,4,16,16,... for chi = 16; 'auto' = "
-                  "count the singular values > 1e-12 in a forward pass at the first beta");
+                  "count the singular values > 1e-12 in a forward pass at each beta (recompiling "
+                  "when the schedule changes)");
   cmd->add_flag("--grad", args->grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (reverse over the "
@@ -580,8 +621,7 @@ void addTrgCommand(CLI::App &app) {
                   "pass at the first beta as DIR/svd_sNN_{a,b}.npy (for the SVD floor benchmark)");
   cmd->add_flag("--profile", args->profile,
                 "profile the engine during the runs and print where the time goes (per program, "
-                "top instructions; to stderr with --json) and, per sweep, the planned peak bytes "
-                "(tensors between programs + engine arenas) against the measured peak RSS");
+                "top instructions; to stderr with --json)");
   args->valueCheck.addTo(*cmd, "the TRG step, the op, its location and which operands held NaN or inf");
   args->flags.addTo(*cmd, "pass pipeline applied to every TRG program (default: "
                           "order{strategy=<--order>},pad-sink,cse,dce)");

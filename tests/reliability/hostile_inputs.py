@@ -434,6 +434,10 @@ CASES = [
          ["trg", "--beta-range", "0.1:0.2:1000000000000"],
          Exact("error: --beta-range: N = 1000000000000 beta values is more than 100000 (each value is a "
                "full TRG run; split the sweep into several calls)")),
+    Case("trg-beta-range-one-point", "trg", "A:B:1 with A != B silently ran only A",
+         ["trg", "--beta-range", "0.3:0.6:1"],
+         Exact("error: --beta-range: N = 1 gives one value, but A = 0.3 and B = 0.6 differ (use N >= 2 "
+               "for a sweep from A to B, or --beta 0.3)")),
     Case("trg-beta-subnormal", "trg", "--beta 1e-320 is a number (was 'is not a number')",
          ["trg", "--beta", "1e-320", "--chi", "4", "--steps", "2", "--repeat", "0"],
          Exact("error: trg: step 1 (2->2, beta = 1e-320): the smallest kept singular value sa[1] = 0 of Ma "
