@@ -3,8 +3,6 @@
 #include <exception>
 #include <iostream>
 
-#include <malloc.h>
-
 #include <CLI/CLI.hpp>
 
 #include "ir/Diagnostics.h"
@@ -68,12 +66,6 @@ int reportUsageError(const CLI::App &app, const CLI::ParseError &e) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // Buffers of 256 KiB and more are mapped on allocation and returned to the system on
-  // free. glibc's default raises this threshold after each free of a mapped buffer (up
-  // to 32 MiB), so freed engine arenas and tensors stay in the heap and the resident
-  // size outgrows what the plans hold; with a fixed threshold it follows them (within a
-  // few percent for `trg --grad`, printed by --profile and --json).
-  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   CLI::App app{"tessel: a computation-graph compiler for differentiable tensor-network "
                "programs (typed SSA IR, grad, checkpointing, contraction ordering, "
                "prepare, fixed-width engine).",
