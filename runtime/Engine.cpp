@@ -13,9 +13,12 @@
 // by the plan and every chunk is computed the same way whoever runs it, so the
 // outputs are bitwise identical for every width.
 //
-// The arena, pointer table and counters of a plan are allocated on its first run on
-// this engine and kept (a small cache keyed by plan id), so a steady-state run
-// allocates only the returned output tensors.
+// The pointer table and counters of a plan are allocated on its first run on this
+// engine and kept (a small cache keyed by plan id). The arena is one buffer per engine,
+// grown to the largest plan it has run and shared by all of them (runs are one at a
+// time), so a driver that alternates many plans (the staged TRG sweeps) neither holds
+// one arena per plan nor allocates them again; a steady-state run allocates only the
+// returned output tensors.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -59,8 +62,6 @@ struct AlignedFree {
 struct PlanState {
   uint64_t planId = 0;
   uint64_t lastUse = 0;
-  int64_t arenaBytes = 0; ///< as allocated (arenaElems doubles rounded up to 64 bytes)
-  std::unique_ptr<double, AlignedFree> arena;
   std::vector<double *> ptr;
   std::unique_ptr<std::atomic<int32_t>[]> deps;
   std::unique_ptr<std::atomic<int32_t>[]> done;
@@ -74,14 +75,6 @@ struct PlanState {
   int64_t profRuns = 0;
 
   explicit PlanState(const Plan &P) : planId(P.id) {
-    if (P.arenaElems > 0) {
-      size_t bytes = static_cast<size_t>(P.arenaElems) * sizeof(double);
-      bytes = (bytes + 63) / 64 * 64;
-      void *mem = std::aligned_alloc(64, bytes);
-      if (!mem) throw std::bad_alloc();
-      arena.reset(static_cast<double *>(mem));
-      arenaBytes = static_cast<int64_t>(bytes);
-    }
     size_t n = P.insts.size();
     ptr.assign(P.values.size(), nullptr);
     deps.reset(new std::atomic<int32_t>[n == 0 ? 1 : n]);
@@ -110,6 +103,23 @@ struct Engine::Impl {
   std::vector<std::thread> threads;
   std::vector<std::unique_ptr<PlanState>> cache;
   uint64_t useCounter = 0;
+  /// The arena every plan runs in (64-byte aligned), arenaBytes of the largest plan run.
+  std::unique_ptr<double, AlignedFree> arena;
+  int64_t arenaBytes = 0;
+
+  /// The arena, grown (not kept: its old contents are dead) to hold plan P.
+  double *arenaFor(const Plan &P) {
+    const int64_t need = (P.arenaElems * static_cast<int64_t>(sizeof(double)) + 63) / 64 * 64;
+    if (need > arenaBytes) {
+      arena.reset();
+      arenaBytes = 0;
+      void *mem = std::aligned_alloc(64, static_cast<size_t>(need));
+      if (!mem) throw std::bad_alloc();
+      arena.reset(static_cast<double *>(mem));
+      arenaBytes = need;
+    }
+    return arena.get();
+  }
 
   // Shared run state (width > 1). Guarded by mu unless atomic.
   std::mutex mu;
@@ -338,6 +348,7 @@ int Engine::width() const { return impl_->width; }
 std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs) {
   validateInputs(P.program, inputs);
   PlanState &S = impl_->stateFor(P);
+  double *arena = impl_->arenaFor(P);
   // Output tensors: the only allocation of a steady-state run.
   std::vector<Tensor> outs;
   outs.reserve(P.outputValue.size());
@@ -350,7 +361,7 @@ std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs
     const Group &g = P.groups[P.values[v].group];
     double *p = nullptr;
     switch (g.kind) {
-    case GroupKind::Arena: p = g.index >= 0 ? S.arena.get() + P.slotOffset[g.index] : nullptr; break;
+    case GroupKind::Arena: p = g.index >= 0 ? arena + P.slotOffset[g.index] : nullptr; break;
     case GroupKind::Input: p = const_cast<double *>(inputs[g.index].data.data()); break;
     case GroupKind::Constant: p = const_cast<double *>(P.constants[g.index]); break;
     case GroupKind::Output: p = outs[g.index].data.data(); break;
@@ -379,11 +390,7 @@ std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs
 
 void Engine::setProfiling(bool on) { impl_->profiling = on; }
 
-int64_t Engine::residentBytes() const {
-  int64_t b = 0;
-  for (const auto &s : impl_->cache) b += s->arenaBytes;
-  return b;
-}
+int64_t Engine::residentBytes() const { return impl_->arenaBytes; }
 
 std::string Engine::profileReport(const Plan &P, size_t top) const {
   const PlanState *S = nullptr;

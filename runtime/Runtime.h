@@ -75,8 +75,9 @@ std::string describePlan(const Plan &plan, bool json = false);
 /// and outputs the runtime writes; not the caller's inputs or constants), in list
 /// order.
 int64_t peakLiveBytes(const Plan &plan);
-/// Bytes of the arena an engine allocates for this plan (buffers at 64-byte aligned
-/// offsets, overlapping when their lifetimes do not). With buffer reuse it is close to
+/// Bytes of the arena an engine needs for this plan (buffers at 64-byte aligned
+/// offsets, overlapping when their lifetimes do not); an engine's one arena is the
+/// largest of these over the plans it runs. With buffer reuse it is close to
 /// peakLiveBytes (parallel branches may keep it somewhat above).
 int64_t arenaBytes(const Plan &plan);
 /// Number of instructions (kernel calls) of the plan; aliases cost none.
@@ -103,15 +104,16 @@ public:
   /// A kernel failure (NaN/inf input to svd, LAPACK info != 0) throws tessel::Error
   /// naming the op (kind, results, loc, position); the engine stays usable. When
   /// several ops would fail, the error is the first one's in list order, as at width 1,
-  /// whatever the width (a failed parallel run is run again serially). The first
-  /// run of a plan on an engine allocates its arena; later runs allocate only the
-  /// returned tensors.
+  /// whatever the width (a failed parallel run is run again serially). The engine's
+  /// one arena grows to the largest plan it has run and is shared by all plans; the
+  /// first run of a plan also allocates its small tables. Later runs allocate only
+  /// the returned tensors.
   std::vector<Tensor> run(const Plan &plan, const std::vector<Tensor> &inputs);
 
-  /// Bytes of the arenas this engine keeps between runs: one per plan it has run
-  /// recently (at most 4, least recently used dropped first), each arenaBytes(plan)
-  /// rounded up to 64 bytes. Its small per-plan tables (pointers, counters) are not
-  /// counted. This is bookkeeping of what the engine allocated, not a measurement.
+  /// Bytes of the arena this engine keeps between runs: one buffer shared by every
+  /// plan it runs, the largest arenaBytes(plan) so far rounded up to 64 bytes. Its
+  /// small per-plan tables (pointers, counters) are not counted. This is bookkeeping of
+  /// what the engine allocated, not a measurement.
   int64_t residentBytes() const;
 
   /// Profiling: when on, run() adds the time spent in each instruction (summed over
