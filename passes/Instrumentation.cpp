@@ -2,6 +2,8 @@
 #include "passes/Instrumentation.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -11,6 +13,9 @@
 #include "ir/Verifier.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace tessel::passes {
 
@@ -146,10 +151,55 @@ void VerifierInstrumentation::runAfterPass(PassRecord &pass, const ir::Program &
 // IR printing and dump files
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// Writes `text` to a new temporary file; returns its path ("" on failure).
+std::string writeTempFile(const std::string &text) {
+  std::string path = (std::filesystem::temp_directory_path() / "tessel-ir-XXXXXX").string();
+  int fd = mkstemp(path.data());
+  if (fd < 0) return "";
+  close(fd);
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  return f ? path : "";
+}
+
+} // namespace
+
+std::string unifiedDiff(const std::string &before, const std::string &after,
+                        const std::string &labelBefore, const std::string &labelAfter) {
+  const std::string a = writeTempFile(before), b = writeTempFile(after);
+  std::string out;
+  if (!a.empty() && !b.empty()) {
+    auto quote = [](const std::string &s) {
+      std::string q = "'";
+      for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return q + "'";
+    };
+    const std::string cmd = "diff -u --label " + quote(labelBefore) + " --label " +
+                            quote(labelAfter) + " " + quote(a) + " " + quote(b) + " 2>&1";
+    if (FILE *pipe = popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+      const int status = pclose(pipe);
+      // diff exits 1 when the files differ, 0 when they do not, 2 on trouble.
+      if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) > 1) out.clear();
+    }
+  }
+  std::error_code ec;
+  if (!a.empty()) std::filesystem::remove(a, ec);
+  if (!b.empty()) std::filesystem::remove(b, ec);
+  if (out.empty())
+    return "// (no `diff` program to compare with; the program after the pass:)\n" + after;
+  return out;
+}
+
 IRPrinterInstrumentation::IRPrinterInstrumentation(const PassManagerOptions &opts,
                                                    const Pipeline &pipeline, std::ostream &log)
     : before_(opts.printIrBefore), after_(opts.printIrAfter), afterAll_(opts.printIrAfterAll),
-      afterChange_(opts.printIrAfterChange), dumpDir_(opts.dumpDir),
+      afterChange_(opts.printIrAfterChange || opts.printChangedDiff),
+      changedDiff_(opts.printChangedDiff), dumpDir_(opts.dumpDir),
       pipelineText_(pipeline.str()), pipelineSize_(pipeline.passes.size()), log_(log) {
   logPrint_.elideConstantsAbove = opts.elideConstantsAbove;
   exactPrint_.elideConstantsAbove = 0;
@@ -200,10 +250,15 @@ void IRPrinterInstrumentation::runAfterPass(PassRecord &pass, const ir::Program 
   if (printsAfter(pass)) {
     dump("IR Dump After " + passTag(pass), p);
   } else if (afterChange_) {
-    if (ir::printProgram(p, exactPrint_) != textBefore_)
-      dump("IR Dump After " + passTag(pass), p);
-    else
+    const std::string after = ir::printProgram(p, exactPrint_);
+    if (after == textBefore_)
       log_ << "// -----// IR Dump After " << passTag(pass) << " omitted: no change //----- //\n";
+    else if (changedDiff_)
+      log_ << "// -----// IR Diff After " << passTag(pass) << " //----- //\n"
+           << unifiedDiff(textBefore_, after, "before " + pass.invocation,
+                          "after " + pass.invocation);
+    else
+      dump("IR Dump After " + passTag(pass), p);
   }
   if (!dumpDir_.empty())
     writeDumpFile(pass.index, pass.name,

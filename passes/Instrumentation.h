@@ -104,6 +104,11 @@ PassInstrumentor standardInstrumentations(const PassManagerOptions &opts,
 /// "pass 'order' (2 of 5)", as diagnostics name a pass of a pipeline of `pipelineSize`.
 std::string passLabel(const PassRecord &pass, size_t pipelineSize);
 
+/// Unified diff (`diff -u`, labels as given) of two program texts; where no `diff`
+/// program can be run, a note and the text after instead.
+std::string unifiedDiff(const std::string &before, const std::string &after,
+                        const std::string &labelBefore, const std::string &labelAfter);
+
 /// Wall-clock seconds since construction.
 class Stopwatch {
 public:
@@ -131,7 +136,8 @@ private:
   size_t pipelineSize_;
 };
 
-/// --print-ir-before/-after/-after-all/-after-change to the log (constants elided
+/// --print-ir-before/-after/-after-all/-after-change and --print-changed=diff to the
+/// log (constants elided
 /// above PassManagerOptions::elideConstantsAbove), and --dump-dir files
 /// (00-input.tir, 01-<pass>.tir, ...; numbered by pipeline position; constants in
 /// full so that they parse). A disabled pass that would have been printed after is
@@ -151,7 +157,7 @@ private:
   void writeDumpFile(size_t index, const std::string &name, const std::string &text);
 
   std::vector<std::string> before_, after_;
-  bool afterAll_, afterChange_;
+  bool afterAll_, afterChange_, changedDiff_;
   std::string dumpDir_;
   std::string pipelineText_;
   size_t pipelineSize_;

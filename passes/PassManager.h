@@ -167,6 +167,10 @@ struct PassManagerOptions {
   std::vector<std::string> printIrAfter;   ///< --print-ir-after=P
   bool printIrAfterAll = false;            ///< --print-ir-after-all
   bool printIrAfterChange = false;         ///< --print-ir-after-change
+  /// --print-changed=diff: as printIrAfterChange, but after a pass that changed the
+  /// program print a unified diff against the program before it (the system's
+  /// `diff -u`, as LLVM's -print-changed=diff does) instead of the whole program.
+  bool printChangedDiff = false;
   std::string dumpDir;                     ///< --dump-dir=DIR ("" = off)
   /// For a driver that compiles several programs with one manager (tessel trg): run k
   /// (from 1) of the manager dumps into DIR/kk-<program name>/ instead of DIR itself.

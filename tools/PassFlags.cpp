@@ -31,6 +31,11 @@ void PassFlags::addTo(CLI::App &cmd, const std::string &passesHelp) {
                "Print the program (to stderr) after every pass");
   cmd.add_flag("--print-ir-after-change", printIrAfterChange,
                "Print the input, then the program after each pass that changed it");
+  cmd.add_option("--print-changed", printChanged,
+                 "Like --print-ir-after-change: 'full' prints the whole program after each pass "
+                 "that changed it, 'diff' a unified diff against the program before the pass "
+                 "(the system's diff -u)")
+      ->check(CLI::IsMember({"full", "diff"}));
   cmd.add_option("--dump-dir", dumpDir,
                  "Write the program before the first and after every pass to DIR "
                  "(00-input.tir, 01-<pass>.tir, ...; numbered by pipeline position; "
@@ -57,7 +62,8 @@ passes::PassManagerOptions PassFlags::managerOptions() const {
   o.printIrBefore = printIrBefore;
   o.printIrAfter = printIrAfter;
   o.printIrAfterAll = printIrAfterAll;
-  o.printIrAfterChange = printIrAfterChange;
+  o.printIrAfterChange = printIrAfterChange || printChanged == "full";
+  o.printChangedDiff = printChanged == "diff";
   o.dumpDir = dumpDir;
   o.timePasses = timePasses;
   o.timePassesJson = timePassesJson;

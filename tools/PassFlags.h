@@ -37,6 +37,7 @@ struct PassFlags {
   std::vector<std::string> printIrBefore, printIrAfter;
   bool printIrAfterAll = false;
   bool printIrAfterChange = false;
+  std::string printChanged; ///< --print-changed=full|diff ("" = off)
   std::string dumpDir;
   bool timePasses = false;
   bool timePassesJson = false;
