@@ -9,8 +9,12 @@
 namespace tessel::frontend {
 namespace {
 
-std::string stepLoc(int64_t din, int64_t dout, const std::string &what) {
-  return "trg " + std::to_string(din) + "->" + std::to_string(dout) + ": " + what;
+/// "trg 4->4: what" for a step-class program; "trg step 3 (4->4): what" inside the
+/// whole program, where every step of a class is traced again.
+std::string stepLoc(int64_t din, int64_t dout, int step, const std::string &what) {
+  const std::string cls = std::to_string(din) + "->" + std::to_string(dout);
+  if (step > 0) return "trg step " + std::to_string(step) + " (" + cls + "): " + what;
+  return "trg " + cls + ": " + what;
 }
 
 /// Half-tensor S[p,q,k] = X[p·D+q, k]·sqrt(s[k]) for X of shape [D²,D'] (docs/trg.md §2.5);
@@ -55,7 +59,7 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   if (Dp < 1 || Dp > D2)
     throw ShapeError("trg step: D' = " + std::to_string(Dp) + " must be in [1, D^2 = " +
                      std::to_string(D2) + "] for D = " + std::to_string(D));
-  auto loc = [&](const std::string &what) { b.setLoc(stepLoc(D, Dp, what)); };
+  auto loc = [&](const std::string &what) { b.setLoc(stepLoc(D, Dp, opts.stepNumber, what)); };
   TrgStepTrace r;
 
   // 1. Normalise by m = max|T|.
@@ -184,7 +188,9 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   Tensor lnz;
   std::vector<Tensor> kept;
   for (size_t n = 0; n < ranks.size(); ++n) {
-    TrgStepTrace s = traceTrgStep(T, ranks[n], opts);
+    TrgStepOptions stepOpts = opts;
+    stepOpts.stepNumber = static_cast<int>(n + 1);
+    TrgStepTrace s = traceTrgStep(T, ranks[n], stepOpts);
     b.setLoc("trg whole: accumulate step " + std::to_string(n + 1));
     Tensor term = n == 0 ? s.logm : s.logm * std::ldexp(1.0, -static_cast<int>(n));
     lnz = n == 0 ? term : lnz + term;

@@ -54,6 +54,10 @@ struct TrgStepOptions {
   /// Adds outputs %Ma, %Mb: f64[D²,D²], the two SVD inputs (normalised T, permuted and
   /// reshaped), for benchmarks that time the same gesdd calls outside the program.
   bool outputSvdInputs = false;
+  /// Step number (1-based) for the locations of a step traced inside a larger program
+  /// ("trg step 3 (4->4): svd Ma"); 0 = a step-class program ("trg 4->4: svd Ma").
+  /// buildTrgWhole sets it.
+  int stepNumber = 0;
 };
 
 /// The traced pieces, to compose programs (each sets locations "trg ...: what").

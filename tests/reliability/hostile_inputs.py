@@ -460,7 +460,7 @@ CASES = [
     Case("emit-trg-chi-max", "trg", "emit trg with chi = 2^63 - 1 (rank squares saturate)",
          ["emit", "trg", "--chi", "9223372036854775807", "--steps", "30"],
          Exact("error: emit trg: einsum: result shape [65536, 65536, 65536, 65536] is too large: its byte size "
-               "overflows 64 bits (at trg 256->65536: plaquette einsum)")),
+               "overflows 64 bits (at trg step 8 (256->65536): plaquette einsum)")),
     Case("cli-inline-overflow", "cli", "an inline input 1e999 (would be inf)",
          ["run", "prog.tir", "--input", "x=[[1,2,3],[4,5,1e999]]"],
          r"error: input %x: .*1e999.* is neither valid inline JSON", {"prog.tir": NEG23}),
