@@ -522,3 +522,37 @@ TEST_CASE("order: auto avoids a greedy path whose intermediates exceed rank 8") 
                        doctest::Contains("above the limit of 8"), Error);
   checkLowering(p, OrderStrategy::Auto, 13);
 }
+
+TEST_CASE("order: auto never costs more than greedy on any TRG step class or its gradient") {
+  // Every einsum of the step programs of chi = 8, 16 and 24 and of their VJPs (the
+  // transposed plaquette contractions grad makes, some of them outer products): auto must
+  // choose by cost, so its flops are at most greedy's and never above pairwise's either
+  // (pairwise is what `tessel trg` runs by default).
+  const std::pair<int64_t, int64_t> classes[] = {{2, 2},  {2, 4},  {4, 4},   {4, 8},   {8, 8},
+                                                 {4, 16}, {16, 16}, {16, 24}, {24, 24}};
+  int einsums = 0;
+  for (auto [din, dout] : classes) {
+    ir::Program value = frontend::buildTrgStep(din, dout);
+    GradOptions g;
+    g.wrt = {"T"};
+    g.vjp = true;
+    ir::Program vjp = grad(value, g);
+    for (const ir::Program *p : {&value, &vjp})
+      for (const ir::Op &op : p->ops) {
+        if (op.kind != OpKind::Einsum) continue;
+        ++einsums;
+        const std::string spec = op.attrs.getStr("spec");
+        std::vector<Shape> shapes;
+        for (ValueId v : op.operands) shapes.push_back(p->type(v).shape);
+        const double autoFlops = planContraction(spec, shapes, OrderStrategy::Auto).totalFlops;
+        const double greedyFlops = planContraction(spec, shapes, OrderStrategy::Greedy).totalFlops;
+        const double pairwiseFlops =
+            planContraction(spec, shapes, OrderStrategy::Pairwise).totalFlops;
+        INFO("step " << din << "->" << dout << " (" << p->name << "): " << spec << ": auto "
+                     << autoFlops << ", greedy " << greedyFlops << ", pairwise " << pairwiseFlops);
+        CHECK(autoFlops <= greedyFlops);
+        CHECK(autoFlops <= pairwiseFlops);
+      }
+  }
+  CHECK(einsums >= 2 * std::size(classes)); // each value has one, each VJP several
+}
