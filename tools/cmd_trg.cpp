@@ -55,6 +55,7 @@ struct TrgArgs {
   int64_t repeat = 10;
   double eps = frontend::kTrgSvdEps;
   bool json = false;
+  bool csv = false;
   bool noProgress = false;
   ValueCheckFlags valueCheck;
   std::string dumpSvdInputs;
@@ -319,6 +320,13 @@ nlohmann::json groupsJson(const frontend::TrgDriver &drv) {
   return gs;
 }
 
+/// The columns of --csv: the physics per beta, exact values beside the TRG's.
+std::string csvHeader() {
+  return "beta,temperature,lnZ_per_site,exact_lnZ_per_site,dlnZ_dbeta,exact_dlnZ_dbeta,"
+         "energy_per_site,exact_energy_per_site,d2lnZ_dbeta2,exact_d2lnZ_dbeta2,specific_heat,"
+         "exact_specific_heat";
+}
+
 std::string statsText(const Stats &s) {
   std::string t = "first " + fmt("%.3f", s.first) + " ms";
   const rt::Summary &m = s.steady;
@@ -390,7 +398,18 @@ void runTrg(TrgArgs &a) {
   prog.nbeta = betas.size();
 
 
-  if (!a.json) {
+  const bool table = !a.json && !a.csv;
+  if (a.csv) {
+    // A comment line with the configuration, then the header: numpy.loadtxt(..., delimiter=",",
+    // skiprows=2), pandas.read_csv(..., comment="#") and gnuplot read it as it is.
+    std::cout << "# tessel trg: chi = " << opts.chi << ", steps = " << opts.steps << " ("
+              << fmt("%.15g", std::ldexp(1.0, opts.steps)) << " sites, periodic), mode = "
+              << frontend::trgModeName(opts.mode) << ", checkpoint = " << a.checkpoint
+              << ", order = " << a.order << ", ranks = " << ranksStr(drv->ranks())
+              << "; exact = Onsager's infinite lattice; nan = not computed\n"
+              << csvHeader() << "\n";
+  }
+  if (table) {
     std::cout << "tessel trg: chi = " << opts.chi << ", steps = " << opts.steps
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
@@ -443,7 +462,7 @@ void runTrg(TrgArgs &a) {
         opts.ranks = ranks;
         drv = std::make_unique<frontend::TrgDriver>(opts);
         if (a.profile) drv->setProfiling(true);
-        if (!a.json)
+        if (table)
           std::cout << "  ranks      " << ranksStr(ranks) << " (from the singular values > "
                     << formatDouble(opts.rankTol) << " at beta = " << formatDouble(beta) << "; probe "
                     << fmt("%.3f", probeMs) << " ms; recompiled: compile "
@@ -483,9 +502,22 @@ void runTrg(TrgArgs &a) {
     if (opts.grad) d1 = rg.dlnZ;
     if (opts.second) d2 = rs.d2lnZ;
 
+    if (a.csv) {
+      auto num = [](const std::optional<double> &v) { return v ? fmt("%.17g", *v) : std::string("nan"); };
+      std::optional<double> e1, ee1, c, ec;
+      if (d1) e1 = -*d1;
+      if (exD1) ee1 = -*exD1;
+      if (d2) c = beta * beta * *d2;
+      std::cout << num(beta) << "," << num(1 / beta) << "," << num(rv.lnZ) << "," << num(exLnZ) << ","
+                << num(d1) << "," << num(exD1) << "," << num(e1) << "," << num(ee1) << "," << num(d2)
+                << "," << num(exD2) << "," << num(c) << "," << num(exC) << "\n";
+      std::cout.flush();
+      continue;
+    }
     if (a.json) {
       nlohmann::json j;
       j["beta"] = beta;
+      j["temperature"] = 1 / beta;
       j["chi"] = opts.chi;
       j["steps"] = opts.steps;
       j["sites"] = std::ldexp(1.0, opts.steps);
@@ -527,7 +559,7 @@ void runTrg(TrgArgs &a) {
       continue;
     }
 
-    std::cout << "beta = " << formatDouble(beta) << "\n";
+    std::cout << "beta = " << formatDouble(beta) << "  (T = " << fmt("%.15g", 1 / beta) << ")\n";
     std::cout << "  lnZ/N             " << fmt("%.15g", rv.lnZ) << "  exact "
               << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ) << "\n";
     if (d1) {
@@ -556,7 +588,7 @@ void runTrg(TrgArgs &a) {
     std::cout.flush();
   }
   if (a.profile) {
-    std::ostream &os = a.json ? std::cerr : std::cout;
+    std::ostream &os = table ? std::cout : std::cerr;
     os << "profile (engine, mean ms per run of each program over every run above, top 8 "
           "instructions; profiling adds two clock reads per chunk):\n"
        << drv->profileReport(8);
@@ -615,6 +647,11 @@ void addTrgCommand(CLI::App &app) {
                   "singular value (default 1e-9: above the noise floor of the singular-value "
                   "gaps of degenerate pairs; see docs/trg.md section 5)");
   cmd->add_flag("--json", args->json, "one JSON object per beta (JSON Lines) on stdout");
+  cmd->add_flag("--csv", args->csv,
+                "a CSV table of the physics on stdout for plotting (a '#' line with the "
+                "configuration, a header, one row per beta: beta, temperature, lnZ/N, d/dbeta, "
+                "energy, d2/dbeta2, specific heat, each beside Onsager's; nan where not computed)")
+      ->excludes("--json");
   cmd->add_flag("--no-progress", args->noProgress, "no progress line on stderr");
   cmd->add_option("--dump-svd-inputs", args->dumpSvdInputs,
                   "write the largest SVD inputs (Ma, Mb of each step with D = max D) of a forward "
