@@ -259,8 +259,8 @@ def render(h, agg, mi, t_start):
     if h.extra.get("memory"):
         L += ["### Peak memory: planned vs measured (`tessel trg --chi 24 --grad --json`, width 1)", "",
               "Planned = the largest, over a sweep's engine runs, of the tensors the driver passes "
-              "between programs that are still to be read, the run's outputs and the engine's arenas "
-              "(each plan's arena from prepare). Measured = the peak resident set size during the "
+              "between programs that are still to be read, the run's outputs and the engine's arena "
+              "(the largest plan's arena from prepare). Measured = the peak resident set size during the "
               "sweeps (VmHWM, reset before them) minus the resident size before the first run "
               "(binary, compiled programs, plans, BLAS buffers).", "",
               "| policy | sweep | planned MiB | measured MiB | measured / planned | run median ms |",

@@ -21,7 +21,7 @@ namespace tessel::frontend {
 /// Records the runs of one evaluation (a value, value+grad or second-order sweep) and
 /// gives its planned peak: the largest, over the runs, of
 ///   (bytes of every tensor passed between runs that is live at that run)
-///   + (the run's outputs) + (the arenas the engines keep, rt::Engine::residentBytes).
+///   + (the run's outputs) + (the engines' arenas, rt::Engine::residentBytes).
 /// A tensor is live from the run that wrote it (or, for one the driver made or copied,
 /// the run that first reads it) to the last run that reads it; tensors are told apart
 /// by their data address and size, so a copy counts on its own. A tensor the driver

@@ -288,15 +288,15 @@ Stats measureMemory(Memory &m, int64_t rssBase, F &&f) {
 }
 
 /// "12.3 MiB", or "45.6 KiB" below 1 MiB.
-std::string mb(int64_t bytes) {
+std::string formatBytes(int64_t bytes) {
   const double b = static_cast<double>(bytes);
   return b < 1048576.0 ? fmt("%.1f", b / 1024.0) + " KiB" : fmt("%.1f", b / 1048576.0) + " MiB";
 }
 
 std::string memoryText(const Memory &m, int64_t rssBase) {
-  std::string t = "planned peak " + mb(m.planned) + " (values between programs + engine arenas)";
+  std::string t = "planned peak " + formatBytes(m.planned) + " (tensors between programs + engine arena)";
   if (m.measured < 0) return t + " | peak RSS unavailable";
-  t += " | measured peak RSS " + mb(m.measured) + " above the " + mb(rssBase) + " before the runs";
+  t += " | measured peak RSS " + formatBytes(m.measured) + " above the " + formatBytes(rssBase) + " before the runs";
   if (m.planned > 0)
     t += fmt(" (%+.1f%%)", 100.0 * (static_cast<double>(m.measured) / static_cast<double>(m.planned) - 1));
   if (!m.window) t += " [peak since process start: /proc/self/clear_refs not writable]";
@@ -431,7 +431,7 @@ void runTrg(TrgArgs &a) {
       char line[200];
       std::snprintf(line, sizeof line,
                     "    %-14s x%-3d %6zu ops  compile %8.3f ms  prepare %8.3f ms  peak live %s\n",
-                    g.group.c_str(), g.uses, g.ops, g.compileMs, g.prepareMs, mb(g.peakLiveBytes).c_str());
+                    g.group.c_str(), g.uses, g.ops, g.compileMs, g.prepareMs, formatBytes(g.peakLiveBytes).c_str());
       std::cout << line;
     }
     std::cout << "  prepare    " << fmt("%.3f", drv->prepareMs()) << " ms\n";
