@@ -67,9 +67,11 @@ struct TrgStepOptions {
 Tensor traceTrgInit(const Tensor &beta);
 
 /// ln of the factor taken out of each initial tensor, per site: 2β. Drivers add it to
-/// lnZ/N (and 2 to d(lnZ/N)/dβ) of a lattice of traceTrgInit's tensors; buildTrgWhole
+/// lnZ/N (and kTrgInitLogScaleSlope to d(lnZ/N)/dβ) of a lattice of traceTrgInit's tensors; buildTrgWhole
 /// adds it in the program.
 inline double trgInitLogScale(double beta) { return 2.0 * beta; }
+/// d trgInitLogScale / dβ (its second derivative is 0).
+constexpr double kTrgInitLogScaleSlope = 2.0;
 
 struct TrgStepTrace {
   Tensor logm;  ///< f64[]: ln max|T|

@@ -130,10 +130,11 @@ struct TrgDriver::Impl {
       try {
         info.plan = rt::prepare(p, po);
       } catch (const Error &e) {
-        // An einsum left unlowered means the pipeline lost its order pass.
         std::string msg = e.what();
         if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-        const bool einsum = msg.find("einsum must be lowered") != std::string::npos;
+        // An einsum left in the program means the pipeline lost its order pass.
+        const bool einsum = std::any_of(p.ops.begin(), p.ops.end(),
+                                        [](const ir::Op &op) { return op.kind == ir::OpKind::Einsum; });
         throw Error("error: trg: " + info.group + " (" + info.role + "), program @" + p.name + ": " +
                     msg +
                     (einsum ? "\nnote: in tessel trg the pipeline (--passes, --disable-pass, "
@@ -581,7 +582,7 @@ struct TrgDriver::Impl {
     double g = run(init.split.bwd,
                    backwardInputs(init.split, initKept, chain, 0, single(std::move(ct))), "init", beta)[0]
                    .data[0];
-    g += 2.0; // d trgInitLogScale / dβ
+    g += kTrgInitLogScaleSlope;
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
     return r;
@@ -629,7 +630,7 @@ struct TrgDriver::Impl {
     for (size_t n = N; n-- > 0;)
       c[n] = std::move(call(stepClasses.at({dims[n], dims[n + 1]}).second.vjp, stepName(n), beta, T[n],
                             scalar(pow2(n)), c[n + 1], zeros2())[0]);
-    double g = call(init.second.vjp, "init", beta, scalar(beta), c[0])[0].data[0] + 2.0;
+    double g = call(init.second.vjp, "init", beta, scalar(beta), c[0])[0].data[0] + kTrgInitLogScaleSlope;
     checkFinite("d(lnZ/N)/dbeta", g, beta);
     r.dlnZ = g;
     // Reverse over the backward sweep (the last reader of each c_n takes it).
