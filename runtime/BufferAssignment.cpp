@@ -20,6 +20,8 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
+#include <tuple>
 
 #include "runtime/PrepareStages.h"
 
@@ -190,6 +192,7 @@ private:
     int32_t def, last;  ///< first writer, last of the last uses
     int32_t buf;
     bool pinned;
+    bool oneLastUse; ///< `last` is its only last use
   };
 
   /// Every last use of A is an ancestor of d, or (`orHarmless`) an edge from it to d is
@@ -203,12 +206,6 @@ private:
     return true;
   }
 
-  /// A is entirely before the writer of B: every use of A has run before B's first
-  /// writer starts (a use runs before d if the last use it leads to does).
-  bool before(const Buf &A, const Buf &B) const {
-    return lastUsesBefore(A, B.def, [&](int32_t u) { return deps.isAncestor(u, B.def); }, nullptr);
-  }
-
   /// A can be made entirely before B by harmless edges from every use of A to B's
   /// first writer. (Checking the last uses suffices: a use that leads to a last use u
   /// finishes before u does, so it is an ancestor of B.def or harmless when u is.)
@@ -216,25 +213,128 @@ private:
     return lastUsesBefore(A, B.def, [&](int32_t u) { return deps.isAncestor(u, B.def); }, &cp);
   }
 
-  /// How placed buffer y relates to X, which is being placed: before() and orderable()
-  /// both ways, reading only X's bitset rows (X's writer's ancestors, the descendants
-  /// of X's last uses) and y's scanned fields, and y's last uses only when y has more
-  /// than one.
-  enum class Relation : uint8_t { Ordered, GoesBefore, GoesAfter, Conflict };
-  Relation relate(const CriticalPath &cp, const Buf &X, const Placed &y, bool maySchedule) const {
-    const Buf &Y = bufs[y.buf];
-    auto ancOfX = [&](int32_t u) { return deps.isAncestor(u, X.def); };
-    auto toY = [&](int32_t u) { return deps.reaches(u, y.def); };
-    auto yBefore = [&](const CriticalPath *h) {
-      if (y.pinned || y.last >= X.def) return false;
-      return Y.lastUses.size() == 1 ? ancOfX(y.last) || (h && h->harmless(y.last, X.def))
-                                    : lastUsesBefore(Y, X.def, ancOfX, h);
-    };
-    if (lastUsesBefore(X, y.def, toY, nullptr) || yBefore(nullptr)) return Relation::Ordered;
-    if (maySchedule && yBefore(&cp)) return Relation::GoesBefore;
-    if (maySchedule && lastUsesBefore(X, y.def, toY, &cp)) return Relation::GoesAfter;
-    return Relation::Conflict;
+  /// A is entirely before B as far as the ancestor and descendant rows know, edges
+  /// added so far included (each row knows the edges into or out of its own
+  /// instruction).
+  bool alreadyBefore(const Buf &A, int32_t d) const {
+    return lastUsesBefore(A, d, [&](int32_t u) { return deps.reaches(u, d) || deps.isAncestor(u, d); }, nullptr);
   }
+  /// The same for a placed buffer y before instruction d, from y's scanned fields
+  /// when it has one last use.
+  bool alreadyBefore(const Placed &y, int32_t d) const {
+    if (!y.oneLastUse) return alreadyBefore(bufs[y.buf], d);
+    return !y.pinned && y.last < d && (deps.isAncestor(y.last, d) || deps.reaches(y.last, d));
+  }
+
+  /// The placed buffers in offset order, in pages of offsets (each sorted by begin),
+  /// with the highest end in each page: a scan skips a page whose buffers all end
+  /// below where they could still matter.
+  class PlacedByOffset {
+  public:
+    explicit PlacedByOffset(int64_t pageElems) : page_(pageElems) {}
+    void insert(const Placed &y) {
+      const auto p = static_cast<size_t>(y.begin / page_);
+      if (pages_.size() <= p) {
+        pages_.resize(p + 1);
+        maxEnd_.resize(p + 1, 0);
+      }
+      auto &v = pages_[p];
+      v.insert(std::upper_bound(v.begin(), v.end(), y.begin, [](int64_t off, const Placed &z) { return off < z.begin; }),
+               y);
+      maxEnd_[p] = std::max(maxEnd_[p], y.end);
+      maxElems_ = std::max(maxElems_, y.end - y.begin);
+    }
+    /// Calls f for each placed buffer overlapping [lo, hi), in offset order.
+    template <class F> void forEachOverlapping(int64_t lo, int64_t hi, F f) const {
+      const auto firstPage = static_cast<size_t>(std::max<int64_t>(0, lo - maxElems_) / page_);
+      for (size_t p = firstPage; p < pages_.size() && pageBegin(p) < hi; ++p)
+        for (const Placed &y : pages_[p])
+          if (y.begin < hi && y.end > lo) f(y);
+    }
+    size_t pages() const { return pages_.size(); }
+    int64_t pageBegin(size_t p) const { return static_cast<int64_t>(p) * page_; }
+    int64_t maxEnd(size_t p) const { return maxEnd_[p]; }
+    const std::vector<Placed> &page(size_t p) const { return pages_[p]; }
+
+  private:
+    int64_t page_;
+    std::vector<std::vector<Placed>> pages_;
+    std::vector<int64_t> maxEnd_;
+    int64_t maxElems_ = 0; ///< of the largest buffer
+  };
+
+  /// How a placed buffer y relates to X, the buffer being placed.
+  enum class Relation : uint8_t {
+    Ordered,    ///< the dependencies order them: they may share memory
+    GoesBefore, ///< harmless edges from y's last uses to X's writer would order them
+    GoesAfter,  ///< harmless edges from X's last uses to y's writer would order them
+    Conflict,
+  };
+
+  /// The relations of X with the placed buffers, from what stays the same during one
+  /// scan: the ancestor row of X's writer, the instructions every last use of X
+  /// reaches (the AND of their descendant rows), X's writer's deadline and its last
+  /// uses' latest finish. ordered(y) reads two bits of y; schedule(y) two times.
+  class RelationsOfX {
+  public:
+    RelationsOfX(const GreedyAllocator &a, const CriticalPath &cp, const Buf &X)
+        : a_(a), cp_(cp), X_(X), anc_(a.deps.ancestorRow(X.def)), deadline_(cp.deadline(X.def)) {
+      if (X.pinned) return; // lives to the end: precedes nothing
+      const size_t words = a.deps.rowWords();
+      const uint64_t *first = a.deps.descendantRow(X.lastUses[0]);
+      reach_.assign(first, first + words);
+      for (size_t k = 1; k < X.lastUses.size(); ++k) {
+        const uint64_t *row = a.deps.descendantRow(X.lastUses[k]);
+        for (size_t w = 0; w < words; ++w) reach_[w] &= row[w];
+      }
+      for (int32_t u : X.lastUses) finish_ = std::max(finish_, cp.finish(u));
+    }
+
+    /// Every last use of X reaches y's writer (X is entirely before y).
+    bool xBefore(const Placed &y) const { return !reach_.empty() && bit(reach_.data(), y.def); }
+
+    /// Edges from every last use of X to instruction d were added: X now reaches d
+    /// and its descendants.
+    void addedEdgesFromX(int32_t d) {
+      if (reach_.empty()) return;
+      const uint64_t *row = a_.deps.descendantRow(d);
+      for (size_t w = 0; w < reach_.size(); ++w) reach_[w] |= row[w];
+      reach_[d / 64] |= uint64_t(1) << (d % 64);
+    }
+
+    /// X is entirely before y or y entirely before X in the dependency order: every
+    /// last use of the one is an ancestor of the other's writer.
+    bool ordered(const Placed &y) const {
+      if (xBefore(y)) return true;
+      if (y.pinned) return false;
+      if (y.oneLastUse) return bit(anc_, y.last);
+      return a_.lastUsesBefore(a_.bufs[y.buf], X_.def, [&](int32_t u) { return bit(anc_, u); }, nullptr);
+    }
+
+    /// For y not ordered with X: whether harmless edges could order them (orderable()
+    /// either way, y first preferred).
+    Relation schedule(const Placed &y) const {
+      if (!y.pinned && y.last < X_.def &&
+          (y.oneLastUse ? cp_.finish(y.last) <= deadline_
+                        : a_.lastUsesBefore(a_.bufs[y.buf], X_.def, [&](int32_t u) { return bit(anc_, u); }, &cp_)))
+        return Relation::GoesBefore;
+      if (!X_.pinned && X_.lastUses.back() < y.def &&
+          (finish_ <= cp_.deadline(y.def) ||
+           a_.lastUsesBefore(X_, y.def, [&](int32_t u) { return a_.deps.reaches(u, y.def); }, &cp_)))
+        return Relation::GoesAfter;
+      return Relation::Conflict;
+    }
+
+  private:
+    static bool bit(const uint64_t *row, int32_t i) { return (row[i / 64] >> (i % 64)) & 1u; }
+    const GreedyAllocator &a_;
+    const CriticalPath &cp_;
+    const Buf &X_;
+    const uint64_t *anc_;
+    double deadline_;
+    double finish_ = 0;
+    std::vector<uint64_t> reach_; ///< empty if X is pinned
+  };
 
   /// Greedy by size: largest first, at the lowest offset not overlapping a buffer it
   /// conflicts with. Buffers not ordered by the dependencies may still share memory
@@ -247,55 +347,95 @@ private:
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int32_t a, int32_t b) { return bufs[a].elems > bufs[b].elems; });
-    // Placed buffers by offset, and the rank of each in placement order (edges are
-    // tried in that order).
-    std::vector<Placed> byOffset;
-    std::vector<int32_t> rank(bufs.size(), -1), forced;
-    std::vector<std::pair<int32_t, Relation>> cands; // buffers an edge could order with X
+    // Pages of about the mean buffer size.
+    int64_t total = 0, page = kSlotAlign;
+    for (const Buf &B : bufs) total += B.elems;
+    while (!bufs.empty() && page < total / static_cast<int64_t>(bufs.size())) page *= 2;
+    PlacedByOffset byOffset(page);
+    std::vector<int32_t> forced;  // buffers an edge failed to order with X: conflicts
+    // The buffers an edge could order with X, with their place in the order edges are
+    // tried in (below).
+    struct Cand {
+      int64_t key;
+      Placed y;
+      Relation r;
+    };
+    std::vector<Cand> cands;
     int64_t arena = 0;
-    for (size_t placedCount = 0; placedCount < order.size(); ++placedCount) {
-      const int32_t x = order[placedCount];
+    for (const int32_t x : order) {
       Buf &X = bufs[x];
       forced.clear();
-      for (;;) {
+      if (!reuse) X.offset = arena; // every buffer conflicts with every other
+      else for (;;) {
         // Two lowest-gap sweeps in offset order: offAll over the buffers X conflicts
         // with (not ordered by the dependencies), offHard over those no harmless edge
         // can order either. A buffer that starts past offAll + X.elems cannot move
         // either gap (offHard <= offAll) nor overlap where X goes: the scan stops.
+        // Once buffers start past offHard + X.elems, offHard is final, and only
+        // whether a buffer is ordered with X still matters (for offAll); once offAll
+        // is too high to take without edges, nothing does.
         int64_t offAll = 0, offHard = 0;
-        bool hardFound = false;
-        cands.clear();
-        for (const Placed &y : byOffset) {
-          if (y.begin >= offAll + X.elems) break;
-          const bool isForced = std::find(forced.begin(), forced.end(), y.buf) != forced.end();
-          const Relation r = reuse ? relate(cp, X, y, !isForced) : Relation::Conflict;
-          if (r == Relation::Ordered) continue;
-          offAll = std::max(offAll, y.end);
-          if (r != Relation::Conflict) cands.push_back({y.buf, r});
-          else if (!hardFound && y.begin - offHard >= X.elems) hardFound = true;
-          else if (!hardFound) offHard = std::max(offHard, y.end);
+        // A buffer that ends at or below offHard (or, once offHard is final, below
+        // offAll) can move neither: it is skipped, and so is a page of them.
+        RelationsOfX rel(*this, cp, X);
+        bool done = false;
+        for (size_t p = 0; p < byOffset.pages() && !done; ++p) {
+          const int64_t first = byOffset.pageBegin(p), last = byOffset.maxEnd(p);
+          if (first >= offAll + X.elems) break;
+          if (last <= offHard || (first >= offHard + X.elems && last <= offAll)) continue;
+          for (const Placed &y : byOffset.page(p)) {
+            if (y.begin >= offAll + X.elems) {
+              done = true;
+              break;
+            }
+            const bool hardFinal = y.begin >= offHard + X.elems;
+            if (hardFinal && offAll + X.elems > std::max(arena, offHard + X.elems)) {
+              done = true;
+              break;
+            }
+            if (y.end <= offHard || (hardFinal && y.end <= offAll) || rel.ordered(y)) continue;
+            offAll = std::max(offAll, y.end);
+            // Whether an edge could order y with X matters only where y can still
+            // move offHard or need an edge: above offHard.
+            if (hardFinal) continue;
+            const bool isForced = std::find(forced.begin(), forced.end(), y.buf) != forced.end();
+            const Relation r = isForced ? Relation::Conflict : rel.schedule(y);
+            if (r == Relation::Conflict) offHard = std::max(offHard, y.end);
+          }
         }
         if (offAll + X.elems <= std::max(arena, offHard + X.elems)) {
           X.offset = offAll; // no growth without edges: no edges
           break;
         }
-        // Edges are needed only with the buffers where X goes, in placement order.
-        std::erase_if(cands, [&](const auto &c) {
-          const Buf &Y = bufs[c.first];
-          return Y.offset >= offHard + X.elems || Y.offset + Y.elems <= offHard;
+        // Edges are needed only with the buffers where X goes (none of which is a
+        // conflict, or offHard would be past it): those ending latest first (edges
+        // into X's writer), then those starting earliest (edges from X's last uses),
+        // so that an edge implied by one added before is skipped.
+        cands.clear();
+        byOffset.forEachOverlapping(offHard, offHard + X.elems, [&](const Placed &y) {
+          if (rel.ordered(y)) return;
+          const Relation r = rel.schedule(y);
+          if (r == Relation::Conflict) throw std::logic_error("prepare: internal error: a conflict where a buffer goes");
+          const int64_t key = r == Relation::GoesBefore ? -static_cast<int64_t>(y.last)
+                                                        : static_cast<int64_t>(P.insts.size()) + y.def;
+          cands.push_back({key, y, r});
         });
-        std::sort(cands.begin(), cands.end(), [&](const auto &a, const auto &b) { return rank[a.first] < rank[b.first]; });
+        std::sort(cands.begin(), cands.end(), [](const Cand &a, const Cand &b) {
+          return std::tie(a.key, a.y.buf) < std::tie(b.key, b.y.buf);
+        });
         bool ok = true;
-        for (const auto &[y, r] : cands) {
-          const bool yFirst = r == Relation::GoesBefore;
-          const Buf &Y = bufs[y];
+        for (const Cand &c : cands) {
+          const bool yFirst = c.r == Relation::GoesBefore;
+          if (yFirst ? alreadyBefore(c.y, X.def) : rel.xBefore(c.y) || alreadyBefore(X, c.y.def)) continue;
+          const Buf &Y = bufs[c.y.buf];
           const Buf &A = yFirst ? Y : X, &B = yFirst ? X : Y;
           if (!orderable(cp, A, B)) { // slack used up by edges added just before
-            forced.push_back(y);
+            forced.push_back(c.y.buf);
             ok = false;
             break;
           }
           cp.addEdgesInto(A.lastUses, B.def);
+          if (!yFirst) rel.addedEdgesFromX(B.def);
         }
         if (ok) {
           X.offset = offHard;
@@ -303,10 +443,7 @@ private:
         }
       }
       arena = std::max(arena, X.offset + X.elems);
-      rank[x] = static_cast<int32_t>(placedCount);
-      auto at = std::upper_bound(byOffset.begin(), byOffset.end(), X.offset,
-                                 [](int64_t off, const Placed &y) { return off < y.begin; });
-      byOffset.insert(at, Placed{X.offset, X.offset + X.elems, X.def, X.lastUses.back(), x, X.pinned});
+      byOffset.insert(Placed{X.offset, X.offset + X.elems, X.def, X.lastUses.back(), x, X.pinned, X.lastUses.size() == 1});
     }
     for (const Buf &B : bufs) {
       P.slotOffset.push_back(B.offset);

@@ -44,8 +44,11 @@ void lower(Plan &P);
 inline constexpr size_t kMaxAncestorInsts = 16384;
 
 /// The dependency graph of a plan's instructions. Every edge points forward in list
-/// order. Buffer assignment may add edges (addEdge); ancestor sets describe the
-/// producer -> reader graph as built and are not updated by added edges.
+/// order. Buffer assignment may add edges (addEdge). Ancestor sets start as those of
+/// the producer -> reader graph; an added edge from -> to adds from's ancestors to
+/// to's row and to's descendants to from's row, but is not propagated further (to
+/// to's descendants, from's ancestors). So the sets may miss relations the added
+/// edges imply, never claim one they do not: enough for "is it already ordered?".
 class DepGraph {
 public:
   /// Producer -> reader edges of P; ancestor sets when `withAncestors`.
@@ -63,10 +66,16 @@ public:
   bool reaches(int32_t a, int32_t to) const {
     return (desc_[static_cast<size_t>(a) * words_ + to / 64] >> (to % 64)) & 1u;
   }
+  /// The ancestor (descendant) row of instruction i: bit j of word j / 64 is set if j
+  /// is an ancestor (descendant) of i; rowWords() words (requires hasAncestors()).
+  const uint64_t *ancestorRow(int32_t i) const { return &anc_[static_cast<size_t>(i) * words_]; }
+  const uint64_t *descendantRow(int32_t i) const { return &desc_[static_cast<size_t>(i) * words_]; }
+  size_t rowWords() const { return words_; }
   /// True if every instruction of `set` except `self` is an ancestor of `i`.
   bool allAncestors(const std::vector<int32_t> &set, int32_t i, int32_t self = -2) const;
   const std::vector<int32_t> &preds(int32_t i) const { return preds_[i]; }
-  /// Adds the edge from -> to unless it exists (or from == to).
+  /// Adds the edge from -> to unless it exists (or from == to), and updates the rows
+  /// of `from` and `to` (see above).
   bool addEdge(int32_t from, int32_t to);
 
 private:
@@ -87,9 +96,11 @@ class CriticalPath {
 public:
   CriticalPath(const Plan &P, DepGraph &deps);
 
-  bool harmless(int32_t u, int32_t d) const {
-    return u < d && est_[u] + cost_[u] <= lst_[d] + 1e-9 * makespan_;
-  }
+  bool harmless(int32_t u, int32_t d) const { return u < d && finish(u) <= deadline(d); }
+  /// Earliest finish of u.
+  double finish(int32_t u) const { return est_[u] + cost_[u]; }
+  /// Latest start of d, with the rounding slack harmless() allows.
+  double deadline(int32_t d) const { return lst_[d] + 1e-9 * makespan_; }
   /// Adds the edges u -> d for every u of `from` (callers check harmless() first)
   /// and updates the times incrementally.
   void addEdgesInto(llvm::ArrayRef<int32_t> from, int32_t d);

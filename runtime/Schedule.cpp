@@ -54,6 +54,18 @@ bool DepGraph::addEdge(int32_t from, int32_t to) {
   auto &p = preds_[to];
   if (from == to || std::find(p.begin(), p.end(), from) != p.end()) return false;
   p.push_back(from);
+  if (!anc_.empty()) { // `to` inherits the ancestors of `from`, `from` the descendants of `to`
+    uint64_t *anc = &anc_[static_cast<size_t>(to) * words_];
+    const uint64_t *fromAnc = &anc_[static_cast<size_t>(from) * words_];
+    uint64_t *desc = &desc_[static_cast<size_t>(from) * words_];
+    const uint64_t *toDesc = &desc_[static_cast<size_t>(to) * words_];
+    for (size_t w = 0; w < words_; ++w) {
+      anc[w] |= fromAnc[w];
+      desc[w] |= toDesc[w];
+    }
+    anc[from / 64] |= uint64_t(1) << (from % 64);
+    desc[to / 64] |= uint64_t(1) << (to % 64);
+  }
   return true;
 }
 

@@ -8,8 +8,11 @@
 #include <random>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "ir/Builder.h"
 #include "ir/Program.h"
+#include "runtime/Plan.h"
 
 namespace rttest {
 
@@ -47,6 +50,64 @@ inline bool bitwiseEqual(const Tensor &a, const Tensor &b) {
   return a.type == b.type && a.data.size() == b.data.size() &&
          (a.data.empty() ||
           std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(double)) == 0);
+}
+
+/// anc[i][j]: instruction i depends (transitively) on instruction j in the plan's final
+/// schedule (its dependency edges, write-after-read edges included).
+inline std::vector<std::vector<bool>> reachability(const tessel::rt::Plan &P) {
+  const size_t n = P.insts.size();
+  std::vector<std::vector<bool>> anc(n, std::vector<bool>(n, false));
+  for (size_t i = 0; i < n; ++i)
+    for (int32_t p : P.insts[i].preds) {
+      anc[i][p] = true;
+      for (size_t k = 0; k < n; ++k)
+        if (anc[p][k]) anc[i][k] = true;
+    }
+  return anc;
+}
+
+/// The plan is free of races on arena memory: for every two arena slots that overlap,
+/// every instruction that writes or reads the one runs before the first writer of the
+/// other in the final schedule (the engine may run any two instructions it does not
+/// order at once). A slot read by a final output copy comes last. Checks each pair
+/// with doctest and returns the number of overlapping pairs checked.
+inline size_t checkSlotsDoNotRace(const tessel::rt::Plan &P, const std::vector<std::vector<bool>> &anc) {
+  using tessel::rt::GroupKind;
+  struct Slot {
+    std::vector<int32_t> uses;
+    int32_t first = -1;
+    bool pinned = false;
+  };
+  std::vector<Slot> slots(P.slotOffset.size());
+  for (const auto &g : P.groups) {
+    if (g.kind != GroupKind::Arena || g.index < 0) continue;
+    Slot &s = slots[static_cast<size_t>(g.index)];
+    if (g.producer >= 0) {
+      s.uses.push_back(g.producer);
+      s.first = s.first < 0 ? g.producer : std::min(s.first, g.producer);
+    }
+    s.uses.insert(s.uses.end(), g.readers.begin(), g.readers.end());
+    s.pinned |= g.pinned;
+  }
+  auto before = [&](const Slot &a, const Slot &b) {
+    if (a.pinned || b.first < 0) return false;
+    return std::all_of(a.uses.begin(), a.uses.end(), [&](int32_t u) { return anc[b.first][u]; });
+  };
+  std::vector<size_t> byOffset(slots.size());
+  std::iota(byOffset.begin(), byOffset.end(), 0);
+  std::sort(byOffset.begin(), byOffset.end(), [&](size_t a, size_t b) { return P.slotOffset[a] < P.slotOffset[b]; });
+  size_t pairs = 0;
+  for (size_t i = 0; i < byOffset.size(); ++i) {
+    const size_t a = byOffset[i];
+    for (size_t j = i + 1; j < byOffset.size(); ++j) {
+      const size_t b = byOffset[j];
+      if (P.slotOffset[b] >= P.slotOffset[a] + P.slotElems[a]) break;
+      ++pairs;
+      INFO("slots " << a << " and " << b << " overlap in the arena");
+      CHECK((before(slots[a], slots[b]) || before(slots[b], slots[a])));
+    }
+  }
+  return pairs;
 }
 
 struct RandomProgram {
