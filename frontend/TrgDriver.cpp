@@ -38,6 +38,45 @@ std::string classGroup(int64_t din, int64_t dout) {
   return "step " + std::to_string(din) + "->" + std::to_string(dout);
 }
 
+/// trg builds its gradient programs by running the registry's `grad` (and, in whole
+/// mode, `checkpoint`) passes itself; the user's pipeline runs on every program after
+/// them. Rejects a --passes or --disable-pass that names them.
+void checkTrgPipelineFlags(const passes::Pipeline &user, const passes::PassManagerOptions &pm) {
+  for (const passes::PassInvocation &inv : user.passes)
+    if (inv.name() == "grad" || inv.name() == "checkpoint")
+      throw Error("error: trg: --passes: pass '" + inv.name() +
+                  "' cannot be in trg's pipeline: trg runs grad (and checkpoint, per "
+                  "--checkpoint) itself to build the gradient programs, and --passes runs on "
+                  "every program after them; --print-ir-after=grad shows the gradient programs");
+  for (const std::string &n : pm.disabledPasses)
+    if (n == "grad" || n == "checkpoint")
+      throw Error("error: trg: --disable-pass=" + n + ": " + n +
+                  " is required by trg (it builds the gradient programs" +
+                  (n == "checkpoint" ? std::string("; --checkpoint store applies no policy") : "") +
+                  ")");
+}
+
+/// The pipeline `grad{...}` for `go`, followed by `checkpoint{policy=...}` unless the
+/// policy is store (grad's program as it is).
+passes::Pipeline gradPipeline(const passes::GradOptions &go,
+                              passes::RematPolicy checkpoint = passes::RematPolicy::Store) {
+  passes::Pipeline pl;
+  passes::PassInvocation g(*passes::lookupPass("grad"));
+  std::string wrt;
+  for (const std::string &w : go.wrt) wrt += (wrt.empty() ? "" : ";") + w;
+  g.set("wrt", wrt);
+  g.set("vjp", go.vjp ? "true" : "false");
+  g.set("keep-outputs", go.keepOutputs ? "true" : "false");
+  g.set("svd-blocks", go.svdBlocks ? "true" : "false");
+  pl.passes.push_back(std::move(g));
+  if (checkpoint != passes::RematPolicy::Store) {
+    passes::PassInvocation c(*passes::lookupPass("checkpoint"));
+    c.set("policy", passes::rematPolicyName(checkpoint));
+    pl.passes.push_back(std::move(c));
+  }
+  return pl;
+}
+
 } // namespace
 
 //===--- Impl ----------------------------------------------------------------------===//
@@ -89,8 +128,9 @@ struct TrgDriver::Impl {
     dims.push_back(2);
     for (int64_t r : ranks) dims.push_back(r);
     std::string pipe = o.pipeline.empty() ? defaultTrgPipeline(o.order) : o.pipeline;
-    pm = std::make_unique<passes::PassManager>(passes::Pipeline::parse(pipe, "--passes"),
-                                               o.passOptions);
+    passes::Pipeline user = passes::Pipeline::parse(pipe, "--passes");
+    checkTrgPipelineFlags(user, o.passOptions);
+    pm = std::make_unique<passes::PassManager>(std::move(user), o.passOptions);
     if (!o.reference) engine = std::make_unique<rt::Engine>(o.width);
     if (o.mode == TrgMode::Staged) compileStaged();
     else compileWhole();
@@ -109,6 +149,16 @@ struct TrgDriver::Impl {
   double runPasses(ir::Program &p) {
     auto t0 = Clock::now();
     pm->run(p);
+    return msSince(t0);
+  }
+
+  /// Turns `p` into its gradient program in place by running gradPipeline(go, policy)
+  /// through the pass manager as required passes (so the print, dump and report flags
+  /// show them, and --bisect-limit never skips them); returns the wall time in ms.
+  double runGrad(ir::Program &p, const passes::GradOptions &go,
+                 passes::RematPolicy policy = passes::RematPolicy::Store) {
+    auto t0 = Clock::now();
+    pm->run(p, gradPipeline(go, policy), passes::PassRequirement::Required);
     return msSince(t0);
   }
 
@@ -159,12 +209,18 @@ struct TrgDriver::Impl {
     size_t traced = p.ops.size();
     double passMs = runPasses(p);
     if (o.grad && split) {
-      auto t1 = Clock::now();
+      // splitVjp in two visible steps: the grad pass on a copy of the value program,
+      // then the split of that gradient program into forward and backward.
       passes::GradOptions go;
       go.wrt = {wrt};
       go.vjp = true;
-      passes::ForwardBackward fb = passes::splitVjp(p, go, o.checkpoint);
-      double splitMs = msSince(t1);
+      go.keepOutputs = true;
+      ir::Program g = p;
+      double gradMs = runGrad(g, go);
+      auto t1 = Clock::now();
+      passes::ForwardBackward fb =
+          passes::splitGradient(g, p.outputs.size(), p.inputs.size(), o.checkpoint);
+      double splitMs = gradMs + msSince(t1);
       size_t fTraced = fb.forward.ops.size(), bTraced = fb.backward.ops.size();
       double fMs = runPasses(fb.forward);
       double bMs = runPasses(fb.backward);
@@ -214,18 +270,12 @@ struct TrgDriver::Impl {
     double passMs = runPasses(p);
     if (o.grad) {
       // value_and_grad with a zero cotangent for %skept: outputs (lnz, skept, grad_beta).
-      auto t1 = Clock::now();
       passes::GradOptions go;
       go.wrt = {"beta"};
       go.vjp = true;
       go.keepOutputs = true;
-      ir::Program g = passes::grad(p, go);
-      if (o.checkpoint != passes::RematPolicy::Store) {
-        passes::CheckpointOptions co;
-        co.policy = o.checkpoint;
-        passes::runCheckpoint(g, co);
-      }
-      double gradMs = msSince(t1);
+      ir::Program g = p;
+      double gradMs = runGrad(g, go, o.checkpoint);
       size_t gTraced = g.ops.size();
       double gMs = runPasses(g);
       wholeValue = add("whole", "value", std::move(p), traced, traceMs, passMs);
@@ -246,23 +296,21 @@ struct TrgDriver::Impl {
     ir::Program p = build();
     double traceMs = msSince(t0);
     double passMs = runPasses(p);
-    auto t1 = Clock::now();
     passes::GradOptions g1;
     g1.wrt = {x};
     g1.vjp = true;
     g1.keepOutputs = false;
-    ir::Program d1 = passes::grad(p, g1); // (x, ct_...) -> grad_x
-    double gMs = msSince(t1);
+    ir::Program d1 = p;
+    double gMs = runGrad(d1, g1); // (x, ct_...) -> grad_x
     size_t traced1 = d1.ops.size();
     double p1Ms = runPasses(d1);
-    auto t2 = Clock::now();
     passes::GradOptions g2;
     g2.wrt = {x};
     if (!ctOf.empty()) g2.wrt.push_back(d1.value(cotangentInput(p, d1, ctOf)).name);
     g2.vjp = true;
     g2.keepOutputs = false;
-    ir::Program d2 = passes::grad(d1, g2); // (x, ct_..., ct_grad_x) -> grad_x, grad_ct_y
-    double g2Ms = msSince(t2);
+    ir::Program d2 = d1;
+    double g2Ms = runGrad(d2, g2); // (x, ct_..., ct_grad_x) -> grad_x, grad_ct_y
     size_t traced2 = d2.ops.size();
     double p2Ms = runPasses(d2);
     // One gradient per wrt input, in input order (x comes before the cotangents).
@@ -310,12 +358,14 @@ struct TrgDriver::Impl {
     passes::GradOptions g1;
     g1.wrt = {"beta"};
     g1.keepOutputs = false;
-    ir::Program d1 = passes::grad(p, g1);
+    ir::Program d1 = p;
+    runGrad(d1, g1);
     runPasses(d1);
     passes::GradOptions g2;
     g2.wrt = {"beta"};
     g2.keepOutputs = true;
-    ir::Program d2 = passes::grad(d1, g2); // outputs (d lnz, d² lnz)
+    ir::Program d2 = d1;
+    runGrad(d2, g2); // outputs (d lnz, d² lnz)
     size_t traced = d2.ops.size();
     double gMs = msSince(t1);
     double pMs = runPasses(d2);

@@ -5,13 +5,14 @@
 //
 //   staged (default)  one program per step class D -> D' (and init, closure), compiled
 //                     and prepared once, reused for every step of that class. For
-//                     gradients, passes::splitVjp turns each into a forward program
-//                     (which also outputs the residuals its VJP needs, per the
+//                     gradients, the grad pass turns a copy of each into its VJP and
+//                     passes::splitGradient (splitVjp's split) splits that into a forward
+//                     program (which also outputs the residuals its VJP needs, per the
 //                     checkpoint policy) and a backward (VJP) program; the driver runs
 //                     the forward sweep, then the backward sweep with the cotangents
 //                     ct_logm_n = 1/2^n, ct_lntr = 1/2^N, ct_T from the next step.
 //   whole             one program β -> lnZ/N for all steps; its gradient is
-//                     passes::grad of the whole (+ passes::runCheckpoint policy).
+//                     the grad pass on the whole (+ the checkpoint pass's policy).
 //
 // Second order (d²): whole mode differentiates the whole program twice,
 // grad(grad(P)). Staged mode runs reverse mode over the chain of program calls of the
@@ -23,9 +24,11 @@
 // ~1e-12 relative at chi = 8.
 //
 // Compile = trace (frontend builders) + passes (the pipeline, default
-// `order{strategy=S},pad-sink,cse,dce`, applied to every program before splitVjp/grad and to
+// `order{strategy=S},pad-sink,cse,dce`, applied to every program before grad and to
 // every program after); prepare = rt::prepare. Both happen in the constructor and are
-// timed per program; runs never compile.
+// timed per program; runs never compile. grad and checkpoint run through the same
+// PassManager as the pipeline, as required passes (passes/PassManager.h), so its print,
+// dump, statistics and timing flags show them and --bisect-limit never skips them.
 //
 // Rank schedule: TrgOptions::ranks, or trgDefaultRanks(χ, steps). Every run checks the
 // smallest kept singular values of each step (output %skept) and throws tessel::Error
@@ -119,7 +122,7 @@ std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vect
 struct TrgProgramInfo {
   std::string group; ///< "init", "step 16->16", "closure 16", "whole"
   std::string role;  ///< "value", "vjp forward", "vjp backward", "value+grad", "second"
-  size_t tracedOps = 0; ///< ops after tracing (or after splitVjp/grad)
+  size_t tracedOps = 0; ///< ops after tracing (or after grad/checkpoint and the split)
   size_t ops = 0;       ///< ops after the passes
   double traceMs = 0, passesMs = 0, prepareMs = 0;
   int64_t residualBytes = 0; ///< vjp forward: bytes of residuals per step

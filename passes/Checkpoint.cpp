@@ -440,11 +440,13 @@ static void appendCopy(ir::Program &dst, const ir::Program &src, const Op &op,
 ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolicy policy) {
   GradOptions go = opts;
   go.keepOutputs = true;
-  Program g = grad(fwd, go);
-  const size_t numPrimal = fwd.outputs.size();
-  const size_t numPrimalInputs = fwd.inputs.size();
+  return splitGradient(grad(fwd, go), fwd.outputs.size(), fwd.inputs.size(), policy);
+}
+
+ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrimalInputs,
+                              RematPolicy policy) {
   if (g.outputs.size() < numPrimal || g.inputs.size() < numPrimalInputs)
-    throw Error("internal: grad of @" + fwd.name + " does not keep the primal outputs");
+    throw Error("internal: gradient program @" + g.name + " does not keep the primal outputs");
 
   RematConfig cfg;
   cfg.policy = policy;

@@ -166,4 +166,12 @@ struct ForwardBackward {
 /// without vjp) as is.
 ForwardBackward splitVjp(const ir::Program &fwd, const GradOptions &opts, RematPolicy policy);
 
+/// The split of splitVjp on a gradient program `g` already built, e.g. by the `grad` pass
+/// with keep-outputs=true: `numPrimalOutputs` leading outputs of `g` are the original
+/// outputs and its `numPrimalInputs` leading inputs the original inputs (the rest are
+/// cotangents). splitVjp(fwd, opts, policy) is splitGradient(grad(fwd, opts with
+/// keepOutputs), fwd.outputs.size(), fwd.inputs.size(), policy).
+ForwardBackward splitGradient(const ir::Program &g, size_t numPrimalOutputs,
+                              size_t numPrimalInputs, RematPolicy policy);
+
 } // namespace tessel::passes

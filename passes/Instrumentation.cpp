@@ -273,12 +273,17 @@ void IRPrinterInstrumentation::runAfterPass(PassRecord &pass, const ir::Program 
 //===----------------------------------------------------------------------===//
 
 bool DisablePassInstrumentation::shouldRun(PassRecord &pass, const ir::Program &) {
-  if (!contains(names_, pass.name)) return true;
+  if (pass.required || !contains(names_, pass.name)) return true;
   pass.status = PassRecord::Status::Disabled;
   return false;
 }
 
 bool BisectInstrumentation::shouldRun(PassRecord &pass, const ir::Program &p) {
+  if (pass.required) {
+    log_ << "BISECT: running required pass " << pass.invocation << " on program @" << p.name
+         << " (not counted)\n";
+    return true;
+  }
   ++executions_;
   const bool run = executions_ <= limit_;
   log_ << "BISECT: " << (run ? "running" : "NOT running") << " pass (" << executions_ << ") "

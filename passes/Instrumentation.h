@@ -166,7 +166,7 @@ private:
   std::string textBefore_; ///< --print-ir-after-change: the program before the pass
 };
 
-/// --disable-pass: the named passes do not run (status Disabled).
+/// --disable-pass: the named passes do not run (status Disabled), unless required.
 class DisablePassInstrumentation : public PassInstrumentation {
 public:
   explicit DisablePassInstrumentation(std::vector<std::string> names)
@@ -179,7 +179,9 @@ private:
 
 /// --bisect-limit=N: only the first N pass executions (disabled passes do not count)
 /// run; each is logged as `BISECT: running pass (K) <pass> on program @name` or
-/// `BISECT: NOT running ...` (status Bisected).
+/// `BISECT: NOT running ...` (status Bisected). Required passes always run and are not
+/// counted (as in LLVM's opt-bisect); each is logged as `BISECT: running required pass
+/// <pass> on program @name (not counted)`.
 class BisectInstrumentation : public PassInstrumentation {
 public:
   BisectInstrumentation(int64_t limit, std::ostream &log) : limit_(limit), log_(log) {}

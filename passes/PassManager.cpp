@@ -414,7 +414,8 @@ void runPass(const PassInvocation &inv, size_t pipelineSize, PassRecord &rec, ir
 
 } // namespace
 
-PassRunReport PassManager::run(ir::Program &p) const {
+PassRunReport PassManager::run(ir::Program &p, const Pipeline &pipeline,
+                               PassRequirement requirement) const {
   Stopwatch watch;
   std::ostream &log = opts_.log ? *opts_.log : std::cerr;
   const int64_t run = ++*runs_;
@@ -424,9 +425,9 @@ PassRunReport PassManager::run(ir::Program &p) const {
     std::string k = std::to_string(run);
     if (k.size() < 2) k = "0" + k;
     o.dumpDir += "/" + k + "-" + p.name;
-    instrumentor = standardInstrumentations(o, pipeline_, log);
+    instrumentor = standardInstrumentations(o, pipeline, log);
   } else {
-    instrumentor = standardInstrumentations(opts_, pipeline_, log);
+    instrumentor = standardInstrumentations(opts_, pipeline, log);
   }
   if (bisect_) instrumentor.add(bisect_);
   for (const auto &i : extraInstrumentations_) instrumentor.add(i);
@@ -434,19 +435,20 @@ PassRunReport PassManager::run(ir::Program &p) const {
   instrumentor.runBeforePipeline(p);
   PassRunReport report;
   report.program = p.name;
-  for (size_t i = 0; i < pipeline_.passes.size(); ++i) {
-    const PassInvocation &inv = pipeline_.passes[i];
+  for (size_t i = 0; i < pipeline.passes.size(); ++i) {
+    const PassInvocation &inv = pipeline.passes[i];
     PassRecord rec;
     rec.index = static_cast<int>(i + 1);
     rec.name = inv.name();
     rec.invocation = inv.str();
+    rec.required = requirement == PassRequirement::Required;
     rec.opsBefore = rec.opsAfter = p.ops.size();
     if (!instrumentor.shouldRun(rec, p)) {
       instrumentor.runAfterPassSkipped(rec, p);
     } else {
       try {
         instrumentor.runBeforePass(rec, p);
-        runPass(inv, pipeline_.passes.size(), rec, p);
+        runPass(inv, pipeline.passes.size(), rec, p);
         instrumentor.runAfterPass(rec, p);
       } catch (PassFailure &failure) {
         instrumentor.runAfterPassFailed(rec, failure);

@@ -44,6 +44,12 @@
 //   * bisect limit: only the first N pass executions run; each one is logged as
 //     `BISECT: running pass (N) <pass> on program @name` or `BISECT: NOT running ...`;
 //   * disable-pass: named passes are skipped (logged with --print-ir-* and statistics);
+//   * required passes: a driver may run a pipeline of its own through the manager
+//     (run(p, pipeline, PassRequirement::Required), e.g. tessel trg's grad and
+//     checkpoint) with the same printing, dumps and reports. As LLVM's required passes,
+//     they always run: --disable-pass does not skip them and --bisect-limit does not
+//     count them; the bisect log shows each as `BISECT: running required pass <pass>
+//     on program @name (not counted)`;
 //   * crash reproducer: when a pass throws or fails verification, the program as it
 //     was before that pass is written to a file, preceded by `//` comments giving the
 //     error, the pipeline and the command that reproduces it; the error rethrown is a
@@ -194,6 +200,8 @@ struct PassRecord {
   std::string name;       ///< registry name
   std::string invocation; ///< canonical text with options
   enum class Status { Ran, Disabled, Bisected } status = Status::Ran;
+  /// A required pass: --disable-pass and --bisect-limit never skip it.
+  bool required = false;
   bool changed = false;  ///< as reported by the pass
   double seconds = 0;    ///< wall time of the pass (not the verifier)
   double verifySeconds = 0;
@@ -218,6 +226,10 @@ struct PassRunReport {
 
 class PassInstrumentation;
 
+/// Whether the passes of a pipeline given to PassManager::run may be skipped by
+/// --disable-pass and --bisect-limit (Optional) or always run (Required).
+enum class PassRequirement { Optional, Required };
+
 /// Runs a pipeline with instrumentation.
 class PassManager {
 public:
@@ -238,7 +250,15 @@ public:
   /// note naming the pass (and the reproducer file), or a VerifyError naming the pass
   /// after which verification failed. The input program is verified first when
   /// verifyEach is set.
-  PassRunReport run(ir::Program &p) const;
+  PassRunReport run(ir::Program &p) const { return run(p, pipeline_); }
+
+  /// Runs `pipeline` instead of the manager's own, with the same instrumentation state:
+  /// the run counts towards the --dump-dir subdirectory numbering and the bisect count,
+  /// and prints the same reports. With PassRequirement::Required every pass of
+  /// `pipeline` runs whatever --disable-pass and --bisect-limit say (see the top of
+  /// this file).
+  PassRunReport run(ir::Program &p, const Pipeline &pipeline,
+                    PassRequirement requirement = PassRequirement::Optional) const;
 
 private:
   Pipeline pipeline_;

@@ -614,7 +614,18 @@ void addTrgCommand(CLI::App &app) {
       "computation as one IR (e.g. --print-ir-after-all, grad of grad); its compile and\n"
       "prepare grow with the number of steps (about 0.3 s of prepare with --second at\n"
       "chi = 16, 20 steps). --json prints one JSON object per beta (JSON Lines; schema in\n"
-      "README.md).");
+      "README.md).\n"
+      "Pipeline: --passes runs on every program. With --grad (--second) trg builds each\n"
+      "gradient program by running the required passes grad{...} (whole mode: then\n"
+      "checkpoint{policy=<--checkpoint>} unless store) on a copy of the optimised value\n"
+      "program through the same pass manager, then --passes on the result; in staged mode\n"
+      "the gradient is split into @<name>_fwd and @<name>_bwd (policy applied), which the\n"
+      "print and dump flags show as the inputs of their own --passes run (--dump-dir\n"
+      "00-input.tir, --print-ir-after-change 'At Start') and after each pass of it.\n"
+      "--print-ir-after=grad, --print-ir-after-all, --dump-dir (one directory per run),\n"
+      "--pass-statistics and --time-passes show grad and checkpoint like any pass;\n"
+      "--bisect-limit never skips them and does not count them (logged 'running required\n"
+      "pass'); --disable-pass=grad|checkpoint and --passes naming them are errors.");
 
   cmd->add_option("--beta", args->beta,
                   "inverse temperature(s), comma-separated, each > 0 (default 0.3)");
@@ -660,8 +671,10 @@ void addTrgCommand(CLI::App &app) {
                 "profile the engine during the runs and print where the time goes (per program, "
                 "top instructions; to stderr with --json)");
   args->valueCheck.addTo(*cmd, "the TRG step, the op, its location and which operands held NaN or inf");
-  args->flags.addTo(*cmd, "pass pipeline applied to every TRG program (default: "
-                          "order{strategy=<--order>},pad-sink,cse,dce)");
+  args->flags.addTo(*cmd, "pass pipeline applied to every TRG program, gradient programs "
+                          "after grad/checkpoint (default: "
+                          "order{strategy=<--order>},pad-sink,cse,dce; grad and checkpoint "
+                          "are not allowed: trg runs them itself)");
   cmd->callback([args] { runTrg(*args); });
 }
 

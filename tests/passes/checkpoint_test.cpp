@@ -336,6 +336,26 @@ TEST_CASE("splitVjp: vjp cotangents come after the residuals") {
   }
 }
 
+TEST_CASE("splitGradient of grad's program is splitVjp") {
+  ir::Program f = svdChain(4, 2);
+  GradOptions go;
+  go.wrt = {"a"};
+  go.vjp = true;
+  go.keepOutputs = true;
+  ir::Program g = grad(f, go);
+  for (RematPolicy pol : allRematPolicies()) {
+    CAPTURE(rematPolicyName(pol));
+    ForwardBackward a = splitVjp(f, go, pol);
+    ForwardBackward b = splitGradient(g, f.outputs.size(), f.inputs.size(), pol);
+    CHECK(ir::printProgram(a.forward) == ir::printProgram(b.forward));
+    CHECK(ir::printProgram(a.backward) == ir::printProgram(b.backward));
+    CHECK(a.describeResiduals() == b.describeResiduals());
+    CHECK(a.numCotangents == b.numCotangents);
+  }
+  CHECK_THROWS_AS(splitGradient(g, g.outputs.size() + 1, f.inputs.size(), RematPolicy::Store),
+                  Error);
+}
+
 TEST_CASE("checkpoint: engine gradients bitwise identical across policies and widths; peak "
           "live bytes ordered recompute <= save-svd <= store") {
   const int64_t n = 16;

@@ -242,6 +242,44 @@ TEST_CASE("pm: bisect limit runs only the first N executions and logs each one")
   CHECK_THROWS_AS(PassManager(Pipeline{}, o), Error);
 }
 
+TEST_CASE("pm: a pipeline run as required passes ignores --disable-pass and the bisect limit, "
+          "and shares the bisect count and the dump numbering with the manager's own") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "tessel_pm_required_test";
+  fs::remove_all(dir);
+  ir::Program p = smallProgram();
+  ir::Program expected = grad(p, GradOptions{{"beta"}, false, true});
+  std::ostringstream log;
+  PassManagerOptions o;
+  o.log = &log;
+  o.disabledPasses = {"grad"};
+  o.bisectLimit = 1;
+  o.dumpDir = dir.string();
+  o.dumpDirPerProgram = true;
+  PassManager pm(Pipeline::parse("cse,dce"), o);
+  PassRunReport r = pm.run(p, Pipeline::parse("grad{wrt=beta}"), PassRequirement::Required);
+  REQUIRE(r.passes.size() == 1);
+  CHECK(r.passes[0].status == PassRecord::Status::Ran);
+  CHECK(r.passes[0].required);
+  CHECK(ir::printProgram(p) == ir::printProgram(expected));
+  // The manager's own pipeline: optional passes, counted from 1.
+  pm.run(p);
+  // Optional again when not asked: disabled.
+  ir::Program q = smallProgram();
+  PassRunReport r3 = pm.run(q, Pipeline::parse("grad{wrt=beta}"));
+  CHECK(r3.passes[0].status == PassRecord::Status::Disabled);
+  CHECK(log.str() ==
+        "BISECT: running required pass grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true} "
+        "on program @small (not counted)\n"
+        "BISECT: running pass (1) cse on program @small\n"
+        "BISECT: NOT running pass (2) dce on program @small\n");
+  CHECK(fs::exists(dir / "01-small" / "01-grad.tir"));
+  CHECK(fs::exists(dir / "02-small" / "01-cse.tir"));
+  CHECK(!fs::exists(dir / "02-small" / "02-dce.tir")); // skipped by the bisect limit
+  CHECK(fs::exists(dir / "03-small" / "00-input.tir"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("pm: dump-dir writes one parseable file per stage, numbered") {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / "tessel_pm_dump_test";
