@@ -462,8 +462,8 @@ void lowerDotGeneral(Lowering &L, const ir::Op &op, size_t i) {
 
 void lowerEinsum(Lowering &L, const ir::Op &op, size_t) {
   throw Error("error: prepare: " + describeOp(L.prog, op) + ": einsum must be lowered by the "
-              "order pass before prepare (e.g. `tessel opt --passes=order`); the runtime "
-              "executes only pairwise contractions (dot_general)");
+              "order pass before prepare; the runtime executes only pairwise contractions "
+              "(dot_general)");
 }
 
 /// Thin SVD through gesdd (jobz 'S'). Temps after U, s, Vt: the workspace (lwork
