@@ -9,17 +9,24 @@
 //    before the other in the dependency order (no edge needed), or if
 //    write-after-read edges that the critical path does not feel can order them;
 //    such edges are added only when they save memory;
-//  * list order for larger programs: a slot is reused once the last reader (in list
-//    order) of its occupant has run, and the reuse adds write-after-read edges.
+//  * list order for larger programs: a buffer takes the best-fitting free range of
+//    the arena once the last reader (in list order) of its previous occupants has
+//    run, if the write-after-read edges from them do not lengthen the critical path.
 //
 // Both compute in place where an operand dies at its reader: an elementwise result
-// takes the operand's buffer, gesdd overwrites its operand instead of a copy. Never
-// with a value check on: the check reports whether the operands were finite, so
-// they must survive the op.
+// takes the operand's buffer, gesdd overwrites its operand instead of a copy (with
+// list order, only if the edges from the operand's other readers are harmless too).
+// Never with a value check on: the check reports whether the operands were finite,
+// so they must survive the op.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <deque>
+#include <iterator>
+#include <limits>
 #include <numeric>
+#include <set>
+#include <map>
 #include <stdexcept>
 #include <tuple>
 
@@ -455,18 +462,24 @@ private:
   }
 };
 
-/// Slots in list order for programs too large for ancestor sets: a slot is reused
-/// once the last reader, in list order, of its occupant has run, with
-/// write-after-read edges added so that the parallel schedule respects the reuse.
+/// Buffers in list order for programs too large for ancestor sets: a buffer gets the
+/// best-fitting free range of the arena when its first writer runs (else the top of
+/// the arena), and frees it once its last reader in list order has run; neighbouring
+/// free ranges coalesce, so the arena stays close to the list-order peak. Reuse adds
+/// write-after-read edges from every instruction that used the memory before (the
+/// previous occupants' readers and writers) to the new writer, so that the parallel
+/// schedule respects it; a range is reused only if those edges are harmless
+/// (CriticalPath), so independent ops stay as concurrent as without reuse.
 class ListOrderAllocator : InPlaceAssigner {
 public:
-  ListOrderAllocator(Plan &P, DepGraph &deps) : InPlaceAssigner(P, deps), slotOf(P.groups.size(), -1) {}
+  ListOrderAllocator(Plan &P, DepGraph &deps)
+      : InPlaceAssigner(P, deps), slotOf(P.groups.size(), -1), cp(P, deps) {}
 
   void run() {
     for (size_t ii = 0; ii < P.insts.size(); ++ii) {
       const int32_t i = static_cast<int32_t>(ii);
       assignResults(i);
-      // Operands whose last reader (in list order) is i free their slot now.
+      // Operands whose last reader (in list order) is i free their memory now.
       for (int32_t h : operandGroups(P, P.insts[ii]))
         if (P.groups[h].readers.back() == i) {
           std::vector<int32_t> set = P.groups[h].readers;
@@ -485,65 +498,143 @@ public:
     P.peakLiveBytes = listOrderPeakBytes(P, occupies, inPlaceOperand);
     for (size_t g = 0; g < P.groups.size(); ++g)
       if (P.groups[g].kind == GroupKind::Arena) P.groups[g].index = slotOf[g];
-    int64_t off = 0;
-    for (int64_t e : P.slotElems) {
-      P.slotOffset.push_back(off);
-      off += (e + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
-    }
-    P.arenaElems = off;
+    P.arenaElems = top;
   }
 
 private:
-  struct FreeSlot {
-    int64_t slot;
-    std::vector<int32_t> release; ///< instructions that must have run before reuse
+  /// Part of a free range, with the instructions that must run before it is reused.
+  struct Fragment {
+    int64_t begin, end;
+    int32_t release; ///< index into releaseSets
   };
+  struct FreeRange {
+    int64_t end;
+    std::deque<Fragment> fragments; ///< by offset, covering the range
+  };
+  /// Appends the fragments of the free range just above `lo` to it (the smaller list
+  /// is moved, so that coalescing stays O(n log n) over a run).
+  static void appendAbove(FreeRange &lo, FreeRange &&hi) {
+    lo.end = hi.end;
+    if (lo.fragments.size() >= hi.fragments.size()) {
+      lo.fragments.insert(lo.fragments.end(), hi.fragments.begin(), hi.fragments.end());
+    } else {
+      hi.fragments.insert(hi.fragments.begin(), lo.fragments.begin(), lo.fragments.end());
+      lo.fragments = std::move(hi.fragments);
+    }
+  }
   std::vector<int64_t> slotOf; ///< per group
-  std::vector<FreeSlot> freeSlots;
+  CriticalPath cp;
+  std::map<int64_t, FreeRange> freeByBegin;
+  std::set<std::pair<int64_t, int64_t>> freeBySize; ///< (size, begin)
+  std::vector<std::vector<int32_t>> releaseSets;
+  int64_t top = 0; ///< arena size so far
 
-  /// i is the last reader of h in list order.
+  /// i is the last reader of h in list order, and edges from the other readers to i
+  /// are harmless.
   bool diesAt(int32_t h, int32_t i) const override {
-    return reusable(P, P.groups[h]) && slotOf[h] >= 0 && !consumed[h] && P.groups[h].readers.back() == i;
+    const Group &G = P.groups[h];
+    return reusable(P, G) && slotOf[h] >= 0 && !consumed[h] && G.readers.back() == i && harmlessInto(G.readers, i);
   }
   /// The other readers of h must run before i overwrites it.
   void tookOver(int32_t h, int32_t i) override { addEdges(P.groups[h].readers, i); }
   void shareStorage(int32_t g, int32_t h, int32_t) override { slotOf[g] = slotOf[h]; }
 
+  /// Edges from every instruction of `set` (but i) to i would not delay the critical path.
+  bool harmlessInto(const std::vector<int32_t> &set, int32_t i) const {
+    return std::all_of(set.begin(), set.end(), [&](int32_t u) { return u == i || cp.harmless(u, i); });
+  }
   void addEdges(const std::vector<int32_t> &set, int32_t i) {
-    for (int32_t r : set) deps.addEdge(r, i);
+    llvm::SmallVector<int32_t, 8> from;
+    for (int32_t u : set)
+      if (u != i) from.push_back(u);
+    cp.addEdgesInto(from, i);
+  }
+  /// The first `elems` of free range r can be reused by i: harmless edges order every
+  /// earlier use of that memory before i.
+  bool reusableBy(const FreeRange &r, int64_t begin, int64_t elems, int32_t i) const {
+    for (const Fragment &f : r.fragments) {
+      if (f.begin >= begin + elems) break;
+      if (!harmlessInto(releaseSets[static_cast<size_t>(f.release)], i)) return false;
+    }
+    return true;
+  }
+
+  void eraseFree(std::map<int64_t, FreeRange>::iterator it) {
+    freeBySize.erase({it->second.end - it->first, it->first});
+    freeByBegin.erase(it);
+  }
+  void insertFree(int64_t begin, FreeRange r) {
+    freeBySize.insert({r.end - begin, begin});
+    freeByBegin.emplace(begin, std::move(r));
   }
 
   void release(int32_t g, std::vector<int32_t> set) {
     if (P.groups[g].kind != GroupKind::Arena || slotOf[g] < 0 || P.groups[g].pinned) return;
-    if (consumed[g]) return; // the slot now belongs to an in-place result
-    if (P.options.reuseBuffers) freeSlots.push_back({slotOf[g], std::move(set)});
+    if (consumed[g]) return; // the memory now belongs to an in-place result
+    if (!P.options.reuseBuffers) return;
+    const auto slot = static_cast<size_t>(slotOf[g]);
+    int64_t begin = P.slotOffset[slot];
+    FreeRange r{begin + P.slotElems[slot], {}};
+    releaseSets.push_back(std::move(set));
+    r.fragments.push_back({begin, r.end, static_cast<int32_t>(releaseSets.size() - 1)});
+    // Coalesce with the free neighbours.
+    if (auto next = freeByBegin.find(r.end); next != freeByBegin.end()) {
+      FreeRange above = std::move(next->second);
+      eraseFree(next);
+      appendAbove(r, std::move(above));
+    }
+    if (auto prev = freeByBegin.lower_bound(begin);
+        prev != freeByBegin.begin() && std::prev(prev)->second.end == begin) {
+      --prev;
+      FreeRange below = std::move(prev->second);
+      const int64_t belowBegin = prev->first;
+      eraseFree(prev);
+      appendAbove(below, std::move(r));
+      begin = belowBegin;
+      r = std::move(below);
+    }
+    insertFree(begin, std::move(r));
   }
 
-  /// The free slot that fits best (the smallest that fits, else the largest, which
-  /// then grows), or a new one.
+  /// The smallest free range that fits (the lowest of equal ones); else the free range
+  /// at the top of the arena, which grows; else new memory at the top.
   void newStorage(int32_t g, int32_t i) override {
-    const int64_t elems = P.groups[g].elems;
-    int best = -1;
-    for (size_t f = 0; f < freeSlots.size(); ++f) {
-      int64_t cap = P.slotElems[freeSlots[f].slot];
-      if (best < 0) {
-        best = static_cast<int>(f);
-        continue;
+    const int64_t elems = (P.groups[g].elems + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+    int64_t offset = top;
+    std::map<int64_t, FreeRange>::iterator it = freeByBegin.end();
+    for (auto fit = freeBySize.lower_bound({elems, std::numeric_limits<int64_t>::min()}); fit != freeBySize.end();
+         ++fit) {
+      auto candidate = freeByBegin.find(fit->second);
+      if (reusableBy(candidate->second, candidate->first, elems, i)) {
+        it = candidate;
+        break;
       }
-      int64_t bcap = P.slotElems[freeSlots[best].slot];
-      bool fits = cap >= elems, bfits = bcap >= elems;
-      if ((fits && (!bfits || cap < bcap)) || (!fits && !bfits && cap > bcap)) best = static_cast<int>(f);
     }
-    if (best < 0) {
-      slotOf[g] = static_cast<int64_t>(P.slotElems.size());
-      P.slotElems.push_back(elems);
-      return;
+    if (it == freeByBegin.end() && !freeByBegin.empty()) {
+      auto last = std::prev(freeByBegin.end());
+      if (last->second.end == top && reusableBy(last->second, last->first, elems, i)) it = last;
     }
-    FreeSlot fs = std::move(freeSlots[best]);
-    freeSlots.erase(freeSlots.begin() + best);
-    slotOf[g] = fs.slot;
-    P.slotElems[fs.slot] = std::max(P.slotElems[fs.slot], elems);
-    addEdges(fs.release, i);
+    if (it != freeByBegin.end()) {
+      offset = it->first;
+      FreeRange r = std::move(it->second);
+      eraseFree(it);
+      // X takes the low end of the range: the fragments it overlaps, from the bottom.
+      const int64_t used = offset + elems;
+      while (!r.fragments.empty() && r.fragments.front().begin < used) {
+        Fragment &f = r.fragments.front();
+        addEdges(releaseSets[static_cast<size_t>(f.release)], i);
+        if (f.end > used) {
+          f.begin = used;
+          break;
+        }
+        r.fragments.pop_front();
+      }
+      if (r.end > used) insertFree(used, std::move(r));
+    }
+    top = std::max(top, offset + elems);
+    slotOf[g] = static_cast<int64_t>(P.slotOffset.size());
+    P.slotOffset.push_back(offset);
+    P.slotElems.push_back(elems);
   }
 };
 

@@ -61,9 +61,10 @@ class Plan;
 /// Lowers a program to a Plan (verifies it first: tessel::VerifyError). Throws
 /// tessel::Error naming the op for an einsum (lower it with passes::runOrder first;
 /// `tessel prepare` / `tessel run` do so) and for a LAPACK workspace query failure.
-/// Up to 16384 instructions, buffer reuse never adds a dependency that lengthens the
-/// critical path, so independent ops (the two SVDs of a TRG step) stay concurrent;
-/// larger programs reuse slots in list order, with write-after-read edges.
+/// Buffer reuse never adds a dependency that lengthens the critical path, so
+/// independent ops (the two SVDs of a TRG step) stay concurrent. Up to 8192
+/// instructions buffers are placed greedily by size with ancestor sets; larger
+/// programs place them in list order (runtime/PrepareStages.h, kMaxAncestorInsts).
 std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &opts = {});
 
 /// Human-readable (text) or JSON listing of a plan: one instruction per line with its

@@ -84,7 +84,7 @@ TEST_CASE("engine: random programs match the reference; widths bitwise equal") {
     RandomProgram rp = randomProgram(rng, 24);
     auto ref = rt::evaluateReference(rp.program, rp.inputs);
     auto plan = rt::prepare(rp.program);
-    checkSlotsDoNotRace(*plan, reachability(*plan));
+    checkSlotsDoNotRace(*plan, Reachability(*plan));
     std::vector<Tensor> first;
     for (int w : {1, 2, 4}) {
       rt::Engine e(w);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -52,26 +53,36 @@ inline bool bitwiseEqual(const Tensor &a, const Tensor &b) {
           std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(double)) == 0);
 }
 
-/// anc[i][j]: instruction i depends (transitively) on instruction j in the plan's final
-/// schedule (its dependency edges, write-after-read edges included).
-inline std::vector<std::vector<bool>> reachability(const tessel::rt::Plan &P) {
-  const size_t n = P.insts.size();
-  std::vector<std::vector<bool>> anc(n, std::vector<bool>(n, false));
-  for (size_t i = 0; i < n; ++i)
-    for (int32_t p : P.insts[i].preds) {
-      anc[i][p] = true;
-      for (size_t k = 0; k < n; ++k)
-        if (anc[p][k]) anc[i][k] = true;
-    }
-  return anc;
-}
+/// Transitive dependencies of a plan's final schedule (its dependency edges,
+/// write-after-read edges included), as one bitset row per instruction.
+class Reachability {
+public:
+  explicit Reachability(const tessel::rt::Plan &P) : words_((P.insts.size() + 63) / 64) {
+    rows_.assign(P.insts.size() * words_, 0);
+    for (size_t i = 0; i < P.insts.size(); ++i)
+      for (int32_t p : P.insts[i].preds) {
+        uint64_t *dst = &rows_[i * words_];
+        const uint64_t *src = &rows_[static_cast<size_t>(p) * words_];
+        for (size_t w = 0; w < words_; ++w) dst[w] |= src[w];
+        dst[p / 64] |= uint64_t(1) << (p % 64);
+      }
+  }
+  /// Instruction i depends (transitively) on instruction j.
+  bool dependsOn(size_t i, size_t j) const { return (rows_[i * words_ + j / 64] >> (j % 64)) & 1u; }
 
-/// The plan is free of races on arena memory: for every two arena slots that overlap,
-/// every instruction that writes or reads the one runs before the first writer of the
-/// other in the final schedule (the engine may run any two instructions it does not
-/// order at once). A slot read by a final output copy comes last. Checks each pair
-/// with doctest and returns the number of overlapping pairs checked.
-inline size_t checkSlotsDoNotRace(const tessel::rt::Plan &P, const std::vector<std::vector<bool>> &anc) {
+private:
+  size_t words_;
+  std::vector<uint64_t> rows_;
+};
+
+/// The plan is free of races on arena memory: wherever two arena slots overlap, every
+/// instruction that writes or reads the one whose first writer comes first runs before
+/// the first writer of the other in the final schedule (the engine may run any two
+/// instructions it does not order at once), and a slot read by a final output copy is
+/// never followed. Checking each slot against the slots that last held its memory
+/// suffices (the orders chain through their writers). Each check is a doctest CHECK;
+/// returns the number of slot pairs checked.
+inline size_t checkSlotsDoNotRace(const tessel::rt::Plan &P, const Reachability &reach) {
   using tessel::rt::GroupKind;
   struct Slot {
     std::vector<int32_t> uses;
@@ -89,22 +100,36 @@ inline size_t checkSlotsDoNotRace(const tessel::rt::Plan &P, const std::vector<s
     s.uses.insert(s.uses.end(), g.readers.begin(), g.readers.end());
     s.pinned |= g.pinned;
   }
-  auto before = [&](const Slot &a, const Slot &b) {
-    if (a.pinned || b.first < 0) return false;
-    return std::all_of(a.uses.begin(), a.uses.end(), [&](int32_t u) { return anc[b.first][u]; });
-  };
-  std::vector<size_t> byOffset(slots.size());
-  std::iota(byOffset.begin(), byOffset.end(), 0);
-  std::sort(byOffset.begin(), byOffset.end(), [&](size_t a, size_t b) { return P.slotOffset[a] < P.slotOffset[b]; });
+  std::vector<size_t> byFirst;
+  for (size_t k = 0; k < slots.size(); ++k)
+    if (slots[k].first >= 0) byFirst.push_back(k);
+  std::stable_sort(byFirst.begin(), byFirst.end(), [&](size_t a, size_t b) { return slots[a].first < slots[b].first; });
+  // The slot that last held each part of the arena: begin -> (end, slot).
+  std::map<int64_t, std::pair<int64_t, size_t>> holder;
   size_t pairs = 0;
-  for (size_t i = 0; i < byOffset.size(); ++i) {
-    const size_t a = byOffset[i];
-    for (size_t j = i + 1; j < byOffset.size(); ++j) {
-      const size_t b = byOffset[j];
-      if (P.slotOffset[b] >= P.slotOffset[a] + P.slotElems[a]) break;
+  for (size_t b : byFirst) {
+    const int64_t lo = P.slotOffset[b], hi = lo + P.slotElems[b];
+    std::vector<size_t> previous;
+    auto it = holder.lower_bound(lo);
+    if (it != holder.begin() && std::prev(it)->second.first > lo) --it;
+    while (it != holder.end() && it->first < hi) {
+      const auto [begin, held] = *it;
+      const auto [end, a] = held;
+      previous.push_back(a);
+      it = holder.erase(it);
+      if (begin < lo) holder.emplace(begin, std::make_pair(lo, a)); // the part below stays
+      if (end > hi) it = holder.emplace(hi, std::make_pair(end, a)).first; // and above
+    }
+    holder.emplace(lo, std::make_pair(hi, b));
+    std::sort(previous.begin(), previous.end());
+    previous.erase(std::unique(previous.begin(), previous.end()), previous.end());
+    for (size_t a : previous) {
       ++pairs;
-      INFO("slots " << a << " and " << b << " overlap in the arena");
-      CHECK((before(slots[a], slots[b]) || before(slots[b], slots[a])));
+      const Slot &A = slots[a], &B = slots[b];
+      INFO("slot " << b << " (first writer #" << B.first << ") reuses memory of slot " << a);
+      CHECK(!A.pinned);
+      CHECK(std::all_of(A.uses.begin(), A.uses.end(),
+                        [&](int32_t u) { return reach.dependsOn(static_cast<size_t>(B.first), static_cast<size_t>(u)); }));
     }
   }
   return pairs;
