@@ -65,8 +65,10 @@ public:
   bool isAncestor(int32_t a, int32_t of) const {
     return (anc_[static_cast<size_t>(of) * words_ + a / 64] >> (a % 64)) & 1u;
   }
-  /// The same answer as isAncestor(a, to), read from the descendant row of `a`: fast in
-  /// loops where `a` is fixed.
+  /// True if `to` is a descendant of instruction `a`, read from the descendant row of
+  /// `a`: fast in loops where `a` is fixed. Before any edge is added, the same answer
+  /// as isAncestor(a, to); after, either may know an order the other does not (see
+  /// above).
   bool reaches(int32_t a, int32_t to) const {
     return (desc_[static_cast<size_t>(a) * words_ + to / 64] >> (to % 64)) & 1u;
   }

@@ -612,7 +612,7 @@ void addTrgCommand(CLI::App &app) {
       "use it for physics runs, its compile and prepare do not grow with --steps. Whole\n"
       "mode compiles one program for all steps: use it to see or transform the whole\n"
       "computation as one IR (e.g. --print-ir-after-all, grad of grad); its compile and\n"
-      "prepare grow with the number of steps (about 0.3 s of prepare with --second at\n"
+      "prepare grow with the number of steps (about 0.3 s for both with --second at\n"
       "chi = 16, 20 steps). --json prints one JSON object per beta (JSON Lines; schema in\n"
       "README.md).\n"
       "Pipeline: --passes runs on every program. With --grad (--second) trg builds each\n"

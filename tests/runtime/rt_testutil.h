@@ -75,13 +75,14 @@ private:
   std::vector<uint64_t> rows_;
 };
 
-/// The plan is free of races on arena memory: wherever two arena slots overlap, every
-/// instruction that writes or reads the one whose first writer comes first runs before
-/// the first writer of the other in the final schedule (the engine may run any two
-/// instructions it does not order at once), and a slot read by a final output copy is
-/// never followed. Checking each slot against the slots that last held its memory
-/// suffices (the orders chain through their writers). Each check is a doctest CHECK;
-/// returns the number of slot pairs checked.
+/// The plan is free of races on arena memory (the engine may run any two instructions
+/// its final schedule does not order at once): an instruction that computes in place
+/// runs after every other reader of the buffer it overwrites; wherever two arena slots
+/// overlap, every instruction that writes or reads the one whose first writer comes
+/// first runs before the first writer of the other; and a slot read by a final output
+/// copy is never followed. Checking each slot against the slots that last held its
+/// memory suffices (the orders chain through their writers). Each check is a doctest
+/// CHECK; returns the number of pairs checked.
 inline size_t checkSlotsDoNotRace(const tessel::rt::Plan &P, const Reachability &reach) {
   using tessel::rt::GroupKind;
   struct Slot {
@@ -100,13 +101,36 @@ inline size_t checkSlotsDoNotRace(const tessel::rt::Plan &P, const Reachability 
     s.uses.insert(s.uses.end(), g.readers.begin(), g.readers.end());
     s.pinned |= g.pinned;
   }
+  // Within a slot: an instruction that overwrites a buffer in place (an elementwise
+  // result taking its operand's slot, gesdd overwriting its operand) runs after every
+  // other reader of that buffer.
+  size_t pairs = 0;
+  for (size_t i = 0; i < P.insts.size(); ++i) {
+    const tessel::rt::Instruction &inst = P.insts[i];
+    if (!inst.inPlace) continue;
+    std::vector<int32_t> overwritten;
+    if (inst.kernel() == tessel::rt::Kernel::Svd) {
+      overwritten.push_back(P.values[inst.in[0]].group);
+    } else {
+      const auto &result = P.groups[P.values[inst.out[0]].group];
+      for (int32_t v : inst.in)
+        if (const auto &g = P.groups[P.values[v].group]; g.kind == GroupKind::Arena && g.index == result.index)
+          overwritten.push_back(P.values[v].group);
+    }
+    CHECK(!overwritten.empty());
+    for (int32_t h : overwritten)
+      for (int32_t r : P.groups[h].readers) {
+        ++pairs;
+        INFO("instruction #" << i << " overwrites in place a buffer instruction #" << r << " reads");
+        CHECK((r == static_cast<int32_t>(i) || reach.dependsOn(i, static_cast<size_t>(r))));
+      }
+  }
   std::vector<size_t> byFirst;
   for (size_t k = 0; k < slots.size(); ++k)
     if (slots[k].first >= 0) byFirst.push_back(k);
   std::stable_sort(byFirst.begin(), byFirst.end(), [&](size_t a, size_t b) { return slots[a].first < slots[b].first; });
   // The slot that last held each part of the arena: begin -> (end, slot).
   std::map<int64_t, std::pair<int64_t, size_t>> holder;
-  size_t pairs = 0;
   for (size_t b : byFirst) {
     const int64_t lo = P.slotOffset[b], hi = lo + P.slotElems[b];
     std::vector<size_t> previous;
