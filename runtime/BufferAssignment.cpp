@@ -491,6 +491,7 @@ public:
         const int32_t h = groupOf(P, v);
         if (P.groups[h].readers.empty() && !skip[h]) release(h, {i});
       }
+      cp.settle(i); // no more edges into i
     }
     std::vector<bool> occupies(P.groups.size());
     for (size_t g = 0; g < occupies.size(); ++g)
@@ -547,18 +548,27 @@ private:
     llvm::SmallVector<int32_t, 8> from;
     for (int32_t u : set)
       if (u != i) from.push_back(u);
-    cp.addEdgesInto(from, i);
+    cp.addEdgesIntoInListOrder(from, i);
   }
-  /// The first `elems` of free range r can be reused by i: harmless edges order every
-  /// earlier use of that memory before i.
-  bool reusableBy(const FreeRange &r, int64_t begin, int64_t elems, int32_t i) const {
-    for (const Fragment &f : r.fragments) {
-      if (f.begin >= begin + elems) break;
-      if (!harmlessInto(releaseSets[static_cast<size_t>(f.release)], i)) return false;
+  /// The lowest place in free range r (starting at `begin`) where i can reuse `elems`
+  /// of it: harmless edges order before i every earlier use of the fragments there.
+  /// Places start at fragment boundaries; with `growTop` (r ends at the top of the
+  /// arena) a place may run past r's end into new memory. Returns the index of the
+  /// first fragment used, or -1.
+  int64_t reusablePlace(const FreeRange &r, int64_t elems, int32_t i, bool growTop) const {
+    const auto &fr = r.fragments;
+    std::vector<char> ok(fr.size());
+    for (size_t k = 0; k < fr.size(); ++k) ok[k] = harmlessInto(releaseSets[static_cast<size_t>(fr[k].release)], i);
+    size_t e = 0; // first fragment past the window (or the first not ok inside it)
+    for (size_t s = 0; s < fr.size(); ++s) {
+      const int64_t p = fr[s].begin;
+      if (!growTop && p + elems > r.end) break;
+      e = std::max(e, s);
+      while (e < fr.size() && fr[e].begin < p + elems && ok[e]) ++e;
+      if (e == fr.size() || fr[e].begin >= p + elems) return static_cast<int64_t>(s);
     }
-    return true;
+    return -1;
   }
-
   void eraseFree(std::map<int64_t, FreeRange>::iterator it) {
     freeBySize.erase({it->second.end - it->first, it->first});
     freeByBegin.erase(it);
@@ -602,23 +612,30 @@ private:
     const int64_t elems = (P.groups[g].elems + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
     int64_t offset = top;
     std::map<int64_t, FreeRange>::iterator it = freeByBegin.end();
-    for (auto fit = freeBySize.lower_bound({elems, std::numeric_limits<int64_t>::min()}); fit != freeBySize.end();
-         ++fit) {
-      auto candidate = freeByBegin.find(fit->second);
-      if (reusableBy(candidate->second, candidate->first, elems, i)) {
-        it = candidate;
-        break;
-      }
+    int64_t first = -1; // the first fragment of *it that the buffer uses
+    for (auto fit = freeBySize.lower_bound({elems, std::numeric_limits<int64_t>::min()});
+         fit != freeBySize.end() && first < 0; ++fit) {
+      it = freeByBegin.find(fit->second);
+      first = reusablePlace(it->second, elems, i, false);
     }
-    if (it == freeByBegin.end() && !freeByBegin.empty()) {
-      auto last = std::prev(freeByBegin.end());
-      if (last->second.end == top && reusableBy(last->second, last->first, elems, i)) it = last;
+    if (first < 0 && !freeByBegin.empty() && std::prev(freeByBegin.end())->second.end == top) {
+      it = std::prev(freeByBegin.end());
+      first = reusablePlace(it->second, elems, i, true);
     }
-    if (it != freeByBegin.end()) {
-      offset = it->first;
+    if (first >= 0) {
+      const int64_t rangeBegin = it->first;
       FreeRange r = std::move(it->second);
       eraseFree(it);
-      // X takes the low end of the range: the fragments it overlaps, from the bottom.
+      // The fragments below the place stay free; those it overlaps get edges into i;
+      // the part above it stays free.
+      FreeRange below{0, {}};
+      for (int64_t k = 0; k < first; ++k) {
+        below.fragments.push_back(r.fragments.front());
+        r.fragments.pop_front();
+      }
+      offset = r.fragments.front().begin;
+      below.end = offset;
+      if (below.end > rangeBegin) insertFree(rangeBegin, std::move(below));
       const int64_t used = offset + elems;
       while (!r.fragments.empty() && r.fragments.front().begin < used) {
         Fragment &f = r.fragments.front();

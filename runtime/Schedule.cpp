@@ -126,6 +126,14 @@ void CriticalPath::addEdgesInto(llvm::ArrayRef<int32_t> from, int32_t d) {
   if (e > est_[d]) raiseEarliestStart(d, e);
 }
 
+void CriticalPath::addEdgesIntoInListOrder(llvm::ArrayRef<int32_t> from, int32_t d) {
+  for (int32_t u : from) deps_.addEdge(u, d);
+}
+
+void CriticalPath::settle(int32_t d) {
+  for (int32_t p : deps_.preds(d)) est_[d] = std::max(est_[d], est_[p] + cost_[p]);
+}
+
 void CriticalPath::raiseEarliestStart(int32_t d, double e) {
   est_[d] = e;
   std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> q; // list order
