@@ -1,12 +1,17 @@
 // The TRG step programs (frontend/Trg.h, einsum lowered by the order pass) on the
 // engine: equal to the reference evaluator, bitwise identical for widths 1, 2, 4.
 #include <cmath>
+#include <map>
 #include <random>
+#include <string>
 
 #include <doctest/doctest.h>
 
 #include "frontend/Trg.h"
+#include "passes/Checkpoint.h"
+#include "passes/Grad.h"
 #include "passes/Order.h"
+#include "runtime/Plan.h"
 #include "runtime/Runtime.h"
 #include "tests/runtime/rt_testutil.h"
 
@@ -107,10 +112,6 @@ TEST_CASE("whole 20-step TRG program on the engine: lnZ/N at beta=0.4 to 1e-13, 
   CHECK(bitwiseEqual(r1[0], r2[0]));
 }
 
-#include "passes/Grad.h"
-#include "runtime/Plan.h"
-
-
 TEST_CASE("plan of the 20-step TRG value+grad: arena close to peak, step SVD pairs independent") {
   ir::Program p = frontend::buildTrgWhole(frontend::trgDefaultRanks(16, 20));
   passes::GradOptions go;
@@ -139,8 +140,6 @@ TEST_CASE("plan of the 20-step TRG value+grad: arena close to peak, step SVD pai
     CHECK(!reach.dependsOn(a, b));
   }
 }
-
-#include "passes/Checkpoint.h"
 
 TEST_CASE("plans of whole-program TRG derivatives share arena memory only between ordered buffers") {
   // The gradient under each checkpoint policy and the second derivative grad(grad):
