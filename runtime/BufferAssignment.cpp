@@ -569,9 +569,12 @@ private:
     }
     return -1;
   }
-  void eraseFree(std::map<int64_t, FreeRange>::iterator it) {
+  /// Removes a free range from both indexes and returns it.
+  FreeRange takeFree(std::map<int64_t, FreeRange>::iterator it) {
     freeBySize.erase({it->second.end - it->first, it->first});
+    FreeRange r = std::move(it->second);
     freeByBegin.erase(it);
+    return r;
   }
   void insertFree(int64_t begin, FreeRange r) {
     freeBySize.insert({r.end - begin, begin});
@@ -581,33 +584,27 @@ private:
   void release(int32_t g, std::vector<int32_t> set) {
     if (P.groups[g].kind != GroupKind::Arena || slotOf[g] < 0 || P.groups[g].pinned) return;
     if (consumed[g]) return; // the memory now belongs to an in-place result
-    if (!P.options.reuseBuffers) return;
     const auto slot = static_cast<size_t>(slotOf[g]);
     int64_t begin = P.slotOffset[slot];
     FreeRange r{begin + P.slotElems[slot], {}};
     releaseSets.push_back(std::move(set));
     r.fragments.push_back({begin, r.end, static_cast<int32_t>(releaseSets.size() - 1)});
     // Coalesce with the free neighbours.
-    if (auto next = freeByBegin.find(r.end); next != freeByBegin.end()) {
-      FreeRange above = std::move(next->second);
-      eraseFree(next);
-      appendAbove(r, std::move(above));
-    }
+    if (auto next = freeByBegin.find(r.end); next != freeByBegin.end()) appendAbove(r, takeFree(next));
     if (auto prev = freeByBegin.lower_bound(begin);
         prev != freeByBegin.begin() && std::prev(prev)->second.end == begin) {
       --prev;
-      FreeRange below = std::move(prev->second);
-      const int64_t belowBegin = prev->first;
-      eraseFree(prev);
+      begin = prev->first;
+      FreeRange below = takeFree(prev);
       appendAbove(below, std::move(r));
-      begin = belowBegin;
       r = std::move(below);
     }
     insertFree(begin, std::move(r));
   }
 
-  /// The smallest free range that fits (the lowest of equal ones); else the free range
-  /// at the top of the arena, which grows; else new memory at the top.
+  /// The lowest reusable place (reusablePlace) in the smallest free range that has one
+  /// (the lowest of equal ones); else in the free range at the top of the arena, which
+  /// grows; else new memory at the top.
   void newStorage(int32_t g, int32_t i) override {
     const int64_t elems = (P.groups[g].elems + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
     int64_t offset = top;
@@ -624,8 +621,7 @@ private:
     }
     if (first >= 0) {
       const int64_t rangeBegin = it->first;
-      FreeRange r = std::move(it->second);
-      eraseFree(it);
+      FreeRange r = takeFree(it);
       // The fragments below the place stay free; those it overlaps get edges into i;
       // the part above it stays free.
       FreeRange below{0, {}};

@@ -41,9 +41,9 @@ void lower(Plan &P);
 /// Programs with more instructions than this use list-order buffer reuse instead of
 /// ancestor sets (2 n² / 8 bytes) and greedy placement, whose work grows with how many
 /// buffers share each part of the arena over time. Measured on the whole-program TRG
-/// derivatives (chi = 8): the 64-step gradient (14,273 instructions) prepares in
-/// 52 ms instead of 270 ms with an arena 0.4% larger, grad(grad) at 20 steps (13,543)
-/// in 53 ms instead of 178 ms, 5% larger, both with the same run time at widths 1
+/// derivatives (chi = 8, width 1): the 64-step gradient (14,273 instructions) prepares
+/// in 42 ms instead of 248 ms with an arena 0.07% larger, grad(grad) at 20 steps
+/// (13,543) in 37 ms instead of 159 ms, 1.2% larger, with no slower runs at widths 1
 /// and 2; small programs keep the greedy arena, often 15-60% smaller.
 inline constexpr size_t kMaxAncestorInsts = 8192;
 
