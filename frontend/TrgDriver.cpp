@@ -127,7 +127,7 @@ struct TrgDriver::Impl {
     ranks = o.ranks.empty() ? trgDefaultRanks(o.chi, o.steps) : o.ranks;
     dims.push_back(2);
     for (int64_t r : ranks) dims.push_back(r);
-    std::string pipe = o.pipeline.empty() ? defaultTrgPipeline(o.order) : o.pipeline;
+    std::string pipe = trgPipeline(o);
     passes::Pipeline user = passes::Pipeline::parse(pipe, "--passes");
     checkTrgPipelineFlags(user, o.passOptions);
     pm = std::make_unique<passes::PassManager>(std::move(user), o.passOptions);

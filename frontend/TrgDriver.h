@@ -60,8 +60,17 @@ const char *trgModeName(TrgMode m);
 /// Parses a mode; throws tessel::Error "--mode: unknown mode 'x' (allowed: staged, whole)".
 TrgMode parseTrgMode(const std::string &s);
 
-/// The default pass pipeline of every TRG program: "order{strategy=<s>},pad-sink,cse,dce".
-std::string defaultTrgPipeline(passes::OrderStrategy order);
+/// How the step SVDs are computed: Full = LAPACK's full SVD, then the slice of the
+/// leading D' triplets; Truncated = the truncate-svd pass turns them into svd_topk,
+/// which computes only those (and differentiates without a full SVD).
+enum class TrgSvd { Full, Truncated };
+const char *trgSvdName(TrgSvd s);
+/// Throws tessel::Error "--svd: unknown method 'x' (allowed: full, truncated)".
+TrgSvd parseTrgSvd(const std::string &s);
+
+/// The default pass pipeline of every TRG program: "order{strategy=<s>},pad-sink,cse,dce",
+/// preceded by "truncate-svd," for TrgSvd::Truncated.
+std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd = TrgSvd::Truncated);
 
 struct TrgOptions {
   int64_t chi = 16;
@@ -83,6 +92,9 @@ struct TrgOptions {
   bool second = false;
   /// Lorentzian broadening of the svd reverse rule.
   double svdEps = kTrgSvdEps;
+  /// Step SVDs (the default pipeline's truncate-svd). With `second` the full SVD is
+  /// used whatever this says (trgSvdUsed): svd_topk has first derivatives only.
+  TrgSvd svd = TrgSvd::Truncated;
   /// Kept singular values must exceed this (absolute, normalised tensor).
   double rankTol = kTrgRankTol;
   /// Pass pipeline applied to every program; empty = defaultTrgPipeline(order).
@@ -98,6 +110,12 @@ struct TrgOptions {
   /// `reference`).
   rt::ValueCheck valueCheck = rt::ValueCheck::Off;
 };
+
+/// The SVD method a run uses: o.svd, except Full with --second.
+TrgSvd trgSvdUsed(const TrgOptions &o);
+/// The pipeline every program of the run gets: o.pipeline, or the default for
+/// o.order and trgSvdUsed(o).
+std::string trgPipeline(const TrgOptions &o);
 
 /// Throws tessel::Error naming the flag and the allowed values for an invalid option
 /// (chi < 2, steps < 1, width < 1, bad ranks, ...).

@@ -26,8 +26,23 @@ TrgMode parseTrgMode(const std::string &s) {
   throw Error("error: --mode: unknown mode '" + s + "' (allowed: staged, whole)");
 }
 
-std::string defaultTrgPipeline(passes::OrderStrategy order) {
-  return std::string("order{strategy=") + passes::orderStrategyName(order) + "},pad-sink,cse,dce";
+const char *trgSvdName(TrgSvd s) { return s == TrgSvd::Full ? "full" : "truncated"; }
+
+TrgSvd parseTrgSvd(const std::string &s) {
+  if (s == "full") return TrgSvd::Full;
+  if (s == "truncated") return TrgSvd::Truncated;
+  throw Error("error: --svd: unknown method '" + s + "' (allowed: full, truncated)");
+}
+
+std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd) {
+  return std::string(svd == TrgSvd::Truncated ? "truncate-svd," : "") + "order{strategy=" +
+         passes::orderStrategyName(order) + "},pad-sink,cse,dce";
+}
+
+TrgSvd trgSvdUsed(const TrgOptions &o) { return o.second ? TrgSvd::Full : o.svd; }
+
+std::string trgPipeline(const TrgOptions &o) {
+  return o.pipeline.empty() ? defaultTrgPipeline(o.order, trgSvdUsed(o)) : o.pipeline;
 }
 
 void validateTrgOptions(const TrgOptions &o) {

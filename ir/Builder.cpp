@@ -91,4 +91,15 @@ llvm::SmallVector<ValueId, 1> Builder::svd(ValueId a, double eps) {
   return createMulti(OpKind::Svd, {a}, {{"eps", Attr::f64(eps)}});
 }
 
+llvm::SmallVector<ValueId, 1> Builder::svdTopk(ValueId a, int64_t k, double eps) {
+  return createMulti(OpKind::SvdTopk, {a}, {{"k", Attr::i64(k)}, {"eps", Attr::f64(eps)}});
+}
+
+llvm::SmallVector<ValueId, 1> Builder::svdTopkComplement(ValueId a, ValueId u, ValueId s,
+                                                         ValueId vt, ValueId gU, ValueId gVt,
+                                                         double eps) {
+  return createMulti(OpKind::SvdTopkComplement, {a, u, s, vt, gU, gVt},
+                     {{"eps", Attr::f64(eps)}});
+}
+
 } // namespace tessel::ir

@@ -74,6 +74,11 @@ public:
   ValueId einsum(llvm::StringRef spec, llvm::ArrayRef<ValueId> operands);
   /// Returns {U, s, Vt}.
   llvm::SmallVector<ValueId, 1> svd(ValueId a, double eps = 1e-12);
+  /// Returns {U, s, Vt} of the k leading triplets.
+  llvm::SmallVector<ValueId, 1> svdTopk(ValueId a, int64_t k, double eps = 1e-12);
+  /// Returns {X, Yt} (ir/ops.def, svd_topk_complement).
+  llvm::SmallVector<ValueId, 1> svdTopkComplement(ValueId a, ValueId u, ValueId s, ValueId vt,
+                                                  ValueId gU, ValueId gVt, double eps);
   ValueId stopGradient(ValueId a) { return unary(OpKind::StopGradient, a); }
 
 private:

@@ -51,6 +51,26 @@ double svdFlops(const Program &p, const Op &op) {
   return std::min(14 * m * k * k + 8 * k * k * k, 6 * m * k * k + 20 * k * k * k);
 }
 
+/// Randomized subspace iteration with a sketch of 2k columns: about four products
+/// A·V and Aᵀ·Q per iteration, a few iterations (a typical count; the kernel's real
+/// count depends on the spectrum, --profile reports it).
+double svdTopkFlops(const Program &p, const Op &op) {
+  const Type &a = p.type(op.operands[0]);
+  const double mn = static_cast<double>(a.shape[0]) * static_cast<double>(a.shape[1]);
+  const double b = 2.0 * static_cast<double>(op.attrs.getI64("k"));
+  return 4 * 4 * mn * b;
+}
+
+/// The guards (a top-k SVD of A⊥) plus conjugate-gradient iterations, two products
+/// with A⊥ each (a typical count, as svd_topk's).
+double svdTopkComplementFlops(const Program &p, const Op &op) {
+  const Type &a = p.type(op.operands[0]);
+  const double mn = static_cast<double>(a.shape[0]) * static_cast<double>(a.shape[1]);
+  const double k = static_cast<double>(p.type(op.operands[2]).shape[0]);
+  const double r = static_cast<double>(p.type(op.operands[4]).shape[1]);
+  return 4 * 4 * mn * 2 * k + 10 * 4 * mn * r;
+}
+
 struct Entry {
   OpKind kind;
   FlopsRule flops;
@@ -84,6 +104,8 @@ constexpr Entry kCostRules[] = {
     {OpKind::DotGeneral, dotGeneralFlops},
     {OpKind::Einsum, einsumFlops},
     {OpKind::Svd, svdFlops},
+    {OpKind::SvdTopk, svdTopkFlops},
+    {OpKind::SvdTopkComplement, svdTopkComplementFlops},
     {OpKind::StopGradient, noFlops},
 };
 static_assert(coversEveryOpInOrder(kCostRules),

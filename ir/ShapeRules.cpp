@@ -248,6 +248,43 @@ Result ruleSvd(OpKind k, Types ops, const AttrList &a) {
   return {Type({m, kk}), Type({kk}), Type({kk, n})};
 }
 
+Result ruleSvdTopk(OpKind k, Types ops, const AttrList &a) {
+  Result full = ruleSvd(k, ops, a);
+  const int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = a.getI64("k");
+  if (kk < 1 || kk > std::min(m, n))
+    fail(k, "k = " + std::to_string(kk) + " must be in [1, min(m, n) = " +
+                std::to_string(std::min(m, n)) + "] for operand " + ops[0].str());
+  return {Type({m, kk}), Type({kk}), Type({kk, n})};
+}
+
+Result ruleSvdTopkComplement(OpKind k, Types ops, const AttrList &a) {
+  double eps = a.getF64("eps");
+  if (!(eps >= 0) || !std::isfinite(eps))
+    fail(k, "eps must be finite and >= 0, got " + text::formatDouble(eps));
+  const char *names[] = {"A", "U", "s", "Vt", "gU", "gVt"};
+  const int ranks[] = {2, 2, 1, 2, 2, 2};
+  for (size_t i = 0; i < 6; ++i)
+    if (ops[i].rank() != ranks[i])
+      fail(k, std::string("operand ") + names[i] + " must have rank " + std::to_string(ranks[i]) +
+                  ", got " + ops[i].str());
+  const int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = ops[2].shape[0];
+  const int64_t r = ops[4].shape[1];
+  auto want = [&](size_t i, const Type &t) {
+    if (ops[i] != t)
+      fail(k, std::string("operand ") + names[i] + " must be " + t.str() + " for A " +
+                  ops[0].str() + ", " + std::to_string(kk) + " kept and " + std::to_string(r) +
+                  " differentiated triplets, got " + ops[i].str());
+  };
+  want(1, Type({m, kk}));
+  want(3, Type({kk, n}));
+  want(4, Type({m, r}));
+  want(5, Type({r, n}));
+  if (kk < 1 || kk > std::min(m, n) || r > kk)
+    fail(k, "needs 1 <= r <= k <= min(m, n), got k = " + std::to_string(kk) + ", r = " +
+                std::to_string(r) + " for A " + ops[0].str());
+  return {Type({m, r}), Type({r, n})};
+}
+
 // The table, in ops.def order (checked at compile time).
 struct Entry {
   OpKind kind;
@@ -309,6 +346,10 @@ constexpr Entry kRules[] = {
      "the output labels' extents; one extent per label, one subscript per operand dimension"},
     {OpKind::Svd, ruleSvd,
      "U f64[m,k], s f64[k], Vt f64[k,n] for a matrix operand f64[m,n]; eps finite and >= 0"},
+    {OpKind::SvdTopk, ruleSvdTopk,
+     "U f64[m,k], s f64[k], Vt f64[k,n] for a matrix operand f64[m,n], 1 <= k <= min(m, n); eps finite and >= 0"},
+    {OpKind::SvdTopkComplement, ruleSvdTopkComplement,
+     "X f64[m,r], Yt f64[r,n] for A f64[m,n], U f64[m,k], s f64[k], Vt f64[k,n], Ū f64[m,r], V̄t f64[r,n], r <= k <= min(m, n)"},
     {OpKind::StopGradient, ruleUnary,
      "same as the operand"},
 };

@@ -19,6 +19,7 @@
 #include "passes/Order.h"
 #include "passes/PadSink.h"
 #include "passes/PassManager.h"
+#include "passes/TruncateSvd.h"
 
 namespace tessel::passes {
 
@@ -155,6 +156,23 @@ bool runPadSinkPass(ir::Program &p, const PadSinkOptions &o, PassStatistics &sta
   return changed;
 }
 
+void declareTruncateSvdOptions(PassOptionBinder<TruncateSvdOptions> &b) {
+  b.integer("max-k-percent", &TruncateSvdOptions::maxKPercent, 1,
+            "rewrite an svd only when the k triplets used are at most this percentage of "
+            "min(m, n)");
+  b.integer("min-size", &TruncateSvdOptions::minSize, 1,
+            "rewrite an svd only when min(m, n) is at least this (LAPACK is as fast below)");
+}
+
+bool runTruncateSvdPass(ir::Program &p, const TruncateSvdOptions &o, PassStatistics &stats) {
+  TruncateSvdStats s;
+  bool changed = runTruncateSvd(p, o, &s);
+  stats.add("rewritten", s.rewritten);
+  stats.add("triplets-kept", s.tripletsKept);
+  stats.add("triplets-total", s.tripletsTotal);
+  return changed;
+}
+
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
   r.push_back(makePass(
@@ -182,6 +200,10 @@ std::vector<PassInfo> buildRegistry() {
                        "Sink zero pads past transpose, mul, reduce_sum and dot_general (and "
                        "hoist slices) so ops compute only the unpadded block",
                        runPadSinkPass));
+  r.push_back(makePass("truncate-svd",
+                       "Replace an svd used only through slices of its k leading triplets by "
+                       "svd_topk{k}, which computes only those (run before grad)",
+                       runTruncateSvdPass, declareTruncateSvdOptions));
   return r;
 }
 

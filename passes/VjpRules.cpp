@@ -379,6 +379,15 @@ OperandCotangents vjpEinsum(const VjpCall &c) {
   return out;
 }
 
+/// svd_topk_complement is solved by an iteration inside its kernel; its derivative is
+/// not written yet, and a silent zero would be a wrong second derivative.
+OperandCotangents vjpSvdTopkComplement(const VjpCall &c) {
+  throw Error("grad: op 'svd_topk_complement'" +
+              (c.op.loc.empty() ? std::string() : " (" + c.op.loc + ")") +
+              " has no VJP rule: second derivatives through svd_topk are not implemented; "
+              "differentiate twice before the truncate-svd pass (tessel trg --svd full)");
+}
+
 // ---------------------------------------------------------------------------
 // The table, in ops.def order.
 
@@ -428,6 +437,12 @@ constexpr Entry kTable[] = {
      "Ā from Ū, s̄ and V̄t by the thin-SVD rule, each 1/(s_j ∓ s_i) broadened to "
      "x/(x² + (eps·s_0)²) (docs/trg.md, \"The SVD reverse rule\"); in block form when "
      "only the leading triplets carry cotangents"},
+    {OpKind::SvdTopk, vjpSvd, Differentiable::All,
+     "svd's rule over the k kept triplets, with the coupling to the discarded subspace "
+     "from svd_topk_complement (no full SVD)"},
+    {OpKind::SvdTopkComplement, vjpSvdTopkComplement, Differentiable::All,
+     "none yet: grad stops with an error (a second derivative through svd_topk; "
+     "differentiate the svd before the truncate-svd pass instead)"},
     {OpKind::StopGradient, vjpNone, Differentiable::None, "none: an AD barrier"},
 };
 

@@ -98,6 +98,15 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
 // k×k×k ones: for TRG at χ = 16 (k = 256, r = 16) six products of 256×256×16 per SVD
 // instead of four of 256×256×256. The coupling to the discarded singular vectors is all
 // there (U and Vt enter in full). Without truncation the same code runs with r = k.
+//
+// svd_topk (k leading triplets of a K = min(m, n) spectrum) has the same rule with U,
+// s and Vt the k kept triplets: the kept block C, R is built as above over i, j < k,
+// and the coupling to the discarded subspace (the rows i >= k of M and the projector
+// terms, which need the discarded singular vectors) comes from svd_topk_complement:
+// X ⟂ U, Y ⟂ V with X·S_r − A⊥·Y = (I − UUᵀ)·Ū_r and Y·S_r − A⊥ᵀ·X = (I − VVᵀ)·V̄_r
+// (Francuz, Schuch, Vanhecke, PRR 7, 013237 (2025)), added as left += X and
+// right += Yᵀ. The numbers agree with svd's rule up to the complement kernel's
+// tolerance (runtime/TruncatedSvd.h).
 // References: J. Townsend, "Differentiating the SVD" (2016); Z.-Q. Wan, S.-X. Zhang,
 // arXiv:1909.02659; H.-J. Liao et al., PRX 9, 031041 (2019).
 OperandCotangents vjpSvd(const VjpCall &c) {
@@ -105,7 +114,8 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   ValueId U = c.op.results[0], s = c.op.results[1], Vt = c.op.results[2];
   ValueId gU = c.cotangents[0], gs = c.cotangents[1], gVt = c.cotangents[2];
   Shape as = shapeOf(b, c.op.operands[0]);
-  int64_t m = as[0], n = as[1], k = std::min(m, n);
+  const bool topk = c.op.kind == OpKind::SvdTopk;
+  int64_t m = as[0], n = as[1], k = shapeOf(b, s)[0]; // k = min(m, n) for svd
   double eps = c.op.attrs.getF64("eps");
   auto add = [&](ValueId a, ValueId t) { return a == kNone ? t : b.add(a, t); };
 
@@ -192,7 +202,17 @@ OperandCotangents vjpSvd(const VjpCall &c) {
     C = add(C, b.mul(b.broadcastInDim(gsr, kr, {1}), eye)); // diag(s̄)[:, :r]
   }
 
-  bool uProj = gU != kNone && m > k, vProj = gVt != kNone && n > k;
+  // svd_topk: the coupling to the discarded subspace (a zero cotangent where one is
+  // absent).
+  ValueId X = kNone, Yt = kNone;
+  if (topk && (gU != kNone || gVt != kNone)) {
+    auto xy = b.svdTopkComplement(c.op.operands[0], U, s, Vt,
+                                  gUr != kNone ? gUr : splat(b, 0.0, mr),
+                                  gVtr != kNone ? gVtr : splat(b, 0.0, Shape{r, n}), eps);
+    X = xy[0];
+    Yt = xy[1];
+  }
+  bool uProj = !topk && gU != kNone && m > k, vProj = !topk && gVt != kNone && n > k;
   ValueId sinv = (uProj || vProj) ? broadenedInv(sr) : kNone;
   ValueId left = C == kNone ? kNone : b.dotGeneral(U, C, {}, {}, {1}, {0}); // [m,r]
   if (uProj) {
@@ -200,6 +220,7 @@ OperandCotangents vjpSvd(const VjpCall &c) {
     ValueId P = b.sub(gUr, b.dotGeneral(U, UtgU, {}, {}, {1}, {0}));
     left = add(left, b.mul(P, b.broadcastInDim(sinv, mr, {1})));
   }
+  if (X != kNone) left = add(left, X);
   ValueId right = R == kNone ? kNone
                               : b.dotGeneral(R, b.slice(Vt, {r, 0}, {k, n}), {}, {}, {1}, {0}); // [r,n]
   if (vProj) {
@@ -207,6 +228,7 @@ OperandCotangents vjpSvd(const VjpCall &c) {
     ValueId Q = b.sub(gVtr, b.dotGeneral(VtgV, Vt, {}, {}, {0}, {0}));
     right = add(right, b.mul(b.broadcastInDim(sinv, Shape{r, n}, {0}), Q));
   }
+  if (Yt != kNone) right = add(right, Yt);
   ValueId Vtr = leading(b, Vt, 0, r), Ur = leading(b, U, 1, r);
   ValueId result = left == kNone ? kNone : b.dotGeneral(left, Vtr, {}, {}, {1}, {0}); // [m,n]
   if (right != kNone) result = add(result, b.dotGeneral(Ur, right, {}, {}, {1}, {0}));

@@ -418,14 +418,15 @@ std::string Engine::profileReport(const Plan &P, size_t top) const {
   out += buf;
   // Totals per kernel kind.
   {
-    double byKind[6] = {0, 0, 0, 0, 0, 0};
-    int countKind[6] = {0, 0, 0, 0, 0, 0};
+    constexpr int kKinds = static_cast<int>(std::variant_size_v<KernelPlan>);
+    double byKind[kKinds] = {};
+    int countKind[kKinds] = {};
     for (const Row &r : rows) {
       byKind[static_cast<int>(P.insts[r.i].kernel())] += r.ms;
       ++countKind[static_cast<int>(P.insts[r.i].kernel())];
     }
     out += "  by kernel:";
-    for (int k = 0; k < 6; ++k) {
+    for (int k = 0; k < kKinds; ++k) {
       if (!countKind[k]) continue;
       std::snprintf(buf, sizeof buf, " %s %.3f ms (%.1f%%, %d)", kernelName(static_cast<Kernel>(k)),
                     byKind[k], total > 0 ? 100.0 * byKind[k] / total : 0.0, countKind[k]);

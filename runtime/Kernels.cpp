@@ -302,6 +302,26 @@ void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_
   if (info != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), info));
 }
 
+/// One chunk: the whole top-k SVD (runtime/TruncatedSvd.h).
+void runKernel(const SvdTopkPlan &s, const Plan &plan, const Instruction &in, int32_t,
+               double *const *ptr) {
+  const double *A = ptr[in.in[0]];
+  const int64_t mn = s.cfg.m * s.cfg.n;
+  for (int64_t i = 0; i < mn; ++i)
+    if (!std::isfinite(A[i])) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
+  TopkSvdOutcome o = topkSvd(s.cfg, A, ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]], ptr[in.out[3]]);
+  if (o.lapackInfo != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), o.lapackInfo));
+}
+
+/// One chunk: the whole complement solve (runtime/TruncatedSvd.h).
+void runKernel(const SvdComplementPlan &s, const Plan &plan, const Instruction &in, int32_t,
+               double *const *ptr) {
+  SvdComplementOutcome o =
+      svdComplement(s.cfg, s.eps, ptr[in.in[0]], ptr[in.in[1]], ptr[in.in[2]], ptr[in.in[3]],
+                    ptr[in.in[4]], ptr[in.in[5]], ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]]);
+  if (o.lapackInfo != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), o.lapackInfo));
+}
+
 } // namespace
 
 void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *const *ptr) {

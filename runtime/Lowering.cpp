@@ -25,6 +25,8 @@ const char *kernelName(Kernel k) {
   case Kernel::Pad: return "pad";
   case Kernel::Gemm: return "gemm";
   case Kernel::Svd: return "svd";
+  case Kernel::SvdTopk: return "svd_topk";
+  case Kernel::SvdComplement: return "svd_complement";
   }
   return "?";
 }
@@ -487,6 +489,38 @@ void lowerSvd(Lowering &L, const ir::Op &op, size_t i) {
   L.addInst(std::move(in));
 }
 
+/// Top-k SVD by randomized subspace iteration (runtime/TruncatedSvd.h); one temp, the
+/// workspace (sketches, small gesdd and QR workspaces).
+void lowerSvdTopk(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &at = L.type(op.operands[0]);
+  SvdTopkPlan s;
+  s.cfg = topkSvdConfig(at.shape[0], at.shape[1], op.attrs.getI64("k"));
+  Instruction in = L.instruction(op, i, s);
+  in.numResults = 3;
+  in.out.push_back(L.newTemp(Type({std::max<int64_t>(1, s.cfg.workElems)}), "work"));
+  in.what = std::to_string(s.cfg.m) + "x" + std::to_string(s.cfg.n) + " top " +
+            std::to_string(s.cfg.k) + " sketch " + std::to_string(s.cfg.b0) + ".." +
+            std::to_string(s.cfg.bmax) + " budget " + std::to_string(s.cfg.maxIter) + " iterations";
+  L.addInst(std::move(in));
+}
+
+/// The coupling of svd_topk's pullback to the discarded subspace; one temp, the
+/// workspace (A⊥, the guards, the conjugate-gradient vectors).
+void lowerSvdTopkComplement(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &at = L.type(op.operands[0]);
+  SvdComplementPlan s;
+  s.cfg = svdComplementConfig(at.shape[0], at.shape[1], L.type(op.operands[2]).shape[0],
+                              L.type(op.operands[4]).shape[1]);
+  s.eps = op.attrs.getF64("eps");
+  Instruction in = L.instruction(op, i, s);
+  in.numResults = 2;
+  in.out.push_back(L.newTemp(Type({std::max<int64_t>(1, s.cfg.workElems)}), "work"));
+  in.what = std::to_string(s.cfg.m) + "x" + std::to_string(s.cfg.n) + " k=" +
+            std::to_string(s.cfg.k) + " r=" + std::to_string(s.cfg.r) + " guards " +
+            std::to_string(s.cfg.guards) + " cg budget " + std::to_string(s.cfg.maxIter);
+  L.addInst(std::move(in));
+}
+
 // --- The table, in ops.def order --------------------------------------------------
 
 struct Entry {
@@ -522,6 +556,8 @@ constexpr Entry kLowerRules[] = {
     {OpKind::DotGeneral, lowerDotGeneral},
     {OpKind::Einsum, lowerEinsum},
     {OpKind::Svd, lowerSvd},
+    {OpKind::SvdTopk, lowerSvdTopk},
+    {OpKind::SvdTopkComplement, lowerSvdTopkComplement},
     {OpKind::StopGradient, lowerAlias},
 };
 static_assert(ir::coversEveryOpInOrder(kLowerRules),

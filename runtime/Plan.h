@@ -28,6 +28,7 @@
 #include "ir/Program.h"
 #include "runtime/Runtime.h"
 #include "runtime/RuntimeInternal.h"
+#include "runtime/TruncatedSvd.h"
 
 namespace tessel::rt {
 
@@ -42,7 +43,7 @@ inline constexpr double kGemmChunkFlops = 16e6;
 inline constexpr int64_t kSlotAlign = 8;
 
 /// The kernel an instruction calls; the index of its plan in KernelPlan.
-enum class Kernel : uint8_t { Elementwise, Reduce, Copy, Pad, Gemm, Svd };
+enum class Kernel : uint8_t { Elementwise, Reduce, Copy, Pad, Gemm, Svd, SvdTopk, SvdComplement };
 const char *kernelName(Kernel k);
 
 enum class GroupKind : uint8_t { Arena, Input, Constant, Output };
@@ -124,10 +125,22 @@ struct SvdPlan {
   bool valuesOnly = false;
 };
 
+/// svd_topk (runtime/TruncatedSvd.h): sketch sizes, iteration budget, workspace.
+struct SvdTopkPlan {
+  TopkSvdConfig cfg;
+};
+
+/// svd_topk_complement (runtime/TruncatedSvd.h).
+struct SvdComplementPlan {
+  SvdComplementConfig cfg;
+  double eps = 0;
+};
+
 /// What a kernel needs to know, computed once at prepare; one alternative per Kernel,
 /// in its order.
-using KernelPlan = std::variant<ElementwisePlan, ReducePlan, CopyPlan, PadPlan, GemmPlan, SvdPlan>;
-static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::Svd) + 1,
+using KernelPlan = std::variant<ElementwisePlan, ReducePlan, CopyPlan, PadPlan, GemmPlan, SvdPlan,
+                                SvdTopkPlan, SvdComplementPlan>;
+static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::SvdComplement) + 1,
               "one KernelPlan alternative per Kernel, in its order");
 
 struct Instruction {

@@ -305,16 +305,19 @@ Results refEinsum(const Program &, const Op &op, const Operands &in, const Type 
 /// of singular vectors agree. Row-major A[m,n] is column-major Aᵀ[n,m]; the SVD of
 /// Aᵀ = V S Uᵀ gives Vt (row-major) as LAPACK's U and U (row-major) as LAPACK's VT,
 /// with no transposition.
-Results refSvd(const Program &p, const Op &op, const Operands &in, const Type &) {
-  const Type &at = in[0]->type;
+/// The full thin SVD {U[m,K], s[K], Vt[K,n]} of `A`; errors name `op`.
+Results thinSvd(const Program &p, const Op &op, const Tensor &A) {
+  const Type &at = A.type;
   const int64_t m = at.shape[0], n = at.shape[1], k = std::min(m, n);
   Results r;
-  for (ir::ValueId v : op.results) r.push_back(Tensor::zeros(p.type(v)));
+  r.push_back(Tensor::zeros(Type({m, k})));
+  r.push_back(Tensor::zeros(Type({k})));
+  r.push_back(Tensor::zeros(Type({k, n})));
   Tensor &U = r[0], &s = r[1], &Vt = r[2];
   if (k == 0) return r;
-  for (double x : in[0]->data)
+  for (double x : A.data)
     if (!std::isfinite(x)) throw Error(svdFailureMessage(p, op, kSvdNonFinite));
-  std::vector<double> acopy = in[0]->data;
+  std::vector<double> acopy = A.data;
   lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(n),
                                    static_cast<lapack_int>(m), acopy.data(),
                                    static_cast<lapack_int>(n), s.data.data(), Vt.data.data(),
@@ -322,6 +325,87 @@ Results refSvd(const Program &p, const Op &op, const Operands &in, const Type &)
                                    static_cast<lapack_int>(k));
   if (info != 0) throw Error(svdFailureMessage(p, op, info));
   return r;
+}
+
+Results refSvd(const Program &p, const Op &op, const Operands &in, const Type &) {
+  return thinSvd(p, op, *in[0]);
+}
+
+/// The first k triplets of refSvd's full thin SVD.
+Results refSvdTopk(const Program &p, const Op &op, const Operands &in, const Type &) {
+  const int64_t m = in[0]->type.shape[0], n = in[0]->type.shape[1], K = std::min(m, n);
+  const int64_t k = op.attrs.getI64("k");
+  Results f = thinSvd(p, op, *in[0]);
+  Results r;
+  for (ir::ValueId v : op.results) r.push_back(Tensor::zeros(p.type(v)));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j) r[0].data[i * k + j] = f[0].data[i * K + j];
+  for (int64_t j = 0; j < k; ++j) r[1].data[j] = f[1].data[j];
+  for (int64_t j = 0; j < k * n; ++j) r[2].data[j] = f[2].data[j];
+  return r;
+}
+
+/// The definition through a full SVD of A (docs/trg.md §5, the rows i >= k of the
+/// full rule's core matrix and its projector terms), in plain loops: with F = (I −
+/// UUᵀ)·Ū and G = (I − VVᵀ)·V̄, a_ij = u_iᵀF_j and b_ij = v_iᵀG_j over the discarded
+/// triplets i of the full SVD, x_ij = ½(a+b)L(s_j − σ_i) + ½(a−b)L(s_j + σ_i),
+/// y_ij = ½(a+b)L(s_j − σ_i) − ½(a−b)L(s_j + σ_i); X = Σ_i u_i x_i + (null-space part
+/// of F)·L(s_j), Yᵀ likewise, L the broadened reciprocal of svd's rule.
+Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in, const Type &) {
+  const Tensor &A = *in[0], &U = *in[1], &s = *in[2], &Vt = *in[3], &gU = *in[4], &gVt = *in[5];
+  const int64_t m = A.type.shape[0], n = A.type.shape[1], K = std::min(m, n);
+  const int64_t k = s.type.shape[0], r = gU.type.shape[1];
+  const double eps = op.attrs.getF64("eps");
+  Results f = thinSvd(p, op, A);
+  const std::vector<double> &Uf = f[0].data, &sf = f[1].data, &Vtf = f[2].data;
+  const double s0 = s.data[0] != 0 ? s.data[0] : 1.0;
+  auto L = [&](double x) {
+    if (x == 0) return 0.0;
+    const double y = x / s0;
+    return (y / (y * y + eps * eps)) / s0;
+  };
+  // F (m×r) and Gt (r×n).
+  std::vector<double> F(gU.data), Gt(gVt.data);
+  for (int64_t j = 0; j < r; ++j) {
+    for (int64_t q = 0; q < k; ++q) {
+      double c = 0;
+      for (int64_t i = 0; i < m; ++i) c += U.data[i * k + q] * gU.data[i * r + j];
+      for (int64_t i = 0; i < m; ++i) F[i * r + j] -= U.data[i * k + q] * c;
+      double d = 0;
+      for (int64_t i = 0; i < n; ++i) d += Vt.data[q * n + i] * gVt.data[j * n + i];
+      for (int64_t i = 0; i < n; ++i) Gt[j * n + i] -= Vt.data[q * n + i] * d;
+    }
+  }
+  Results out;
+  for (ir::ValueId v : op.results) out.push_back(Tensor::zeros(p.type(v)));
+  std::vector<double> &X = out[0].data, &Yt = out[1].data;
+  // Null-space parts first: F − Σ_{i >= k} u_i a_i (times L(s_j) when m > K).
+  std::vector<double> Fn(F), Gn(Gt);
+  for (int64_t i = k; i < K; ++i)
+    for (int64_t j = 0; j < r; ++j) {
+      double a = 0, bb = 0;
+      for (int64_t q = 0; q < m; ++q) a += Uf[q * K + i] * F[q * r + j];
+      for (int64_t q = 0; q < n; ++q) bb += Vtf[i * n + q] * Gt[j * n + q];
+      const double sp = 0.5 * (a + bb), sm = 0.5 * (a - bb);
+      const double lm = L(s.data[j] - sf[i]), lp = L(s.data[j] + sf[i]);
+      const double x = sp * lm + sm * lp, y = sp * lm - sm * lp;
+      for (int64_t q = 0; q < m; ++q) {
+        X[q * r + j] += Uf[q * K + i] * x;
+        Fn[q * r + j] -= Uf[q * K + i] * a;
+      }
+      for (int64_t q = 0; q < n; ++q) {
+        Yt[j * n + q] += y * Vtf[i * n + q];
+        Gn[j * n + q] -= bb * Vtf[i * n + q];
+      }
+    }
+  for (int64_t j = 0; j < r; ++j) {
+    const double ls = L(s.data[j]);
+    if (m > K)
+      for (int64_t q = 0; q < m; ++q) X[q * r + j] += Fn[q * r + j] * ls;
+    if (n > K)
+      for (int64_t q = 0; q < n; ++q) Yt[j * n + q] += Gn[j * n + q] * ls;
+  }
+  return out;
 }
 
 // --- The table, in ops.def order --------------------------------------------------
@@ -360,6 +444,8 @@ constexpr Entry kRefRules[] = {
     {OpKind::DotGeneral, refDotGeneral},
     {OpKind::Einsum, refEinsum},
     {OpKind::Svd, refSvd},
+    {OpKind::SvdTopk, refSvdTopk},
+    {OpKind::SvdTopkComplement, refSvdTopkComplement},
     {OpKind::StopGradient, refIdentity},
 };
 static_assert(ir::coversEveryOpInOrder(kRefRules),

@@ -132,6 +132,17 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+/// Counters of the truncated-SVD kernels since the process started (all engines and
+/// threads; read a snapshot before and after a run to attribute them). A fallback is a
+/// call that ended in a full LAPACK dgesdd because the iteration would not converge
+/// within its budget (runtime/TruncatedSvd.h); guard computations of the complement
+/// kernel count as top-k calls.
+struct TruncatedSvdStats {
+  int64_t topkCalls = 0, topkIterations = 0, topkFallbacks = 0;
+  int64_t complementCalls = 0, complementIterations = 0, complementFallbacks = 0;
+};
+TruncatedSvdStats truncatedSvdStats();
+
 /// Simple op-by-op evaluation of a program (no plan, no threads, no BLAS), for
 /// differential tests and gradcheck. Every op of the table, einsum included (n-ary,
 /// repeated indices / traces, scalar outputs; naive summation over all indices, so

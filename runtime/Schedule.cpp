@@ -82,6 +82,17 @@ double instructionCost(const Instruction &in) {
          static_cast<double>(std::max<int64_t>(1, s.k));
     break;
   }
+  case Kernel::SvdTopk: {
+    const TopkSvdConfig &s = in.as<SvdTopkPlan>().cfg;
+    c += 16.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.b0);
+    break;
+  }
+  case Kernel::SvdComplement: {
+    const SvdComplementConfig &s = in.as<SvdComplementPlan>().cfg;
+    c += 40.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+         static_cast<double>(s.k + s.r);
+    break;
+  }
   case Kernel::Gemm: c += in.as<GemmPlan>().flops; break;
   case Kernel::Reduce: {
     const ReducePlan &r = in.as<ReducePlan>();

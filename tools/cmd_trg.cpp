@@ -49,6 +49,7 @@ struct TrgArgs {
   bool grad = false;
   bool second = false;
   std::string mode = "staged";
+  std::string svd = "truncated";
   std::string checkpoint = "store";
   std::string order = "pairwise";
   int64_t width = 1;
@@ -148,6 +149,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.chi = a.chi;
   o.steps = toInt(a.steps, "--steps");
   o.mode = frontend::parseTrgMode(a.mode);
+  o.svd = frontend::parseTrgSvd(a.svd);
   o.checkpoint = parseFlag("--checkpoint", [&] { return passes::parseRematPolicy(a.checkpoint); });
   o.order = parseFlag("--order", [&] { return passes::parseOrderStrategy(a.order); });
   o.width = toInt(a.width, "--width");
@@ -367,15 +369,54 @@ void dumpSvdInputs(const std::string &dir, double beta, const frontend::TrgDrive
             << "], beta = " << formatDouble(beta) << ") to " << dir << "\n";
 }
 
+/// What the truncated-SVD kernels did between two snapshots.
+struct TopkCounts {
+  int64_t calls = 0, iterations = 0, fallbacks = 0;
+  int64_t complementCalls = 0, complementIterations = 0, complementFallbacks = 0;
+  void add(const TopkCounts &o) {
+    calls += o.calls;
+    iterations += o.iterations;
+    fallbacks += o.fallbacks;
+    complementCalls += o.complementCalls;
+    complementIterations += o.complementIterations;
+    complementFallbacks += o.complementFallbacks;
+  }
+  nlohmann::json json() const {
+    return {{"calls", calls},
+            {"iterations", iterations},
+            {"fallbacks", fallbacks},
+            {"complement_calls", complementCalls},
+            {"complement_cg_iterations", complementIterations},
+            {"complement_fallbacks", complementFallbacks}};
+  }
+  std::string text() const {
+    auto mean = [](int64_t a, int64_t b) { return b ? fmt("%.1f", double(a) / double(b)) : std::string("-"); };
+    return std::to_string(calls) + " top-k SVDs (" + mean(iterations, calls) +
+           " subspace iterations each, " + std::to_string(fallbacks) + " fell back to gesdd); " +
+           std::to_string(complementCalls) + " complement solves (" +
+           mean(complementIterations, complementCalls) + " CG iterations each, " +
+           std::to_string(complementFallbacks) + " fell back to the full rule)";
+  }
+};
+
+TopkCounts topkCounts(const rt::TruncatedSvdStats &a, const rt::TruncatedSvdStats &b) {
+  TopkCounts c;
+  c.calls = b.topkCalls - a.topkCalls;
+  c.iterations = b.topkIterations - a.topkIterations;
+  c.fallbacks = b.topkFallbacks - a.topkFallbacks;
+  c.complementCalls = b.complementCalls - a.complementCalls;
+  c.complementIterations = b.complementIterations - a.complementIterations;
+  c.complementFallbacks = b.complementFallbacks - a.complementFallbacks;
+  return c;
+}
+
 void runTrg(TrgArgs &a) {
   if (a.flags.handleListPasses()) return;
   std::vector<double> betas = parseBetas(a);
   frontend::TrgOptions opts = makeOptions(a);
   if (a.flags.printPipeline)
     std::cerr << "pipeline: "
-              << passes::Pipeline::parse(opts.pipeline.empty()
-                                             ? frontend::defaultTrgPipeline(opts.order)
-                                             : opts.pipeline)
+              << passes::Pipeline::parse(frontend::trgPipeline(opts))
                      .str()
               << "\n";
   double probeMs = -1;
@@ -399,6 +440,7 @@ void runTrg(TrgArgs &a) {
 
 
   const bool table = !a.json && !a.csv;
+  TopkCounts topkTotal;
   if (a.csv) {
     // A comment line with the configuration, then the header: numpy.loadtxt(..., delimiter=",",
     // skiprows=2), pandas.read_csv(..., comment="#") and gnuplot read it as it is.
@@ -423,8 +465,17 @@ void runTrg(TrgArgs &a) {
                 << "; probe " << fmt("%.3f", probeMs) << " ms)";
     std::cout << "\n";
     std::cout << "  passes     "
-              << (opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline)
+              << frontend::trgPipeline(opts)
               << "\n";
+    std::cout << "  svd        "
+              << (frontend::trgSvdUsed(opts) == frontend::TrgSvd::Truncated
+                      ? "truncated: svd_topk computes the D' leading triplets (randomized subspace "
+                        "iteration, residual stop) and its gradient needs no full SVD"
+                      : opts.second && opts.svd == frontend::TrgSvd::Truncated
+                            ? "full: --second needs second derivatives, which svd_topk does not "
+                              "have yet (LAPACK dgesdd, then the slice)"
+                            : "full (LAPACK dgesdd, then the slice)")
+              << (opts.pipeline.empty() ? "" : " (with --passes: as the pipeline says)") << "\n";
     std::cout << "  compile    " << fmt("%.3f", drv->compileMs()) << " ms (trace + passes; "
               << drv->totalOps() << " ops in " << drv->programs().size() << " programs)\n";
     for (const auto &g : drv->groups()) {
@@ -471,6 +522,7 @@ void runTrg(TrgArgs &a) {
       }
     }
     const std::vector<double> loadBefore = rt::readLoadAverage();
+    const rt::TruncatedSvdStats svdBefore = rt::truncatedSvdStats();
     frontend::TrgResult rv, rg, rs;
     Memory mv, mg, ms;
     Stats tv = measureMemory(mv, rssBase, [&] {
@@ -488,6 +540,9 @@ void runTrg(TrgArgs &a) {
                         "second");
       });
     const std::vector<double> loadAfter = rt::readLoadAverage();
+    const rt::TruncatedSvdStats svdAfter = rt::truncatedSvdStats();
+    const TopkCounts topk = topkCounts(svdBefore, svdAfter);
+    topkTotal.add(topk);
     prog.clear();
 
     // Exact values (derivatives diverge exactly at beta_c).
@@ -525,6 +580,8 @@ void runTrg(TrgArgs &a) {
       j["checkpoint"] = a.checkpoint;
       j["order"] = a.order;
       j["width"] = opts.width;
+      j["svd"] = frontend::trgSvdName(frontend::trgSvdUsed(opts));
+      j["svd_topk"] = topk.json();
       j["ranks"] = drv->ranks();
       j["ranks_probe_ms"] = probeMs >= 0 ? nlohmann::json(us(probeMs)) : nlohmann::json(nullptr);
       j["lnZ_per_site"] = rv.lnZ;
@@ -547,7 +604,7 @@ void runTrg(TrgArgs &a) {
       j["compile_groups"] = groupsJson(*drv);
       j["ops"] = drv->totalOps();
       j["repeat"] = a.repeat;
-      j["passes"] = opts.pipeline.empty() ? frontend::defaultTrgPipeline(opts.order) : opts.pipeline;
+      j["passes"] = frontend::trgPipeline(opts);
       j["blas"] = blas;
       j["loadavg"] = {{"before", loadJson(loadBefore)}, {"after", loadJson(loadAfter)}};
       j["memory"] = {{"rss_before_runs_bytes", rssBase},
@@ -585,6 +642,7 @@ void runTrg(TrgArgs &a) {
     if (opts.second) std::cout << "  memory second     " << memoryText(ms, rssBase) << "\n";
     std::cout << "  loadavg           before " << rt::formatLoadAverage(loadBefore) << " | after "
               << rt::formatLoadAverage(loadAfter) << "\n";
+    if (topk.calls + topk.complementCalls > 0) std::cout << "  svd_topk          " << topk.text() << "\n";
     std::cout.flush();
   }
   if (a.profile) {
@@ -592,6 +650,7 @@ void runTrg(TrgArgs &a) {
     os << "profile (engine, mean ms per run of each program over every run above, top 8 "
           "instructions; profiling adds two clock reads per chunk):\n"
        << drv->profileReport(8);
+    os << "truncated SVD kernels over every run above: " << topkTotal.text() << "\n";
     os.flush();
   }
 }
@@ -644,6 +703,12 @@ void addTrgCommand(CLI::App &app) {
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (reverse over the "
                 "staged sweep, or grad of grad of the whole program; implies --grad)");
   cmd->add_option("--mode", args->mode, "staged (default) or whole");
+  cmd->add_option("--svd", args->svd,
+                  "step SVDs: truncated (default: the truncate-svd pass computes only the D' "
+                  "leading triplets by randomized subspace iteration, and differentiates them "
+                  "without a full SVD) or full (LAPACK dgesdd of the whole matrix, then the "
+                  "slice); --second always uses full (svd_topk has first derivatives only) and "
+                  "says so; with --passes the pipeline given is used as is");
   cmd->add_option("--checkpoint", args->checkpoint,
                   "residual policy of the backward: store (default), recompute, save-svd");
   cmd->add_option("--order", args->order,

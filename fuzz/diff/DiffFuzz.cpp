@@ -407,7 +407,7 @@ Program withRoundingNoise(const Program &p, std::mt19937_64 &rng) {
       for (ir::ValueId v : operands) magnitudes.push_back(b.unary(OpKind::Abs, v));
       ir::ValueId size = b.createMulti(op.kind, magnitudes, op.attrs)[0];
       rs[0] = b.add(rs[0], b.mul(noise(types[0], summedTerms(p, op)), size));
-    } else if (op.kind == OpKind::Svd) {
+    } else if (op.kind == OpKind::Svd || op.kind == OpKind::SvdTopk) {
       const ir::Type &a = p.type(op.operands[0]);
       double terms = static_cast<double>(a.shape[0] + a.shape[1]);
       rs[0] = b.add(rs[0], noise(types[0], terms));

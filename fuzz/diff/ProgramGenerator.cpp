@@ -94,6 +94,7 @@ public:
   bool dotGeneral();
   bool einsum();
   bool svd();
+  bool svdTopk();
 
 private:
   // --- Randomness -----------------------------------------------------------------
@@ -626,6 +627,28 @@ Val Gen::reconstruction(ValueId u, ValueId s, ValueId vt, double sBound) {
   return Val{r, false, gBound, 0};
 }
 
+/// svd_topk in the forms whose value does not depend on how the iteration converged
+/// within its tolerance: the k leading singular values, or all K triplets
+/// reconstructed (a random matrix may have a tiny gap at any cut, where the kept
+/// subspace is ill-conditioned).
+bool Gen::svdTopk() {
+  Val m;
+  if (!asMatrix(any(), m)) return false;
+  m = scaled(m, 1);
+  Shape ms = shapeOf(m);
+  const int64_t rows = ms[0], cols = ms[1], K = std::min(rows, cols);
+  if (K == 0) return false;
+  const double sBound = m.bound * std::sqrt(static_cast<double>(std::max<int64_t>(1, rows * cols)));
+  if (chance(0.5)) {
+    auto usv = b_.svdTopk(m.id, 1 + static_cast<int64_t>(pick(static_cast<size_t>(K))));
+    push(Val{usv[1], false, sBound, 0});
+  } else {
+    auto usv = b_.svdTopk(m.id, K);
+    push(reconstruction(usv[0], usv[1], usv[2], sBound));
+  }
+  return true;
+}
+
 bool Gen::svd() {
   Val m;
   if (!asMatrix(any(), m)) return false;
@@ -722,6 +745,9 @@ constexpr Entry kCases[] = {
     {OpKind::DotGeneral, [](Gen &g) { return g.dotGeneral(); }},
     {OpKind::Einsum, [](Gen &g) { return g.einsum(); }},
     {OpKind::Svd, [](Gen &g) { return g.svd(); }},
+    {OpKind::SvdTopk, [](Gen &g) { return g.svdTopk(); }},
+    // Appears in gradients of svd_topk only (its operands are an SVD and cotangents).
+    {OpKind::SvdTopkComplement, [](Gen &) { return false; }},
     {OpKind::StopGradient, [](Gen &g) { return g.unary(OpKind::StopGradient); }},
 };
 static_assert(ir::coversEveryOpInOrder(kCases),

@@ -61,6 +61,11 @@ Program exampleFor(OpKind kind) {
     rs = {b.einsum("wak,abu,k->wbu", {in("A", {2, 3, 4}), in("B", {3, 5, 6}), in("c", {4})})};
     break;
   case OpKind::Svd: rs = b.svd(in("M", {6, 4}), 1e-10); break;
+  case OpKind::SvdTopk: rs = b.svdTopk(in("M", {6, 4}), 2, 1e-10); break;
+  case OpKind::SvdTopkComplement:
+    rs = b.svdTopkComplement(in("A", {6, 4}), in("U", {6, 3}), in("s", {3}), in("Vt", {3, 4}),
+                             in("gU", {6, 2}), in("gVt", {2, 4}), 1e-9);
+    break;
   }
   if (rs.empty()) FAIL("no example program for op '" << opName(kind) << "'");
   for (ValueId r : rs) p.addOutput(r);

@@ -1,0 +1,512 @@
+//===- runtime/TruncatedSvd.cpp - Top-k SVD and the complement of its pullback -===//
+//
+// See TruncatedSvd.h for the algorithms. Internally the tall matrices of topkSvd are
+// column-major (LAPACK's QR wants them so); the row-major operand A (m×n) is the
+// column-major Aᵀ (n×m, leading dimension n). svdComplement is row-major throughout.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/TruncatedSvd.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include "runtime/Runtime.h"
+
+namespace tessel::rt {
+
+namespace {
+
+std::atomic<int64_t> gTopkCalls{0}, gTopkIterations{0}, gTopkFallbacks{0};
+std::atomic<int64_t> gComplementCalls{0}, gComplementIterations{0}, gComplementFallbacks{0};
+
+constexpr double kEps = std::numeric_limits<double>::epsilon();
+
+/// splitmix64 (Steele, Lea, Flood 2014): a counter-based stream, the same on every
+/// machine and thread.
+uint64_t splitmix(uint64_t &x) {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/// Columns c0..c1 of a column-major n×· Gaussian matrix (Box–Muller), each column from
+/// its own stream so that a grown sketch keeps its first columns.
+void gaussianColumns(double *V, int64_t n, int64_t c0, int64_t c1, uint64_t seed) {
+  const double twoPi = 6.283185307179586476925286766559;
+  for (int64_t c = c0; c < c1; ++c) {
+    uint64_t x = seed ^ (static_cast<uint64_t>(c) * 0xD1B54A32D192ED03ULL);
+    for (int64_t i = 0; i < n; i += 2) {
+      double u1 = (static_cast<double>(splitmix(x) >> 11) + 0.5) * 0x1.0p-53;
+      double u2 = (static_cast<double>(splitmix(x) >> 11) + 0.5) * 0x1.0p-53;
+      double rad = std::sqrt(-2.0 * std::log(u1));
+      V[c * n + i] = rad * std::cos(twoPi * u2);
+      if (i + 1 < n) V[c * n + i + 1] = rad * std::sin(twoPi * u2);
+    }
+  }
+}
+
+int64_t gesddLwork(int64_t rows, int64_t cols) {
+  double wq = 0, dummy = 0;
+  lapack_int idummy = 0;
+  const int64_t mn = std::min(rows, cols);
+  lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(rows),
+                                        static_cast<lapack_int>(cols), &dummy,
+                                        static_cast<lapack_int>(rows), &dummy, &dummy,
+                                        static_cast<lapack_int>(rows), &dummy,
+                                        static_cast<lapack_int>(mn), &wq, -1, &idummy);
+  return info == 0 ? std::max<int64_t>(1, static_cast<int64_t>(wq)) : 1;
+}
+
+int64_t qrLwork(int64_t m, int64_t b) {
+  double wq1 = 0, wq2 = 0, dummy = 0;
+  LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, static_cast<lapack_int>(m), static_cast<lapack_int>(b),
+                      &dummy, static_cast<lapack_int>(m), &dummy, &wq1, -1);
+  LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, static_cast<lapack_int>(m), static_cast<lapack_int>(b),
+                      static_cast<lapack_int>(b), &dummy, static_cast<lapack_int>(m), &dummy, &wq2,
+                      -1);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::max(wq1, wq2)));
+}
+
+/// Flops of a gesdd with vectors on an m×n matrix (the cost model of ir/OpCost.cpp).
+double gesddFlops(int64_t m, int64_t n) {
+  const double big = static_cast<double>(std::max(m, n)), K = static_cast<double>(std::min(m, n));
+  return std::min(14 * big * K * K + 8 * K * K * K, 6 * big * K * K + 20 * K * K * K);
+}
+
+int64_t iworkDoubles(int64_t K) {
+  return (8 * K * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
+}
+
+/// Full thin SVD of the row-major m×n A (copied) into heap arrays: U m×K, s K, Vt K×n,
+/// row-major (gesdd of the column-major Aᵀ, as the svd kernel).
+struct FullSvd {
+  std::vector<double> U, s, Vt;
+  int info = 0;
+};
+FullSvd fullSvd(const double *A, int64_t m, int64_t n) {
+  const int64_t K = std::min(m, n);
+  FullSvd f;
+  std::vector<double> a(A, A + m * n);
+  f.U.assign(static_cast<size_t>(m * K), 0.0);
+  f.s.assign(static_cast<size_t>(K), 0.0);
+  f.Vt.assign(static_cast<size_t>(K * n), 0.0);
+  const int64_t lwork = gesddLwork(n, m);
+  std::vector<double> work(static_cast<size_t>(lwork + iworkDoubles(K)));
+  auto *iwork = reinterpret_cast<lapack_int *>(work.data() + lwork);
+  f.info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(n),
+                               static_cast<lapack_int>(m), a.data(), static_cast<lapack_int>(n),
+                               f.s.data(), f.Vt.data(), static_cast<lapack_int>(n), f.U.data(),
+                               static_cast<lapack_int>(K), work.data(),
+                               static_cast<lapack_int>(lwork), iwork);
+  return f;
+}
+
+/// Row-major C = alpha·op(A)·op(B) + beta·C.
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double *A,
+          int64_t lda, const double *B, int64_t ldb, double beta, double *C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0.0 : beta * C[i * ldc + j];
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
+              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
+              static_cast<blasint>(ldc));
+}
+
+/// The full rule's broadened reciprocal: L(x) = (y/(y² + ε²))/s₀ with y = x/s₀, 0 at
+/// x = 0 (passes/VjpSvd.cpp builds the same expression in IR).
+double broadenedInv(double x, double s0, double eps) {
+  if (x == 0) return 0;
+  const double y = x / s0;
+  return (y / (y * y + eps * eps)) / s0;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// topkSvd
+
+TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k) {
+  TopkSvdConfig c;
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  const int64_t K = std::min(m, n);
+  if (k <= 0 || K == 0) return c;
+  c.b0 = std::min(K, 2 * k);
+  c.bmax = std::min(K, 4 * k);
+  c.tol = 8 * kEps * std::sqrt(static_cast<double>(std::max(m, n)));
+  const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(c.b0) +
+                           12.0 * static_cast<double>(m + n) * static_cast<double>(c.b0 * c.b0);
+  c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 4.0, 200.0));
+  c.lworkSvd = gesddLwork(n, c.bmax);
+  c.lworkQr = qrLwork(m, c.bmax);
+  const int64_t bm = c.bmax;
+  // Q, W, U: m×bmax; Bt, V: n×bmax; VTs: bmax²; sv, tau: bmax; LAPACK workspaces.
+  c.workElems = 3 * m * bm + 2 * n * bm + bm * bm + 2 * bm + c.lworkSvd + iworkDoubles(bm) +
+                c.lworkQr;
+  return c;
+}
+
+TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, double *sout,
+                       double *Vtout, double *work) {
+  TopkSvdOutcome out;
+  const int64_t m = c.m, n = c.n, k = c.k, bm = c.bmax;
+  if (k <= 0) return out;
+  gTopkCalls.fetch_add(1, std::memory_order_relaxed);
+  double *Q = work, *W = Q + m * bm, *U = W + m * bm, *Bt = U + m * bm, *V = Bt + n * bm;
+  double *VTs = V + n * bm, *sv = VTs + bm * bm, *tau = sv + bm, *lw = tau + bm;
+  auto *iwork = reinterpret_cast<lapack_int *>(lw + c.lworkSvd);
+  double *qw = lw + c.lworkSvd + iworkDoubles(bm);
+  const uint64_t seed = 0x7e55e1ULL ^ (static_cast<uint64_t>(m) << 40) ^
+                        (static_cast<uint64_t>(n) << 20) ^ static_cast<uint64_t>(k);
+  const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n);
+
+  // W[:, c0:c1] = A·V[:, c0:c1]: column-major W (m×·) = (Aᵀ)ᵀ·V with Aᵀ column-major n×m.
+  auto applyA = [&](int64_t c0, int64_t c1) {
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(c1 - c0), N, 1.0,
+                A, N, V + c0 * n, N, 0.0, W + c0 * m, M);
+  };
+  auto fallback = [&]() {
+    FullSvd f = fullSvd(A, m, n);
+    out.lapackInfo = f.info;
+    out.fallback = true;
+    out.residual = 0;
+    gTopkFallbacks.fetch_add(1, std::memory_order_relaxed);
+    if (f.info != 0) return out;
+    const int64_t K = std::min(m, n);
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(Uout + i * k, f.U.data() + i * K, static_cast<size_t>(k) * sizeof(double));
+    std::memcpy(sout, f.s.data(), static_cast<size_t>(k) * sizeof(double));
+    std::memcpy(Vtout, f.Vt.data(), static_cast<size_t>(k * n) * sizeof(double));
+    return out;
+  };
+
+  int64_t b = c.b0;
+  gaussianColumns(V, n, 0, b, seed);
+  applyA(0, b);
+  double prevRes = -1;
+  int grown = 0;
+  for (int it = 1;; ++it) {
+    // Q = orth(W[:, :b]).
+    std::memcpy(Q, W, static_cast<size_t>(m * b) * sizeof(double));
+    lapack_int info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, M, static_cast<lapack_int>(b), Q, M,
+                                          tau, qw, static_cast<lapack_int>(c.lworkQr));
+    if (info == 0)
+      info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, M, static_cast<lapack_int>(b),
+                                 static_cast<lapack_int>(b), Q, M, tau, qw,
+                                 static_cast<lapack_int>(c.lworkQr));
+    if (info != 0) {
+      out.lapackInfo = info;
+      return out;
+    }
+    // Bt = Aᵀ·Q (n×b) = V·diag(σ)·VTs: B = QᵀA = VTsᵀ·diag(σ)·Vᵀ.
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, static_cast<blasint>(b), M, 1.0, A,
+                N, Q, M, 0.0, Bt, N);
+    info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', N, static_cast<lapack_int>(b), Bt, N, sv, V,
+                               N, VTs, static_cast<lapack_int>(b), lw,
+                               static_cast<lapack_int>(c.lworkSvd), iwork);
+    if (info != 0) {
+      out.lapackInfo = info;
+      return out;
+    }
+    // U = Q·VTsᵀ (m×b), W = A·V.
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(b),
+                static_cast<blasint>(b), 1.0, Q, M, VTs, static_cast<blasint>(b), 0.0, U, M);
+    applyA(0, b);
+    double res = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      double ss = 0;
+      const double *w = W + i * m, *u = U + i * m;
+      for (int64_t r = 0; r < m; ++r) {
+        const double d = w[r] - sv[i] * u[r];
+        ss += d * d;
+      }
+      res = std::max(res, std::sqrt(ss));
+    }
+    out.iterations = it;
+    out.sketch = b;
+    gTopkIterations.fetch_add(1, std::memory_order_relaxed);
+    const double scale = sv[0];
+    if (res <= c.tol * scale) {
+      out.residual = scale > 0 ? res / scale : 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < k; ++j) Uout[i * k + j] = U[j * m + i];
+      std::memcpy(sout, sv, static_cast<size_t>(k) * sizeof(double));
+      std::memcpy(Vtout, V, static_cast<size_t>(k * n) * sizeof(double)); // V col-major n×b
+      return out;
+    }
+    // Will it converge within the budget at the observed rate? If not, grow the sketch
+    // (the rate is about (σ_{b+1}/σ_k)² per iteration), and fall back once it cannot.
+    if (it >= c.maxIter) return fallback();
+    if (prevRes > 0) {
+      const double rate = res / prevRes;
+      const double need = rate < 1 ? std::log(c.tol * scale / res) / std::log(rate) : 1e9;
+      if (it + need > c.maxIter) {
+        if (b < bm && grown < 2) {
+          const int64_t nb = std::min(bm, b + k);
+          gaussianColumns(V, n, b, nb, seed);
+          applyA(b, nb);
+          b = nb;
+          ++grown;
+          prevRes = -1;
+          continue;
+        }
+        if (rate >= 1 || it + need > 2.0 * c.maxIter) return fallback();
+      }
+    }
+    prevRes = res;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// svdComplement
+
+SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t r) {
+  SvdComplementConfig c;
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  c.r = r;
+  const int64_t K = std::min(m, n);
+  c.guards = std::max<int64_t>(0, std::min(k, K - k));
+  if (c.guards > 0) c.guard = topkSvdConfig(m, n, c.guards);
+  c.tol = 8 * kEps * std::sqrt(static_cast<double>(std::max(m, n)));
+  const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(std::max<int64_t>(r, 1));
+  c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 8.0, 400.0));
+  const int64_t g = c.guards;
+  // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F, Wx, Rx, Px, Qx m×r; Gt, Wy, Ry, Py, Qy
+  // r×n; small k×r, g×r blocks; the guard topkSvd's workspace.
+  c.workElems = m * n + g * (m + n + 1) + 5 * r * (m + n) + 4 * std::max(k, g) * r + 4 * r +
+                m * k + c.guard.workElems;
+  return c;
+}
+
+SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, const double *A,
+                                   const double *U, const double *s, const double *Vt,
+                                   const double *gU, const double *gVt, double *X, double *Yt,
+                                   double *work) {
+  SvdComplementOutcome out;
+  const int64_t m = c.m, n = c.n, k = c.k, r = c.r, g = c.guards, K = std::min(m, n);
+  if (r == 0) return out;
+  gComplementCalls.fetch_add(1, std::memory_order_relaxed);
+  double *Ap = work, *Ug = Ap + m * n, *sg = Ug + m * g, *Vgt = sg + g;
+  double *F = Vgt + g * n, *Wx = F + m * r, *Rx = Wx + m * r, *Px = Rx + m * r, *Qx = Px + m * r;
+  double *Gt = Qx + m * r, *Wy = Gt + r * n, *Ry = Wy + r * n, *Py = Ry + r * n, *Qy = Py + r * n;
+  const int64_t kg = std::max(k, g);
+  double *T1 = Qy + r * n, *T2 = T1 + kg * r, *T3 = T2 + kg * r, *T4 = T3 + kg * r;
+  double *rr = T4 + kg * r, *fn = rr + r, *alpha = fn + r, *done = alpha + r;
+  double *Us = done + r, *gw = Us + m * k;
+  const double s0 = s[0] != 0 ? s[0] : 1.0;
+
+  // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n).
+  gemm(true, false, k, r, m, 1.0, U, k, gU, r, 0.0, T1, r);
+  std::memcpy(F, gU, static_cast<size_t>(m * r) * sizeof(double));
+  gemm(false, false, m, r, k, -1.0, U, k, T1, r, 1.0, F, r);
+  gemm(false, true, r, k, n, 1.0, gVt, n, Vt, n, 0.0, T2, k);
+  std::memcpy(Gt, gVt, static_cast<size_t>(r * n) * sizeof(double));
+  gemm(false, false, r, n, k, -1.0, T2, k, Vt, n, 1.0, Gt, n);
+
+  auto fullRule = [&](const char *why) {
+    // The full rule's rows i >= k of its core matrix and its projector terms, from a
+    // gesdd of A: X = U_⊥·x + (F − U_⊥·a)·diag(L(s)), Yt = yᵀ·Vt_⊥ + diag(L(s))·(Gt − bᵀ·Vt_⊥).
+    out.fallback = true;
+    out.fallbackReason = why;
+    gComplementFallbacks.fetch_add(1, std::memory_order_relaxed);
+    FullSvd f = fullSvd(A, m, n);
+    out.lapackInfo = f.info;
+    if (f.info != 0) return;
+    const int64_t t = K - k; // discarded triplets
+    std::vector<double> a(static_cast<size_t>(std::max<int64_t>(t, 1) * r)), bb(a.size()),
+        x(a.size()), y(a.size());
+    if (t > 0) {
+      gemm(true, false, t, r, m, 1.0, f.U.data() + k, K, F, r, 0.0, a.data(), r);
+      gemm(false, true, t, r, n, 1.0, f.Vt.data() + k * n, n, Gt, n, 0.0, bb.data(), r);
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < r; ++j) {
+          const double sp = 0.5 * (a[i * r + j] + bb[i * r + j]), sm = 0.5 * (a[i * r + j] - bb[i * r + j]);
+          const double lm = broadenedInv(s[j] - f.s[k + i], s0, eps), lp = broadenedInv(s[j] + f.s[k + i], s0, eps);
+          x[i * r + j] = sp * lm + sm * lp;
+          y[i * r + j] = sp * lm - sm * lp;
+        }
+    }
+    // Null-space parts: F minus its components along all of U_full (the kept ones are
+    // already out), times L(s_j); likewise for Gt.
+    std::memcpy(X, F, static_cast<size_t>(m * r) * sizeof(double));
+    std::memcpy(Yt, Gt, static_cast<size_t>(r * n) * sizeof(double));
+    if (t > 0) {
+      gemm(false, false, m, r, t, -1.0, f.U.data() + k, K, a.data(), r, 1.0, X, r);
+      gemm(true, false, r, n, t, -1.0, bb.data(), r, f.Vt.data() + k * n, n, 1.0, Yt, n);
+    }
+    for (int64_t j = 0; j < r; ++j) {
+      const double ls = broadenedInv(s[j], s0, eps);
+      for (int64_t i = 0; i < m; ++i) X[i * r + j] *= m > K ? ls : 0.0;
+      for (int64_t i = 0; i < n; ++i) Yt[j * n + i] *= n > K ? ls : 0.0;
+    }
+    if (t > 0) {
+      gemm(false, false, m, r, t, 1.0, f.U.data() + k, K, x.data(), r, 1.0, X, r);
+      gemm(true, false, r, n, t, 1.0, y.data(), r, f.Vt.data() + k * n, n, 1.0, Yt, n);
+    }
+  };
+
+  // A⊥ = A − U·diag(s)·Vt.
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j) Us[i * k + j] = U[i * k + j] * s[j];
+  std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
+  gemm(false, false, m, n, k, -1.0, Us, k, Vt, n, 1.0, Ap, n);
+
+  std::memset(X, 0, static_cast<size_t>(m * r) * sizeof(double));
+  std::memset(Yt, 0, static_cast<size_t>(r * n) * sizeof(double));
+  double tailBound = 0; // an upper bound of σ_max(A₂) (the last guard)
+  if (g > 0) {
+    out.guard = topkSvd(c.guard, Ap, Ug, sg, Vgt, gw);
+    if (out.guard.lapackInfo != 0) {
+      out.lapackInfo = out.guard.lapackInfo;
+      return out;
+    }
+    tailBound = sg[g - 1];
+    // Explicit coupling of the guards: a = Ugᵀ·F, b = Vgt·Gtᵀ (g×r).
+    gemm(true, false, g, r, m, 1.0, Ug, g, F, r, 0.0, T1, r);
+    gemm(false, true, g, r, n, 1.0, Vgt, n, Gt, n, 0.0, T2, r);
+    for (int64_t i = 0; i < g; ++i)
+      for (int64_t j = 0; j < r; ++j) {
+        const double sp = 0.5 * (T1[i * r + j] + T2[i * r + j]), sm = 0.5 * (T1[i * r + j] - T2[i * r + j]);
+        const double lm = broadenedInv(s[j] - sg[i], s0, eps), lp = broadenedInv(s[j] + sg[i], s0, eps);
+        T3[i * r + j] = sp * lm + sm * lp;
+        T4[i * r + j] = sp * lm - sm * lp;
+      }
+    gemm(false, false, m, r, g, 1.0, Ug, g, T3, r, 0.0, X, r);
+    gemm(true, false, r, n, g, 1.0, T4, r, Vgt, n, 0.0, Yt, n);
+    // Take the guards out of the right-hand sides and of the operator.
+    gemm(false, false, m, r, g, -1.0, Ug, g, T1, r, 1.0, F, r);
+    gemm(true, false, r, n, g, -1.0, T2, r, Vgt, n, 1.0, Gt, n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < g; ++j) Ug[i * g + j] *= sg[j];
+    gemm(false, false, m, n, g, -1.0, Ug, g, Vgt, n, 1.0, Ap, n);
+  } else if (K > k) {
+    fullRule("no room for guards");
+    return out;
+  }
+  if (g > 0 && g < K - k && tailBound >= s[r - 1]) {
+    fullRule("the guards do not reach below the cut");
+    return out;
+  }
+
+  // CG on (s_j·I − H)·w_j = f_j for all j at once; w = (Wx[:, j], Wy[j, :]).
+  std::memset(Wx, 0, static_cast<size_t>(m * r) * sizeof(double));
+  std::memset(Wy, 0, static_cast<size_t>(r * n) * sizeof(double));
+  std::memcpy(Rx, F, static_cast<size_t>(m * r) * sizeof(double));
+  std::memcpy(Ry, Gt, static_cast<size_t>(r * n) * sizeof(double));
+  std::memcpy(Px, F, static_cast<size_t>(m * r) * sizeof(double));
+  std::memcpy(Py, Gt, static_cast<size_t>(r * n) * sizeof(double));
+  auto colNorms2 = [&](const double *Mx, const double *My, double *o) {
+    for (int64_t j = 0; j < r; ++j) o[j] = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < r; ++j) o[j] += Mx[i * r + j] * Mx[i * r + j];
+    for (int64_t j = 0; j < r; ++j)
+      for (int64_t i = 0; i < n; ++i) o[j] += My[j * n + i] * My[j * n + i];
+  };
+  // (Qx, Qy) = (s_j·I − H)·(Px, Py).
+  auto applyShifted = [&](const double *Pxx, const double *Pyy) {
+    gemm(false, true, m, r, n, -1.0, Ap, n, Pyy, n, 0.0, Qx, r);
+    gemm(true, false, r, n, m, -1.0, Pxx, r, Ap, n, 0.0, Qy, n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < r; ++j) Qx[i * r + j] += s[j] * Pxx[i * r + j];
+    for (int64_t j = 0; j < r; ++j)
+      for (int64_t i = 0; i < n; ++i) Qy[j * n + i] += s[j] * Pyy[j * n + i];
+  };
+  colNorms2(F, Gt, fn);
+  colNorms2(Rx, Ry, rr);
+  for (int64_t j = 0; j < r; ++j) done[j] = std::sqrt(rr[j]) <= c.tol * std::sqrt(fn[j]) ? 1 : 0;
+  auto allDone = [&] {
+    for (int64_t j = 0; j < r; ++j)
+      if (done[j] == 0) return false;
+    return true;
+  };
+  int it = 0;
+  while (!allDone()) {
+    if (it >= c.maxIter) {
+      out.iterations = it;
+      fullRule("conjugate gradients did not converge within the budget");
+      return out;
+    }
+    ++it;
+    gComplementIterations.fetch_add(1, std::memory_order_relaxed);
+    applyShifted(Px, Py);
+    for (int64_t j = 0; j < r; ++j) alpha[j] = 0; // pᵀ·q per column
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < r; ++j) alpha[j] += Px[i * r + j] * Qx[i * r + j];
+    for (int64_t j = 0; j < r; ++j)
+      for (int64_t i = 0; i < n; ++i) alpha[j] += Py[j * n + i] * Qy[j * n + i];
+    for (int64_t j = 0; j < r; ++j) {
+      if (done[j] != 0) {
+        alpha[j] = 0;
+        continue;
+      }
+      if (!(alpha[j] > 0)) {
+        out.iterations = it;
+        fullRule("the tail system is not positive definite (a discarded singular value at the cut)");
+        return out;
+      }
+      alpha[j] = rr[j] / alpha[j];
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < r; ++j) {
+        Wx[i * r + j] += alpha[j] * Px[i * r + j];
+        Rx[i * r + j] -= alpha[j] * Qx[i * r + j];
+      }
+    for (int64_t j = 0; j < r; ++j)
+      for (int64_t i = 0; i < n; ++i) {
+        Wy[j * n + i] += alpha[j] * Py[j * n + i];
+        Ry[j * n + i] -= alpha[j] * Qy[j * n + i];
+      }
+    colNorms2(Rx, Ry, T1); // new ‖r_j‖²
+    for (int64_t j = 0; j < r; ++j) {
+      if (done[j] != 0) continue;
+      const double beta = rr[j] > 0 ? T1[j] / rr[j] : 0;
+      rr[j] = T1[j];
+      if (std::sqrt(rr[j]) <= c.tol * std::sqrt(fn[j])) done[j] = 1;
+      for (int64_t i = 0; i < m; ++i) Px[i * r + j] = Rx[i * r + j] + beta * Px[i * r + j];
+      for (int64_t i = 0; i < n; ++i) Py[j * n + i] = Ry[j * n + i] + beta * Py[j * n + i];
+    }
+  }
+  out.iterations = it;
+  // The true residual f − (s_j·I − H)·w, checked against the same tolerance (with a
+  // margin for the recurrence's rounding).
+  applyShifted(Wx, Wy);
+  for (int64_t i = 0; i < m * r; ++i) Qx[i] = F[i] - Qx[i];
+  for (int64_t i = 0; i < r * n; ++i) Qy[i] = Gt[i] - Qy[i];
+  colNorms2(Qx, Qy, T1);
+  for (int64_t j = 0; j < r; ++j)
+    if (std::sqrt(T1[j]) > 16 * c.tol * std::sqrt(fn[j]) ) {
+      fullRule("the true residual of the tail solve is above the tolerance");
+      return out;
+    }
+  for (int64_t i = 0; i < m * r; ++i) X[i] += Wx[i];
+  for (int64_t i = 0; i < r * n; ++i) Yt[i] += Wy[i];
+  return out;
+}
+
+TruncatedSvdStats truncatedSvdStats() {
+  TruncatedSvdStats s;
+  s.topkCalls = gTopkCalls.load(std::memory_order_relaxed);
+  s.topkIterations = gTopkIterations.load(std::memory_order_relaxed);
+  s.topkFallbacks = gTopkFallbacks.load(std::memory_order_relaxed);
+  s.complementCalls = gComplementCalls.load(std::memory_order_relaxed);
+  s.complementIterations = gComplementIterations.load(std::memory_order_relaxed);
+  s.complementFallbacks = gComplementFallbacks.load(std::memory_order_relaxed);
+  return s;
+}
+
+} // namespace tessel::rt

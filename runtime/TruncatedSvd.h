@@ -1,0 +1,99 @@
+//===- runtime/TruncatedSvd.h - Top-k SVD and the complement of its pullback ---===//
+//
+// The two kernels behind svd_topk and svd_topk_complement (ir/ops.def), written
+// against plain arrays so that the engine, the tests and the benchmarks call the same
+// code. Internal to the runtime; the counters are public through runtime/Runtime.h.
+//
+// topkSvd: the k leading singular triplets of a row-major m×n matrix by randomized
+// block subspace iteration with Rayleigh–Ritz (Halko, Martinsson, Tropp, SIAM Rev. 53,
+// 217 (2011), Alg. 4.4 and 5.1; for TRG: Morita et al., PRE 97, 033310 (2018)):
+//   V ← Gaussian n×b (fixed seed),  W = A·V
+//   repeat: Q = orth(W);  QᵀA = Ũ·diag(σ)·Vᵀ (gesdd of the b×n matrix);  U = Q·Ũ;  W = A·V
+//           stop when ‖A·vᵢ − σᵢ·uᵢ‖ ≤ tol·σ₁ for every i < k (Aᵀ·uᵢ = σᵢ·vᵢ holds by
+//           construction), tol = 8·ε·√max(m, n).
+// The sketch starts at b = min(K, 2k) (K = min(m, n)) and grows by k once or twice
+// (up to min(K, 4k)) when the residuals' observed decay predicts no convergence
+// within the budget; the budget is half the flops of a gesdd of A, after which (or
+// when growing cannot help) the kernel falls back to gesdd and counts it. Every run
+// is deterministic: the seed depends only on (m, n, k), and BLAS runs single-threaded.
+//
+// svdComplement: the part of the pullback of A ↦ (U, s, Vt) = top-k SVD that couples
+// the kept triplets to the discarded subspace (Francuz, Schuch, Vanhecke, PRR 7,
+// 013237 (2025), arXiv:2311.11894): X ⟂ U, Y ⟂ V with
+//   X·S − A⊥·Y = (I − UUᵀ)·Ū,   Y·S − A⊥ᵀ·X = (I − VVᵀ)·V̄,   A⊥ = A − U·S·Vᵀ,
+// for the r leading triplets that carry cotangents (S = diag(s[:r])). In the singular
+// basis of A⊥ this is x_ij = ½(a+b)_ij/(s_j − σ_i) + ½(a−b)_ij/(s_j + σ_i) with
+// a = uᵢᵀŪ_j, b = vᵢᵀV̄_j, and y_ij the same with the second term subtracted: the
+// rows i ≥ k of the full rule's core matrix (docs/trg.md §5). The discarded triplets
+// nearest the cut (the "guards", g = min(k, K − k) of them, computed by topkSvd on
+// A⊥) are coupled explicitly with the full rule's Lorentzian broadening
+// 1/x → x/(x² + (ε·s₀)²); the rest, whose singular values lie below the last guard,
+// is solved by conjugate gradients on the positive definite system
+// (s_j·I − H)·w_j = f_j, H = [[0, A₂], [A₂ᵀ, 0]], A₂ = A⊥ minus the guards, which
+// converges at the rate set by σ_{k+g+1}/s_j, with a true-residual check at the end.
+// If the guards do not reach below s[r−1], CG meets a direction of non-positive
+// curvature or its budget runs out, the kernel computes the same numbers from a full
+// gesdd of A (the full rule) and counts the fallback.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace tessel::rt {
+
+/// Sizes fixed at prepare for topkSvd on an m×n matrix keeping k triplets.
+struct TopkSvdConfig {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t b0 = 0;   ///< initial sketch size
+  int64_t bmax = 0; ///< largest sketch size
+  int maxIter = 0;  ///< iterations before falling back to gesdd
+  double tol = 0;   ///< residual tolerance relative to σ₁
+  int64_t lworkSvd = 0, lworkQr = 0; ///< LAPACK workspaces (queried once)
+  int64_t workElems = 0;             ///< doubles of workspace topkSvd needs
+};
+TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k);
+
+/// What one topkSvd call did (for the counters and the tests).
+struct TopkSvdOutcome {
+  int iterations = 0;
+  int64_t sketch = 0;   ///< final sketch size
+  bool fallback = false;
+  double residual = 0;  ///< max_i ‖A·vᵢ − σᵢ·uᵢ‖ / σ₁ at the stop (0 after a fallback)
+  int lapackInfo = 0;   ///< != 0: a LAPACK call failed (the caller reports it)
+};
+
+/// A row-major m×n (finite), U row-major m×k, s[k] descending, Vt row-major k×n.
+/// `work` has cfg.workElems doubles. The fallback allocates gesdd's workspace on the
+/// heap (the only allocation).
+TopkSvdOutcome topkSvd(const TopkSvdConfig &cfg, const double *A, double *U, double *s,
+                       double *Vt, double *work);
+
+/// Sizes fixed at prepare for svdComplement.
+struct SvdComplementConfig {
+  int64_t m = 0, n = 0, k = 0, r = 0;
+  int64_t guards = 0;   ///< g = min(k, K − k)
+  TopkSvdConfig guard;  ///< topkSvd of A⊥ for the guards
+  int maxIter = 0;      ///< CG iterations before falling back
+  double tol = 0;       ///< CG residual tolerance relative to ‖f_j‖
+  int64_t workElems = 0;
+};
+SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t r);
+
+struct SvdComplementOutcome {
+  int iterations = 0; ///< CG iterations
+  bool fallback = false;
+  const char *fallbackReason = ""; ///< why, when fallback
+  TopkSvdOutcome guard;
+  int lapackInfo = 0;
+};
+
+/// A m×n, U m×k, s[k], Vt k×n (the op's top-k SVD of A), gU m×r, gVt r×n (cotangents
+/// of the first r triplets); writes X m×r and Yt r×n (= Yᵀ), all row-major. eps is the
+/// Lorentzian broadening relative to s[0] (the svd rule's eps).
+SvdComplementOutcome svdComplement(const SvdComplementConfig &cfg, double eps, const double *A,
+                                   const double *U, const double *s, const double *Vt,
+                                   const double *gU, const double *gVt, double *X, double *Yt,
+                                   double *work);
+
+} // namespace tessel::rt
