@@ -311,12 +311,15 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   const double s0 = s[0] != 0 ? s[0] : 1.0;
 
   // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n).
-  gemm(true, false, k, r, m, 1.0, U, k, gU, r, 0.0, T1, r);
-  std::memcpy(F, gU, static_cast<size_t>(m * r) * sizeof(double));
-  gemm(false, false, m, r, k, -1.0, U, k, T1, r, 1.0, F, r);
-  gemm(false, true, r, k, n, 1.0, gVt, n, Vt, n, 0.0, T2, k);
-  std::memcpy(Gt, gVt, static_cast<size_t>(r * n) * sizeof(double));
-  gemm(false, false, r, n, k, -1.0, T2, k, Vt, n, 1.0, Gt, n);
+  auto projectCotangents = [&] {
+    gemm(true, false, k, r, m, 1.0, U, k, gU, r, 0.0, T1, r);
+    std::memcpy(F, gU, static_cast<size_t>(m * r) * sizeof(double));
+    gemm(false, false, m, r, k, -1.0, U, k, T1, r, 1.0, F, r);
+    gemm(false, true, r, k, n, 1.0, gVt, n, Vt, n, 0.0, T2, k);
+    std::memcpy(Gt, gVt, static_cast<size_t>(r * n) * sizeof(double));
+    gemm(false, false, r, n, k, -1.0, T2, k, Vt, n, 1.0, Gt, n);
+  };
+  projectCotangents();
 
   auto fullRule = [&](const char *why) {
     // The full rule's rows i >= k of its core matrix and its projector terms, from a
@@ -327,6 +330,7 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     FullSvd f = fullSvd(A, m, n);
     out.lapackInfo = f.info;
     if (f.info != 0) return;
+    projectCotangents(); // the guards may have been taken out of F and Gt
     const int64_t t = K - k; // discarded triplets
     std::vector<double> a(static_cast<size_t>(std::max<int64_t>(t, 1) * r)), bb(a.size()),
         x(a.size()), y(a.size());

@@ -1,0 +1,231 @@
+// The truncated-SVD kernels (runtime/TruncatedSvd.h): topkSvd's triplets against
+// LAPACK's on matrices with prescribed spectra (geometric decay, a multiplet split by
+// the cut, a flat spectrum that must fall back), and svd_topk_complement against the
+// reference evaluator's full-SVD definition; the counters count what happened.
+#include <cmath>
+#include <random>
+
+#include <doctest/doctest.h>
+
+#include "ir/Builder.h"
+#include "runtime/Runtime.h"
+#include "runtime/TruncatedSvd.h"
+#include "tests/runtime/rt_testutil.h"
+
+using namespace tessel;
+using ir::Tensor;
+using ir::Type;
+using namespace rttest;
+
+namespace {
+
+/// Row-major product of [m,k] and [k,n].
+std::vector<double> product(const std::vector<double> &a, const std::vector<double> &b, int64_t m,
+                            int64_t k, int64_t n) {
+  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t j = 0; j < n; ++j) c[i * n + j] += a[i * k + l] * b[l * n + j];
+  return c;
+}
+
+/// An m×n matrix with singular values d (size min(m, n)): P·diag(d)·Q with P, Q
+/// products of two Householder reflections each (orthogonal).
+Tensor withSpectrum(int64_t m, int64_t n, const std::vector<double> &d, std::mt19937_64 &rng) {
+  auto reflections = [&](int64_t N) {
+    std::vector<double> h(static_cast<size_t>(N * N), 0.0);
+    for (int64_t i = 0; i < N; ++i) h[i * N + i] = 1;
+    for (int t = 0; t < 2; ++t) {
+      Tensor w = randomTensor(Type({N}), rng);
+      double nn = 0;
+      for (double x : w.data) nn += x * x;
+      std::vector<double> r(static_cast<size_t>(N * N));
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < N; ++j) r[i * N + j] = (i == j) - 2 * w.data[i] * w.data[j] / nn;
+      h = product(h, r, N, N, N);
+    }
+    return h;
+  };
+  std::vector<double> D(static_cast<size_t>(m * n), 0.0);
+  for (size_t i = 0; i < d.size(); ++i) D[i * static_cast<size_t>(n) + i] = d[i];
+  return Tensor(Type({m, n}), product(product(reflections(m), D, m, m, n), reflections(n), m, n, n));
+}
+
+struct Topk {
+  std::vector<double> U, s, Vt;
+  rt::TopkSvdOutcome out;
+};
+
+Topk runTopk(const Tensor &A, int64_t k) {
+  const int64_t m = A.type.shape[0], n = A.type.shape[1];
+  rt::TopkSvdConfig c = rt::topkSvdConfig(m, n, k);
+  std::vector<double> work(static_cast<size_t>(c.workElems));
+  Topk t;
+  t.U.resize(static_cast<size_t>(m * k));
+  t.s.resize(static_cast<size_t>(k));
+  t.Vt.resize(static_cast<size_t>(k * n));
+  t.out = rt::topkSvd(c, A.data.data(), t.U.data(), t.s.data(), t.Vt.data(), work.data());
+  return t;
+}
+
+/// max_i ‖A·v_i − s_i·u_i‖ / s_0 and max_i ‖Aᵀ·u_i − s_i·v_i‖ / s_0.
+std::pair<double, double> residuals(const Tensor &A, const Topk &t, int64_t k) {
+  const int64_t m = A.type.shape[0], n = A.type.shape[1];
+  double r1 = 0, r2 = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    double a = 0, b = 0;
+    for (int64_t r = 0; r < m; ++r) {
+      double av = 0;
+      for (int64_t c = 0; c < n; ++c) av += A.data[r * n + c] * t.Vt[i * n + c];
+      a += (av - t.s[i] * t.U[r * k + i]) * (av - t.s[i] * t.U[r * k + i]);
+    }
+    for (int64_t c = 0; c < n; ++c) {
+      double au = 0;
+      for (int64_t r = 0; r < m; ++r) au += A.data[r * n + c] * t.U[r * k + i];
+      b += (au - t.s[i] * t.Vt[i * n + c]) * (au - t.s[i] * t.Vt[i * n + c]);
+    }
+    r1 = std::max(r1, std::sqrt(a));
+    r2 = std::max(r2, std::sqrt(b));
+  }
+  return {r1 / t.s[0], r2 / t.s[0]};
+}
+
+} // namespace
+
+TEST_CASE("svd_topk kernel: k leading triplets to the residual tolerance, deterministic") {
+  std::mt19937_64 rng(11);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{200, 200, 10}, {300, 180, 12},
+                         {160, 320, 8}}) {
+    CAPTURE(m);
+    CAPTURE(n);
+    const int64_t K = std::min(m, n);
+    std::vector<double> d(static_cast<size_t>(K));
+    for (int64_t i = 0; i < K; ++i) d[i] = 3.0 * std::pow(0.8, static_cast<double>(i));
+    Tensor A = withSpectrum(m, n, d, rng);
+    Topk t = runTopk(A, k);
+    CHECK(t.out.lapackInfo == 0);
+    CHECK_FALSE(t.out.fallback);
+    for (int64_t i = 0; i < k; ++i) CHECK(std::fabs(t.s[i] - d[i]) <= 1e-13 * d[0]);
+    auto [r1, r2] = residuals(A, t, k);
+    const double tol = rt::topkSvdConfig(m, n, k).tol;
+    CHECK(r1 <= 2 * tol);
+    CHECK(r2 <= 2 * tol);
+    MESSAGE(m << "x" << n << " k=" << k << ": " << t.out.iterations << " iterations, sketch "
+              << t.out.sketch << ", residuals " << r1 << ", " << r2);
+    Topk again = runTopk(A, k);
+    CHECK(again.U == t.U);
+    CHECK(again.s == t.s);
+    CHECK(again.Vt == t.Vt);
+  }
+}
+
+TEST_CASE("svd_topk kernel: a multiplet split by the cut keeps the exact singular values") {
+  std::mt19937_64 rng(12);
+  const int64_t n = 120, k = 10;
+  std::vector<double> d(n);
+  for (int64_t i = 0; i < n; ++i) d[i] = std::pow(0.75, static_cast<double>(i));
+  for (int64_t i = k - 2; i < k + 2; ++i) d[i] = d[k - 2]; // four equal values, two kept
+  Tensor A = withSpectrum(n, n, d, rng);
+  Topk t = runTopk(A, k);
+  CHECK_FALSE(t.out.fallback);
+  for (int64_t i = 0; i < k; ++i) CHECK(std::fabs(t.s[i] - d[i]) <= 1e-13);
+  auto [r1, r2] = residuals(A, t, k);
+  CHECK(r1 <= 2 * rt::topkSvdConfig(n, n, k).tol);
+  CHECK(r2 <= 2 * rt::topkSvdConfig(n, n, k).tol);
+}
+
+TEST_CASE("svd_topk kernel: a flat spectrum falls back to gesdd, counted, with the same values") {
+  std::mt19937_64 rng(13);
+  const int64_t n = 160, k = 8;
+  std::vector<double> d(n);
+  for (int64_t i = 0; i < n; ++i) d[i] = 1.0 - 1e-4 * static_cast<double>(i);
+  Tensor A = withSpectrum(n, n, d, rng);
+  const rt::TruncatedSvdStats before = rt::truncatedSvdStats();
+  Topk t = runTopk(A, k);
+  const rt::TruncatedSvdStats after = rt::truncatedSvdStats();
+  CHECK(t.out.fallback);
+  CHECK(after.topkFallbacks - before.topkFallbacks == 1);
+  CHECK(after.topkCalls - before.topkCalls == 1);
+  for (int64_t i = 0; i < k; ++i) CHECK(std::fabs(t.s[i] - d[i]) <= 1e-13);
+  auto [r1, r2] = residuals(A, t, k);
+  CHECK(r1 <= 1e-13);
+  CHECK(r2 <= 1e-13);
+}
+
+namespace {
+
+/// svd_topk_complement of (A, U, s, Vt, gU, gVt), (U, s, Vt) = the kernel's top-k SVD
+/// of A, by the engine and by the reference (the definition through a full SVD);
+/// returns the largest difference relative to the largest reference entry.
+double complementVsReference(const Tensor &A, int64_t k, int64_t r, std::mt19937_64 &rng) {
+  const int64_t m = A.type.shape[0], n = A.type.shape[1];
+  Topk t = runTopk(A, k);
+  ir::Program p;
+  ir::Builder b(p);
+  auto a = p.addInput("A", A.type);
+  auto u = p.addInput("U", Type({m, k}));
+  auto s = p.addInput("s", Type({k}));
+  auto vt = p.addInput("Vt", Type({k, n}));
+  auto gu = p.addInput("gU", Type({m, r}));
+  auto gvt = p.addInput("gVt", Type({r, n}));
+  auto xy = b.svdTopkComplement(a, u, s, vt, gu, gvt, 1e-9);
+  p.addOutput(xy[0]);
+  p.addOutput(xy[1]);
+  std::vector<Tensor> in = {A,
+                            Tensor(Type({m, k}), t.U),
+                            Tensor(Type({k}), t.s),
+                            Tensor(Type({k, n}), t.Vt),
+                            randomTensor(Type({m, r}), rng),
+                            randomTensor(Type({r, n}), rng)};
+  auto ref = rt::evaluateReference(p, in);
+  rt::Engine e(1);
+  auto got = e.run(*rt::prepare(p), in);
+  double scale = 0, diff = 0;
+  for (size_t o = 0; o < 2; ++o)
+    for (size_t i = 0; i < ref[o].data.size(); ++i) {
+      scale = std::max(scale, std::fabs(ref[o].data[i]));
+      diff = std::max(diff, std::fabs(ref[o].data[i] - got[o].data[i]));
+    }
+  return diff / scale;
+}
+
+} // namespace
+
+TEST_CASE("svd_topk_complement kernel: equals the full rule's coupling to the discarded subspace") {
+  std::mt19937_64 rng(14);
+  SUBCASE("geometric spectrum, square and rectangular (null spaces)") {
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{100, 100}, {120, 70}, {60, 110}}) {
+      const int64_t K = std::min(m, n);
+      std::vector<double> d(static_cast<size_t>(K));
+      for (int64_t i = 0; i < K; ++i) d[i] = std::pow(0.85, static_cast<double>(i));
+      auto before = rt::truncatedSvdStats();
+      CHECK(complementVsReference(withSpectrum(m, n, d, rng), 8, 8, rng) <= 1e-11);
+      CHECK(complementVsReference(withSpectrum(m, n, d, rng), 8, 3, rng) <= 1e-11);
+      CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks);
+    }
+  }
+  SUBCASE("a close pair at the cut (gap 1e-4) is coupled explicitly with broadening") {
+    std::vector<double> d(90);
+    for (int64_t i = 0; i < 90; ++i) d[i] = std::pow(0.8, static_cast<double>(i));
+    d[8] = d[7] * (1 - 1e-4);
+    auto before = rt::truncatedSvdStats();
+    CHECK(complementVsReference(withSpectrum(90, 90, d, rng), 8, 8, rng) <= 1e-10);
+    CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks);
+  }
+  SUBCASE("a multiplet just below the cut, wider than the guards: CG needs one step per cluster") {
+    std::vector<double> d(90);
+    for (int64_t i = 0; i < 90; ++i) d[i] = std::pow(0.8, static_cast<double>(i));
+    for (int64_t i = 8; i < 25; ++i) d[i] = 0.99 * d[7]; // 8 guards, 9 equal ones left
+    auto before = rt::truncatedSvdStats();
+    CHECK(complementVsReference(withSpectrum(90, 90, d, rng), 8, 8, rng) <= 1e-10);
+    CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks);
+  }
+  SUBCASE("many distinct values just below the cut: CG's budget runs out, the full rule is used") {
+    std::vector<double> d(90);
+    for (int64_t i = 0; i < 90; ++i)
+      d[i] = i < 8 ? std::pow(0.8, static_cast<double>(i)) : 0.8 * (0.999 - 1e-4 * static_cast<double>(i)) * std::pow(0.8, 6.0);
+    auto before = rt::truncatedSvdStats();
+    CHECK(complementVsReference(withSpectrum(90, 90, d, rng), 8, 8, rng) <= 1e-10);
+    CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks + 1);
+  }
+}
