@@ -160,7 +160,7 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k) {
 }
 
 TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, double *sout,
-                       double *Vtout, double *work) {
+                       double *Vtout, double *work, double scaleFloor) {
   TopkSvdOutcome out;
   const int64_t m = c.m, n = c.n, k = c.k, bm = c.bmax;
   if (k <= 0) return out;
@@ -238,7 +238,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     out.iterations = it;
     out.sketch = b;
     gTopkIterations.fetch_add(1, std::memory_order_relaxed);
-    const double scale = sv[0];
+    const double scale = std::max(sv[0], scaleFloor);
     if (res <= c.tol * scale) {
       out.residual = scale > 0 ? res / scale : 0;
       for (int64_t i = 0; i < m; ++i)
@@ -280,15 +280,15 @@ SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t
   c.k = k;
   c.r = r;
   const int64_t K = std::min(m, n);
-  c.guards = std::max<int64_t>(0, std::min(k, K - k));
+  c.guards = std::max<int64_t>(0, std::min(K - k, std::max<int64_t>(4, k / 2)));
   if (c.guards > 0) c.guard = topkSvdConfig(m, n, c.guards);
   c.tol = 8 * kEps * std::sqrt(static_cast<double>(std::max(m, n)));
   const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(std::max<int64_t>(r, 1));
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 8.0, 400.0));
   const int64_t g = c.guards;
-  // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F, Wx, Rx, Px, Qx m×r; Gt, Wy, Ry, Py, Qy
-  // r×n; small k×r, g×r blocks; the guard topkSvd's workspace.
-  c.workElems = m * n + g * (m + n + 1) + 5 * r * (m + n) + 4 * std::max(k, g) * r + 4 * r +
+  // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F, Wx, Rx, Px, Qx m×r; Gt, Wy, Qy r×n;
+  // small k×r, g×r blocks; the guard topkSvd's workspace.
+  c.workElems = m * n + g * (m + n + 1) + 5 * r * m + 3 * r * n + 4 * std::max(k, g) * r + 4 * r +
                 m * k + c.guard.workElems;
   return c;
 }
@@ -303,7 +303,7 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   gComplementCalls.fetch_add(1, std::memory_order_relaxed);
   double *Ap = work, *Ug = Ap + m * n, *sg = Ug + m * g, *Vgt = sg + g;
   double *F = Vgt + g * n, *Wx = F + m * r, *Rx = Wx + m * r, *Px = Rx + m * r, *Qx = Px + m * r;
-  double *Gt = Qx + m * r, *Wy = Gt + r * n, *Ry = Wy + r * n, *Py = Ry + r * n, *Qy = Py + r * n;
+  double *Gt = Qx + m * r, *Wy = Gt + r * n, *Qy = Wy + r * n;
   const int64_t kg = std::max(k, g);
   double *T1 = Qy + r * n, *T2 = T1 + kg * r, *T3 = T2 + kg * r, *T4 = T3 + kg * r;
   double *rr = T4 + kg * r, *fn = rr + r, *alpha = fn + r, *done = alpha + r;
@@ -374,7 +374,7 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   std::memset(Yt, 0, static_cast<size_t>(r * n) * sizeof(double));
   double tailBound = 0; // an upper bound of σ_max(A₂) (the last guard)
   if (g > 0) {
-    out.guard = topkSvd(c.guard, Ap, Ug, sg, Vgt, gw);
+    out.guard = topkSvd(c.guard, Ap, Ug, sg, Vgt, gw, s[0]);
     if (out.guard.lapackInfo != 0) {
       out.lapackInfo = out.guard.lapackInfo;
       return out;
@@ -407,31 +407,30 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     return out;
   }
 
-  // CG on (s_j·I − H)·w_j = f_j for all j at once; w = (Wx[:, j], Wy[j, :]).
-  std::memset(Wx, 0, static_cast<size_t>(m * r) * sizeof(double));
-  std::memset(Wy, 0, static_cast<size_t>(r * n) * sizeof(double));
-  std::memcpy(Rx, F, static_cast<size_t>(m * r) * sizeof(double));
-  std::memcpy(Ry, Gt, static_cast<size_t>(r * n) * sizeof(double));
-  std::memcpy(Px, F, static_cast<size_t>(m * r) * sizeof(double));
-  std::memcpy(Py, Gt, static_cast<size_t>(r * n) * sizeof(double));
-  auto colNorms2 = [&](const double *Mx, const double *My, double *o) {
+  // CG on the normal form (s_j²·I − A₂·A₂ᵀ)·x_j = s_j·F_j + A₂·G_j for every column j
+  // at once (each its own α, β), then y_j = (G_j + A₂ᵀ·x_j)/s_j. Its condition number
+  // 1/(1 − ρ²), ρ = σ_max(A₂)/s_j, is below the symmetric form's (1 + ρ)/(1 − ρ), so
+  // it needs fewer products with A₂ (two per iteration in both).
+  // Rx = s_j·F + A₂·Gtᵀ.
+  gemm(false, true, m, r, n, 1.0, Ap, n, Gt, n, 0.0, Rx, r);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < r; ++j) Rx[i * r + j] += s[j] * F[i * r + j];
+  auto colNorms2 = [&](const double *Mx, double *o) {
     for (int64_t j = 0; j < r; ++j) o[j] = 0;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < r; ++j) o[j] += Mx[i * r + j] * Mx[i * r + j];
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t i = 0; i < n; ++i) o[j] += My[j * n + i] * My[j * n + i];
   };
-  // (Qx, Qy) = (s_j·I − H)·(Px, Py).
-  auto applyShifted = [&](const double *Pxx, const double *Pyy) {
-    gemm(false, true, m, r, n, -1.0, Ap, n, Pyy, n, 0.0, Qx, r);
-    gemm(true, false, r, n, m, -1.0, Pxx, r, Ap, n, 0.0, Qy, n);
+  // Qx = (s_j²·I − A₂·A₂ᵀ)·P (Qy holds A₂ᵀ·P, r×n, as rows).
+  auto applyNormal = [&](const double *Pm) {
+    gemm(true, false, r, n, m, 1.0, Pm, r, Ap, n, 0.0, Qy, n);
+    gemm(false, true, m, r, n, -1.0, Ap, n, Qy, n, 0.0, Qx, r);
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < r; ++j) Qx[i * r + j] += s[j] * Pxx[i * r + j];
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t i = 0; i < n; ++i) Qy[j * n + i] += s[j] * Pyy[j * n + i];
+      for (int64_t j = 0; j < r; ++j) Qx[i * r + j] += s[j] * s[j] * Pm[i * r + j];
   };
-  colNorms2(F, Gt, fn);
-  colNorms2(Rx, Ry, rr);
+  colNorms2(Rx, fn); // ‖b_j‖²
+  std::memset(Wx, 0, static_cast<size_t>(m * r) * sizeof(double));
+  std::memcpy(Px, Rx, static_cast<size_t>(m * r) * sizeof(double));
+  for (int64_t j = 0; j < r; ++j) rr[j] = fn[j];
   for (int64_t j = 0; j < r; ++j) done[j] = std::sqrt(rr[j]) <= c.tol * std::sqrt(fn[j]) ? 1 : 0;
   auto allDone = [&] {
     for (int64_t j = 0; j < r; ++j)
@@ -447,12 +446,10 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     }
     ++it;
     gComplementIterations.fetch_add(1, std::memory_order_relaxed);
-    applyShifted(Px, Py);
+    applyNormal(Px);
     for (int64_t j = 0; j < r; ++j) alpha[j] = 0; // pᵀ·q per column
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < r; ++j) alpha[j] += Px[i * r + j] * Qx[i * r + j];
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t i = 0; i < n; ++i) alpha[j] += Py[j * n + i] * Qy[j * n + i];
     for (int64_t j = 0; j < r; ++j) {
       if (done[j] != 0) {
         alpha[j] = 0;
@@ -470,33 +467,44 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
         Wx[i * r + j] += alpha[j] * Px[i * r + j];
         Rx[i * r + j] -= alpha[j] * Qx[i * r + j];
       }
-    for (int64_t j = 0; j < r; ++j)
-      for (int64_t i = 0; i < n; ++i) {
-        Wy[j * n + i] += alpha[j] * Py[j * n + i];
-        Ry[j * n + i] -= alpha[j] * Qy[j * n + i];
-      }
-    colNorms2(Rx, Ry, T1); // new ‖r_j‖²
+    colNorms2(Rx, T1); // new ‖r_j‖²
     for (int64_t j = 0; j < r; ++j) {
       if (done[j] != 0) continue;
       const double beta = rr[j] > 0 ? T1[j] / rr[j] : 0;
       rr[j] = T1[j];
       if (std::sqrt(rr[j]) <= c.tol * std::sqrt(fn[j])) done[j] = 1;
       for (int64_t i = 0; i < m; ++i) Px[i * r + j] = Rx[i * r + j] + beta * Px[i * r + j];
-      for (int64_t i = 0; i < n; ++i) Py[j * n + i] = Ry[j * n + i] + beta * Py[j * n + i];
     }
   }
   out.iterations = it;
-  // The true residual f − (s_j·I − H)·w, checked against the same tolerance (with a
-  // margin for the recurrence's rounding).
-  applyShifted(Wx, Wy);
-  for (int64_t i = 0; i < m * r; ++i) Qx[i] = F[i] - Qx[i];
-  for (int64_t i = 0; i < r * n; ++i) Qy[i] = Gt[i] - Qy[i];
-  colNorms2(Qx, Qy, T1);
+  // y = (G + A₂ᵀ·x)/s_j, as rows: Wy = diag(1/s)·(Gt + xᵀ·A₂).
+  std::memcpy(Wy, Gt, static_cast<size_t>(r * n) * sizeof(double));
+  gemm(true, false, r, n, m, 1.0, Wx, r, Ap, n, 1.0, Wy, n);
   for (int64_t j = 0; j < r; ++j)
-    if (std::sqrt(T1[j]) > 16 * c.tol * std::sqrt(fn[j]) ) {
+    for (int64_t i = 0; i < n; ++i) Wy[j * n + i] /= s[j];
+  // The true residuals of both equations, x·s_j − A₂·y − F and y·s_j − A₂ᵀ·x − G, against
+  // the tolerance (with a margin for the recurrence's rounding) relative to ‖F_j‖ + ‖G_j‖.
+  gemm(false, true, m, r, n, -1.0, Ap, n, Wy, n, 0.0, Qx, r);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < r; ++j) Qx[i * r + j] += s[j] * Wx[i * r + j] - F[i * r + j];
+  gemm(true, false, r, n, m, -1.0, Wx, r, Ap, n, 0.0, Qy, n);
+  for (int64_t j = 0; j < r; ++j)
+    for (int64_t i = 0; i < n; ++i) Qy[j * n + i] += s[j] * Wy[j * n + i] - Gt[j * n + i];
+  for (int64_t j = 0; j < r; ++j) {
+    double res = 0, rhs = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      res += Qx[i * r + j] * Qx[i * r + j];
+      rhs += F[i * r + j] * F[i * r + j];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      res += Qy[j * n + i] * Qy[j * n + i];
+      rhs += Gt[j * n + i] * Gt[j * n + i];
+    }
+    if (std::sqrt(res) > 16 * c.tol * std::sqrt(rhs)) {
       fullRule("the true residual of the tail solve is above the tolerance");
       return out;
     }
+  }
   for (int64_t i = 0; i < m * r; ++i) X[i] += Wx[i];
   for (int64_t i = 0; i < r * n; ++i) Yt[i] += Wy[i];
   return out;

@@ -66,8 +66,10 @@ struct TopkSvdOutcome {
 /// A row-major m×n (finite), U row-major m×k, s[k] descending, Vt row-major k×n.
 /// `work` has cfg.workElems doubles. The fallback allocates gesdd's workspace on the
 /// heap (the only allocation).
+/// The residual tolerance is cfg.tol·max(σ₁, scale): a caller that factors a deflated
+/// matrix passes the scale of the original one (its accuracy needs no more).
 TopkSvdOutcome topkSvd(const TopkSvdConfig &cfg, const double *A, double *U, double *s,
-                       double *Vt, double *work);
+                       double *Vt, double *work, double scale = 0);
 
 /// Sizes fixed at prepare for svdComplement.
 struct SvdComplementConfig {
