@@ -406,6 +406,12 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     fullRule("the guards do not reach below the cut");
     return out;
   }
+  // The tail solve divides by s_j; where the broadening of 1/s_j matters (s_j within
+  // 10³ of ε·s₀, or zero) the full rule's broadened reciprocals are needed.
+  if (!(s[r - 1] > 1e3 * eps * s0) || !(s[r - 1] > 0)) {
+    fullRule("a differentiated singular value at the scale of the broadening");
+    return out;
+  }
 
   // CG on the normal form (s_j²·I − A₂·A₂ᵀ)·x_j = s_j·F_j + A₂·G_j for every column j
   // at once (each its own α, β), then y_j = (G_j + A₂ᵀ·x_j)/s_j. Its condition number

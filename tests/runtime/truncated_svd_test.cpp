@@ -228,4 +228,13 @@ TEST_CASE("svd_topk_complement kernel: equals the full rule's coupling to the di
     CHECK(complementVsReference(withSpectrum(90, 90, d, rng), 8, 8, rng) <= 1e-10);
     CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks + 1);
   }
+  SUBCASE("a kept singular value of zero (rank 3, k = 5) takes the full rule's broadened 1/s") {
+    std::vector<double> d(40, 0.0);
+    d[0] = 1;
+    d[1] = 0.5;
+    d[2] = 0.25;
+    auto before = rt::truncatedSvdStats();
+    CHECK(complementVsReference(withSpectrum(40, 40, d, rng), 5, 5, rng) <= 1e-10);
+    CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks + 1);
+  }
 }
