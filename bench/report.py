@@ -185,10 +185,15 @@ def render(h, agg, mi, t_start):
         for stat in ("median", "min"):
             tgt = 1 if w == 1 else None
             rows += [
-                _ratio_row(agg, "tessel store value+grad / JAX value+grad", T("trg_value_and_grad", "tessel store", w), T("trg_value_and_grad", "jax", w), stat, tgt, "<"),
+                _ratio_row(agg, "tessel store value+grad / JAX value+grad", T("trg_value_and_grad", "tessel store", w), T("trg_value_and_grad", "jax", w), stat, 0.5 if w == 1 else None),
                 _ratio_row(agg, "tessel store value+grad / PyTorch value+grad", T("trg_value_and_grad", "tessel store", w), T("trg_value_and_grad", "torch", w), stat, tgt, "<"),
                 _ratio_row(agg, "tessel recompute value+grad / JAX value+grad", T("trg_value_and_grad", "tessel recompute", w), T("trg_value_and_grad", "jax", w), stat),
-                _ratio_row(agg, "tessel value / SVD floor (same 32 gesdd, tessel's LAPACK)", T("trg_value", "tessel store", w), T("svd_floor_32", "tessel (engine gesdd)", w), stat, 1.10),
+                _ratio_row(agg, "tessel value / SVD floor (same 32 gesdd, tessel's LAPACK)", T("trg_value", "tessel store", w), T("svd_floor_32", "tessel (engine gesdd)", w), stat, 0.3 if w == 1 else None),
+                _ratio_row(agg, "tessel --svd full value / SVD floor (tessel's LAPACK)", T("trg_value", "tessel store --svd full", w), T("svd_floor_32", "tessel (engine gesdd)", w), stat, 1.10),
+                _ratio_row(agg, "tessel value / tessel --svd full value", T("trg_value", "tessel store", w), T("trg_value", "tessel store --svd full", w), stat),
+                _ratio_row(agg, "tessel value+grad / tessel --svd full value+grad", T("trg_value_and_grad", "tessel store", w), T("trg_value_and_grad", "tessel store --svd full", w), stat),
+                _ratio_row(agg, "tessel value / numpy randomized SVD value", T("trg_value", "tessel store", w), T("trg_value", "numpy randomized", w), stat, tgt, "<"),
+                _ratio_row(agg, "tessel value / numpy scipy-svds value", T("trg_value", "tessel store", w), T("trg_value", "numpy svds", w), stat, tgt, "<"),
                 _ratio_row(agg, "tessel value / SVD floor (numpy's LAPACK)", T("trg_value", "tessel store", w), T("svd_floor_32", "numpy (gesdd)", w), stat),
                 _ratio_row(agg, "tessel value / JAX value", T("trg_value", "tessel store", w), T("trg_value", "jax", w), stat),
                 _ratio_row(agg, "tessel value / PyTorch value", T("trg_value", "tessel store", w), T("trg_value", "torch", w), stat),
@@ -282,7 +287,45 @@ def render(h, agg, mi, t_start):
     plot_note = _plot(h, agg, widths)
     if plot_note:
         L += ["## Plot", "", f"![TRG times per contender]({plot_note})", ""]
+    L += _scaling_section()
     return "\n".join(L) + "\n", plot_note
+
+
+def _scaling_section() -> list[str]:
+    """The χ-scaling table of bench/scaling.py (its own run, bench/scaling.json), if present."""
+    path = os.path.join(HERE, "scaling.json")
+    if not os.path.exists(path):
+        return []
+    import json
+    with open(path, encoding="utf-8") as f:
+        sc = json.load(f)
+    L = ["## χ scaling: truncated vs full SVD", "",
+         f"From `bench/scaling.py` (a separate run, {sc.get('generated')}, {sc.get('minutes')} min; "
+         f"β = {sc.get('beta')}, width {sc.get('width')}, OPENBLAS_NUM_THREADS=1). Time per χ → χ "
+         "step = (median time at S steps − at S − 2 steps) / 2, so the first steps and the closure "
+         "cancel; a dash = not run (the full SVD of a χ² × χ² matrix at large χ takes minutes). The "
+         "exponent is the least-squares slope of log(time per step) against log χ over χ ≥ 16.", "",
+         "| χ | matrix | truncated value | truncated value+grad | full value | full value+grad | "
+         "value full / truncated | subspace iterations per top-k SVD | load (1 min) |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    by = {(r["chi"], r["svd"]): r for r in sc.get("rows", [])}
+    for chi in sorted({r["chi"] for r in sc.get("rows", [])}):
+        t, fu = by.get((chi, "truncated"), {}), by.get((chi, "full"), {})
+        cell = lambda r, k: fmt(r.get(k)) if r.get(k) is not None else "–"  # noqa: E731
+        ratio = (fmt(fu["value_per_step_ms"] / t["value_per_step_ms"], 3)
+                 if fu.get("value_per_step_ms") and t.get("value_per_step_ms") else "–")
+        tk = t.get("svd_topk") or {}
+        its = fmt(tk["iterations"] / tk["calls"], 2) if tk.get("calls") else "–"
+        load = (t.get("loadavg") or {}).get("before") or ["?"]
+        L.append(f"| {chi} | {chi * chi}² | {cell(t, 'value_per_step_ms')} | "
+                 f"{cell(t, 'value_and_grad_per_step_ms')} | {cell(fu, 'value_per_step_ms')} | "
+                 f"{cell(fu, 'value_and_grad_per_step_ms')} | {ratio} | {its} | {load[0]} |")
+    ex = sc.get("exponents", {})
+    L += ["", "Fitted exponents (ms per step ∝ χ^e): " + ", ".join(
+        f"{k} e = {fmt(v, 2)}" for k, v in ex.items() if v is not None) + ".", ""]
+    if os.path.exists(os.path.join(HERE, "scaling.svg")):
+        L += ["![ms per χ → χ step against χ, log-log](bench/scaling.svg)", ""]
+    return L
 
 
 def _load_why(agg):
@@ -627,7 +670,8 @@ def _plot(h, agg, widths):
         import matplotlib.pyplot as plt
     except Exception:
         return None
-    contenders = ["tessel store", "tessel recompute", "jax", "torch", "numpy"]
+    contenders = ["tessel store", "tessel recompute", "tessel store --svd full", "jax", "torch",
+                  "numpy", "numpy randomized", "numpy svds"]
     if not any(k[0].startswith("trg_") for k in agg):
         return None
     fig, axes = plt.subplots(1, len(widths), figsize=(5.2 * len(widths), 3.8), squeeze=False)

@@ -300,6 +300,7 @@ def find_tessel(h: Harness) -> None:
         trg_help = subprocess.run([h.tessel, "trg", "--help"], capture_output=True, text=True).stdout
         h.tessel_caps["dump_svd_inputs"] = "--dump-svd-inputs" in trg_help
         h.tessel_caps["profile"] = "--profile" in trg_help
+        h.tessel_caps["svd_method"] = "--svd " in trg_help
     ver = subprocess.run([h.tessel, "--version"], capture_output=True, text=True).stdout.strip()
     h.extra["tessel_version"] = ver
     h.log(f"tessel: {h.extra['tessel_source']} (snapshot {h.tessel}), {ver or 'no --version'}; "
@@ -408,7 +409,8 @@ def write(path: str, text: str) -> None:
 
 def tessel_trg(h: Harness, width: int, rnd: int, checkpoint: str, grad: bool = True,
                repeat: int | None = None, beta: float = BETA, tag: str | None = None,
-               workload_prefix: str = "trg", order: str | None = None) -> list[dict]:
+               workload_prefix: str = "trg", order: str | None = None,
+               svd: str | None = None) -> list[dict]:
     if not (h.tessel and h.tessel_caps.get("trg")):
         return []
     repeat = h.args.repeat if repeat is None else repeat
@@ -417,6 +419,8 @@ def tessel_trg(h: Harness, width: int, rnd: int, checkpoint: str, grad: bool = T
            "--json", "--no-progress"] + (["--grad"] if grad else [])
     if order or h.args.tessel_order:
         cmd += ["--order", order or h.args.tessel_order]
+    if svd:
+        cmd += ["--svd", svd]
     rc, so, _ = h.run(cmd, env=thread_env(width, "tessel"))
     recs = parse_jsonl(so)
     if rc != 0 or not recs:
@@ -566,6 +570,18 @@ def phase_trg(h: Harness) -> None:
         ("numpy", lambda w, r: py_peer(h, "numpy", "trg_numpy.py", ["trg", "--repeat", str(rep(w))],
                                        w, r)),
         ("tessel recompute", lambda w, r: tessel_trg(h, w, r, "recompute", repeat=rep(w))),
+        # The same binary with the full SVD (gesdd, then the slice): what truncation saves.
+        ("tessel full", lambda w, r: tessel_trg(h, w, r, "store", repeat=rep(w), svd="full",
+                                                tag="tessel store --svd full")
+         if h.tessel_caps.get("svd_method") else []),
+        # The best a numpy user who truncates would write: a randomized SVD of the same
+        # sketch size and stopping rule, and scipy's svds (ARPACK).
+        ("numpy randomized", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
+                                                  ["trg", "--svd", "randomized", "--repeat", str(rep(w))],
+                                                  w, r, "numpy randomized")),
+        ("numpy svds", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
+                                            ["trg", "--svd", "svds", "--repeat", str(rep(w))],
+                                            w, r, "numpy svds")),
         # tessel with the peers' contraction order, unless that is already its default
         ("tessel extra order", lambda w, r: tessel_trg(
             h, w, r, "store", repeat=rep(w), order=h.args.tessel_extra_order,

@@ -638,6 +638,12 @@ bool Gen::svdTopk() {
   Shape ms = shapeOf(m);
   const int64_t rows = ms[0], cols = ms[1], K = std::min(rows, cols);
   if (K == 0) return false;
+  if (out_.differentiable) {
+    // A generic matrix, as for svd: distinct, nonzero singular values (at a zero or
+    // repeated one the derivative depends on the basis the kernel picks).
+    Val noise = input(Type(ms), true);
+    m = Val{b_.add(m.id, noise.id), m.exact, m.bound + 1, 0};
+  }
   const double sBound = m.bound * std::sqrt(static_cast<double>(std::max<int64_t>(1, rows * cols)));
   if (chance(0.5)) {
     auto usv = b_.svdTopk(m.id, 1 + static_cast<int64_t>(pick(static_cast<size_t>(K))));
