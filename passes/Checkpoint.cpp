@@ -165,7 +165,9 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
     if (cfg.policy == RematPolicy::Store) return true;
     if (cfg.keepPrimalOutputs && isPrimal[v]) return true;
     if (boundary[v]) return true;
-    if (cfg.policy == RematPolicy::SaveSvd && g.ops[d].kind == OpKind::Svd) return true;
+    if (cfg.policy == RematPolicy::SaveSvd &&
+        (g.ops[d].kind == OpKind::Svd || g.ops[d].kind == OpKind::SvdTopk))
+      return true;
     return false;
   };
 

@@ -12,7 +12,7 @@
 //   store      every forward value is saveable: nothing is recomputed (what grad emits);
 //   recompute  only the region's inputs are saveable: the backward clones the forward
 //              ops it needs (JAX `nothing_saveable`);
-//   save-svd   the region's inputs and the results of every `svd` are saveable, the
+//   save-svd   the region's inputs and the results of every `svd` (and `svd_topk`) are saveable, the
 //              rest is recomputed from them (SVDs are the expensive ops; an svd is
 //              never recomputed under this policy).
 //
@@ -160,7 +160,7 @@ struct ForwardBackward {
 ///              calls an svd again);
 ///   recompute  the residuals are only forward inputs; the backward first re-runs the
 ///              forward ops it needs (bitwise identical values);
-///   save-svd   the residuals are the svd results the backward needs (+ inputs);
+///   save-svd   the residuals are the svd and svd_topk results the backward needs (+ inputs);
 ///              everything else is recomputed from them.
 /// Both programs verify. Throws tessel::Error from grad (e.g. a non-scalar output
 /// without vjp) as is.

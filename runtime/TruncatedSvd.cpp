@@ -150,8 +150,13 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k) {
   const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(c.b0) +
                            12.0 * static_cast<double>(m + n) * static_cast<double>(c.b0 * c.b0);
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 4.0, 200.0));
-  c.lworkSvd = gesddLwork(n, c.bmax);
-  c.lworkQr = qrLwork(m, c.bmax);
+  // gesdd's workspace is not monotone in the column count (a narrower matrix may take its
+  // QR-first path): the largest over the sketch sizes the iteration can use.
+  for (int64_t b = c.b0;; b = std::min(c.bmax, b + k)) {
+    c.lworkSvd = std::max(c.lworkSvd, gesddLwork(n, b));
+    c.lworkQr = std::max(c.lworkQr, qrLwork(m, b));
+    if (b == c.bmax) break;
+  }
   const int64_t bm = c.bmax;
   // Q, W, U: m×bmax; Bt, V: n×bmax; VTs: bmax²; sv, tau: bmax; LAPACK workspaces.
   c.workElems = 3 * m * bm + 2 * n * bm + bm * bm + 2 * bm + c.lworkSvd + iworkDoubles(bm) +
@@ -398,17 +403,18 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < g; ++j) Ug[i * g + j] *= sg[j];
     gemm(false, false, m, n, g, -1.0, Ug, g, Vgt, n, 1.0, Ap, n);
-  } else if (K > k) {
-    fullRule("no room for guards");
+  }
+  // The tail beyond the guards is solved with exact reciprocals 1/(s_j ∓ σ) and 1/s_j
+  // where the full rule has L(x) = x/(x² + δ²), δ = ε·s₀: relatively (δ/x)² apart. Only
+  // where every such x is at least 10⁵·δ (a difference <= 1e-10) is the tail solved
+  // here; otherwise (and when the guards do not reach below s[r−1], or s[r−1] = 0) the
+  // full rule.
+  const double minGap = std::max(1e5 * eps * s0, std::numeric_limits<double>::min());
+  if (g < K - k && !(s[r - 1] - tailBound >= minGap)) {
+    fullRule("the guards do not reach far enough below the cut");
     return out;
   }
-  if (g > 0 && g < K - k && tailBound >= s[r - 1]) {
-    fullRule("the guards do not reach below the cut");
-    return out;
-  }
-  // The tail solve divides by s_j; where the broadening of 1/s_j matters (s_j within
-  // 10³ of ε·s₀, or zero) the full rule's broadened reciprocals are needed.
-  if (!(s[r - 1] > 1e3 * eps * s0) || !(s[r - 1] > 0)) {
+  if (!(s[r - 1] >= minGap)) {
     fullRule("a differentiated singular value at the scale of the broadening");
     return out;
   }

@@ -25,15 +25,19 @@
 // basis of A⊥ this is x_ij = ½(a+b)_ij/(s_j − σ_i) + ½(a−b)_ij/(s_j + σ_i) with
 // a = uᵢᵀŪ_j, b = vᵢᵀV̄_j, and y_ij the same with the second term subtracted: the
 // rows i ≥ k of the full rule's core matrix (docs/trg.md §5). The discarded triplets
-// nearest the cut (the "guards", g = min(k, K − k) of them, computed by topkSvd on
-// A⊥) are coupled explicitly with the full rule's Lorentzian broadening
-// 1/x → x/(x² + (ε·s₀)²); the rest, whose singular values lie below the last guard,
-// is solved by conjugate gradients on the positive definite system
-// (s_j·I − H)·w_j = f_j, H = [[0, A₂], [A₂ᵀ, 0]], A₂ = A⊥ minus the guards, which
-// converges at the rate set by σ_{k+g+1}/s_j, with a true-residual check at the end.
-// If the guards do not reach below s[r−1], CG meets a direction of non-positive
-// curvature or its budget runs out, the kernel computes the same numbers from a full
-// gesdd of A (the full rule) and counts the fallback.
+// nearest the cut (the "guards", g = min(K − k, max(4, k/2)) of them, computed by topkSvd
+// on A⊥ with the residual measured against s₀) are coupled explicitly with the full
+// rule's Lorentzian broadening 1/x → x/(x² + (ε·s₀)²). The rest, whose singular values
+// lie below the last guard, is solved by conjugate gradients on the normal form
+// (s_j²·I − A₂·A₂ᵀ)·x_j = s_j·F_j + A₂·G_j (A₂ = A⊥ minus the guards; condition number
+// 1/(1 − (σ_max(A₂)/s_j)²)), then y_j = (G_j + A₂ᵀ·x_j)/s_j, with both equations' true
+// residuals checked at the end. Those tail terms use exact reciprocals, which differ
+// from the broadened ones by a relative (ε·s₀/gap)²; the kernel solves the tail itself
+// only where every gap (s[r−1] minus the last guard, and s[r−1] itself) is at least
+// 10⁵·ε·s₀, a difference of at most 1e-10. Otherwise, and when CG meets a direction of
+// non-positive curvature, exceeds its budget (half a gesdd's flops) or leaves a true
+// residual above its tolerance, the kernel computes the same numbers from a full gesdd
+// of A (the full rule) and counts the fallback.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -74,7 +78,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &cfg, const double *A, double *U, dou
 /// Sizes fixed at prepare for svdComplement.
 struct SvdComplementConfig {
   int64_t m = 0, n = 0, k = 0, r = 0;
-  int64_t guards = 0;   ///< g = min(k, K − k)
+  int64_t guards = 0;   ///< g = min(K − k, max(4, k/2))
   TopkSvdConfig guard;  ///< topkSvd of A⊥ for the guards
   int maxIter = 0;      ///< CG iterations before falling back
   double tol = 0;       ///< CG residual tolerance relative to ‖f_j‖

@@ -580,7 +580,8 @@ void runTrg(TrgArgs &a) {
       j["checkpoint"] = a.checkpoint;
       j["order"] = a.order;
       j["width"] = opts.width;
-      j["svd"] = frontend::trgSvdName(frontend::trgSvdUsed(opts));
+      j["svd"] = opts.pipeline.empty() ? frontend::trgSvdName(frontend::trgSvdUsed(opts))
+                                       : "as --passes";
       j["svd_topk"] = topk.json();
       j["ranks"] = drv->ranks();
       j["ranks_probe_ms"] = probeMs >= 0 ? nlohmann::json(us(probeMs)) : nlohmann::json(nullptr);
@@ -706,7 +707,7 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_option("--svd", args->svd,
                   "step SVDs: truncated (default: the truncate-svd pass computes only the D' "
                   "leading triplets by randomized subspace iteration, and differentiates them "
-                  "without a full SVD) or full (LAPACK dgesdd of the whole matrix, then the "
+                  "without a full SVD, wherever min(m, n) >= 32 and D' <= min(m, n)/2) or full (LAPACK dgesdd of the whole matrix, then the "
                   "slice); --second always uses full (svd_topk has first derivatives only) and "
                   "says so; with --passes the pipeline given is used as is");
   cmd->add_option("--checkpoint", args->checkpoint,

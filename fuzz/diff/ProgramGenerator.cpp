@@ -627,10 +627,9 @@ Val Gen::reconstruction(ValueId u, ValueId s, ValueId vt, double sBound) {
   return Val{r, false, gBound, 0};
 }
 
-/// svd_topk in the forms whose value does not depend on how the iteration converged
-/// within its tolerance: the k leading singular values, or all K triplets
-/// reconstructed (a random matrix may have a tiny gap at any cut, where the kept
-/// subspace is ill-conditioned).
+/// svd_topk in forms whose value does not depend on the basis: the k leading singular
+/// values, all K triplets reconstructed, or (for a matrix made generic by a noise
+/// input) the r < K leading ones reconstructed.
 bool Gen::svdTopk() {
   Val m;
   if (!asMatrix(any(), m)) return false;
@@ -645,9 +644,16 @@ bool Gen::svdTopk() {
     m = Val{b_.add(m.id, noise.id), m.exact, m.bound + 1, 0};
   }
   const double sBound = m.bound * std::sqrt(static_cast<double>(std::max<int64_t>(1, rows * cols)));
-  if (chance(0.5)) {
+  const size_t form = pick(out_.differentiable && K >= 2 ? 3 : 2);
+  if (form == 0) {
     auto usv = b_.svdTopk(m.id, 1 + static_cast<int64_t>(pick(static_cast<size_t>(K))));
     push(Val{usv[1], false, sBound, 0});
+  } else if (form == 2) {
+    // The r < K leading triplets of a generic matrix: basis independent while
+    // s[r-1] > s[r]; its gradient goes through svd_topk_complement.
+    const int64_t r = 1 + static_cast<int64_t>(pick(static_cast<size_t>(K - 1)));
+    auto usv = b_.svdTopk(m.id, r);
+    push(reconstruction(usv[0], usv[1], usv[2], sBound));
   } else {
     auto usv = b_.svdTopk(m.id, K);
     push(reconstruction(usv[0], usv[1], usv[2], sBound));

@@ -272,6 +272,20 @@ TEST_CASE("trg driver: store, recompute and save-svd give bitwise identical grad
           if (p.role == "vjp forward" && p.group.rfind("step", 0) == 0)
             CHECK(p.residualBytes <= 8 * p.program.type(p.program.inputs[0]).numel());
       }
+      // save-svd never recomputes an SVD, full (svd) or truncated (svd_topk); recompute
+      // recomputes both kinds.
+      int backwardSvds = 0, topk = 0;
+      for (const auto &p : d.programs())
+        for (const ir::Op &op : p.program.ops) {
+          const bool isSvd = op.kind == ir::OpKind::Svd || op.kind == ir::OpKind::SvdTopk;
+          const bool backward = p.role == "vjp backward" || (p.role == "value+grad" && op.remat);
+          backwardSvds += isSvd && backward;
+          topk += op.kind == ir::OpKind::SvdTopk;
+        }
+      INFO("policy " << passes::rematPolicyName(pol));
+      if (pol != passes::RematPolicy::Recompute) CHECK(backwardSvds == 0);
+      else CHECK(backwardSvds > 0);
+      CHECK(topk > 0); // the truncated SVD is in these programs (chi = 8: 64x64, k = 8)
     }
     CHECK(bitwiseEqual(d1[0], d1[1]));
     CHECK(bitwiseEqual(d1[0], d1[2]));

@@ -119,6 +119,20 @@ TEST_CASE("svd_topk kernel: k leading triplets to the residual tolerance, determ
   }
 }
 
+TEST_CASE("svd_topk kernel: a grown sketch has gesdd workspace (33x56, k = 10: sketches 20, 30, 33)") {
+  // gesdd's workspace is not monotone in the column count; a slowly decaying spectrum
+  // makes the sketch grow.
+  std::mt19937_64 rng(15);
+  std::vector<double> d(33);
+  for (int64_t i = 0; i < 33; ++i) d[i] = 1.0 - 0.01 * static_cast<double>(i);
+  Tensor A = withSpectrum(33, 56, d, rng);
+  Topk t = runTopk(A, 10);
+  CHECK(t.out.lapackInfo == 0);
+  for (int64_t i = 0; i < 10; ++i) CHECK(std::fabs(t.s[i] - d[i]) <= 1e-13);
+  MESSAGE("33x56 k=10: sketch " << t.out.sketch << ", " << t.out.iterations << " iterations, fallback "
+                                << t.out.fallback);
+}
+
 TEST_CASE("svd_topk kernel: a multiplet split by the cut keeps the exact singular values") {
   std::mt19937_64 rng(12);
   const int64_t n = 120, k = 10;
