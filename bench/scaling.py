@@ -6,8 +6,9 @@
 For each χ it runs `tessel trg --beta 0.4 --chi χ --json` once per SVD method (`--svd truncated`
 and `--svd full`), width 1, OPENBLAS_NUM_THREADS=1, with `--grad` where the budget allows, and
 records the median of `--repeat` runs of the value and of value+grad. The time per χ → χ step
-is (time at S steps − time at S − 2 steps) / 2, so the cheap first steps (D < χ) and the closure
-cancel out; S = 8 for χ <= 32 and 6 above (each χ -> χ step is the same program: 2 steps suffice).
+is (time at 8 steps − time at 6 steps) / 2, so the cheap first steps (D < χ) and the closure
+cancel out: with the default schedule (2, 4, 4, 16, 16, χ, χ, ... for χ > 16) steps 7 and 8 are
+χ → χ steps for every χ >= 24 (for χ = 16 from step 5, for χ = 8 from step 4).
 The fitted exponent is the least-squares slope of log(time per step) against log χ over
 χ >= 16. Cells beyond --full-max / --full-grad-max / --grad-max are not run (a full SVD of the
 4096×4096 matrix of χ = 64 takes about a minute, and a step has two). Writes bench/scaling.json
@@ -65,7 +66,7 @@ def main() -> None:
     t0 = time.time()
     rows = []
     for chi in chis:
-        steps = 8 if chi <= 32 else 6
+        steps = 8
         repeat = a.repeat if chi <= 24 else 1
         for svd in ("truncated", "full"):
             if svd == "full" and chi > a.full_max:
