@@ -31,6 +31,16 @@ inline Tensor randomTensor(const Type &t, std::mt19937_64 &rng, double lo = -1.0
   return r;
 }
 
+/// Row-major product of [m,k] and [k,n] (plain loops: an independent check of BLAS).
+inline std::vector<double> matmul(const std::vector<double> &a, const std::vector<double> &b,
+                                  int64_t m, int64_t k, int64_t n) {
+  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t j = 0; j < n; ++j) c[i * n + j] += a[i * k + l] * b[l * n + j];
+  return c;
+}
+
 /// max |a - b| / max(max |b|, 1e-300); 0 when both hold the same values (incl. NaN/inf
 /// at the same places); +inf on a type mismatch.
 inline double maxRelDiff(const Tensor &a, const Tensor &b) {

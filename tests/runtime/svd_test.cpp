@@ -17,16 +17,6 @@ using namespace rttest;
 
 namespace {
 
-/// Row-major product of [m,k] and [k,n].
-std::vector<double> matmul(const std::vector<double> &a, const std::vector<double> &b, int64_t m,
-                           int64_t k, int64_t n) {
-  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t l = 0; l < k; ++l)
-      for (int64_t j = 0; j < n; ++j) c[i * n + j] += a[i * k + l] * b[l * n + j];
-  return c;
-}
-
 /// A random m×n matrix of rank r: sum of r random outer products.
 Tensor lowRank(int64_t m, int64_t n, int64_t r, std::mt19937_64 &rng) {
   Tensor u = randomTensor(Type({m, r}), rng), v = randomTensor(Type({r, n}), rng);

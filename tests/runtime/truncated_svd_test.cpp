@@ -19,16 +19,6 @@ using namespace rttest;
 
 namespace {
 
-/// Row-major product of [m,k] and [k,n].
-std::vector<double> product(const std::vector<double> &a, const std::vector<double> &b, int64_t m,
-                            int64_t k, int64_t n) {
-  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t l = 0; l < k; ++l)
-      for (int64_t j = 0; j < n; ++j) c[i * n + j] += a[i * k + l] * b[l * n + j];
-  return c;
-}
-
 /// An m×n matrix with singular values d (size min(m, n)): P·diag(d)·Q with P, Q
 /// products of two Householder reflections each (orthogonal).
 Tensor withSpectrum(int64_t m, int64_t n, const std::vector<double> &d, std::mt19937_64 &rng) {
@@ -42,13 +32,13 @@ Tensor withSpectrum(int64_t m, int64_t n, const std::vector<double> &d, std::mt1
       std::vector<double> r(static_cast<size_t>(N * N));
       for (int64_t i = 0; i < N; ++i)
         for (int64_t j = 0; j < N; ++j) r[i * N + j] = (i == j) - 2 * w.data[i] * w.data[j] / nn;
-      h = product(h, r, N, N, N);
+      h = matmul(h, r, N, N, N);
     }
     return h;
   };
   std::vector<double> D(static_cast<size_t>(m * n), 0.0);
   for (size_t i = 0; i < d.size(); ++i) D[i * static_cast<size_t>(n) + i] = d[i];
-  return Tensor(Type({m, n}), product(product(reflections(m), D, m, m, n), reflections(n), m, n, n));
+  return Tensor(Type({m, n}), matmul(matmul(reflections(m), D, m, m, n), reflections(n), m, n, n));
 }
 
 struct Topk {
