@@ -238,28 +238,31 @@ void runKernel(const GemmPlan &g, const Plan &, const Instruction &in, int32_t c
                double *const *ptr) {
   const double *A = ptr[in.in[0]], *B = ptr[in.in[1]];
   double *C = ptr[in.out[0]];
-  auto one = [&](int64_t b, int64_t r0, int64_t r1) {
-    int64_t rows = r1 - r0;
-    double *c = C + b * g.strideC + r0 * g.N;
-    if (rows <= 0 || g.N == 0) return;
+  // C[b][r0:r1, c0:c1] = op(A[b])[r0:r1, :] · op(B[b])[:, c0:c1].
+  auto one = [&](int64_t b, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    int64_t rows = r1 - r0, cols = c1 - c0;
+    double *c = C + b * g.strideC + r0 * g.N + c0;
+    if (rows <= 0 || cols <= 0) return;
     if (g.K == 0) {
-      std::fill(c, c + rows * g.N, 0.0);
+      for (int64_t r = 0; r < rows; ++r) std::fill(c + r * g.N, c + r * g.N + cols, 0.0);
       return;
     }
     const double *a = A + b * g.strideA + (g.transA ? r0 : r0 * g.lda);
+    const double *bm = B + b * g.strideB + (g.transB ? c0 * g.ldb : c0);
     cblas_dgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
                 g.transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(rows),
-                static_cast<blasint>(g.N), static_cast<blasint>(g.K), 1.0, a,
-                static_cast<blasint>(g.lda), B + b * g.strideB, static_cast<blasint>(g.ldb), 0.0,
+                static_cast<blasint>(cols), static_cast<blasint>(g.K), 1.0, a,
+                static_cast<blasint>(g.lda), bm, static_cast<blasint>(g.ldb), 0.0,
                 c, static_cast<blasint>(g.N));
   };
   if (g.batchesPerChunk > 0) {
     auto [b0, b1] = chunkRange(g.batch, g.batchesPerChunk, chunk);
-    for (int64_t b = b0; b < b1; ++b) one(b, 0, g.M);
+    for (int64_t b = b0; b < b1; ++b) one(b, 0, g.M, 0, g.N);
   } else {
-    int64_t b = chunk / g.chunksPerBatch, rc = chunk % g.chunksPerBatch;
-    auto [r0, r1] = chunkRange(g.M, g.rowsPerChunk, static_cast<int32_t>(rc));
-    one(b, r0, r1);
+    const int64_t b = chunk / g.chunksPerBatch, t = chunk % g.chunksPerBatch;
+    auto [r0, r1] = chunkRange(g.M, g.rowsPerChunk, static_cast<int32_t>(t / g.colChunks));
+    auto [c0, c1] = chunkRange(g.N, g.colsPerChunk, static_cast<int32_t>(t % g.colChunks));
+    one(b, r0, r1, c0, c1);
   }
 }
 

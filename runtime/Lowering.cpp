@@ -340,7 +340,9 @@ void lowerPad(Lowering &L, const ir::Op &op, size_t i) {
 }
 
 /// Chunks of a GEMM, fixed by its shape: whole batches per chunk for small products,
-/// else about kGemmChunkFlops of rows per chunk.
+/// else a grid of tiles of C per batch: the longer side of the tile halves until
+/// there are about flops / kGemmChunkFlops tiles (at most kGemmMaxChunks); tile
+/// sides are multiples of 8 (whole register tiles) and no shorter than 16.
 int32_t chunkGemm(GemmPlan &g) {
   const double perBatch = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
   g.flops = perBatch * static_cast<double>(g.batch);
@@ -352,12 +354,23 @@ int32_t chunkGemm(GemmPlan &g) {
     g.batchesPerChunk = bpc;
     return chunksFor(g.batch, bpc);
   }
-  // About kGemmChunkFlops per chunk, rows a multiple of 8 (whole register tiles;
-  // fewer, larger calls: each call repacks the rhs).
-  int64_t want = std::max<int64_t>(1, std::llround(perBatch / kGemmChunkFlops));
-  int64_t rows = (g.M + want - 1) / want;
-  g.rowsPerChunk = std::min<int64_t>(std::max<int64_t>(1, g.M), (rows + 7) / 8 * 8);
-  g.chunksPerBatch = chunksFor(g.M, g.rowsPerChunk);
+  const int64_t want = std::clamp<int64_t>(std::llround(perBatch / kGemmChunkFlops), 1, kGemmMaxChunks);
+  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  auto side = [&](int64_t n, int64_t parts) {
+    return std::min<int64_t>(std::max<int64_t>(1, n), (ceilDiv(n, parts) + 7) / 8 * 8);
+  };
+  int64_t rowParts = 1, colParts = 1;
+  while (rowParts * colParts * 2 <= want) {
+    const int64_t tm = ceilDiv(g.M, rowParts), tn = ceilDiv(g.N, colParts);
+    if (tm >= tn && tm >= 32) rowParts *= 2;
+    else if (tn >= 32) colParts *= 2;
+    else if (tm >= 32) rowParts *= 2;
+    else break;
+  }
+  g.rowsPerChunk = side(g.M, rowParts);
+  g.colsPerChunk = side(g.N, colParts);
+  g.colChunks = chunksFor(g.N, g.colsPerChunk);
+  g.chunksPerBatch = chunksFor(g.M, g.rowsPerChunk) * g.colChunks;
   return static_cast<int32_t>(g.batch * g.chunksPerBatch);
 }
 
@@ -459,6 +472,8 @@ void lowerDotGeneral(Lowering &L, const ir::Op &op, size_t i) {
   in.what = "B=" + std::to_string(g.batch) + " M=" + std::to_string(g.M) + " N=" +
             std::to_string(g.N) + " K=" + std::to_string(g.K) + " " + (g.transA ? "T" : "N") +
             (g.transB ? "T" : "N") + notes;
+  if (g.batchesPerChunk == 0)
+    in.what += " tiles " + std::to_string(g.rowsPerChunk) + "x" + std::to_string(g.colsPerChunk);
   L.addInst(std::move(in));
 }
 

@@ -37,8 +37,13 @@ namespace tessel::rt {
 inline constexpr int64_t kChunkElems = int64_t(1) << 15;
 /// Contractions below this many flops run as one chunk.
 inline constexpr double kGemmSplitFlops = 24e6;
-/// Target flops per contraction chunk.
+/// Smallest flops per contraction chunk: a product is split no finer.
 inline constexpr double kGemmChunkFlops = 16e6;
+/// Most chunks of one product. A chunk is a tile of C, and every tile repacks its
+/// rows of op(A) and its columns of op(B), so more, thinner tiles cost bandwidth
+/// (rows of 8 across a 1024×1024×1024 product ran at half the BLAS's speed);
+/// 16 tiles keep the product within ~8% of one call and still balance 2 to 4 threads.
+inline constexpr int64_t kGemmMaxChunks = 16;
 /// Alignment of arena slots, in doubles (64 bytes).
 inline constexpr int64_t kSlotAlign = 8;
 
@@ -108,8 +113,10 @@ struct GemmPlan {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   bool transA = false, transB = false;
   int64_t lda = 0, ldb = 0, strideA = 0, strideB = 0, strideC = 0;
-  int64_t rowsPerChunk = 0;     ///< rows of C per chunk (row-block mode)
-  int64_t chunksPerBatch = 1;   ///< row-block mode
+  int64_t rowsPerChunk = 0;     ///< rows of a tile of C (tile mode)
+  int64_t colsPerChunk = 0;     ///< columns of a tile of C (tile mode)
+  int64_t colChunks = 1;        ///< tiles across N (tile mode)
+  int64_t chunksPerBatch = 1;   ///< tiles per batch (tile mode), row-major over the tile grid
   int64_t batchesPerChunk = 0;  ///< >0: batch-group mode (several whole batches a chunk)
   double flops = 0;
 };

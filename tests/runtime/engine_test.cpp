@@ -120,6 +120,11 @@ TEST_CASE("engine: large ops split into chunks give identical results for every 
   auto c = p.addInput("c", Type({280, 260}));
   auto t = p.addInput("t", Type({16, 16, 16, 16}));
   auto prod = b.dotGeneral(a, c, {}, {}, {1}, {0}); // 2*300*280*260 = 43.7 MFLOP: chunked
+  // Both operands transposed in memory (the GEMM reads them with trans flags), a
+  // 2×2 grid of ragged tiles of C (300 = 152 + 148 rows and columns).
+  auto ta = p.addInput("ta", Type({400, 300}));
+  auto tb = p.addInput("tb", Type({300, 400}));
+  auto tiled = b.dotGeneral(ta, tb, {}, {}, {0}, {1}); // 2*300*300*400 = 72 MFLOP
   auto e1 = b.unary(OpKind::Exp, b.mul(prod, b.full(Type({300, 260}), 1e-3)));
   auto tt = b.transpose(t, {3, 2, 1, 0});
   auto s = b.reduceSum(b.mul(tt, tt), {0, 2});
@@ -129,10 +134,15 @@ TEST_CASE("engine: large ops split into chunks give identical results for every 
   p.addOutput(s);
   p.addOutput(mx);
   p.addOutput(pd);
+  p.addOutput(tiled);
   std::vector<Tensor> in = {randomTensor(Type({300, 280}), rng), randomTensor(Type({280, 260}), rng),
-                            randomTensor(Type({16, 16, 16, 16}), rng)};
+                            randomTensor(Type({16, 16, 16, 16}), rng),
+                            randomTensor(Type({400, 300}), rng), randomTensor(Type({300, 400}), rng)};
   auto plan = rt::prepare(p);
-  CHECK(rt::describePlan(*plan).find("chunks: 1 |") != std::string::npos);
+  const std::string described = rt::describePlan(*plan);
+  CHECK(described.find("chunks: 1 |") != std::string::npos);
+  CHECK(described.find("chunks: 4 | bytes: 720000 | B=1 M=300 N=300 K=400 TT tiles 152x152") !=
+        std::string::npos);
   auto ref = rt::evaluateReference(p, in);
   rt::Engine e1w(1), e2w(2), e4w(4);
   auto r1 = e1w.run(*plan, in);
