@@ -16,6 +16,12 @@
 
 namespace tessel::tools {
 
+/// Thrown by a command whose errors are already printed (each where it happened, e.g. the
+/// failed β values of a sweep): the driver exits with `code` and prints nothing more.
+struct ExitStatus {
+  int code = 1;
+};
+
 void addEmitCommand(CLI::App &app);      // cmd_emit.cpp
 void addVerifyCommand(CLI::App &app);    // cmd_verify.cpp
 void addDumpCommand(CLI::App &app);      // cmd_dump.cpp

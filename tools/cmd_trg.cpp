@@ -1,6 +1,6 @@
 //===- tools/cmd_trg.cpp - `tessel trg`: the main job -----------------------------===//
 //
-//   tessel trg [--beta B[,B...] | --beta-range A:B:N] [--chi 16] [--steps 20] [--grad]
+//   [mpirun -n P] tessel trg [--beta B[,B...] | --beta-range A:B:N] [--chi 16] [--steps 20] [--grad]
 //              [--second] [--mode staged|whole] [--checkpoint store|recompute|save-svd]
 //              [--order chain|pairwise|greedy|optimal] [--width N] [--repeat N]
 //              [--ranks r1,...] [--passes ...] [--json] [--check-nan] [--check-inf]
@@ -9,7 +9,8 @@
 // the value (and value+grad, second order), compares with Onsager's exact values and
 // reports timings the way docs/benchmarking.md asks: compile, prepare, first run, steady
 // min/median/p90/max over --repeat runs after one warm-up, engine width, BLAS, load
-// average before/after. --json prints one JSON object per β (JSON Lines).
+// average before/after. --json prints one JSON object per β (JSON Lines). Under mpirun the
+// β values are dealt out to the ranks (tools/Sweep.h).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -34,6 +35,7 @@
 #include "runtime/Stats.h"
 #include "tools/Commands.h"
 #include "tools/PassFlags.h"
+#include "tools/Sweep.h"
 
 namespace tessel::tools {
 namespace {
@@ -410,38 +412,130 @@ TopkCounts topkCounts(const rt::TruncatedSvdStats &a, const rt::TruncatedSvdStat
   return c;
 }
 
+/// The report of a β that threw: its place in every output format, and the message.
+SweepReport failedReport(size_t ib, double beta, std::string msg, bool json, bool csv,
+                         const Sweep &sweep) {
+  if (msg.starts_with("error: ")) msg.erase(0, 7);
+  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  // The driver's messages name the step and β; any other gets β in front.
+  if (msg.find("beta = " + formatDouble(beta)) == std::string::npos)
+    msg = "beta = " + formatDouble(beta) + ": " + msg;
+  const std::string firstLine = msg.substr(0, msg.find('\n'));
+  SweepReport r;
+  r.index = ib;
+  r.failed = true;
+  r.err = "error: " +
+          (sweep.size() > 1 ? "rank " + std::to_string(sweep.rank()) + " of " + std::to_string(sweep.size()) + ": "
+                            : std::string()) +
+          msg + "\n";
+  if (json) {
+    nlohmann::json j;
+    j["beta"] = beta;
+    j["temperature"] = 1 / beta;
+    j["rank"] = sweep.rank();
+    j["mpi_ranks"] = sweep.size();
+    j["error"] = msg;
+    r.out = j.dump() + "\n";
+  } else if (csv) {
+    r.out = "# beta = " + formatDouble(beta) + " failed: " + firstLine + "\n";
+  } else {
+    r.out = "beta = " + formatDouble(beta) + "  (T = " + fmt("%.15g", 1 / beta) + ")" +
+            (sweep.size() > 1 ? "  rank " + std::to_string(sweep.rank()) + " of " +
+                                    std::to_string(sweep.size())
+                              : std::string()) +
+            "\n  failed            " + firstLine + "\n";
+  }
+  return r;
+}
+
+/// Warns (stderr, once per node) when the engine threads of this node's ranks exceed its
+/// cores, or the cores the load average leaves free, or when one rank's width exceeds the
+/// cores its CPU affinity allows (mpirun binds each rank to one core by default): the
+/// timings would then include waiting for a core (docs/benchmarking.md).
+void warnOversubscribed(const Sweep &sweep, int width) {
+  if (sweep.nodeRank() != 0) return;
+  const int cores = onlineCores(), mine = availableCores();
+  const int64_t threads = static_cast<int64_t>(sweep.nodeRanks()) * width;
+  const std::string who = sweep.size() > 1 ? std::to_string(sweep.nodeRanks()) + " ranks x width " +
+                                                 std::to_string(width) + " = " +
+                                                 std::to_string(threads) + " engine threads"
+                                           : "width " + std::to_string(width);
+  if (width > mine) {
+    std::cerr << "warning: trg: width " << width << " on the " << mine
+              << " core(s) this process may run on (its CPU affinity"
+              << (sweep.size() > 1 ? "; mpirun binds each rank to one core by default: give it "
+                                     "--bind-to none, or --map-by slot:PE=" + std::to_string(width)
+                                   : std::string())
+              << "): the engine's threads share them, and the timings include the waiting\n";
+    return;
+  }
+  if (threads > cores) {
+    std::cerr << "warning: trg: " << who << " on this node's " << cores
+              << " cores: threads wait for cores, and the timings include the waiting (use "
+                 "fewer ranks or a smaller --width)\n";
+    return;
+  }
+  const std::vector<double> load = rt::readLoadAverage();
+  if (threads < 2 || load.empty()) return; // one thread: the loadavg line says enough
+  const double freeCores = static_cast<double>(cores) - load[0];
+  if (static_cast<double>(threads) > freeCores + 0.5)
+    std::cerr << "warning: trg: " << who << " on this node's " << cores
+              << " cores with a load average of " << fmt("%.2f", load[0]) << " (about "
+              << fmt("%.1f", std::max(0.0, freeCores))
+              << " free): the timings include waiting for busy cores\n";
+}
+
 void runTrg(TrgArgs &a) {
   if (a.flags.handleListPasses()) return;
-  std::vector<double> betas = parseBetas(a);
-  frontend::TrgOptions opts = makeOptions(a);
-  if (a.flags.printPipeline)
-    std::cerr << "pipeline: "
-              << passes::Pipeline::parse(frontend::trgPipeline(opts))
-                     .str()
-              << "\n";
+  Sweep sweep;
+  std::ostream quiet(nullptr); // pass instrumentation of ranks other than 0
+  std::vector<double> betas;
+  frontend::TrgOptions opts;
   double probeMs = -1;
-  if (a.ranks == "auto") {
-    // docs/trg.md §2.4 from values: a forward pass counts the singular values, at the first
-    // beta here and at every further one in the loop below.
-    auto t0 = Clock::now();
-    opts.ranks = frontend::deriveTrgRanks(betas[0], opts.chi, opts.steps, opts.rankTol,
-                                          opts.pipeline);
-    probeMs = rt::msSince(t0);
+  std::unique_ptr<frontend::TrgDriver> drv;
+  // Every rank parses and compiles; a failure there is reported once (Sweep::agree).
+  std::string compileError;
+  try {
+    betas = parseBetas(a);
+    sweep.begin(betas.size());
+    opts = makeOptions(a);
+    if (sweep.rank() != 0) {
+      // The same programs, instrumented once: only rank 0 prints or dumps them.
+      opts.passOptions.log = &quiet;
+      opts.passOptions.dumpDir.clear();
+      opts.passOptions.crashReproducer.clear();
+    }
+    if (a.flags.printPipeline && sweep.rank() == 0)
+      std::cerr << "pipeline: " << passes::Pipeline::parse(frontend::trgPipeline(opts)).str() << "\n";
+    if (a.ranks == "auto") {
+      // docs/trg.md §2.4 from values: a forward pass counts the singular values, at the
+      // first beta here and at every further one in the loop below.
+      auto t0 = Clock::now();
+      opts.ranks = frontend::deriveTrgRanks(betas[0], opts.chi, opts.steps, opts.rankTol,
+                                            opts.pipeline);
+      probeMs = rt::msSince(t0);
+    }
+    drv = std::make_unique<frontend::TrgDriver>(opts); // compile + prepare (timed inside)
+    if (!a.dumpSvdInputs.empty() && sweep.rank() == 0)
+      dumpSvdInputs(a.dumpSvdInputs, betas[0], *drv, opts);
+  } catch (const Error &e) {
+    compileError = e.what();
+    if (compileError.empty()) compileError = "error: trg: compile failed";
+  } catch (const std::exception &e) {
+    compileError = std::string("error: trg: internal error: ") + e.what();
   }
-
-  auto drv = std::make_unique<frontend::TrgDriver>(opts); // compile + prepare (timed inside)
-  if (!a.dumpSvdInputs.empty()) dumpSvdInputs(a.dumpSvdInputs, betas[0], *drv, opts);
+  if (!sweep.agree(compileError.empty(), compileError)) return;
   if (a.profile) drv->setProfiling(true);
+  warnOversubscribed(sweep, opts.width);
   const std::string blas = frontend::TrgDriver::blas();
   Progress prog;
-  prog.on = !a.noProgress && isatty(STDERR_FILENO) &&
+  prog.on = sweep.rank() == 0 && !a.noProgress && isatty(STDERR_FILENO) &&
             (betas.size() > 1 || a.repeat > 20 || opts.chi > 16);
   prog.nbeta = betas.size();
 
-
   const bool table = !a.json && !a.csv;
   TopkCounts topkTotal;
-  if (a.csv) {
+  if (a.csv && sweep.rank() == 0) {
     // A comment line with the configuration, then the header: numpy.loadtxt(..., delimiter=",",
     // skiprows=2), pandas.read_csv(..., comment="#") and gnuplot read it as it is.
     std::cout << "# tessel trg: chi = " << opts.chi << ", steps = " << opts.steps << " ("
@@ -450,12 +544,17 @@ void runTrg(TrgArgs &a) {
               << ", order = " << a.order << ", ranks = " << ranksStr(drv->ranks())
               << "; exact = Onsager's infinite lattice; nan = not computed\n"
               << csvHeader() << "\n";
+    std::cout.flush();
   }
-  if (table) {
+  if (table && sweep.rank() == 0) {
     std::cout << "tessel trg: chi = " << opts.chi << ", steps = " << opts.steps
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
               << ", width = " << opts.width << "\n";
+    if (sweep.size() > 1)
+      std::cout << "  mpi        " << sweep.size() << " ranks (beta number i on rank i mod "
+                << sweep.size() << "; each compiles and prepares once; compile and prepare "
+                << "below are rank 0's)\n";
     std::cout << "  lattice    " << fmt("%.15g", std::ldexp(1.0, opts.steps)) << " sites (2^" << opts.steps
               << ", periodic); exact = Onsager's infinite lattice\n";
     std::cout << "  ranks      " << ranksStr(drv->ranks());
@@ -500,7 +599,8 @@ void runTrg(TrgArgs &a) {
   // The process's size before the first run (binary, compiled programs, plans, BLAS
   // buffers): measured peaks are counted above it.
   const int64_t rssBase = rt::residentBytes();
-  for (size_t ib = 0; ib < betas.size(); ++ib) {
+  // One β: its report (table block, JSON line or CSV row) into `os`.
+  auto runBeta = [&](size_t ib, std::ostream &os) {
     const double beta = betas[ib];
     if (a.ranks == "auto" && ib > 0) {
       // The spectrum changes with beta (at low temperature fewer values stay above tol):
@@ -514,11 +614,11 @@ void runTrg(TrgArgs &a) {
         drv = std::make_unique<frontend::TrgDriver>(opts);
         if (a.profile) drv->setProfiling(true);
         if (table)
-          std::cout << "  ranks      " << ranksStr(ranks) << " (from the singular values > "
-                    << formatDouble(opts.rankTol) << " at beta = " << formatDouble(beta) << "; probe "
-                    << fmt("%.3f", probeMs) << " ms; recompiled: compile "
-                    << fmt("%.3f", drv->compileMs()) << " ms, prepare " << fmt("%.3f", drv->prepareMs())
-                    << " ms)\n";
+          os << "  ranks      " << ranksStr(ranks) << " (from the singular values > "
+             << formatDouble(opts.rankTol) << " at beta = " << formatDouble(beta) << "; probe "
+             << fmt("%.3f", probeMs) << " ms; recompiled: compile "
+             << fmt("%.3f", drv->compileMs()) << " ms, prepare " << fmt("%.3f", drv->prepareMs())
+             << " ms)\n";
       }
     }
     const std::vector<double> loadBefore = rt::readLoadAverage();
@@ -563,11 +663,10 @@ void runTrg(TrgArgs &a) {
       if (d1) e1 = -*d1;
       if (exD1) ee1 = -*exD1;
       if (d2) c = beta * beta * *d2;
-      std::cout << num(beta) << "," << num(1 / beta) << "," << num(rv.lnZ) << "," << num(exLnZ) << ","
-                << num(d1) << "," << num(exD1) << "," << num(e1) << "," << num(ee1) << "," << num(d2)
-                << "," << num(exD2) << "," << num(c) << "," << num(exC) << "\n";
-      std::cout.flush();
-      continue;
+      os << num(beta) << "," << num(1 / beta) << "," << num(rv.lnZ) << "," << num(exLnZ) << ","
+         << num(d1) << "," << num(exD1) << "," << num(e1) << "," << num(ee1) << "," << num(d2)
+         << "," << num(exD2) << "," << num(c) << "," << num(exC) << "\n";
+      return;
     }
     if (a.json) {
       nlohmann::json j;
@@ -580,6 +679,8 @@ void runTrg(TrgArgs &a) {
       j["checkpoint"] = a.checkpoint;
       j["order"] = a.order;
       j["width"] = opts.width;
+      j["rank"] = sweep.rank();
+      j["mpi_ranks"] = sweep.size();
       j["svd"] = opts.pipeline.empty() ? frontend::trgSvdName(frontend::trgSvdUsed(opts))
                                        : "as --passes";
       j["svd_topk"] = topk.json();
@@ -612,47 +713,80 @@ void runTrg(TrgArgs &a) {
                      {"value", memoryJson(mv)},
                      {"value_and_grad", memoryJson(mg)},
                      {"second", memoryJson(ms)}};
-      std::cout << j.dump() << "\n";
-      std::cout.flush();
-      continue;
+      os << j.dump() << "\n";
+      return;
     }
 
-    std::cout << "beta = " << formatDouble(beta) << "  (T = " << fmt("%.15g", 1 / beta) << ")\n";
-    std::cout << "  lnZ/N             " << fmt("%.15g", rv.lnZ) << "  exact "
-              << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ) << "\n";
+    os << "beta = " << formatDouble(beta) << "  (T = " << fmt("%.15g", 1 / beta) << ")";
+    if (sweep.size() > 1)
+      os << "  rank " << sweep.rank() << " of " << sweep.size() << ", width " << opts.width;
+    os << "\n";
+    os << "  lnZ/N             " << fmt("%.15g", rv.lnZ) << "  exact "
+       << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ) << "\n";
     if (d1) {
-      std::cout << "  d(lnZ/N)/dbeta    " << fmt("%.15g", *d1);
-      if (exD1) std::cout << "  exact " << fmt("%.15g", *exD1) << "  err " << errStr(*d1, *exD1);
-      std::cout << "\n  energy per site   " << fmt("%.15g", -*d1);
-      if (exD1) std::cout << "  exact " << fmt("%.15g", -*exD1) << "  err " << errStr(-*d1, -*exD1);
-      std::cout << "\n";
+      os << "  d(lnZ/N)/dbeta    " << fmt("%.15g", *d1);
+      if (exD1) os << "  exact " << fmt("%.15g", *exD1) << "  err " << errStr(*d1, *exD1);
+      os << "\n  energy per site   " << fmt("%.15g", -*d1);
+      if (exD1) os << "  exact " << fmt("%.15g", -*exD1) << "  err " << errStr(-*d1, -*exD1);
+      os << "\n";
     }
     if (d2) {
-      std::cout << "  d2(lnZ/N)/dbeta2  " << fmt("%.15g", *d2);
-      if (exD2) std::cout << "  exact " << fmt("%.15g", *exD2) << "  err " << errStr(*d2, *exD2);
+      os << "  d2(lnZ/N)/dbeta2  " << fmt("%.15g", *d2);
+      if (exD2) os << "  exact " << fmt("%.15g", *exD2) << "  err " << errStr(*d2, *exD2);
       double c = beta * beta * *d2;
-      std::cout << "\n  specific heat     " << fmt("%.15g", c);
-      if (exC) std::cout << "  exact " << fmt("%.15g", *exC) << "  err " << errStr(c, *exC);
-      std::cout << "\n";
+      os << "\n  specific heat     " << fmt("%.15g", c);
+      if (exC) os << "  exact " << fmt("%.15g", *exC) << "  err " << errStr(c, *exC);
+      os << "\n";
     }
-    std::cout << "  run value         " << statsText(tv) << "\n";
-    if (opts.grad) std::cout << "  run value+grad    " << statsText(tg) << "\n";
-    if (opts.second) std::cout << "  run second        " << statsText(ts) << "\n";
-    std::cout << "  memory value      " << memoryText(mv, rssBase) << "\n";
-    if (opts.grad) std::cout << "  memory value+grad " << memoryText(mg, rssBase) << "\n";
-    if (opts.second) std::cout << "  memory second     " << memoryText(ms, rssBase) << "\n";
-    std::cout << "  loadavg           before " << rt::formatLoadAverage(loadBefore) << " | after "
-              << rt::formatLoadAverage(loadAfter) << "\n";
-    if (topk.calls + topk.complementCalls > 0) std::cout << "  svd_topk          " << topk.text() << "\n";
-    std::cout.flush();
+    os << "  run value         " << statsText(tv) << "\n";
+    if (opts.grad) os << "  run value+grad    " << statsText(tg) << "\n";
+    if (opts.second) os << "  run second        " << statsText(ts) << "\n";
+    os << "  memory value      " << memoryText(mv, rssBase) << "\n";
+    if (opts.grad) os << "  memory value+grad " << memoryText(mg, rssBase) << "\n";
+    if (opts.second) os << "  memory second     " << memoryText(ms, rssBase) << "\n";
+    os << "  loadavg           before " << rt::formatLoadAverage(loadBefore) << " | after "
+       << rt::formatLoadAverage(loadAfter) << "\n";
+    if (topk.calls + topk.complementCalls > 0) os << "  svd_topk          " << topk.text() << "\n";
+  };
+
+  for (size_t ib = 0; ib < betas.size(); ++ib) {
+    if (!sweep.owns(ib)) continue;
+    std::ostringstream os;
+    SweepReport r;
+    r.index = ib;
+    try {
+      runBeta(ib, os);
+      r.out = os.str();
+    } catch (const Error &e) {
+      prog.clear();
+      r = failedReport(ib, betas[ib], e.what(), a.json, a.csv, sweep);
+    } catch (const std::exception &e) {
+      prog.clear();
+      r = failedReport(ib, betas[ib], std::string("internal error: ") + e.what(), a.json, a.csv, sweep);
+    }
+    sweep.submit(std::move(r));
   }
-  if (a.profile) {
+  const std::vector<size_t> failed = sweep.finish();
+  if (a.profile && sweep.rank() == 0) {
     std::ostream &os = table ? std::cout : std::cerr;
-    os << "profile (engine, mean ms per run of each program over every run above, top 8 "
+    os << "profile (engine" << (sweep.size() > 1 ? ", rank 0's runs" : "")
+       << ", mean ms per run of each program over every run above, top 8 "
           "instructions; profiling adds two clock reads per chunk):\n"
        << drv->profileReport(8);
-    os << "truncated SVD kernels over every run above: " << topkTotal.text() << "\n";
+    os << "truncated SVD kernels over every run above" << (sweep.size() > 1 ? " on rank 0" : "")
+       << ": " << topkTotal.text() << "\n";
     os.flush();
+  }
+  if (!failed.empty()) {
+    // Each failure is already printed in its place; a sweep ends with the list.
+    if (betas.size() > 1) {
+      std::string list;
+      for (size_t i : failed) list += (list.empty() ? "" : ", ") + formatDouble(betas[i]);
+      std::cerr << "error: trg: " << failed.size() << " of " << betas.size()
+                << " beta values failed (beta = " << list
+                << "; their errors are above); the other results are complete\n";
+    }
+    throw ExitStatus{1};
   }
 }
 
@@ -675,6 +809,11 @@ void addTrgCommand(CLI::App &app) {
       "prepare grow with the number of steps (about 0.3 s for both with --second at\n"
       "chi = 16, 20 steps). --json prints one JSON object per beta (JSON Lines; schema in\n"
       "README.md).\n"
+      "Sweeps: under mpirun (e.g. mpirun -n 4 tessel trg --beta-range 0.2:0.7:51 --csv)\n"
+      "beta number i runs on rank i mod P, every rank compiles once, rank 0 prints in\n"
+      "beta order, and the values are bitwise the serial run's. A beta that fails (with\n"
+      "or without MPI) is reported in its place, the others are kept, and the exit\n"
+      "status is 1. scripts/plot_sweep.py plots a --csv sweep against Onsager.\n"
       "Pipeline: --passes runs on every program. With --grad (--second) trg builds each\n"
       "gradient program by running the required passes grad{...} (whole mode: then\n"
       "checkpoint{policy=<--checkpoint>} unless store) on a copy of the optimised value\n"

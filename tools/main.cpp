@@ -93,6 +93,9 @@ int main(int argc, char **argv) {
     // --help and --version exit 0; bad flags exit 1 with CLI11's message after "error: ".
     if (e.get_exit_code() == 0) return app.exit(e);
     return reportUsageError(app, e);
+  } catch (const tessel::tools::ExitStatus &e) {
+    std::cout.flush();
+    return e.code;
   } catch (const tessel::Error &e) {
     std::cout.flush();
     const std::string msg = withErrorTag(e.what());

@@ -14,3 +14,18 @@ config.environment["PATH"] = os.pathsep.join(
 config.environment["OPENBLAS_NUM_THREADS"] = "1"
 config.substitutions.append(("%tessel", os.path.join(config.tessel_bin_dir, "tessel")))
 config.substitutions.append(("%python", config.python_executable))
+
+# tessel trg over MPI (tests that say REQUIRES: mpi): an MPI build and its launcher. As root and
+# on a machine with fewer cores than ranks, mpirun needs to be told that both are intended.
+if config.mpiexec:
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", config.mpiexec + " --allow-run-as-root --oversubscribe"))
+    # Some containers forbid the cross-memory attach of OpenMPI's shared-memory transport.
+    config.environment["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+
+# scripts/plot_sweep.py (tests that say REQUIRES: matplotlib).
+if config.plot_python:
+    config.available_features.add("matplotlib")
+    config.substitutions.append(
+        ("%plot_sweep", config.plot_python + " " + os.path.join(config.source_root, "scripts", "plot_sweep.py")))
