@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tessel builds with (and any extra packages named on the
+# Installs the Debian packages tessel builds and tests with (OpenMPI for `tessel trg` sweeps,
+# numpy and matplotlib for scripts/plot_sweep.py, and any extra packages named on the
 # command line) when they are missing; does nothing when all are installed.
 # Used by setup.sh (the build) and fuzz.sh (which adds clang-14 and its libFuzzer runtime).
 # Usage: scripts/install-deps.sh [EXTRA_PACKAGE ...]
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build python3 llvm-14-dev llvm-14-tools
-      liblapacke-dev libopenblas-dev nlohmann-json3-dev doctest-dev libcli11-dev "$@")
+      liblapacke-dev libopenblas-dev nlohmann-json3-dev doctest-dev libcli11-dev
+      libopenmpi-dev openmpi-bin python3-numpy python3-matplotlib "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
