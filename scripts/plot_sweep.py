@@ -149,7 +149,7 @@ def main() -> int:
                          ha="left", va="top", fontsize=8, color="0.4")
     fig.suptitle(args.title if args.title is not None else config, fontsize=9)
     fig.tight_layout()
-    fig.savefig(args.output)
+    fig.savefig(args.output, metadata={"Date": None} if args.output.endswith(".svg") else None)
     print(f"plot_sweep: wrote {args.output} ({len(beta)} beta values)")
     return 0
 
