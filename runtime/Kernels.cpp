@@ -16,6 +16,7 @@
 #include <lapacke.h>
 
 #include "ir/Diagnostics.h"
+#include "runtime/VecMath.h"
 
 namespace tessel::rt {
 namespace {
@@ -43,11 +44,11 @@ void runKernel(const ElementwisePlan &ew, const Plan &, const Instruction &in, i
   const double *y = in.in.size() > 1 ? ptr[in.in[1]] : nullptr;
   switch (in.op) {
   case OpKind::Neg: mapUnary(o, x, b, e, [](double v) { return -v; }); return;
-  case OpKind::Exp: mapUnary(o, x, b, e, [](double v) { return std::exp(v); }); return;
-  case OpKind::Log: mapUnary(o, x, b, e, [](double v) { return std::log(v); }); return;
+  case OpKind::Exp: vecMath(VecFn::Exp, x + b, o + b, e - b); return;
+  case OpKind::Log: vecMath(VecFn::Log, x + b, o + b, e - b); return;
   case OpKind::Sqrt: mapUnary(o, x, b, e, [](double v) { return std::sqrt(v); }); return;
-  case OpKind::Sin: mapUnary(o, x, b, e, [](double v) { return std::sin(v); }); return;
-  case OpKind::Cos: mapUnary(o, x, b, e, [](double v) { return std::cos(v); }); return;
+  case OpKind::Sin: vecMath(VecFn::Sin, x + b, o + b, e - b); return;
+  case OpKind::Cos: vecMath(VecFn::Cos, x + b, o + b, e - b); return;
   case OpKind::Abs: mapUnary(o, x, b, e, [](double v) { return std::fabs(v); }); return;
   case OpKind::Sign:
     mapUnary(o, x, b, e, [](double v) { return v != v ? v : (v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0)); });

@@ -23,6 +23,7 @@
 #include "ir/ShapeRules.h"
 #include "runtime/Runtime.h"
 #include "runtime/RuntimeInternal.h"
+#include "runtime/VecMath.h"
 
 namespace tessel::rt {
 namespace {
@@ -78,11 +79,12 @@ template <typename F> Results map(const Operands &in, const Type &rt, F f) {
     return map(in, rt, __VA_ARGS__);                                                     \
   }
 TESSEL_REF_MAP(refNeg, [](double x) { return -x; })
-TESSEL_REF_MAP(refExp, [](double x) { return std::exp(x); })
-TESSEL_REF_MAP(refLog, [](double x) { return std::log(x); })
+// sin, cos, exp and log are SLEEF's 1-ulp routines, as in the engine (runtime/VecMath.h).
+TESSEL_REF_MAP(refExp, [](double x) { return vecMath(VecFn::Exp, x); })
+TESSEL_REF_MAP(refLog, [](double x) { return vecMath(VecFn::Log, x); })
 TESSEL_REF_MAP(refSqrt, [](double x) { return std::sqrt(x); })
-TESSEL_REF_MAP(refSin, [](double x) { return std::sin(x); })
-TESSEL_REF_MAP(refCos, [](double x) { return std::cos(x); })
+TESSEL_REF_MAP(refSin, [](double x) { return vecMath(VecFn::Sin, x); })
+TESSEL_REF_MAP(refCos, [](double x) { return vecMath(VecFn::Cos, x); })
 TESSEL_REF_MAP(refAbs, [](double x) { return std::fabs(x); })
 TESSEL_REF_MAP(refSign, [](double x) { return std::isnan(x) ? x : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0)); })
 TESSEL_REF_MAP(refAdd, [](double x, double y) { return x + y; })

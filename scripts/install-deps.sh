@@ -7,7 +7,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build python3 llvm-14-dev llvm-14-tools
       liblapacke-dev libopenblas-dev nlohmann-json3-dev doctest-dev libcli11-dev
-      libopenmpi-dev openmpi-bin python3-numpy python3-matplotlib "$@")
+      libopenmpi-dev openmpi-bin libsleef-dev python3-numpy python3-matplotlib "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
