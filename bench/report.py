@@ -288,20 +288,32 @@ def render(h, agg, mi, t_start):
     if plot_note:
         L += ["## Plot", "", f"![TRG times per contender]({plot_note})", ""]
     L += _scaling_section()
+    L += _sweep_section()
     return "\n".join(L) + "\n", plot_note
+
+
+def _side_run(name: str) -> dict | None:
+    """The JSON a separate benchmark script wrote into bench/ (scaling.py, sweep.py), if any."""
+    path = os.path.join(HERE, name)
+    if not os.path.exists(path):
+        return None
+    import json
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _side_source(script: str, d: dict) -> str:
+    """'From `bench/SCRIPT` (a separate run, DATE, M min' for a side run's section text."""
+    return f"From `bench/{script}` (a separate run, {d.get('generated')}, {d.get('minutes')} min"
 
 
 def _scaling_section() -> list[str]:
     """The χ-scaling table of bench/scaling.py (its own run, bench/scaling.json), if present."""
-    path = os.path.join(HERE, "scaling.json")
-    if not os.path.exists(path):
+    sc = _side_run("scaling.json")
+    if sc is None:
         return []
-    import json
-    with open(path, encoding="utf-8") as f:
-        sc = json.load(f)
     L = ["## χ scaling: truncated vs full SVD", "",
-         f"From `bench/scaling.py` (a separate run, {sc.get('generated')}, {sc.get('minutes')} min; "
-         f"β = {sc.get('beta')}, width {sc.get('width')}, OPENBLAS_NUM_THREADS=1). Time per χ → χ "
+         _side_source("scaling.py", sc) + f"; β = {sc.get('beta')}, width {sc.get('width')}, OPENBLAS_NUM_THREADS=1). Time per χ → χ "
          "step = (median time at S steps − at S − 2 steps) / 2, so the first steps and the closure "
          "cancel; a dash = not run (the full SVD of a χ² × χ² matrix at large χ takes minutes). The "
          "exponent is the least-squares slope of log(time per step) against log χ over χ ≥ 16. "
@@ -333,6 +345,28 @@ def _scaling_section() -> list[str]:
         f"{k} e = {fmt(v, 2)}" for k, v in ex.items() if v is not None) + ".", ""]
     if os.path.exists(os.path.join(HERE, "scaling.svg")):
         L += ["![ms per χ → χ step against χ, log-log](bench/scaling.svg)", ""]
+    return L
+
+
+def _sweep_section() -> list[str]:
+    """The β sweep over MPI ranks of bench/sweep.py (its own run, bench/sweep.json), if present."""
+    sw = _side_run("sweep.json")
+    if sw is None:
+        return []
+    L = ["## β sweep over MPI ranks", "",
+         _side_source("sweep.py", sw) + f"): `tessel {sw.get('command')}` as one process and under `mpirun -n {sw.get('ranks')}` "
+         f"(width {sw.get('width')} each, {sw.get('cores')} cores), alternated, "
+         f"{sw.get('rounds')} rounds; wall time of the whole job, mpirun's start-up included. "
+         "Every job printed the same CSV (the values are bitwise the serial run's).", "",
+         "| run | wall s (each round) | median s | load (1 min) before each |",
+         "|---|---|---|---|"]
+    for kind, label in (("serial", "1 rank × width 1"), ("mpi", f"{sw.get('ranks')} ranks × width 1")):
+        rs = sw["runs"][kind]
+        L.append(f"| {label} | {', '.join(fmt(r['wall_s'], 3) for r in rs)} | "
+                 f"{fmt(sw['median_s'][kind], 3)} | "
+                 f"{', '.join(str(r['load1_before']) for r in rs)} |")
+    L += ["", f"Wall-time ratio {sw.get('ranks')} ranks / 1 rank: median {fmt(sw['ratio_median'], 3)}, "
+          f"min {fmt(sw['ratio_min'], 3)} (target ≤ 0.55).", ""]
     return L
 
 
