@@ -342,7 +342,8 @@ void lowerPad(Lowering &L, const ir::Op &op, size_t i) {
 /// Chunks of a GEMM, fixed by its shape: whole batches per chunk for small products,
 /// else a grid of tiles of C per batch: the longer side of the tile halves until
 /// there are about flops / kGemmChunkFlops tiles (at most kGemmMaxChunks); tile
-/// sides are multiples of 8 (whole register tiles) and no shorter than 16.
+/// sides are multiples of 8 (whole register tiles), and a side is only halved while it
+/// is at least 32 long (the last tile of a row or column takes the remainder).
 int32_t chunkGemm(GemmPlan &g) {
   const double perBatch = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
   g.flops = perBatch * static_cast<double>(g.batch);

@@ -37,7 +37,8 @@ namespace tessel::rt {
 inline constexpr int64_t kChunkElems = int64_t(1) << 15;
 /// Contractions below this many flops run as one chunk.
 inline constexpr double kGemmSplitFlops = 24e6;
-/// Smallest flops per contraction chunk: a product is split no finer.
+/// Flops per contraction chunk a product's split aims at (rounded to a power-of-two
+/// count of tiles, so a chunk may have somewhat fewer).
 inline constexpr double kGemmChunkFlops = 16e6;
 /// Most chunks of one product. A chunk is a tile of C, and every tile repacks its
 /// rows of op(A) and its columns of op(B), so more, thinner tiles cost bandwidth

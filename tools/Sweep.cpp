@@ -100,6 +100,12 @@ Sweep::Sweep() {
 
 Sweep::~Sweep() {
   if (!joined_) return;
+  if (!clean_) {
+    // An exception left the sweep half way: other ranks may be waiting for this one's
+    // reports (or it for theirs), and MPI_Finalize would wait for them.
+    std::cerr.flush();
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   for (auto &o : outgoing_) MPI_Wait(&o->req, MPI_STATUS_IGNORE);
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -117,6 +123,7 @@ bool Sweep::agree(bool ok, const std::string &message) {
   if (oks[0] == 0) {
     // Rank 0's message speaks for all: the ranks compile the same programs from the same
     // flags, so the others' messages (if they failed too) would repeat it.
+    clean_ = true;
     if (rank_ == 0) throw Error(message);
     return false;
   }
@@ -124,6 +131,7 @@ bool Sweep::agree(bool ok, const std::string &message) {
   for (int r = 0; r < size_ && firstBad < 0; ++r)
     if (oks[static_cast<size_t>(r)] == 0) firstBad = r;
   if (firstBad < 0) return true;
+  clean_ = true; // every rank ends here, together
   if (!ok) {
     std::string m = message;
     if (m.starts_with("error: ")) m.erase(0, 7);
@@ -131,7 +139,8 @@ bool Sweep::agree(bool ok, const std::string &message) {
   }
   if (rank_ == 0)
     throw Error("error: trg: rank " + std::to_string(firstBad) + " of " + std::to_string(size_) +
-                " could not compile or prepare the programs (its message is above); no beta ran");
+                " could not compile or prepare the programs (that rank prints its own message); "
+                "no beta ran");
   return false;
 }
 
@@ -225,12 +234,14 @@ std::vector<size_t> Sweep::finish() {
     for (auto &o : outgoing_) check(MPI_Wait(&o->req, MPI_STATUS_IGNORE), "MPI_Wait");
     outgoing_.clear();
 #endif
+    clean_ = true;
     return {};
   }
   while (next_ < nbeta_ && joined_) {
     receiveReady(true);
     flushInOrder();
   }
+  clean_ = true;
   std::vector<size_t> failed = failed_;
   std::sort(failed.begin(), failed.end());
   return failed;

@@ -6,11 +6,14 @@
 // they arrive (its own and those the other ranks send). Started without a launcher,
 // the sweep is one rank and makes no MPI call. The values are bitwise those of the
 // serial run: every rank runs the same programs with the same width, and the kernels
-// do not depend on which process or thread runs them.
+// do not depend on which process or thread runs them (on nodes of the same CPU type: the
+// BLAS and the vectorised math pick their kernels from the CPU).
 //
 // A β that fails (a kernel error, a rank rule that does not hold) becomes a failed
 // report: its message is printed in its place and the other reports are kept. A rank
-// that dies ends the job through the MPI runtime (mpirun reports which one), not a hang.
+// that dies ends the job through the MPI runtime (mpirun reports which one), not a hang; a
+// rank that leaves the sweep by an unexpected exception aborts the job (MPI_Abort) rather
+// than wait in MPI_Finalize for ranks that wait for it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TESSEL_TOOLS_SWEEP_H
@@ -38,11 +41,13 @@ struct SweepReport {
 /// The processes of one sweep and the order its reports are printed in.
 class Sweep {
 public:
-  /// Joins the MPI job when the process was started by an MPI launcher (PMIx, OpenMPI,
-  /// MPICH/Hydra or Slurm variables in the environment), else a sweep of one rank.
+  /// Joins the MPI job when the process was started by an MPI launcher (PMIx, OpenMPI or
+  /// MPICH/Hydra variables in the environment), else a sweep of one rank.
   /// Throws Error when a launcher is present but this build has no MPI.
   Sweep();
-  ~Sweep(); // MPI_Finalize when joined
+  /// MPI_Finalize when joined and the sweep ended cleanly (finish(), or agree() ending it);
+  /// MPI_Abort otherwise, so that no other rank waits for this one for ever.
+  ~Sweep();
   Sweep(const Sweep &) = delete;
   Sweep &operator=(const Sweep &) = delete;
 
@@ -80,6 +85,7 @@ private:
   size_t nbeta_ = 0;
   int rank_ = 0, size_ = 1, nodeRanks_ = 1, nodeRank_ = 0;
   bool joined_ = false;
+  bool clean_ = false;                    ///< ended by finish() or agree()
   size_t next_ = 0;                       ///< rank 0: the next index to print
   std::map<size_t, SweepReport> pending_; ///< rank 0: arrived, not yet printed
   std::vector<size_t> failed_;

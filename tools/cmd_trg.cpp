@@ -450,7 +450,7 @@ SweepReport failedReport(size_t ib, double beta, std::string msg, bool json, boo
 
 /// Warns (stderr, once per node) when the engine threads of this node's ranks exceed its
 /// cores, or the cores the load average leaves free, or when one rank's width exceeds the
-/// cores its CPU affinity allows (mpirun binds each rank to one core by default): the
+/// cores its CPU affinity allows (OpenMPI binds each of up to 2 ranks to a core): the
 /// timings would then include waiting for a core (docs/benchmarking.md).
 void warnOversubscribed(const Sweep &sweep, int width) {
   if (sweep.nodeRank() != 0) return;
@@ -463,7 +463,7 @@ void warnOversubscribed(const Sweep &sweep, int width) {
   if (width > mine) {
     std::cerr << "warning: trg: width " << width << " on the " << mine
               << " core(s) this process may run on (its CPU affinity"
-              << (sweep.size() > 1 ? "; mpirun binds each rank to one core by default: give it "
+              << (sweep.size() > 1 ? "; mpirun may bind each rank to one core: give it "
                                      "--bind-to none, or --map-by slot:PE=" + std::to_string(width)
                                    : std::string())
               << "): the engine's threads share them, and the timings include the waiting\n";
@@ -500,10 +500,16 @@ void runTrg(TrgArgs &a) {
     sweep.begin(betas.size());
     opts = makeOptions(a);
     if (sweep.rank() != 0) {
-      // The same programs, instrumented once: only rank 0 prints or dumps them.
-      opts.passOptions.log = &quiet;
-      opts.passOptions.dumpDir.clear();
-      opts.passOptions.crashReproducer.clear();
+      // The same programs, instrumented once: only rank 0 prints, dumps or times them
+      // (verification, --disable-pass and --bisect-limit stay: they decide what is run).
+      passes::PassManagerOptions &po = opts.passOptions;
+      po.printIrBefore.clear();
+      po.printIrAfter.clear();
+      po.printIrAfterAll = po.printIrAfterChange = po.printChangedDiff = false;
+      po.timePasses = po.timePassesJson = po.statistics = false;
+      po.dumpDir.clear();
+      po.crashReproducer.clear();
+      po.log = &quiet; // the BISECT lines
     }
     if (a.flags.printPipeline && sweep.rank() == 0)
       std::cerr << "pipeline: " << passes::Pipeline::parse(frontend::trgPipeline(opts)).str() << "\n";

@@ -19,7 +19,9 @@ config.substitutions.append(("%python", config.python_executable))
 # on a machine with fewer cores than ranks, mpirun needs to be told that both are intended.
 if config.mpiexec:
     config.available_features.add("mpi")
-    mpirun = config.mpiexec + " --allow-run-as-root --oversubscribe"
+    # A hung job fails its test instead of blocking the suite (every MPI test checks what
+    # the job printed, which a killed job has not).
+    mpirun = "timeout -k 10 300 " + config.mpiexec + " --allow-run-as-root --oversubscribe"
     # Under AddressSanitizer (the asan preset sets ASAN_OPTIONS) the ranks keep its memory
     # checks but not leak detection: OpenMPI's components leave allocations behind at
     # MPI_Finalize, in libraries already unloaded, which no suppression can name.

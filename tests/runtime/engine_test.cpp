@@ -125,6 +125,16 @@ TEST_CASE("engine: large ops split into chunks give identical results for every 
   auto ta = p.addInput("ta", Type({400, 300}));
   auto tb = p.addInput("tb", Type({300, 400}));
   auto tiled = b.dotGeneral(ta, tb, {}, {}, {0}, {1}); // 2*300*300*400 = 72 MFLOP
+  // Split by columns only, for each of the other three layouts (a ragged last column).
+  auto nnA = p.addInput("nnA", Type({100, 300}));
+  auto nnB = p.addInput("nnB", Type({300, 600}));
+  auto nn = b.dotGeneral(nnA, nnB, {}, {}, {1}, {0}); // NN, 36 MFLOP
+  auto ntA = p.addInput("ntA", Type({120, 280}));
+  auto ntB = p.addInput("ntB", Type({500, 280}));
+  auto nt = b.dotGeneral(ntA, ntB, {}, {}, {1}, {1}); // NT, 33.6 MFLOP
+  auto tnA = p.addInput("tnA", Type({300, 150}));
+  auto tnB = p.addInput("tnB", Type({300, 480}));
+  auto tn = b.dotGeneral(tnA, tnB, {}, {}, {0}, {0}); // TN, 43.2 MFLOP
   auto e1 = b.unary(OpKind::Exp, b.mul(prod, b.full(Type({300, 260}), 1e-3)));
   auto tt = b.transpose(t, {3, 2, 1, 0});
   auto s = b.reduceSum(b.mul(tt, tt), {0, 2});
@@ -135,14 +145,19 @@ TEST_CASE("engine: large ops split into chunks give identical results for every 
   p.addOutput(mx);
   p.addOutput(pd);
   p.addOutput(tiled);
-  std::vector<Tensor> in = {randomTensor(Type({300, 280}), rng), randomTensor(Type({280, 260}), rng),
-                            randomTensor(Type({16, 16, 16, 16}), rng),
-                            randomTensor(Type({400, 300}), rng), randomTensor(Type({300, 400}), rng)};
+  p.addOutput(nn);
+  p.addOutput(nt);
+  p.addOutput(tn);
+  std::vector<Tensor> in;
+  for (ir::ValueId v : p.inputs) in.push_back(randomTensor(p.type(v), rng));
   auto plan = rt::prepare(p);
   const std::string described = rt::describePlan(*plan);
   CHECK(described.find("chunks: 1 |") != std::string::npos);
   CHECK(described.find("chunks: 4 | bytes: 720000 | B=1 M=300 N=300 K=400 TT tiles 152x152") !=
         std::string::npos);
+  CHECK(described.find("B=1 M=100 N=600 K=300 NN tiles 100x304") != std::string::npos);
+  CHECK(described.find("B=1 M=120 N=500 K=280 NT tiles 120x256") != std::string::npos);
+  CHECK(described.find("B=1 M=150 N=480 K=300 TN tiles 150x240") != std::string::npos);
   auto ref = rt::evaluateReference(p, in);
   rt::Engine e1w(1), e2w(2), e4w(4);
   auto r1 = e1w.run(*plan, in);

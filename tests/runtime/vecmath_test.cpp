@@ -22,9 +22,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// |a − b| in units of the last place of b (the spacing of doubles at |b|; at least the
-/// smallest subnormal).
+/// smallest subnormal); infinite when only one of them is NaN or they differ and one is inf.
 double ulps(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : kInf;
   if (a == b) return 0;
+  if (std::isinf(a) || std::isinf(b)) return kInf;
   const double spacing = std::nextafter(std::fabs(b), kInf) - std::fabs(b);
   return std::fabs(a - b) / std::max(spacing, std::numeric_limits<double>::denorm_min());
 }
