@@ -29,6 +29,7 @@
 
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
+#include "frontend/TrgMeasure.h"
 #include "ir/TextUtil.h"
 #include "tools/RuntimeCommon.h"
 #include "runtime/Npy.h"
@@ -170,17 +171,6 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
 
 //--- Timing --------------------------------------------------------------------------
 
-/// Timings of one kind of run: the first, then the steady runs after one warm-up.
-struct Stats {
-  bool have = false;
-  double first = 0;
-  rt::Summary steady;
-};
-
-nlohmann::json loadJson(const std::vector<double> &l) {
-  return l.size() == 3 ? nlohmann::json(l) : nlohmann::json(nullptr);
-}
-
 /// A progress line on stderr, only when stderr is a terminal.
 struct Progress {
   bool on = false;
@@ -198,32 +188,6 @@ struct Progress {
     std::fflush(stderr);
   }
 };
-
-/// Runs `f` once (first), once more untimed (warm-up), then `repeat` timed times.
-template <class F>
-Stats timeRuns(F &&f, int64_t repeat, const Progress &prog, size_t ib, double beta,
-               const std::string &what) {
-  Stats s;
-  s.have = true;
-  int64_t total = repeat > 0 ? repeat + 2 : 1;
-  prog.show(ib, beta, what, 1, total);
-  auto t0 = Clock::now();
-  f();
-  s.first = rt::msSince(t0);
-  if (repeat > 0) {
-    prog.show(ib, beta, what + " (warm-up)", 2, total);
-    f();
-    std::vector<double> ms;
-    for (int64_t i = 0; i < repeat; ++i) {
-      prog.show(ib, beta, what, i + 3, total);
-      auto t1 = Clock::now();
-      f();
-      ms.push_back(rt::msSince(t1));
-    }
-    s.steady = rt::summarize(ms);
-  }
-  return s;
-}
 
 //--- Report ----------------------------------------------------------------------------
 
@@ -250,99 +214,11 @@ std::string ranksStr(const std::vector<int64_t> &r) {
   return s;
 }
 
-/// Milliseconds rounded to the microsecond (short JSON numbers).
-double us(double ms) { return std::round(ms * 1e3) / 1e3; }
-
-nlohmann::json statsJson(const Stats &s) {
-  if (!s.have) return nullptr;
-  nlohmann::json j;
-  j["first"] = us(s.first);
-  const rt::Summary &t = s.steady;
-  if (t.n) {
-    j["min"] = us(t.min);
-    j["median"] = us(t.median);
-    j["p90"] = us(t.p90);
-    j["max"] = us(t.max);
-  } else {
-    j["min"] = j["median"] = j["p90"] = j["max"] = nullptr;
-  }
-  j["n"] = t.n;
-  return j;
-}
-
-/// Planned against measured peak memory of one kind of evaluation (value, value+grad,
-/// second) over its runs at one beta.
-struct Memory {
-  bool have = false;
-  int64_t planned = 0;  ///< max of TrgDriver::plannedPeakBytes over the runs
-  int64_t measured = -1; ///< peak RSS during the runs minus the RSS before the first run
-  bool window = true;    ///< the peak RSS window was reset before the runs
-  void note(const frontend::TrgDriver &d) { planned = std::max(planned, d.plannedPeakBytes()); }
-};
-
-/// Runs `f` (the timed runs of one kind) inside a fresh peak-RSS window.
-template <typename F>
-Stats measureMemory(Memory &m, int64_t rssBase, F &&f) {
-  m.have = true;
-  m.window = rt::resetPeakResident();
-  Stats s = f();
-  int64_t peak = rt::peakResidentBytes();
-  if (peak >= 0 && rssBase >= 0) m.measured = peak - rssBase;
-  return s;
-}
-
-/// "12.3 MiB", or "45.6 KiB" below 1 MiB.
-std::string formatBytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  return b < 1048576.0 ? fmt("%.1f", b / 1024.0) + " KiB" : fmt("%.1f", b / 1048576.0) + " MiB";
-}
-
-std::string memoryText(const Memory &m, int64_t rssBase) {
-  std::string t = "planned peak " + formatBytes(m.planned) + " (tensors between programs + engine arena)";
-  if (m.measured < 0) return t + " | peak RSS unavailable";
-  t += " | measured peak RSS " + formatBytes(m.measured) + " above the " + formatBytes(rssBase) + " before the runs";
-  if (m.planned > 0)
-    t += fmt(" (%+.1f%%)", 100.0 * (static_cast<double>(m.measured) / static_cast<double>(m.planned) - 1));
-  if (!m.window) t += " [peak since process start: /proc/self/clear_refs not writable]";
-  return t;
-}
-
-nlohmann::json memoryJson(const Memory &m) {
-  if (!m.have) return nullptr;
-  return {{"planned_peak_bytes", m.planned},
-          {"measured_peak_rss_bytes", m.measured >= 0 ? nlohmann::json(m.measured) : nlohmann::json(nullptr)},
-          {"rss_window", m.window ? "runs" : "process"}};
-}
-
-/// Compile figures per program group, for --json.
-nlohmann::json groupsJson(const frontend::TrgDriver &drv) {
-  nlohmann::json gs = nlohmann::json::array();
-  for (const auto &g : drv.groups())
-    gs.push_back({{"group", g.group}, {"uses", g.uses}, {"ops", g.ops},
-                  {"compile_ms", us(g.compileMs)}, {"prepare_ms", us(g.prepareMs)},
-                  {"peak_live_bytes", g.peakLiveBytes}});
-  return gs;
-}
-
 /// The columns of --csv: the physics per beta, exact values beside the TRG's.
 std::string csvHeader() {
   return "beta,temperature,lnZ_per_site,exact_lnZ_per_site,dlnZ_dbeta,exact_dlnZ_dbeta,"
          "energy_per_site,exact_energy_per_site,d2lnZ_dbeta2,exact_d2lnZ_dbeta2,specific_heat,"
          "exact_specific_heat";
-}
-
-std::string statsText(const Stats &s) {
-  std::string t = "first " + fmt("%.3f", s.first) + " ms";
-  const rt::Summary &m = s.steady;
-  if (m.n)
-    t += " | steady min " + fmt("%.3f", m.min) + " median " + fmt("%.3f", m.median) + " p90 " +
-         fmt("%.3f", m.p90) + " max " + fmt("%.3f", m.max) + " ms (N=" + std::to_string(m.n) +
-         " after 1 warm-up)";
-  return t;
-}
-
-nlohmann::json optNumber(const std::optional<double> &v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
@@ -369,47 +245,6 @@ void dumpSvdInputs(const std::string &dir, double beta, const frontend::TrgDrive
   }
   std::cerr << "tessel trg: wrote " << written << " SVD inputs (f64[" << big << "," << big
             << "], beta = " << formatDouble(beta) << ") to " << dir << "\n";
-}
-
-/// What the truncated-SVD kernels did between two snapshots.
-struct TopkCounts {
-  int64_t calls = 0, iterations = 0, fallbacks = 0;
-  int64_t complementCalls = 0, complementIterations = 0, complementFallbacks = 0;
-  void add(const TopkCounts &o) {
-    calls += o.calls;
-    iterations += o.iterations;
-    fallbacks += o.fallbacks;
-    complementCalls += o.complementCalls;
-    complementIterations += o.complementIterations;
-    complementFallbacks += o.complementFallbacks;
-  }
-  nlohmann::json json() const {
-    return {{"calls", calls},
-            {"iterations", iterations},
-            {"fallbacks", fallbacks},
-            {"complement_calls", complementCalls},
-            {"complement_cg_iterations", complementIterations},
-            {"complement_fallbacks", complementFallbacks}};
-  }
-  std::string text() const {
-    auto mean = [](int64_t a, int64_t b) { return b ? fmt("%.1f", double(a) / double(b)) : std::string("-"); };
-    return std::to_string(calls) + " top-k SVDs (" + mean(iterations, calls) +
-           " subspace iterations each, " + std::to_string(fallbacks) + " fell back to gesdd); " +
-           std::to_string(complementCalls) + " complement solves (" +
-           mean(complementIterations, complementCalls) + " CG iterations each, " +
-           std::to_string(complementFallbacks) + " fell back to the full rule)";
-  }
-};
-
-TopkCounts topkCounts(const rt::TruncatedSvdStats &a, const rt::TruncatedSvdStats &b) {
-  TopkCounts c;
-  c.calls = b.topkCalls - a.topkCalls;
-  c.iterations = b.topkIterations - a.topkIterations;
-  c.fallbacks = b.topkFallbacks - a.topkFallbacks;
-  c.complementCalls = b.complementCalls - a.complementCalls;
-  c.complementIterations = b.complementIterations - a.complementIterations;
-  c.complementFallbacks = b.complementFallbacks - a.complementFallbacks;
-  return c;
 }
 
 /// The report of a β that threw: its place in every output format, and the message.
@@ -540,7 +375,7 @@ void runTrg(TrgArgs &a) {
   prog.nbeta = betas.size();
 
   const bool table = !a.json && !a.csv;
-  TopkCounts topkTotal;
+  frontend::TopkCounts topkTotal;
   if (a.csv && sweep.rank() == 0) {
     // A comment line with the configuration, then the header: numpy.loadtxt(..., delimiter=",",
     // skiprows=2), pandas.read_csv(..., comment="#") and gnuplot read it as it is.
@@ -587,7 +422,7 @@ void runTrg(TrgArgs &a) {
       char line[200];
       std::snprintf(line, sizeof line,
                     "    %-14s x%-3d %6zu ops  compile %8.3f ms  prepare %8.3f ms  peak live %s\n",
-                    g.group.c_str(), g.uses, g.ops, g.compileMs, g.prepareMs, formatBytes(g.peakLiveBytes).c_str());
+                    g.group.c_str(), g.uses, g.ops, g.compileMs, g.prepareMs, frontend::formatBytes(g.peakLiveBytes).c_str());
       std::cout << line;
     }
     std::cout << "  prepare    " << fmt("%.3f", drv->prepareMs()) << " ms\n";
@@ -627,41 +462,15 @@ void runTrg(TrgArgs &a) {
              << " ms)\n";
       }
     }
-    const std::vector<double> loadBefore = rt::readLoadAverage();
-    const rt::TruncatedSvdStats svdBefore = rt::truncatedSvdStats();
-    frontend::TrgResult rv, rg, rs;
-    Memory mv, mg, ms;
-    Stats tv = measureMemory(mv, rssBase, [&] {
-      return timeRuns([&] { rv = drv->value(beta); mv.note(*drv); }, a.repeat, prog, ib, beta, "value");
-    });
-    Stats tg, ts;
-    if (opts.grad)
-      tg = measureMemory(mg, rssBase, [&] {
-        return timeRuns([&] { rg = drv->valueAndGrad(beta); mg.note(*drv); }, a.repeat, prog, ib,
-                        beta, "value+grad");
-      });
-    if (opts.second)
-      ts = measureMemory(ms, rssBase, [&] {
-        return timeRuns([&] { rs = drv->second(beta); ms.note(*drv); }, a.repeat, prog, ib, beta,
-                        "second");
-      });
-    const std::vector<double> loadAfter = rt::readLoadAverage();
-    const rt::TruncatedSvdStats svdAfter = rt::truncatedSvdStats();
-    const TopkCounts topk = topkCounts(svdBefore, svdAfter);
-    topkTotal.add(topk);
+    const frontend::TrgBetaMeasurement m = frontend::measureTrgBeta(
+        *drv, beta, a.repeat, rssBase,
+        [&](const std::string &what, int64_t k, int64_t n) { prog.show(ib, beta, what, k, n); });
+    topkTotal.add(m.topk);
     prog.clear();
-
-    // Exact values (derivatives diverge exactly at beta_c).
-    std::optional<double> exLnZ = frontend::onsagerLnZ(beta), exD1, exD2, exC;
-    if (beta != frontend::kIsingBetaC) {
-      frontend::OnsagerValues ex = frontend::onsager(beta);
-      exD1 = ex.dlnZ;
-      exD2 = ex.d2lnZ;
-      exC = ex.specificHeat;
-    }
-    std::optional<double> d1, d2;
-    if (opts.grad) d1 = rg.dlnZ;
-    if (opts.second) d2 = rs.d2lnZ;
+    const std::optional<double> exLnZ = m.exactLnZ, exD1 = m.exactDlnZ, exD2 = m.exactD2lnZ,
+                                exC = m.exactSpecificHeat;
+    const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ();
+    const frontend::TrgResult &rv = m.value;
 
     if (a.csv) {
       auto num = [](const std::optional<double> &v) { return v ? fmt("%.17g", *v) : std::string("nan"); };
@@ -675,51 +484,16 @@ void runTrg(TrgArgs &a) {
       return;
     }
     if (a.json) {
-      nlohmann::json j;
-      j["beta"] = beta;
-      j["temperature"] = 1 / beta;
-      j["chi"] = opts.chi;
-      j["steps"] = opts.steps;
-      j["sites"] = std::ldexp(1.0, opts.steps);
-      j["mode"] = frontend::trgModeName(opts.mode);
-      j["checkpoint"] = a.checkpoint;
-      j["order"] = a.order;
-      j["width"] = opts.width;
-      j["rank"] = sweep.rank();
-      j["mpi_ranks"] = sweep.size();
-      j["svd"] = opts.pipeline.empty() ? frontend::trgSvdName(frontend::trgSvdUsed(opts))
-                                       : "as --passes";
-      j["svd_topk"] = topk.json();
-      j["ranks"] = drv->ranks();
-      j["ranks_probe_ms"] = probeMs >= 0 ? nlohmann::json(us(probeMs)) : nlohmann::json(nullptr);
-      j["lnZ_per_site"] = rv.lnZ;
-      j["exact_lnZ_per_site"] = optNumber(exLnZ);
-      j["dlnZ_dbeta"] = optNumber(d1);
-      j["exact_dlnZ_dbeta"] = optNumber(exD1);
-      j["energy_per_site"] = d1 ? nlohmann::json(-*d1) : nlohmann::json(nullptr);
-      j["exact_energy_per_site"] = exD1 ? nlohmann::json(-*exD1) : nlohmann::json(nullptr);
-      j["d2lnZ_dbeta2"] = optNumber(d2);
-      j["exact_d2lnZ_dbeta2"] = optNumber(exD2);
-      j["specific_heat"] = d2 ? nlohmann::json(beta * beta * *d2) : nlohmann::json(nullptr);
-      j["exact_specific_heat"] = optNumber(exC);
-      nlohmann::json t;
-      t["compile"] = us(drv->compileMs());
-      t["prepare"] = us(drv->prepareMs());
-      t["value"] = statsJson(tv);
-      t["value_and_grad"] = statsJson(tg);
-      t["second"] = statsJson(ts);
-      j["timing_ms"] = t;
-      j["compile_groups"] = groupsJson(*drv);
-      j["ops"] = drv->totalOps();
-      j["repeat"] = a.repeat;
-      j["passes"] = frontend::trgPipeline(opts);
-      j["blas"] = blas;
-      j["loadavg"] = {{"before", loadJson(loadBefore)}, {"after", loadJson(loadAfter)}};
-      j["memory"] = {{"rss_before_runs_bytes", rssBase},
-                     {"value", memoryJson(mv)},
-                     {"value_and_grad", memoryJson(mg)},
-                     {"second", memoryJson(ms)}};
-      os << j.dump() << "\n";
+      frontend::TrgReportContext ctx;
+      ctx.checkpoint = a.checkpoint;
+      ctx.order = a.order;
+      ctx.rank = sweep.rank();
+      ctx.mpiRanks = sweep.size();
+      ctx.ranksProbeMs = probeMs;
+      ctx.repeat = a.repeat;
+      ctx.blas = blas;
+      ctx.rssBase = rssBase;
+      os << frontend::trgBetaJson(m, *drv, ctx).dump() << "\n";
       return;
     }
 
@@ -744,15 +518,15 @@ void runTrg(TrgArgs &a) {
       if (exC) os << "  exact " << fmt("%.15g", *exC) << "  err " << errStr(c, *exC);
       os << "\n";
     }
-    os << "  run value         " << statsText(tv) << "\n";
-    if (opts.grad) os << "  run value+grad    " << statsText(tg) << "\n";
-    if (opts.second) os << "  run second        " << statsText(ts) << "\n";
-    os << "  memory value      " << memoryText(mv, rssBase) << "\n";
-    if (opts.grad) os << "  memory value+grad " << memoryText(mg, rssBase) << "\n";
-    if (opts.second) os << "  memory second     " << memoryText(ms, rssBase) << "\n";
-    os << "  loadavg           before " << rt::formatLoadAverage(loadBefore) << " | after "
-       << rt::formatLoadAverage(loadAfter) << "\n";
-    if (topk.calls + topk.complementCalls > 0) os << "  svd_topk          " << topk.text() << "\n";
+    os << "  run value         " << frontend::runTimesText(m.valueTimes) << "\n";
+    if (opts.grad) os << "  run value+grad    " << frontend::runTimesText(m.gradTimes) << "\n";
+    if (opts.second) os << "  run second        " << frontend::runTimesText(m.secondTimes) << "\n";
+    os << "  memory value      " << frontend::peakMemoryText(m.valueMemory, rssBase) << "\n";
+    if (opts.grad) os << "  memory value+grad " << frontend::peakMemoryText(m.gradMemory, rssBase) << "\n";
+    if (opts.second) os << "  memory second     " << frontend::peakMemoryText(m.secondMemory, rssBase) << "\n";
+    os << "  loadavg           before " << rt::formatLoadAverage(m.loadBefore) << " | after "
+       << rt::formatLoadAverage(m.loadAfter) << "\n";
+    if (m.topk.calls + m.topk.complementCalls > 0) os << "  svd_topk          " << m.topk.text() << "\n";
   };
 
   for (size_t ib = 0; ib < betas.size(); ++ib) {

@@ -1,0 +1,262 @@
+//===- frontend/TrgMeasure.cpp - One β of the TRG, timed, with its report --------===//
+#include "frontend/TrgMeasure.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "frontend/Onsager.h"
+
+namespace tessel::frontend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(const char *f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// Runs `f` once (first), once more untimed (warm-up), then `repeat` timed times.
+template <class F>
+RunTimes timeRuns(F &&f, int64_t repeat, const TrgProgress &progress, const std::string &what) {
+  RunTimes s;
+  s.have = true;
+  const int64_t total = repeat > 0 ? repeat + 2 : 1;
+  if (progress) progress(what, 1, total);
+  auto t0 = Clock::now();
+  f();
+  s.first = rt::msSince(t0);
+  if (repeat > 0) {
+    if (progress) progress(what + " (warm-up)", 2, total);
+    f();
+    std::vector<double> ms;
+    for (int64_t i = 0; i < repeat; ++i) {
+      if (progress) progress(what, i + 3, total);
+      auto t1 = Clock::now();
+      f();
+      ms.push_back(rt::msSince(t1));
+    }
+    s.steady = rt::summarize(ms);
+  }
+  return s;
+}
+
+/// Runs `f` (the timed runs of one kind) inside a fresh peak-RSS window.
+template <typename F> RunTimes measureMemory(PeakMemory &m, int64_t rssBase, F &&f) {
+  m.have = true;
+  m.window = rt::resetPeakResident();
+  RunTimes s = f();
+  const int64_t peak = rt::peakResidentBytes();
+  if (peak >= 0 && rssBase >= 0) m.measured = peak - rssBase;
+  return s;
+}
+
+nlohmann::json optNumber(const std::optional<double> &v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json loadJson(const std::vector<double> &l) {
+  return l.size() == 3 ? nlohmann::json(l) : nlohmann::json(nullptr);
+}
+
+nlohmann::json runTimesJson(const RunTimes &s) {
+  if (!s.have) return nullptr;
+  nlohmann::json j;
+  j["first"] = roundToMicroseconds(s.first);
+  const rt::Summary &t = s.steady;
+  if (t.n) {
+    j["min"] = roundToMicroseconds(t.min);
+    j["median"] = roundToMicroseconds(t.median);
+    j["p90"] = roundToMicroseconds(t.p90);
+    j["max"] = roundToMicroseconds(t.max);
+  } else {
+    j["min"] = j["median"] = j["p90"] = j["max"] = nullptr;
+  }
+  j["n"] = t.n;
+  return j;
+}
+
+nlohmann::json peakMemoryJson(const PeakMemory &m) {
+  if (!m.have) return nullptr;
+  return {{"planned_peak_bytes", m.planned},
+          {"measured_peak_rss_bytes", m.measured >= 0 ? nlohmann::json(m.measured) : nlohmann::json(nullptr)},
+          {"rss_window", m.window ? "runs" : "process"}};
+}
+
+nlohmann::json groupsJson(const TrgDriver &drv) {
+  nlohmann::json gs = nlohmann::json::array();
+  for (const auto &g : drv.groups())
+    gs.push_back({{"group", g.group}, {"uses", g.uses}, {"ops", g.ops},
+                  {"compile_ms", roundToMicroseconds(g.compileMs)},
+                  {"prepare_ms", roundToMicroseconds(g.prepareMs)},
+                  {"peak_live_bytes", g.peakLiveBytes}});
+  return gs;
+}
+
+} // namespace
+
+TopkCounts TopkCounts::between(const rt::TruncatedSvdStats &a, const rt::TruncatedSvdStats &b) {
+  TopkCounts c;
+  c.calls = b.topkCalls - a.topkCalls;
+  c.iterations = b.topkIterations - a.topkIterations;
+  c.fallbacks = b.topkFallbacks - a.topkFallbacks;
+  c.complementCalls = b.complementCalls - a.complementCalls;
+  c.complementIterations = b.complementIterations - a.complementIterations;
+  c.complementFallbacks = b.complementFallbacks - a.complementFallbacks;
+  return c;
+}
+
+void TopkCounts::add(const TopkCounts &o) {
+  calls += o.calls;
+  iterations += o.iterations;
+  fallbacks += o.fallbacks;
+  complementCalls += o.complementCalls;
+  complementIterations += o.complementIterations;
+  complementFallbacks += o.complementFallbacks;
+}
+
+nlohmann::json TopkCounts::json() const {
+  return {{"calls", calls},
+          {"iterations", iterations},
+          {"fallbacks", fallbacks},
+          {"complement_calls", complementCalls},
+          {"complement_cg_iterations", complementIterations},
+          {"complement_fallbacks", complementFallbacks}};
+}
+
+std::string TopkCounts::text() const {
+  auto mean = [](int64_t a, int64_t b) {
+    return b ? fmt("%.1f", double(a) / double(b)) : std::string("-");
+  };
+  return std::to_string(calls) + " top-k SVDs (" + mean(iterations, calls) +
+         " subspace iterations each, " + std::to_string(fallbacks) + " fell back to gesdd); " +
+         std::to_string(complementCalls) + " complement solves (" +
+         mean(complementIterations, complementCalls) + " CG iterations each, " +
+         std::to_string(complementFallbacks) + " fell back to the full rule)";
+}
+
+std::optional<double> TrgBetaMeasurement::dlnZ() const {
+  return gradTimes.have ? grad.dlnZ : std::nullopt;
+}
+std::optional<double> TrgBetaMeasurement::d2lnZ() const {
+  return secondTimes.have ? second.d2lnZ : std::nullopt;
+}
+
+TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, int64_t rssBase,
+                                  const TrgProgress &progress) {
+  TrgBetaMeasurement m;
+  m.beta = beta;
+  const TrgOptions &opts = drv.options();
+  m.loadBefore = rt::readLoadAverage();
+  const rt::TruncatedSvdStats svdBefore = rt::truncatedSvdStats();
+  auto kind = [&](RunTimes &times, PeakMemory &mem, TrgResult &out, const char *what,
+                  TrgResult (TrgDriver::*run)(double)) {
+    times = measureMemory(mem, rssBase, [&] {
+      return timeRuns(
+          [&] {
+            out = (drv.*run)(beta);
+            mem.planned = std::max(mem.planned, drv.plannedPeakBytes());
+          },
+          repeat, progress, what);
+    });
+  };
+  kind(m.valueTimes, m.valueMemory, m.value, "value", &TrgDriver::value);
+  if (opts.grad) kind(m.gradTimes, m.gradMemory, m.grad, "value+grad", &TrgDriver::valueAndGrad);
+  if (opts.second) kind(m.secondTimes, m.secondMemory, m.second, "second", &TrgDriver::second);
+  m.loadAfter = rt::readLoadAverage();
+  m.topk = TopkCounts::between(svdBefore, rt::truncatedSvdStats());
+
+  m.exactLnZ = onsagerLnZ(beta);
+  if (beta != kIsingBetaC) { // the derivatives diverge exactly at β_c
+    const OnsagerValues ex = onsager(beta);
+    m.exactDlnZ = ex.dlnZ;
+    m.exactD2lnZ = ex.d2lnZ;
+    m.exactSpecificHeat = ex.specificHeat;
+  }
+  return m;
+}
+
+nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
+                           const TrgReportContext &ctx) {
+  const TrgOptions &opts = drv.options();
+  const double beta = m.beta;
+  const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ();
+  nlohmann::json j;
+  j["beta"] = beta;
+  j["temperature"] = 1 / beta;
+  j["chi"] = opts.chi;
+  j["steps"] = opts.steps;
+  j["sites"] = std::ldexp(1.0, opts.steps);
+  j["mode"] = trgModeName(opts.mode);
+  j["checkpoint"] = ctx.checkpoint;
+  j["order"] = ctx.order;
+  j["width"] = opts.width;
+  j["rank"] = ctx.rank;
+  j["mpi_ranks"] = ctx.mpiRanks;
+  j["svd"] = opts.pipeline.empty() ? trgSvdName(trgSvdUsed(opts)) : "as --passes";
+  j["svd_topk"] = m.topk.json();
+  j["ranks"] = drv.ranks();
+  j["ranks_probe_ms"] =
+      ctx.ranksProbeMs >= 0 ? nlohmann::json(roundToMicroseconds(ctx.ranksProbeMs)) : nlohmann::json(nullptr);
+  j["lnZ_per_site"] = m.value.lnZ;
+  j["exact_lnZ_per_site"] = optNumber(m.exactLnZ);
+  j["dlnZ_dbeta"] = optNumber(d1);
+  j["exact_dlnZ_dbeta"] = optNumber(m.exactDlnZ);
+  j["energy_per_site"] = d1 ? nlohmann::json(-*d1) : nlohmann::json(nullptr);
+  j["exact_energy_per_site"] = m.exactDlnZ ? nlohmann::json(-*m.exactDlnZ) : nlohmann::json(nullptr);
+  j["d2lnZ_dbeta2"] = optNumber(d2);
+  j["exact_d2lnZ_dbeta2"] = optNumber(m.exactD2lnZ);
+  j["specific_heat"] = d2 ? nlohmann::json(beta * beta * *d2) : nlohmann::json(nullptr);
+  j["exact_specific_heat"] = optNumber(m.exactSpecificHeat);
+  nlohmann::json t;
+  t["compile"] = roundToMicroseconds(drv.compileMs());
+  t["prepare"] = roundToMicroseconds(drv.prepareMs());
+  t["value"] = runTimesJson(m.valueTimes);
+  t["value_and_grad"] = runTimesJson(m.gradTimes);
+  t["second"] = runTimesJson(m.secondTimes);
+  j["timing_ms"] = t;
+  j["compile_groups"] = groupsJson(drv);
+  j["ops"] = drv.totalOps();
+  j["repeat"] = ctx.repeat;
+  j["passes"] = trgPipeline(opts);
+  j["blas"] = ctx.blas;
+  j["loadavg"] = {{"before", loadJson(m.loadBefore)}, {"after", loadJson(m.loadAfter)}};
+  j["memory"] = {{"rss_before_runs_bytes", ctx.rssBase},
+                 {"value", peakMemoryJson(m.valueMemory)},
+                 {"value_and_grad", peakMemoryJson(m.gradMemory)},
+                 {"second", peakMemoryJson(m.secondMemory)}};
+  return j;
+}
+
+double roundToMicroseconds(double ms) { return std::round(ms * 1e3) / 1e3; }
+
+std::string runTimesText(const RunTimes &s) {
+  std::string t = "first " + fmt("%.3f", s.first) + " ms";
+  const rt::Summary &m = s.steady;
+  if (m.n)
+    t += " | steady min " + fmt("%.3f", m.min) + " median " + fmt("%.3f", m.median) + " p90 " +
+         fmt("%.3f", m.p90) + " max " + fmt("%.3f", m.max) + " ms (N=" + std::to_string(m.n) +
+         " after 1 warm-up)";
+  return t;
+}
+
+std::string formatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  return b < 1048576.0 ? fmt("%.1f", b / 1024.0) + " KiB" : fmt("%.1f", b / 1048576.0) + " MiB";
+}
+
+std::string peakMemoryText(const PeakMemory &m, int64_t rssBase) {
+  std::string t = "planned peak " + formatBytes(m.planned) + " (tensors between programs + engine arena)";
+  if (m.measured < 0) return t + " | peak RSS unavailable";
+  t += " | measured peak RSS " + formatBytes(m.measured) + " above the " + formatBytes(rssBase) +
+       " before the runs";
+  if (m.planned > 0)
+    t += fmt(" (%+.1f%%)", 100.0 * (static_cast<double>(m.measured) / static_cast<double>(m.planned) - 1));
+  if (!m.window) t += " [peak since process start: /proc/self/clear_refs not writable]";
+  return t;
+}
+
+} // namespace tessel::frontend

@@ -1,0 +1,106 @@
+//===- frontend/TrgMeasure.h - One β of the TRG, timed, with its report ----------===//
+//
+// What `tessel trg` and the Python `tessel.trg` measure per β, and the JSON object they
+// both print (README, "JSON output"): runs the value (and value+grad, second order)
+// of a TrgDriver the way docs/benchmarking.md asks (first run, one warm-up, then
+// `repeat` timed runs: min/median/p90/max), the planned and measured peak memory of
+// each kind, the load average before and after, what the truncated-SVD kernels did,
+// and Onsager's exact values beside the TRG's.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/TrgDriver.h"
+#include "runtime/Runtime.h"
+#include "runtime/Stats.h"
+
+namespace tessel::frontend {
+
+/// Timings (ms) of one kind of run: the first, then the steady runs after one warm-up.
+struct RunTimes {
+  bool have = false;
+  double first = 0;
+  rt::Summary steady;
+};
+
+/// Planned against measured peak memory of one kind of evaluation (value, value+grad,
+/// second) over its runs at one β.
+struct PeakMemory {
+  bool have = false;
+  int64_t planned = 0;   ///< max of TrgDriver::plannedPeakBytes over the runs
+  int64_t measured = -1; ///< peak RSS during the runs minus the RSS before the first run
+  bool window = true;    ///< the peak-RSS window was reset before the runs
+};
+
+/// What the truncated-SVD kernels did between two snapshots of rt::truncatedSvdStats().
+struct TopkCounts {
+  int64_t calls = 0, iterations = 0, fallbacks = 0;
+  int64_t complementCalls = 0, complementIterations = 0, complementFallbacks = 0;
+  static TopkCounts between(const rt::TruncatedSvdStats &before, const rt::TruncatedSvdStats &after);
+  void add(const TopkCounts &o);
+  nlohmann::json json() const;
+  /// "N top-k SVDs (I subspace iterations each, F fell back to gesdd); ...".
+  std::string text() const;
+};
+
+/// Everything measured at one β.
+struct TrgBetaMeasurement {
+  double beta = 0;
+  TrgResult value, grad, second;      ///< grad / second: empty unless the driver has them
+  RunTimes valueTimes, gradTimes, secondTimes;
+  PeakMemory valueMemory, gradMemory, secondMemory;
+  std::vector<double> loadBefore, loadAfter; ///< 1, 5, 15-minute load averages (empty: unknown)
+  TopkCounts topk;
+  /// Onsager's infinite lattice (frontend/Onsager.h); the derivatives are absent at
+  /// β_c exactly, where they diverge.
+  std::optional<double> exactLnZ, exactDlnZ, exactD2lnZ, exactSpecificHeat;
+  /// The driver's d(lnZ/N)/dβ and d²(lnZ/N)/dβ² when it computed them.
+  std::optional<double> dlnZ() const;
+  std::optional<double> d2lnZ() const;
+};
+
+/// Called before each run: what ("value", "value+grad (warm-up)", ...), run k of n.
+using TrgProgress = std::function<void(const std::string &what, int64_t k, int64_t n)>;
+
+/// Runs the driver at `beta`: value, then value+grad (if the driver was built with
+/// grad), then second order (if with second), each once, once more untimed and then
+/// `repeat` timed times (repeat = 0: the first run only). `rssBase` is the process's
+/// resident bytes before the first run of the sweep (rt::residentBytes()). Throws what
+/// the driver throws (tessel::Error naming the step and β).
+TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, int64_t rssBase,
+                                  const TrgProgress &progress = {});
+
+/// What a report says besides the measurement.
+struct TrgReportContext {
+  std::string checkpoint; ///< the residual policy as given ("store", ...)
+  std::string order;      ///< the contraction order as given ("pairwise", ...)
+  int rank = 0, mpiRanks = 1;
+  double ranksProbeMs = -1; ///< time of the schedule's probe (--ranks auto), -1 = none
+  int64_t repeat = 0;
+  std::string blas;  ///< TrgDriver::blas()
+  int64_t rssBase = 0;
+};
+
+/// The JSON object of one β (keys: README, "JSON output"; times in ms rounded to the
+/// microsecond, bytes as integers, null where not computed).
+nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
+                           const TrgReportContext &ctx);
+
+/// Milliseconds rounded to the microsecond (short JSON numbers).
+double roundToMicroseconds(double ms);
+/// "first 1.234 ms | steady min ... median ... p90 ... max ... ms (N=10 after 1 warm-up)".
+std::string runTimesText(const RunTimes &t);
+/// "planned peak 3.7 MiB (...) | measured peak RSS ... above the ... before the runs (+x%)".
+std::string peakMemoryText(const PeakMemory &m, int64_t rssBase);
+/// "12.3 MiB", or "45.6 KiB" below 1 MiB.
+std::string formatBytes(int64_t bytes);
+
+} // namespace tessel::frontend
