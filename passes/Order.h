@@ -154,4 +154,12 @@ ir::ValueId lowerEinsum(ir::Builder &b, llvm::StringRef spec,
 /// (result and loc) if a path needs an intermediate of rank > 8.
 bool runOrder(ir::Program &p, const OrderOptions &opts);
 
+/// The runtime executes pairwise contractions only: when `p` holds einsum ops and
+/// `strategy` is not "none", lowers them with runOrder under that strategy (auto, chain,
+/// pairwise, greedy, optimal; tessel::Error for another name) and returns a note such as
+/// "2 einsum ops lowered by the order pass (strategy auto)"; returns "" when there was
+/// nothing to lower. With "none", rt::prepare will reject an einsum with an error
+/// naming it. Used by `tessel prepare`, `run`, `bench` and the Python tessel.prepare.
+std::string lowerEinsumsForRuntime(ir::Program &p, const std::string &strategy);
+
 } // namespace tessel::passes

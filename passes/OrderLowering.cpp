@@ -194,4 +194,15 @@ bool runOrder(Program &p, const OrderOptions &opts) {
   return true;
 }
 
+std::string lowerEinsumsForRuntime(Program &p, const std::string &strategy) {
+  size_t n = 0;
+  for (const Op &op : p.ops) n += op.kind == OpKind::Einsum;
+  if (n == 0 || strategy == "none") return "";
+  OrderOptions o;
+  o.strategy = parseOrderStrategy(strategy);
+  runOrder(p, o);
+  return std::to_string(n) + " einsum op" + (n == 1 ? "" : "s") +
+         " lowered by the order pass (strategy " + strategy + ")";
+}
+
 } // namespace tessel::passes

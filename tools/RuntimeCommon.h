@@ -13,21 +13,7 @@
 
 namespace tessel::tools {
 
-/// The runtime executes pairwise contractions only: when `p` holds einsum ops and
-/// `strategy` is not "none", lowers them with the order pass (passes/Order.h) and
-/// returns a note such as "2 einsum ops lowered by the order pass (strategy auto)";
-/// returns "" when there was nothing to lower. With "none", prepare() will reject an
-/// einsum with an error naming it.
-inline std::string lowerEinsumsForRuntime(ir::Program &p, const std::string &strategy) {
-  size_t n = 0;
-  for (const ir::Op &op : p.ops) n += op.kind == ir::OpKind::Einsum;
-  if (n == 0 || strategy == "none") return "";
-  passes::OrderOptions o;
-  o.strategy = passes::parseOrderStrategy(strategy);
-  passes::runOrder(p, o);
-  return std::to_string(n) + " einsum op" + (n == 1 ? "" : "s") +
-         " lowered by the order pass (strategy " + strategy + ")";
-}
+using passes::lowerEinsumsForRuntime;
 
 /// --check-nan and --check-inf: which values stop a run (rt::ValueCheck). `names` says what
 /// the error names (e.g. "the op, its location and which operands held NaN or inf").
