@@ -289,6 +289,7 @@ def render(h, agg, mi, t_start):
         L += ["## Plot", "", f"![TRG times per contender]({plot_note})", ""]
     L += _scaling_section()
     L += _sweep_section()
+    L += _python_section()
     return "\n".join(L) + "\n", plot_note
 
 
@@ -368,6 +369,31 @@ def _sweep_section() -> list[str]:
     L += ["", f"Wall-time ratio {sw.get('ranks')} ranks / 1 rank: median {fmt(sw['ratio_median'], 3)}, "
           f"min {fmt(sw['ratio_min'], 3)} (target ≤ 0.55).", ""]
     return L
+
+
+def _python_section() -> list[str]:
+    """The Python call overhead of bench/python_overhead.py (its own run), if present."""
+    po = _side_run("python_overhead.json")
+    if po is None:
+        return []
+    us = lambda s: f"{fmt(s['min'], 3)} / {fmt(s['median'], 3)} / {fmt(s['p90'], 3)}"  # noqa: E731
+    L = ["## Python: the cost of calling the engine from Python", "",
+         _side_source("python_overhead.py", po) + f"; Python {po.get('python')}, numpy "
+         f"{po.get('numpy')}, width {po.get('width')}, {po.get('rounds')} rounds × {po.get('calls')} "
+         f"calls after 200 warm-up calls each, load before the rounds {po.get('load1_before_rounds')}). "
+         f"The gradient of Σ sin(x)·x², n = {po.get('n')}, traced with `tessel.ops` and run by "
+         "`engine.run(plan, {\"x\": x})`; the engine's own time of each call is `engine.last_run_ms` "
+         "(C++ `Engine::run`), and the overhead is the difference, call by call. JAX: "
+         "`jax.jit(jax.grad(f))(x).block_until_ready()` in the same process and rounds.", "",
+         "| per call | min / median / p90 µs |", "|---|---|",
+         f"| tessel `engine.run` from Python | {us(po['tessel_python_call_us'])} |",
+         f"| the C++ engine inside it | {us(po['tessel_engine_us'])} |",
+         f"| overhead of the Python call | {us(po['overhead_us'])} (target ≤ 5 µs) |"]
+    if po.get("jax_call_us"):
+        r = po["ratio_tessel_python_over_jax"]
+        L += [f"| JAX {po.get('jax')} `jax.jit(jax.grad(f))` | {us(po['jax_call_us'])} |", "",
+              f"tessel from Python / JAX: min {fmt(r['min'], 3)}, median {fmt(r['median'], 3)}."]
+    return L + [""]
 
 
 def _load_why(agg):

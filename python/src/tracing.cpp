@@ -1,0 +1,330 @@
+//===- python/src/tracing.cpp - The tracing front end for Python -----------------===//
+//
+// A traced function receives `Tensor`s: symbolic SSA values of a program being built by
+// frontend::Tracer. Every op appended gets the location of the Python line that caused it
+// ("trg.py:42 in step"), so shape errors, the verifier, the NaN check and the printed IR
+// point at the user's code. One generic builder (`_Trace.op`) reaches every op of the op
+// table (ir/ops.def) with its shape rule; python/tessel/ops.py gives each op a numpy-like
+// function on top of it.
+//
+//===----------------------------------------------------------------------===//
+#include "common.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "frontend/Tracer.h"
+#include "ir/Diagnostics.h"
+#include "ir/OpTable.h"
+#include "ir/Verifier.h"
+
+namespace tessel::py {
+namespace {
+
+using namespace nb::literals;
+
+/// One program being traced. Tensors keep it alive; after finish() it refuses new ops.
+struct TraceState {
+  explicit TraceState(const std::string &name) : tracer(name), start(std::chrono::steady_clock::now()) {}
+  frontend::Tracer tracer;
+  std::chrono::steady_clock::time_point start;
+  bool finished = false;
+
+  void checkOpen() {
+    if (finished)
+      throw Error("tracing: this tensor belongs to a trace that has finished (program @" +
+                  tracer.builder().program().name +
+                  "); use it only inside the function being traced");
+  }
+};
+
+struct PyTensor {
+  std::shared_ptr<TraceState> st;
+  frontend::Tensor t;
+};
+
+/// The directory of the tessel package: frames of its files are skipped when locating
+/// the user's line.
+std::string &packageDir() {
+  static std::string dir;
+  return dir;
+}
+
+/// "file.py:LINE in FUNC" of the innermost Python frame outside the tessel package.
+std::string callerLoc() {
+  PyFrameObject *f = PyEval_GetFrame(); // borrowed
+  nb::object hold;                       // keeps the frames walked to alive
+  while (f) {
+    nb::object code = nb::steal(reinterpret_cast<PyObject *>(PyFrame_GetCode(f)));
+    std::string file = nb::cast<std::string>(code.attr("co_filename"));
+    const std::string &pkg = packageDir();
+    if (pkg.empty() || file.rfind(pkg, 0) != 0) {
+      const size_t slash = file.find_last_of('/');
+      if (slash != std::string::npos) file = file.substr(slash + 1);
+      return file + ":" + std::to_string(PyFrame_GetLineNumber(f)) + " in " +
+             nb::cast<std::string>(code.attr("co_name"));
+    }
+    hold = nb::steal(reinterpret_cast<PyObject *>(PyFrame_GetBack(f)));
+    f = reinterpret_cast<PyFrameObject *>(hold.ptr());
+  }
+  return "";
+}
+
+PyTensor wrap(const std::shared_ptr<TraceState> &st, frontend::Tensor t) { return PyTensor{st, t}; }
+
+/// The trace every tensor of `ts` belongs to (they must share one).
+std::shared_ptr<TraceState> commonTrace(const std::vector<const PyTensor *> &ts) {
+  std::shared_ptr<TraceState> st;
+  for (const PyTensor *t : ts) {
+    if (!st) st = t->st;
+    else if (t->st != st)
+      throw Error("tracing: operands come from two different traces (@" +
+                  st->tracer.builder().program().name + " and @" +
+                  t->st->tracer.builder().program().name + ")");
+  }
+  st->checkOpen();
+  st->tracer.setLoc(callerLoc());
+  return st;
+}
+
+/// `other` of a binary operator as a tensor of a's trace: a Tensor, a Python or numpy
+/// number (a rank-0 constant), or an array (a constant of its shape).
+frontend::Tensor operand(const PyTensor &a, nb::handle other) {
+  if (nb::isinstance<PyTensor>(other)) {
+    const PyTensor &b = nb::cast<const PyTensor &>(other);
+    commonTrace({&a, &b});
+    return b.t;
+  }
+  commonTrace({&a});
+  return a.st->tracer.constant(tensorFromArray(other, "operand of a traced operator"));
+}
+
+double toDouble(nb::handle h, const std::string &what) {
+  double v = PyFloat_AsDouble(h.ptr());
+  if (v == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw Error(what + ": expected a number, got " + nb::cast<std::string>(nb::repr(h)));
+  }
+  return v;
+}
+
+/// The attributes of `kind` from a Python dict, by their declared kinds (ir/ops.def).
+ir::AttrList attrsFromDict(ir::OpKind kind, nb::dict d) {
+  const ir::OpInfo &info = ir::opInfo(kind);
+  ir::AttrList attrs;
+  for (auto [k, v] : d) {
+    const std::string name = nb::cast<std::string>(k);
+    const ir::AttrSpec *spec = nullptr;
+    for (const ir::AttrSpec &s : info.attrs)
+      if (s.name == name) spec = &s;
+    if (!spec) {
+      std::string known;
+      for (const ir::AttrSpec &s : info.attrs) known += (known.empty() ? "" : ", ") + s.name;
+      throw Error(std::string(info.name) + ": unknown attribute '" + name + "' (" +
+                  (known.empty() ? "it has none" : "allowed: " + known) + ")");
+    }
+    const std::string what = std::string(info.name) + " attribute " + name;
+    switch (spec->kind) {
+    case ir::AttrKind::I64: {
+      std::vector<int64_t> one = shapeFromObject(v, what);
+      if (one.size() != 1 || !PyIndex_Check(v.ptr()))
+        throw Error(what + ": expected an int, got " + nb::cast<std::string>(nb::repr(v)));
+      attrs.set(name, ir::Attr::i64(one[0]));
+      break;
+    }
+    case ir::AttrKind::F64: attrs.set(name, ir::Attr::f64(toDouble(v, what))); break;
+    case ir::AttrKind::Str:
+      if (!nb::isinstance<nb::str>(v))
+        throw Error(what + ": expected a str, got " + nb::cast<std::string>(nb::repr(v)));
+      attrs.set(name, ir::Attr::str(nb::cast<std::string>(v)));
+      break;
+    case ir::AttrKind::I64s:
+      if (PyIndex_Check(v.ptr()))
+        throw Error(what + ": expected a sequence of ints, got " + nb::cast<std::string>(nb::repr(v)));
+      attrs.set(name, ir::Attr::i64s(shapeFromObject(v, what)));
+      break;
+    case ir::AttrKind::Tensor: attrs.set(name, ir::Attr::tensor(tensorFromArray(v, what))); break;
+    }
+  }
+  return attrs;
+}
+
+std::string tensorRepr(const PyTensor &t) {
+  const ir::Program &p = t.st->tracer.builder().program();
+  const std::string &name = p.value(t.t.id()).name;
+  return "Tensor(" + (name.empty() ? std::string("%") + std::to_string(t.t.id()) : "%" + name) +
+         ": " + t.t.type().str() + ")";
+}
+
+[[noreturn]] void noValue(const char *what) {
+  throw Error(std::string("tracing: a traced Tensor has no value while tracing, so it cannot be ") +
+              what + " (use tessel.ops.select for a data-dependent choice, and run the "
+              "program for values)");
+}
+
+} // namespace
+
+void bindTracing(nb::module_ &m) {
+  m.def("_set_package_dir", [](const std::string &d) { packageDir() = d; });
+
+  nb::class_<TraceState>(m, "_Trace",
+                         "A program being traced (use tessel.trace; this is its machinery).")
+      .def(nb::new_([](const std::string &name) { return std::make_shared<TraceState>(name); }),
+           "name"_a)
+      .def(
+          "input",
+          [](std::shared_ptr<TraceState> st, const std::string &name, nb::handle shape) {
+            st->checkOpen();
+            if (name.empty()) throw Error("tracing: an input needs a name");
+            if (st->tracer.program().lookup(name) != ir::kNoValue)
+              throw Error("tracing: two inputs are named '" + name + "'");
+            return wrap(st, st->tracer.input(name, shapeFromObject(shape, "shape of input " + name)));
+          },
+          "name"_a, "shape"_a)
+      .def(
+          "output",
+          [](std::shared_ptr<TraceState> st, const PyTensor &t, const std::string &name) {
+            if (t.st != st) throw Error("tracing: an output must be a tensor of the traced function");
+            st->checkOpen();
+            st->tracer.output(t.t, name);
+          },
+          "tensor"_a, "name"_a = "")
+      .def(
+          "constant",
+          [](std::shared_ptr<TraceState> st, nb::handle value) {
+            st->checkOpen();
+            st->tracer.setLoc(callerLoc());
+            return wrap(st, st->tracer.constant(tensorFromArray(value, "constant")));
+          },
+          "value"_a)
+      .def(
+          "op",
+          [](std::shared_ptr<TraceState> st, const std::string &name,
+             const std::vector<const PyTensor *> &operands, nb::dict attrs) {
+            auto kind = ir::opKindByName(name);
+            if (!kind)
+              throw Error("unknown op '" + name + "' (did you mean '" + ir::closestOpName(name) + "'?)");
+            for (const PyTensor *t : operands)
+              if (t->st != st) throw Error(name + ": an operand comes from another trace");
+            st->checkOpen();
+            st->tracer.setLoc(callerLoc());
+            ir::AttrList al = attrsFromDict(*kind, attrs);
+            std::vector<ir::ValueId> ids;
+            for (const PyTensor *t : operands) ids.push_back(t->t.id());
+            auto results = st->tracer.builder().createMulti(*kind, ids, std::move(al));
+            std::vector<PyTensor> out;
+            for (ir::ValueId v : results) out.push_back(wrap(st, frontend::Tensor(st->tracer.builder(), v)));
+            return out;
+          },
+          "name"_a, "operands"_a, "attrs"_a = nb::dict(),
+          "Appends one op of the op table (tessel.op_table()) with these operands and "
+          "attributes; returns its results. Shape errors raise tessel.ShapeError naming the "
+          "op, the shapes and the Python line.")
+      .def(
+          "finish",
+          [](std::shared_ptr<TraceState> st) {
+            st->checkOpen();
+            st->finished = true;
+            PyProgram p{st->tracer.take(), 0};
+            ir::verifyOrThrow(p.ir);
+            p.compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                                    st->start)
+                              .count();
+            return p;
+          },
+          "Ends the trace: the verified program (its compile time is the trace's).");
+
+  auto binary = [](frontend::Tensor (*f)(const frontend::Tensor &, const frontend::Tensor &),
+                   bool reflected) {
+    return [f, reflected](const PyTensor &a, nb::handle other) {
+      frontend::Tensor b = operand(a, other);
+      return wrap(a.st, reflected ? f(b, a.t) : f(a.t, b));
+    };
+  };
+  using F = frontend::Tensor (*)(const frontend::Tensor &, const frontend::Tensor &);
+  F add = [](const frontend::Tensor &x, const frontend::Tensor &y) { return x + y; };
+  F sub = [](const frontend::Tensor &x, const frontend::Tensor &y) { return x - y; };
+  F mul = [](const frontend::Tensor &x, const frontend::Tensor &y) { return x * y; };
+  F div = [](const frontend::Tensor &x, const frontend::Tensor &y) { return x / y; };
+  F matmul = [](const frontend::Tensor &x, const frontend::Tensor &y) { return frontend::matmul(x, y); };
+  auto cmp = [](const char *dir) {
+    return [dir](const PyTensor &a, nb::handle other) {
+      frontend::Tensor b = operand(a, other);
+      return wrap(a.st, frontend::compare(a.t, b, dir));
+    };
+  };
+
+  nb::class_<PyTensor> tensor(
+      m, "Tensor",
+      "A symbolic f64 tensor inside a traced function: an SSA value of the program being "
+      "built. Arithmetic (+ - * / @ ** with an int exponent, unary -, abs, < <= > >= "
+      "giving 1.0/0.0) appends ops; a Python or numpy number is a rank-0 constant, which "
+      "broadcasts; any other shape difference is a tessel.ShapeError (no implicit numpy "
+      "broadcasting: use tessel.ops.broadcast_to). Methods such as .sum(), .reshape(), "
+      ".T and indexing come from tessel.ops.");
+  tensor.def_prop_ro("shape", [](const PyTensor &t) { return shapeTuple(t.t.shape()); })
+      .def_prop_ro("ndim", [](const PyTensor &t) { return t.t.rank(); })
+      .def_prop_ro("size", [](const PyTensor &t) { return t.t.numel(); })
+      .def_prop_ro("dtype", [](const PyTensor &) { return "float64"; })
+      .def_prop_ro("name",
+                   [](const PyTensor &t) { return t.st->tracer.builder().program().value(t.t.id()).name; },
+                   "The SSA value's name ('' if anonymous).")
+      .def_prop_ro("_trace", [](const PyTensor &t) { return t.st; })
+      .def(
+          "named",
+          [](const PyTensor &t, const std::string &name) {
+            t.st->checkOpen();
+            t.t.named(name);
+            return t;
+          },
+          "name"_a, "Names the SSA value (%name in the printed IR; made unique if taken). Returns the tensor.")
+      .def("__repr__", &tensorRepr)
+      .def("__add__", binary(add, false))
+      .def("__radd__", binary(add, true))
+      .def("__sub__", binary(sub, false))
+      .def("__rsub__", binary(sub, true))
+      .def("__mul__", binary(mul, false))
+      .def("__rmul__", binary(mul, true))
+      .def("__truediv__", binary(div, false))
+      .def("__rtruediv__", binary(div, true))
+      .def("__matmul__", binary(matmul, false))
+      .def("__rmatmul__", binary(matmul, true))
+      .def("__lt__", cmp("LT"))
+      .def("__le__", cmp("LE"))
+      .def("__gt__", cmp("GT"))
+      .def("__ge__", cmp("GE"))
+      .def("__neg__", [](const PyTensor &a) { commonTrace({&a}); return wrap(a.st, -a.t); })
+      .def("__pos__", [](const PyTensor &a) { return a; })
+      .def("__abs__", [](const PyTensor &a) { commonTrace({&a}); return wrap(a.st, a.t.abs()); })
+      .def(
+          "__pow__",
+          [](const PyTensor &a, nb::handle e) {
+            std::vector<int64_t> n;
+            if (!PyIndex_Check(e.ptr()) || (n = shapeFromObject(e, "exponent"))[0] < 0 || n[0] > 64)
+              throw Error("tracing: x ** n needs an int n in [0, 64] (products of x); for other "
+                          "powers use tessel.ops.exp(n * tessel.ops.log(x)) or tessel.ops.sqrt");
+            commonTrace({&a});
+            if (n[0] == 0) return wrap(a.st, a.st->tracer.full(a.t.shape(), 1.0));
+            // Binary powering: x^n in O(log n) multiplications.
+            frontend::Tensor result, base = a.t;
+            for (int64_t k = n[0]; k > 0; k >>= 1) {
+              if (k & 1) result = result.valid() ? result * base : base;
+              if (k > 1) base = base * base;
+            }
+            return wrap(a.st, result);
+          },
+          "exponent"_a)
+      .def("__bool__", [](const PyTensor &) -> bool { noValue("used as a bool (if, and, or, while)"); })
+      .def("__float__", [](const PyTensor &) -> double { noValue("converted to a float"); })
+      .def("__array__", [](const PyTensor &, nb::args, nb::kwargs) -> nb::object {
+        noValue("converted to a numpy array");
+      });
+  // numpy defers to the Tensor's reflected operators (np.float64(2) * x is Tensor.__rmul__).
+  tensor.attr("__array_ufunc__") = nb::none();
+}
+
+} // namespace tessel::py

@@ -1,0 +1,321 @@
+"""tessel: a compiler for differentiable tensor-network programs, from Python.
+
+The stages are explicit, each timed and inspectable, as on the command line::
+
+    import numpy as np
+    import tessel
+    from tessel import ops
+
+    def f(x):                                   # x: f64[1000]
+        return ops.sum(ops.sin(x) * x * x)
+
+    program = tessel.trace(f, (1000,))          # compile: trace -> typed SSA IR
+    g = tessel.grad(program, wrt="x")           # the grad transform (outputs f, df/dx)
+    g = tessel.opt(g, "fold,cse,dce")           # pass pipeline, as `tessel opt --passes`
+    plan = tessel.prepare(g)                    # prepare: flat op list + buffer plan
+    engine = tessel.Engine(width=2)             # run: an engine of fixed width
+    out = engine.run(plan, {"x": np.linspace(0, 1, 1000)})
+    out["grad_x"]                               # numpy float64 array, shape (1000,)
+    program.compile_ms, plan.prepare_ms, engine.last_run_ms
+
+and the flagship job, TRG of the 2D Ising model compared with Onsager's solution::
+
+    tessel.trg(beta=0.3, grad=True)["dlnZ_dbeta"]
+
+Everything is float64; shapes are static tuples of ints, row-major. Errors are
+``tessel.Error`` subclasses carrying the same diagnostics as the command line.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from . import _tessel
+from ._tessel import Engine, Error, ParseError, Plan, Program, ShapeError, Tensor, Value, VerifyError
+
+__version__: str = _tessel.__version__
+
+#: β_c = ln(1 + √2)/2 of the square-lattice Ising model (J = 1, k_B = 1).
+ISING_BETA_C: float = _tessel.ISING_BETA_C
+
+__all__ = [
+    "Engine", "Error", "ISING_BETA_C", "ParseError", "Plan", "Program", "ShapeError", "Tensor",
+    "Value", "VerifyError", "blas_info", "describe_passes", "evaluate_reference", "grad", "onsager",
+    "op_table", "ops", "opt", "prepare", "trace", "trg", "vjp",
+]
+
+_tessel._set_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+from . import ops  # noqa: E402  (attaches the Tensor methods; needs _tessel first)
+
+ShapeLike = Union[int, Sequence[int], np.ndarray]
+
+
+def _input_names(fn: Callable[..., Any], count: int, names: Optional[Sequence[str]]) -> list[str]:
+    if names is not None:
+        names = list(names)
+        if len(names) != count:
+            raise Error(f"trace: {count} shape(s) but {len(names)} name(s)")
+        return names
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    if len(params) >= count:
+        return [p.name for p in params[:count]]
+    return [f"x{i}" for i in range(count)]
+
+
+def _shape_of(s: ShapeLike) -> tuple[int, ...]:
+    if isinstance(s, np.ndarray):
+        return tuple(int(d) for d in s.shape)
+    if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+        return (int(s),)
+    return tuple(s)
+
+
+def trace(fn: Callable[..., Any], *shapes: ShapeLike, name: Optional[str] = None,
+          names: Optional[Sequence[str]] = None) -> Program:
+    """Traces ``fn`` into a program: one f64 input per shape, the ops ``fn`` applies.
+
+    Args:
+        fn: a function of Tensors written with ``tessel.ops`` and Tensor operators. It
+            returns a Tensor, a tuple/list of Tensors, or a dict {output name: Tensor}.
+        shapes: one per input, in ``fn``'s parameter order: a tuple of ints (``()`` for a
+            scalar), an int (rank 1), or a numpy array (its shape).
+        name: the program's name (default: ``fn.__name__``).
+        names: the inputs' names (default: ``fn``'s parameter names).
+
+    Returns:
+        The verified Program; ``compile_ms`` is the trace's time. Every op's location is
+        the Python line that made it (``file.py:LINE in FUNC``).
+
+    Raises:
+        ShapeError: an op's shapes do not fit (names the op, both shapes and the line).
+        Error: ``fn`` returned no Tensor, or something that is not one.
+    """
+    prog_name = name or getattr(fn, "__name__", "main")
+    if not prog_name.isidentifier():
+        prog_name = "main"
+    input_names = _input_names(fn, len(shapes), names)
+    tr = _tessel._Trace(prog_name)
+    args = [tr.input(n, _shape_of(s)) for n, s in zip(input_names, shapes)]
+    ops._push(tr)
+    try:
+        result = fn(*args)
+    finally:
+        ops._pop()
+    if isinstance(result, Tensor):
+        items: list[tuple[str, Any]] = [("", result)]
+    elif isinstance(result, Mapping):
+        items = [(str(k), v) for k, v in result.items()]
+    elif isinstance(result, (tuple, list)):
+        items = [("", v) for v in result]
+    else:
+        raise Error(f"trace: {prog_name} returned {type(result).__name__}; expected a Tensor, "
+                    "a tuple/list of Tensors or a dict of them")
+    if not items:
+        raise Error(f"trace: {prog_name} returned no outputs")
+    for out_name, value in items:
+        if not isinstance(value, Tensor):
+            raise Error(f"trace: output {out_name or len(items)} of {prog_name} is "
+                        f"{type(value).__name__}, not a Tensor")
+        tr.output(value, out_name)
+    return tr.finish()
+
+
+def _names(wrt: Union[None, str, Sequence[str]]) -> list[str]:
+    if wrt is None:
+        return []
+    if isinstance(wrt, str):
+        return [w.strip() for w in wrt.split(",") if w.strip()]
+    return list(wrt)
+
+
+def grad(program: Program, wrt: Union[None, str, Sequence[str]] = None, *,
+         keep_outputs: bool = True, svd_blocks: bool = True) -> Program:
+    """Reverse-mode gradient of a program with one scalar output (the grad transform).
+
+    Args:
+        program: the primal program; its one output must be a scalar f64[].
+        wrt: input names ("x", "x,y" or a list); None = every input.
+        keep_outputs: keep the primal output first (value and gradient, as the pass
+            ``grad{...}`` of ``tessel opt``); False = only the gradients.
+        svd_blocks: the block form of the svd reverse rule when only leading triplets
+            carry cotangents (same gradient up to rounding; docs/trg.md §5).
+
+    Returns:
+        A program with the same inputs and outputs [value,] ``grad_<input>`` (the input's
+        shape). Each op's VJP rule is listed by ``tessel ops`` / ``op_table()``.
+
+    Raises:
+        Error: an unknown wrt name, or an output that is not one scalar (use ``vjp``).
+    """
+    return _tessel.grad(program, _names(wrt), False, keep_outputs, svd_blocks)
+
+
+def vjp(program: Program, wrt: Union[None, str, Sequence[str]] = None, *,
+        keep_outputs: bool = True, svd_blocks: bool = True) -> Program:
+    """Vector-Jacobian product: adds one cotangent input ``ct_<output>`` per output (of the
+    output's shape) and outputs Σ_o ⟨ct_o, ∂out_o/∂wrt⟩ as ``grad_<input>``.
+
+    Arguments, result and errors as :func:`grad`, for programs with any outputs.
+    """
+    return _tessel.grad(program, _names(wrt), True, keep_outputs, svd_blocks)
+
+
+def opt(program: Program, pipeline: str, *, print_ir_after_all: bool = False,
+        print_ir_before: Sequence[str] = (), print_ir_after: Sequence[str] = (),
+        print_ir_after_change: bool = False, print_changed_diff: bool = False,
+        time_passes: bool = False, statistics: bool = False, verify_each: bool = True,
+        disable: Sequence[str] = (), bisect_limit: int = -1, dump_dir: str = "",
+        file: Any = None) -> Program:
+    """Runs a pass pipeline, as ``tessel opt --passes=PIPELINE``, and returns the result.
+
+    Args:
+        pipeline: e.g. ``"grad{wrt=beta},checkpoint{policy=recompute},order{strategy=pairwise},cse,dce"``
+            (passes and options: :func:`describe_passes`).
+        print_ir_after_all, print_ir_before, print_ir_after, print_ir_after_change,
+        print_changed_diff, time_passes, statistics, verify_each, disable, bisect_limit,
+        dump_dir: the instrumentation flags of ``tessel opt`` (``--print-ir-after-all``,
+            ``--print-ir-before=P``, ..., ``--disable-pass=P``, ``--bisect-limit=N``,
+            ``--dump-dir=DIR``).
+        file: where the instrumentation text goes (default ``sys.stderr``).
+
+    Raises:
+        Error: an unknown pass or option (listing the known ones), or a pass's error naming
+            the pass; VerifyError naming the pass after which verification failed. The
+            instrumentation printed before the error is written first.
+    """
+    o = _tessel._PassOptions()
+    o.verify_each = verify_each
+    o.print_ir_before = list(print_ir_before)
+    o.print_ir_after = list(print_ir_after)
+    o.print_ir_after_all = print_ir_after_all
+    o.print_ir_after_change = print_ir_after_change
+    o.print_changed_diff = print_changed_diff
+    o.time_passes = time_passes
+    o.statistics = statistics
+    o.disabled_passes = list(disable)
+    o.bisect_limit = bisect_limit
+    o.dump_dir = dump_dir
+    out = file if file is not None else sys.stderr
+    return _tessel.opt(program, pipeline, o, out.write)
+
+
+def prepare(program: Program, *, order: str = "auto", check_nan: bool = False,
+            check_inf: bool = False, reuse_buffers: bool = True) -> Plan:
+    """Lowers a program to a Plan: flat instruction list, kernel plans and buffer plan.
+
+    Args:
+        order: how einsum ops are lowered first (``auto``, ``chain``, ``pairwise``,
+            ``greedy``, ``optimal``), or ``none`` to refuse them.
+        check_nan: after every op, check its results; the first NaN stops a run with an
+            Error naming the op, its location, the element and which operands held NaN.
+        check_inf: as check_nan, but ±inf stops too.
+        reuse_buffers: reuse arena memory once a value is dead (False: one buffer each).
+
+    Returns:
+        A Plan (``prepare_ms``, ``peak_live_bytes``, ``arena_bytes``, ``str(plan)`` lists
+        it). Plans do not depend on the engine width: any Engine runs them, with bitwise
+        identical results.
+
+    Raises:
+        Error: an einsum with ``order="none"``, or a LAPACK workspace query failure.
+    """
+    check = 2 if check_inf else 1 if check_nan else 0
+    return _tessel.prepare(program, order, check, reuse_buffers)
+
+
+def evaluate_reference(program: Program, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> dict[str, np.ndarray]:
+    """Runs a program op by op on the reference evaluator (no plan, no threads, no BLAS;
+    einsum evaluated naively): for checking the engine. Inputs and result as Engine.run."""
+    return _tessel.evaluate_reference(program, inputs)
+
+
+def onsager(beta: float) -> dict[str, Optional[float]]:
+    """Onsager's exact solution of the square-lattice Ising model (J = 1, no field), per site.
+
+    Returns ``lnZ_per_site``, ``dlnZ_dbeta``, ``energy_per_site`` (= −dlnZ/dβ, units of J),
+    ``d2lnZ_dbeta2`` and ``specific_heat`` (c = β² d²lnZ/dβ², units of k_B); the
+    derivatives are None at β_c exactly, where they diverge. Source: L. Onsager, Phys.
+    Rev. 65, 117 (1944), evaluated with complete elliptic integrals.
+
+    Raises:
+        Error: β not finite or ≤ 0.
+    """
+    return _tessel.onsager(float(beta))
+
+
+def trg(beta: Union[float, Sequence[float], np.ndarray], *, chi: int = 16, steps: int = 20,
+        grad: bool = False, second: bool = False, mode: str = "staged",
+        checkpoint: str = "store", order: str = "pairwise", svd: str = "truncated",
+        width: int = 1, ranks: Union[None, str, Sequence[int]] = None, repeat: int = 0,
+        eps: float = _tessel.TRG_SVD_EPS, check_nan: bool = False,
+        check_inf: bool = False) -> Union[dict[str, Any], list[dict[str, Any]]]:
+    """TRG (Levin–Nave) of the 2D Ising model, as ``tessel trg ... --json``.
+
+    Compiles and prepares the programs once, then per β computes lnZ/N (and with
+    ``grad`` d(lnZ/N)/dβ, with ``second`` also d²(lnZ/N)/dβ²) on a periodic lattice of
+    2^steps sites, beside Onsager's exact values. J = 1, k_B = 1, β = 1/T.
+
+    Args:
+        beta: one β > 0, or a sequence/array of them.
+        chi: bond dimension χ (≥ 2). steps: TRG steps (lattice of 2^steps sites).
+        grad, second: also the first / first and second derivative in β (reverse mode
+            through every SVD).
+        mode: ``staged`` (one program per step class) or ``whole`` (one program).
+        checkpoint: residual policy of the backward programs (``store``, ``recompute``,
+            ``save-svd``). order: contraction order of the plaquette einsum.
+        svd: ``truncated`` (svd_topk: only the kept triplets) or ``full`` (LAPACK gesdd).
+            ``second`` uses the full SVD (the report's ``svd`` field says which ran).
+        width: engine width (threads). ranks: the truncation schedule (D' per step),
+            ``"auto"`` (from the singular values at each β), or None (the default rule).
+        repeat: timed runs after one warm-up (0 = the first run only).
+        eps: Lorentzian broadening of the svd reverse rule (relative).
+        check_nan, check_inf: stop at the first NaN (or NaN/inf) with the op named.
+
+    Returns:
+        For one β a dict, for several a list of dicts, with the fields of
+        ``tessel trg --json`` (README, "JSON output"): ``lnZ_per_site``, ``dlnZ_dbeta``,
+        ``energy_per_site``, ``d2lnZ_dbeta2``, ``specific_heat`` and their ``exact_*``,
+        ``timing_ms`` (compile, prepare, value/value_and_grad/second), ``memory``,
+        ``ranks``, ``svd_topk`` counters, ``blas``, ``loadavg``; null fields as None.
+
+    Raises:
+        Error: a bad option (naming it and the allowed values), β ≤ 0, or a kept singular
+            value below the rank tolerance (naming the step and β).
+    """
+    scalar = np.ndim(beta) == 0
+    betas = [float(b) for b in np.atleast_1d(np.asarray(beta, dtype=np.float64))]
+    auto = isinstance(ranks, str)
+    if auto and ranks != "auto":
+        raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
+    explicit = None if (ranks is None or auto) else [int(r) for r in ranks]
+    check = 2 if check_inf else 1 if check_nan else 0
+    reports = _tessel.trg(betas, chi, steps, grad, second, mode, checkpoint, order, svd, width,
+                          explicit, auto, repeat, eps, check)
+    return reports[0] if scalar else reports
+
+
+def op_table() -> list[dict[str, Any]]:
+    """The op table (ir/ops.def): per op ``name``, ``operands`` (-1 = variadic),
+    ``results``, ``attrs`` [(name, kind, default or None)], ``summary`` and ``has_vjp``.
+    ``tessel.ops`` has one function of the same name per op."""
+    return _tessel.op_table()
+
+
+def describe_passes() -> str:
+    """Every registered pass with its options (``tessel opt --list-passes``)."""
+    return _tessel.describe_passes()
+
+
+def blas_info() -> str:
+    """The BLAS/LAPACK library tessel loaded (OpenBLAS's config) and its thread count."""
+    return _tessel.blas_info()

@@ -1,0 +1,101 @@
+"""tessel.trg: the library's TRG from Python, against the seed values, Onsager and the CLI."""
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+import tessel
+
+# The seed configuration (χ = 16, 20 steps): lnZ/N at β = 0.3 to 1e-13.
+SEED_LNZ_03 = 0.790559063800966
+
+
+def test_one_beta_value_and_gradient():
+    r = tessel.trg(0.3, grad=True)
+    assert isinstance(r, dict)
+    assert abs(r["lnZ_per_site"] - SEED_LNZ_03) < 1e-13
+    exact = tessel.onsager(0.3)
+    assert r["exact_lnZ_per_site"] == exact["lnZ_per_site"]
+    assert r["exact_dlnZ_dbeta"] == exact["dlnZ_dbeta"]
+    # the truncation error at χ = 16 (README): 7e-9 in lnZ/N, 4e-7 in the derivative
+    assert abs(r["lnZ_per_site"] - exact["lnZ_per_site"]) < 1e-8
+    assert abs(r["dlnZ_dbeta"] - exact["dlnZ_dbeta"]) < 1e-6
+    assert r["energy_per_site"] == -r["dlnZ_dbeta"]
+    assert r["d2lnZ_dbeta2"] is None and r["specific_heat"] is None
+    assert r["chi"] == 16 and r["steps"] == 20 and r["sites"] == 2.0 ** 20
+    assert r["svd"] == "truncated" and r["svd_topk"]["calls"] > 0
+    assert r["rank"] == 0 and r["mpi_ranks"] == 1
+    assert r["timing_ms"]["compile"] > 0 and r["timing_ms"]["value"]["first"] > 0
+    assert r["timing_ms"]["value"]["median"] is None  # repeat = 0
+
+
+def test_derivative_agrees_with_a_finite_difference_of_the_value():
+    h = 1e-4
+    lo, mid, hi = tessel.trg([0.4 - h, 0.4, 0.4 + h], chi=8, steps=12, grad=True)
+    fd = (hi["lnZ_per_site"] - lo["lnZ_per_site"]) / (2 * h)
+    assert abs(mid["dlnZ_dbeta"] - fd) < 1e-7 * abs(fd)
+
+
+def test_sweep_with_second_order():
+    betas = np.array([0.3, 0.5])
+    rs = tessel.trg(betas, chi=8, steps=12, second=True, repeat=2)
+    assert [r["beta"] for r in rs] == [0.3, 0.5]
+    for r in rs:
+        assert r["svd"] == "full"  # second order runs the full SVD
+        assert r["specific_heat"] == pytest.approx(r["beta"] ** 2 * r["d2lnZ_dbeta2"], rel=1e-15)
+        assert abs(r["specific_heat"] - r["exact_specific_heat"]) < 0.05
+        assert r["timing_ms"]["second"]["n"] == 2
+    at_bc = tessel.trg(tessel.ISING_BETA_C, chi=4, steps=6)
+    assert at_bc["exact_dlnZ_dbeta"] is None and at_bc["exact_lnZ_per_site"] > 0
+
+
+def test_modes_and_options_agree():
+    staged = tessel.trg(0.4, chi=8, steps=10, grad=True)
+    whole = tessel.trg(0.4, chi=8, steps=10, grad=True, mode="whole", checkpoint="recompute",
+                       svd="full", width=2, order="optimal")
+    assert abs(whole["lnZ_per_site"] - staged["lnZ_per_site"]) < 1e-13
+    assert abs(whole["dlnZ_dbeta"] - staged["dlnZ_dbeta"]) < 1e-10 * abs(staged["dlnZ_dbeta"])
+    auto = tessel.trg(0.4, chi=8, steps=10, ranks="auto")
+    assert auto["ranks"] == staged["ranks"] and auto["ranks_probe_ms"] > 0
+    given = tessel.trg(0.4, chi=8, steps=10, ranks=staged["ranks"])
+    assert given["lnZ_per_site"] == staged["lnZ_per_site"]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(beta=0.0), "beta must be finite and > 0"),
+    (dict(beta=float("nan")), "beta must be finite and > 0"),
+    (dict(beta=0.3, mode="fast"), "unknown mode 'fast'.*staged, whole"),
+    (dict(beta=0.3, svd="lanczos"), "unknown method 'lanczos'"),
+    (dict(beta=0.3, checkpoint="never"), "never"),
+    (dict(beta=0.3, chi=1), "chi"),
+    (dict(beta=0.3, ranks="sometimes"), "ranks must be"),
+    (dict(beta=0.3, steps=2, ranks=[2, 99]), "rank 99 of step 2"),
+    (dict(beta=0.3, ranks=[2, 4]), "2 entries"),
+    (dict(beta=0.3, repeat=-1), "repeat"),
+])
+def test_bad_options_raise_errors_naming_them(kwargs, match):
+    with pytest.raises(tessel.Error, match=match):
+        tessel.trg(**kwargs)
+
+
+def test_the_fields_are_those_of_the_command_line(source_dir):
+    cli = pathlib.Path(os.environ.get("TESSEL_CLI", source_dir / "build" / "tools" / "tessel"))
+    if not cli.exists():
+        pytest.skip(f"no tessel binary at {cli}")
+    line = subprocess.run([str(cli), "trg", "--beta", "0.35", "--chi", "6", "--steps", "8", "--grad",
+                           "--repeat", "0", "--json"], check=True, capture_output=True, text=True).stdout
+    from_cli = json.loads(line)
+    from_py = tessel.trg(0.35, chi=6, steps=8, grad=True)
+    assert sorted(from_py) == sorted(from_cli)
+    assert sorted(from_py["timing_ms"]) == sorted(from_cli["timing_ms"])
+    assert sorted(from_py["memory"]) == sorted(from_cli["memory"])
+    for key in ("lnZ_per_site", "dlnZ_dbeta", "exact_lnZ_per_site", "ranks", "passes", "svd"):
+        assert from_py[key] == from_cli[key], key
+
+
+def test_onsager_errors():
+    with pytest.raises(tessel.Error, match="beta must be finite"):
+        tessel.onsager(-1.0)
