@@ -177,6 +177,7 @@ struct TrgDriver::Impl {
       auto t0 = Clock::now();
       rt::PrepareOptions po;
       po.valueCheck = o.valueCheck;
+      po.fuseElementwise = o.fuseElementwise;
       try {
         info.plan = rt::prepare(p, po);
       } catch (const Error &e) {

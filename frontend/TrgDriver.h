@@ -109,6 +109,8 @@ struct TrgOptions {
   /// result ... is NaN at [i,j]; operands: %a finite, ...". Engine only (ignored with
   /// `reference`).
   rt::ValueCheck valueCheck = rt::ValueCheck::Off;
+  /// rt::PrepareOptions::fuseElementwise of every program (`--no-fusion` turns it off).
+  bool fuseElementwise = true;
 };
 
 /// The SVD method a run uses: o.svd, except Full with --second.

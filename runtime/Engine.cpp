@@ -358,6 +358,10 @@ std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs
   }
   // Buffer of every value for this run.
   for (size_t v = 0; v < P.values.size(); ++v) {
+    if (P.values[v].group < 0) { // computed inside a fused loop: no buffer
+      S.ptr[v] = nullptr;
+      continue;
+    }
     const Group &g = P.groups[P.values[v].group];
     double *p = nullptr;
     switch (g.kind) {
@@ -448,7 +452,7 @@ std::string Engine::profileReport(const Plan &P, size_t top) const {
                   total > 0 ? 100.0 * r.ms / total : 0.0,
                   static_cast<double>(std::max<int64_t>(0, S->profBegin[r.i].load())) / 1e6,
                   static_cast<double>(S->profEnd[r.i].load()) / 1e6, threads.c_str(), r.i,
-                  kernelName(I.kernel()));
+                  instructionKernelName(I));
     out += buf;
     out += std::string(ir::opName(op.kind)) + " " + P.values[I.out[0]].name;
     if (!op.loc.empty()) out += " (" + op.loc + ")";

@@ -28,54 +28,93 @@ inline std::pair<int64_t, int64_t> chunkRange(int64_t total, int64_t per, int32_
   return {b, std::min(total, b + per)};
 }
 
-template <typename F> inline void mapUnary(double *o, const double *a, int64_t b, int64_t e, F f) {
-  for (int64_t i = b; i < e; ++i) o[i] = f(a[i]);
+template <typename F> inline void mapUnary(double *o, const double *a, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
 }
-template <typename F>
-inline void mapBinary(double *o, const double *a, const double *c, int64_t b, int64_t e, F f) {
-  for (int64_t i = b; i < e; ++i) o[i] = f(a[i], c[i]);
+template <typename F> inline void mapBinary(double *o, const double *a, const double *c, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], c[i]);
+}
+
+/// o[i] = op(x[i], y[i], z[i]) for i < n (y, z only for the ops that read them).
+/// Returns false for an op without an elementwise kernel.
+bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, const double *y,
+                      const double *z, int64_t n) {
+  switch (op) {
+  case OpKind::Neg: mapUnary(o, x, n, [](double v) { return -v; }); return true;
+  case OpKind::Exp: vecMath(VecFn::Exp, x, o, n); return true;
+  case OpKind::Log: vecMath(VecFn::Log, x, o, n); return true;
+  case OpKind::Sqrt: mapUnary(o, x, n, [](double v) { return std::sqrt(v); }); return true;
+  case OpKind::Sin: vecMath(VecFn::Sin, x, o, n); return true;
+  case OpKind::Cos: vecMath(VecFn::Cos, x, o, n); return true;
+  case OpKind::Abs: mapUnary(o, x, n, [](double v) { return std::fabs(v); }); return true;
+  case OpKind::Sign:
+    mapUnary(o, x, n, [](double v) { return v != v ? v : (v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0)); });
+    return true;
+  case OpKind::StopGradient: mapUnary(o, x, n, [](double v) { return v; }); return true;
+  case OpKind::Add: mapBinary(o, x, y, n, [](double u, double v) { return u + v; }); return true;
+  case OpKind::Sub: mapBinary(o, x, y, n, [](double u, double v) { return u - v; }); return true;
+  case OpKind::Mul: mapBinary(o, x, y, n, [](double u, double v) { return u * v; }); return true;
+  case OpKind::Div: mapBinary(o, x, y, n, [](double u, double v) { return u / v; }); return true;
+  case OpKind::Maximum:
+    mapBinary(o, x, y, n, [](double u, double v) {
+      return (u != u || v != v) ? std::numeric_limits<double>::quiet_NaN() : (u > v ? u : v);
+    });
+    return true;
+  case OpKind::Compare:
+    mapBinary(o, x, y, n, [cmp](double u, double v) { return compareValues(cmp, u, v) ? 1.0 : 0.0; });
+    return true;
+  case OpKind::Select:
+    for (int64_t i = 0; i < n; ++i) o[i] = x[i] != 0.0 ? y[i] : z[i];
+    return true;
+  default: return false;
+  }
+}
+
+[[noreturn]] void noElementwiseKernel(OpKind op) {
+  throw Error("internal error: no elementwise kernel for " + std::string(ir::opName(op)));
+}
+
+/// A fused loop over elements [b, e): block by block, every step over the block, the
+/// intermediates in a per-thread register file, the last step into the result.
+void runFused(const ElementwisePlan &ew, const Instruction &in, int64_t b, int64_t e,
+              double *const *ptr) {
+  const size_t ns = ew.steps.size(), nin = in.in.size();
+  thread_local std::vector<double> regs;
+  regs.resize((ns + nin) * static_cast<size_t>(kFusedBlock));
+  double *scalars = regs.data() + ns * kFusedBlock; // one filled block per scalar operand
+  for (size_t k = 0; k < nin; ++k)
+    if (ew.scalar[k]) std::fill_n(scalars + k * kFusedBlock, kFusedBlock, ptr[in.in[k]][0]);
+  for (int64_t s = b; s < e; s += kFusedBlock) {
+    const int64_t n = std::min(kFusedBlock, e - s);
+    for (size_t j = 0; j < ns; ++j) {
+      const FusedStep &st = ew.steps[j];
+      const double *a[3] = {nullptr, nullptr, nullptr};
+      for (int q = 0; q < st.nargs; ++q) {
+        const int r = st.arg[q];
+        if (r >= 0) {
+          a[q] = regs.data() + static_cast<size_t>(r) * kFusedBlock;
+        } else {
+          const size_t k = static_cast<size_t>(-1 - r);
+          a[q] = ew.scalar[k] ? scalars + k * kFusedBlock : ptr[in.in[k]] + s;
+        }
+      }
+      double *o = j + 1 == ns ? ptr[in.out[0]] + s : regs.data() + j * kFusedBlock;
+      if (!elementwiseRange(st.op, st.cmp, o, a[0], a[1], a[2], n)) noElementwiseKernel(st.op);
+    }
+  }
 }
 
 void runKernel(const ElementwisePlan &ew, const Plan &, const Instruction &in, int32_t chunk,
                double *const *ptr) {
   auto [b, e] = chunkRange(in.numel, kChunkElems, chunk);
-  double *o = ptr[in.out[0]];
-  const double *x = ptr[in.in[0]];
-  const double *y = in.in.size() > 1 ? ptr[in.in[1]] : nullptr;
-  switch (in.op) {
-  case OpKind::Neg: mapUnary(o, x, b, e, [](double v) { return -v; }); return;
-  case OpKind::Exp: vecMath(VecFn::Exp, x + b, o + b, e - b); return;
-  case OpKind::Log: vecMath(VecFn::Log, x + b, o + b, e - b); return;
-  case OpKind::Sqrt: mapUnary(o, x, b, e, [](double v) { return std::sqrt(v); }); return;
-  case OpKind::Sin: vecMath(VecFn::Sin, x + b, o + b, e - b); return;
-  case OpKind::Cos: vecMath(VecFn::Cos, x + b, o + b, e - b); return;
-  case OpKind::Abs: mapUnary(o, x, b, e, [](double v) { return std::fabs(v); }); return;
-  case OpKind::Sign:
-    mapUnary(o, x, b, e, [](double v) { return v != v ? v : (v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0)); });
-    return;
-  case OpKind::StopGradient: mapUnary(o, x, b, e, [](double v) { return v; }); return;
-  case OpKind::Add: mapBinary(o, x, y, b, e, [](double u, double v) { return u + v; }); return;
-  case OpKind::Sub: mapBinary(o, x, y, b, e, [](double u, double v) { return u - v; }); return;
-  case OpKind::Mul: mapBinary(o, x, y, b, e, [](double u, double v) { return u * v; }); return;
-  case OpKind::Div: mapBinary(o, x, y, b, e, [](double u, double v) { return u / v; }); return;
-  case OpKind::Maximum:
-    mapBinary(o, x, y, b, e, [](double u, double v) {
-      return (u != u || v != v) ? std::numeric_limits<double>::quiet_NaN() : (u > v ? u : v);
-    });
-    return;
-  case OpKind::Compare: {
-    CompareDir d = ew.cmp;
-    mapBinary(o, x, y, b, e, [d](double u, double v) { return compareValues(d, u, v) ? 1.0 : 0.0; });
+  if (!ew.steps.empty()) {
+    runFused(ew, in, b, e, ptr);
     return;
   }
-  case OpKind::Select: {
-    const double *z = ptr[in.in[2]];
-    for (int64_t i = b; i < e; ++i) o[i] = x[i] != 0.0 ? y[i] : z[i];
-    return;
-  }
-  default: break;
-  }
-  throw Error("internal error: no elementwise kernel for " + std::string(ir::opName(in.op)));
+  const double *x = ptr[in.in[0]] + b;
+  const double *y = in.in.size() > 1 ? ptr[in.in[1]] + b : nullptr;
+  const double *z = in.in.size() > 2 ? ptr[in.in[2]] + b : nullptr;
+  if (!elementwiseRange(in.op, ew.cmp, ptr[in.out[0]] + b, x, y, z, e - b)) noElementwiseKernel(in.op);
 }
 
 /// Row-major odometer over shape[0..n): sets idx and returns Σ idx·stride for `lin`.

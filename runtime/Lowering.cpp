@@ -132,13 +132,112 @@ int64_t gesddWorkspace(const ir::Program &prog, const ir::Op &op, const SvdPlan 
   return std::max<int64_t>(1, static_cast<int64_t>(wq));
 }
 
+/// An elementwise op lowered by lowerElementwise (stop_gradient is an alias).
+bool fusible(OpKind k) { return ir::isElementwise(k); }
+
+/// Loop fusion, decided before the rules run: which values are computed inside the
+/// loop of the elementwise op that reads them instead of in a buffer of their own.
+///  * the result of an elementwise op read once, by an elementwise op, and not an
+///    output (recomputing a value read twice would repeat its work: sin and cos cost
+///    more than a pass over memory);
+///  * a broadcast_in_dim of one value (numel 1) that only elementwise ops read, each
+///    of which then reads the value as a scalar operand;
+/// as long as no loop grows beyond kMaxFusedSteps ops, and no buffer lives longer for
+/// it: a fused loop reads its producers' operands where the reader runs, so a producer
+/// joins only if each arena value its computation reads is read at the reader or later
+/// anyway (inputs, constants and single values are free), except one no larger than
+/// the producer's result: the buffer the fusion removes covered its longer life.
+/// Fusion then never raises the peak of the list-order schedule.
+struct Fusion {
+  std::vector<int32_t> def;  ///< per value: index of the op defining it (-1: input)
+  std::vector<bool> inline_; ///< per value: computed inside its reader's loop
+
+  bool inlined(ir::ValueId v) const { return inline_[v]; }
+
+  Fusion(const ir::Program &prog, bool enabled)
+      : def(prog.values.size(), -1), inline_(prog.values.size(), false) {
+    if (!enabled) return;
+    const size_t nv = prog.values.size();
+    std::vector<int32_t> uses(nv, 0), elementwiseUses(nv, 0), steps(nv, 0);
+    std::vector<size_t> lastUse(nv, 0);
+    for (size_t i = 0; i < prog.ops.size(); ++i) {
+      const ir::Op &op = prog.ops[i];
+      for (ir::ValueId r : op.results) def[r] = static_cast<int32_t>(i);
+      for (ir::ValueId v : op.operands) {
+        ++uses[v];
+        lastUse[v] = i;
+        if (fusible(op.kind) && prog.type(v).numel() == prog.type(op.results[0]).numel())
+          ++elementwiseUses[v];
+      }
+    }
+    for (ir::ValueId v : prog.outputs) {
+      uses[v] += 2; // an output has its own buffer
+      lastUse[v] = prog.ops.size();
+    }
+    // The values a loop computing v reads (its producers' operands, through inlined
+    // ones), and whether reading them all at op i keeps every buffer's lifetime.
+    std::vector<std::vector<ir::ValueId>> reads(nv);
+    auto free = [&](ir::ValueId u) {
+      return def[u] < 0 || prog.ops[def[u]].kind == OpKind::Constant ||
+             prog.ops[def[u]].kind == OpKind::Iota || prog.type(u).numel() <= 1;
+    };
+    auto keepsLifetimes = [&](ir::ValueId v, size_t i) {
+      // v's loop reads `reads[v]` where v is defined; joining op i's loop moves those
+      // reads to i. One value may live on from there to i: v's buffer, which the
+      // fusion removes, covered that time and was at least as large.
+      int extended = 0;
+      for (ir::ValueId u : reads[v]) {
+        if (free(u) || lastUse[u] >= i) continue;
+        if (++extended > 1 || prog.type(u).numel() > prog.type(v).numel()) return false;
+      }
+      return true;
+    };
+    auto scalarBroadcast = [&](ir::ValueId v) {
+      if (def[v] < 0) return false;
+      const ir::Op &d = prog.ops[def[v]];
+      return d.kind == OpKind::BroadcastInDim && prog.type(d.operands[0]).numel() == 1 &&
+             prog.type(v).numel() > 1 && uses[v] == elementwiseUses[v];
+    };
+    // In program order (operands before readers): a candidate operand joins its
+    // reader's loop if the loop stays within kMaxFusedSteps.
+    for (size_t i = 0; i < prog.ops.size(); ++i) {
+      const ir::Op &op = prog.ops[i];
+      if (!fusible(op.kind)) continue;
+      int32_t total = 1;
+      std::vector<ir::ValueId> &r = reads[op.results[0]];
+      for (ir::ValueId v : op.operands) {
+        if (scalarBroadcast(v)) {
+          inline_[v] = true;
+          continue;
+        }
+        const bool candidate = def[v] >= 0 && fusible(prog.ops[def[v]].kind) && uses[v] == 1 &&
+                               elementwiseUses[v] == 1;
+        if (candidate && total + steps[v] <= kMaxFusedSteps && keepsLifetimes(v, i)) {
+          inline_[v] = true;
+          total += steps[v];
+          r.insert(r.end(), reads[v].begin(), reads[v].end());
+        } else {
+          r.push_back(v);
+        }
+      }
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+      steps[op.results[0]] = total;
+    }
+  }
+};
+
 /// The state of lowering one program: the plan being filled and the helpers the
 /// rules use.
 class Lowering {
 public:
-  explicit Lowering(Plan &plan) : P(plan), prog(plan.program) {}
+  explicit Lowering(Plan &plan)
+      : P(plan), prog(plan.program),
+        fusion(plan.program,
+               plan.options.fuseElementwise && plan.options.valueCheck == ValueCheck::Off) {}
   Plan &P;
   const ir::Program &prog;
+  Fusion fusion;
 
   const Type &type(ir::ValueId v) const { return prog.type(v); }
 
@@ -223,13 +322,62 @@ void lowerIota(Lowering &L, const ir::Op &op, size_t) {
   L.bindConstant(op.results[0], L.P.ownedConstants.back().data(), t.numel());
 }
 
+/// Appends the steps of a fused loop that compute op `d`'s result from its operands
+/// (inlined producers first); returns the step's index.
+int emitFusedStep(Lowering &L, const ir::Op &d, ElementwisePlan &e, Instruction &in,
+                  std::vector<std::string> &names);
+
+/// The reference of value `v` in a fused loop: a step computing it (an inlined
+/// producer), or an operand of the instruction (-1 - k; a scalar for an inlined
+/// broadcast of one value).
+int fusedValue(Lowering &L, ir::ValueId v, ElementwisePlan &e, Instruction &in,
+               std::vector<std::string> &names) {
+  auto operand = [&](ir::ValueId x, bool scalar) {
+    for (size_t k = 0; k < in.in.size(); ++k)
+      if (in.in[k] == static_cast<int32_t>(x)) return -1 - static_cast<int>(k);
+    in.in.push_back(static_cast<int32_t>(x));
+    e.scalar.push_back(scalar);
+    return -static_cast<int>(in.in.size());
+  };
+  if (!L.fusion.inlined(v)) return operand(v, false);
+  const ir::Op &d = L.prog.ops[L.fusion.def[v]];
+  if (d.kind == OpKind::BroadcastInDim) return operand(d.operands[0], true);
+  return emitFusedStep(L, d, e, in, names);
+}
+
+int emitFusedStep(Lowering &L, const ir::Op &d, ElementwisePlan &e, Instruction &in,
+                  std::vector<std::string> &names) {
+  FusedStep st;
+  st.op = d.kind;
+  if (d.kind == OpKind::Compare) st.cmp = parseCompareDirection(d.attrs.getStr("direction"));
+  st.nargs = static_cast<uint8_t>(d.operands.size());
+  for (size_t q = 0; q < d.operands.size(); ++q)
+    st.arg[q] = static_cast<int16_t>(fusedValue(L, d.operands[q], e, in, names));
+  e.steps.push_back(st);
+  names.push_back(ir::opName(d.kind));
+  return static_cast<int>(e.steps.size() - 1);
+}
+
 void lowerElementwise(Lowering &L, const ir::Op &op, size_t i) {
+  if (L.fusion.inlined(op.results[0])) return; // computed inside its reader's loop
   ElementwisePlan e;
   if (op.kind == OpKind::Compare) e.cmp = parseCompareDirection(op.attrs.getStr("direction"));
   Instruction in = L.instruction(op, i, e);
   const int64_t n = L.type(op.results[0]).numel();
   in.nchunks = chunksFor(n, kChunkElems);
-  in.what = std::string(ir::opName(op.kind)) + " n=" + std::to_string(n);
+  bool fused = false;
+  for (ir::ValueId v : op.operands) fused |= L.fusion.inlined(v);
+  if (fused) {
+    ElementwisePlan &f = in.as<ElementwisePlan>();
+    std::vector<std::string> names;
+    in.in.clear();
+    emitFusedStep(L, op, f, in, names);
+    std::string list;
+    for (const std::string &nm : names) list += (list.empty() ? "" : ",") + nm;
+    in.what = std::to_string(names.size()) + " ops fused [" + list + "] n=" + std::to_string(n);
+  } else {
+    in.what = std::string(ir::opName(op.kind)) + " n=" + std::to_string(n);
+  }
   L.addInst(std::move(in));
 }
 
@@ -272,6 +420,7 @@ void lowerReduce(Lowering &L, const ir::Op &op, size_t i) {
 }
 
 void lowerBroadcastInDim(Lowering &L, const ir::Op &op, size_t i) {
+  if (L.fusion.inlined(op.results[0])) return; // a scalar operand of its readers' loops
   const Type &it = L.type(op.operands[0]), &ot = L.type(op.results[0]);
   if (it.numel() == ot.numel()) {
     L.alias(op.results[0], op.operands[0]);

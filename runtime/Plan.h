@@ -70,10 +70,34 @@ struct PlanValue {
   std::string name;                   ///< display name ("%T", "tmp3")
 };
 
+/// One op of a fused elementwise loop: the op, its compare direction, and per operand
+/// either the result of an earlier step (>= 0) or an operand of the instruction
+/// (-1 - k for Instruction::in[k]).
+struct FusedStep {
+  ir::OpKind op = ir::OpKind::Add;
+  CompareDir cmp = CompareDir::EQ;
+  uint8_t nargs = 0;
+  int16_t arg[3] = {0, 0, 0};
+};
+
+/// Most ops of one fused loop (each step holds one block of its results).
+inline constexpr int kMaxFusedSteps = 32;
+/// Elements a fused loop computes step by step before moving on (the intermediates
+/// of one block stay in L1: kMaxFusedSteps · 256 · 8 bytes at most).
+inline constexpr int64_t kFusedBlock = 256;
+
 /// Elementwise map over `Instruction::numel` elements; the function is
-/// `Instruction::op` (unary, binary, compare with `cmp`, select).
+/// `Instruction::op` (unary, binary, compare with `cmp`, select). With `steps`, a
+/// fused loop (XLA's loop fusion, decided at lowering): a chain of elementwise ops
+/// whose intermediates are read by nothing else, and broadcasts of one value into
+/// them, run as one loop over the data in blocks of kFusedBlock; the last step is
+/// the instruction's op and writes its result. Each element goes through the same
+/// ops in the same order as unfused, so results are bitwise the same.
 struct ElementwisePlan {
   CompareDir cmp = CompareDir::EQ;
+  std::vector<FusedStep> steps;
+  /// Per operand of the instruction (fused loops): one value broadcast to every element.
+  std::vector<bool> scalar;
 };
 
 /// Strided N-d copy: out (row-major over `shape`) = in[base + Σ idx_d · stride_d].
@@ -174,6 +198,13 @@ struct Instruction {
   template <typename T> const T &as() const { return std::get<T>(plan); }
   template <typename T> T &as() { return std::get<T>(plan); }
 };
+
+/// The kernel column of plan listings and profiles: "fused" for a fused elementwise
+/// loop, else kernelName.
+inline const char *instructionKernelName(const Instruction &in) {
+  if (in.kernel() == Kernel::Elementwise && !in.as<ElementwisePlan>().steps.empty()) return "fused";
+  return kernelName(in.kernel());
+}
 
 /// A final copy of an output that is not written in place (alias of an input, a
 /// constant, another output, or an SVD result).

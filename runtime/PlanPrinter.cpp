@@ -49,7 +49,7 @@ std::string describePlan(const Plan &P, bool json) {
       const Instruction &in = P.insts[i];
       nlohmann::ordered_json e;
       e["index"] = i;
-      e["kernel"] = kernelName(in.kernel());
+      e["kernel"] = instructionKernelName(in);
       e["op"] = ir::opName(P.srcOp(in).kind);
       if (!P.srcOp(in).loc.empty()) e["loc"] = P.srcOp(in).loc;
       auto vals = [&](const std::vector<int32_t> &vs, size_t count) {
@@ -87,7 +87,7 @@ std::string describePlan(const Plan &P, bool json) {
      << bytesStr(P.peakLiveBytes) << ")\n";
   for (size_t i = 0; i < P.insts.size(); ++i) {
     const Instruction &in = P.insts[i];
-    os << "  #" << i << " " << kernelName(in.kernel()) << " " << ir::opName(P.srcOp(in).kind);
+    os << "  #" << i << " " << instructionKernelName(in) << " " << ir::opName(P.srcOp(in).kind);
     for (int32_t k = 0; k < in.numResults; ++k)
       os << (k ? ", " : " ") << P.values[in.out[k]].name << "@" << storageStr(P, in.out[k]);
     os << " <-";

@@ -7,7 +7,9 @@
 //      program into kernel instructions with every data-independent quantity
 //      precomputed (copy strides, GEMM form, gesdd workspace); reshape,
 //      stop_gradient and no-op shape ops become aliases (no instruction); constants
-//      and iota tables become plan-owned data. Outputs are bound (a result written
+//      and iota tables become plan-owned data; chains of elementwise ops whose
+//      intermediates nothing else reads become one fused loop each (Fusion, unless
+//      PrepareOptions::fuseElementwise is off or a value check is on). Outputs are bound (a result written
 //      by an instruction goes straight into the returned tensor), each buffer group
 //      learns its readers, and an svd whose U and Vt nobody reads computes singular
 //      values only.

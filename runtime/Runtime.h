@@ -50,6 +50,12 @@ struct PrepareOptions {
   /// and gesdd in place on operands that die there; not with a value check). Off: one
   /// buffer per value (for tests and debugging).
   bool reuseBuffers = true;
+  /// Loop fusion: a chain of elementwise ops (and broadcasts of one value into them)
+  /// whose intermediates nothing else reads runs as one instruction, one loop over the
+  /// data without buffers for the intermediates (`fused` in describePlan). Results are
+  /// bitwise the same as unfused. Off with a value check (every op's results are
+  /// checked), or here (`--no-fusion`).
+  bool fuseElementwise = true;
 };
 
 /// A prepared program: flat instruction list in a valid order, kernel plans

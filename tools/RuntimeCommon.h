@@ -15,19 +15,29 @@ namespace tessel::tools {
 
 using passes::lowerEinsumsForRuntime;
 
-/// --check-nan and --check-inf: which values stop a run (rt::ValueCheck). `names` says what
-/// the error names (e.g. "the op, its location and which operands held NaN or inf").
-struct ValueCheckFlags {
-  bool nan = false, inf = false;
+/// The prepare flags of `tessel prepare`, `run` and `trg`: --check-nan and --check-inf
+/// (which values stop a run, rt::ValueCheck; `names` says what the error names, e.g.
+/// "the op, its location and which operands held NaN or inf") and --no-fusion.
+struct PrepareFlags {
+  bool nan = false, inf = false, noFusion = false;
   void addTo(CLI::App &cmd, const std::string &names) {
     cmd.add_flag("--check-nan", nan,
                  "check every op's results for NaN; the first one stops with an error naming " +
                      names + " (±inf is a legal value, e.g. a -inf mask)");
     cmd.add_flag("--check-inf", inf,
                  "like --check-nan, but ±inf stops too (the first NaN or inf)");
+    cmd.add_flag("--no-fusion", noFusion,
+                 "one instruction per elementwise op (no loop fusion of elementwise chains; "
+                 "results are bitwise the same either way)");
   }
   rt::ValueCheck value() const {
     return inf ? rt::ValueCheck::NanOrInf : nan ? rt::ValueCheck::Nan : rt::ValueCheck::Off;
+  }
+  rt::PrepareOptions options() const {
+    rt::PrepareOptions o;
+    o.valueCheck = value();
+    o.fuseElementwise = !noFusion;
+    return o;
   }
 };
 

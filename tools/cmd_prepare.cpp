@@ -23,7 +23,7 @@ void addPrepareCommand(CLI::App &app) {
     std::string format = "text";
     std::string order = "auto";
     int width = 1;
-    ValueCheckFlags valueCheck;
+    PrepareFlags prepareFlags;
     bool noReuse = false;
   };
   auto opts = std::make_shared<Opts>();
@@ -48,7 +48,7 @@ void addPrepareCommand(CLI::App &app) {
                   "Contraction order strategy used to lower einsum ops (auto, chain, "
                   "pairwise, greedy, optimal), or 'none' to reject them")
       ->capture_default_str();
-  opts->valueCheck.addTo(*cmd, "the op (the plan then works in place nowhere)");
+  opts->prepareFlags.addTo(*cmd, "the op (the plan then works in place nowhere)");
   cmd->add_flag("--no-reuse", opts->noReuse, "Give every value its own buffer (no slot reuse)");
   cmd->callback([opts]() {
     if (opts->format != "text" && opts->format != "json")
@@ -56,8 +56,7 @@ void addPrepareCommand(CLI::App &app) {
     if (opts->width < 1) throw Error("error: --width must be >= 1, got " + std::to_string(opts->width));
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
     std::string note = lowerEinsumsForRuntime(p, opts->order);
-    rt::PrepareOptions po;
-    po.valueCheck = opts->valueCheck.value();
+    rt::PrepareOptions po = opts->prepareFlags.options();
     po.reuseBuffers = !opts->noReuse;
     auto t0 = std::chrono::steady_clock::now();
     auto plan = rt::prepare(p, po);

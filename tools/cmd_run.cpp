@@ -55,7 +55,7 @@ void addRunCommand(CLI::App &app) {
     int width = 1;
     int repeat = 0;
     std::string outputDir;
-    ValueCheckFlags valueCheck;
+    PrepareFlags prepareFlags;
     std::string order = "auto";
     bool profile = false;
     size_t profileTop = 15;
@@ -89,7 +89,7 @@ void addRunCommand(CLI::App &app) {
       ->capture_default_str();
   cmd->add_option("-o,--output-dir", opts->outputDir,
                   "Directory for the outputs as <name>.npy (created if missing)");
-  opts->valueCheck.addTo(*cmd, "the op, its location and which operands held NaN or inf");
+  opts->prepareFlags.addTo(*cmd, "the op, its location and which operands held NaN or inf");
   cmd->add_flag("--profile", opts->profile,
                 "Time every instruction over all runs and print the costliest ones (mean ms "
                 "per run, share of the total)");
@@ -110,8 +110,7 @@ void addRunCommand(CLI::App &app) {
 
     std::vector<ir::Tensor> inputs = loadProgramInputs(p, opts->inputs, opts->randomSeed);
 
-    rt::PrepareOptions po;
-    po.valueCheck = opts->valueCheck.value();
+    rt::PrepareOptions po = opts->prepareFlags.options();
     auto t0 = std::chrono::steady_clock::now();
     auto plan = rt::prepare(p, po);
     double prepareMs = rt::msSince(t0);

@@ -61,7 +61,7 @@ struct TrgArgs {
   bool json = false;
   bool csv = false;
   bool noProgress = false;
-  ValueCheckFlags valueCheck;
+  PrepareFlags prepareFlags;
   std::string dumpSvdInputs;
   bool profile = false;
   PassFlags flags;
@@ -159,7 +159,8 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.second = a.second;
   o.grad = a.grad || a.second;
   o.svdEps = a.eps;
-  o.valueCheck = a.valueCheck.value();
+  o.valueCheck = a.prepareFlags.value();
+  o.fuseElementwise = !a.prepareFlags.noFusion;
   if (!a.ranks.empty() && a.ranks != "auto") {
     for (const std::string &s : splitOn(a.ranks, ',')) o.ranks.push_back(parseIntArg(s, "--ranks"));
   }
@@ -655,7 +656,7 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_flag("--profile", args->profile,
                 "profile the engine during the runs and print where the time goes (per program, "
                 "top instructions; to stderr with --json)");
-  args->valueCheck.addTo(*cmd, "the TRG step, the op, its location and which operands held NaN or inf");
+  args->prepareFlags.addTo(*cmd, "the TRG step, the op, its location and which operands held NaN or inf");
   args->flags.addTo(*cmd, "pass pipeline applied to every TRG program, gradient programs "
                           "after grad/checkpoint (default: "
                           "order{strategy=<--order>},pad-sink,cse,dce; grad and checkpoint "

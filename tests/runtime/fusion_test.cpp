@@ -1,0 +1,120 @@
+// Loop fusion of elementwise chains at lowering: which ops fuse, and that fused loops
+// give bitwise the results of one instruction per op, for every width and across
+// chunk and block boundaries.
+#include <random>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "ir/Builder.h"
+#include "runtime/Runtime.h"
+#include "tests/runtime/rt_testutil.h"
+
+using namespace tessel;
+using namespace tessel::ir;
+using namespace rttest;
+
+namespace {
+
+rt::PrepareOptions unfused() {
+  rt::PrepareOptions o;
+  o.fuseElementwise = false;
+  return o;
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+/// Every elementwise op kind in chains with single-use intermediates, scalar
+/// broadcasts (a constant and an input), a value read twice, and an intermediate output.
+Program elementwiseMix(int64_t n) {
+  Program p;
+  Builder b(p);
+  const Type t({n});
+  auto x = p.addInput("x", t), y = p.addInput("y", t), k = p.addInput("k", Type({}));
+  auto kb = b.broadcastScalar(k, {n});
+  auto two = b.broadcastScalar(b.scalar(2.0), {n});
+  auto s = b.unary(OpKind::Sin, x);                                     // read twice
+  auto a = b.mul(s, b.unary(OpKind::Cos, y));                           // fuses into the next
+  auto c = b.add(a, b.mul(kb, b.unary(OpKind::Exp, b.neg(b.unary(OpKind::Abs, y)))));
+  auto d = b.div(c, b.add(two, b.unary(OpKind::Sqrt, b.unary(OpKind::Abs, x))));
+  auto m = b.create(OpKind::Maximum, {d, b.sub(s, kb)});
+  auto pred = b.compare(m, b.unary(OpKind::Sign, y), "GT");
+  auto sel = b.select(pred, m, b.unary(OpKind::Log, b.add(two, b.mul(s, s))));
+  p.addOutput(d);                                                       // an intermediate output
+  p.addOutput(b.mul(sel, kb));
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("fusion: fused loops equal one instruction per op bitwise, every width, across chunks") {
+  // 70001 elements: three chunks of 2^15, and blocks of 256 with a partial last one.
+  for (int64_t n : {1, 255, 257, 70001}) {
+    INFO("n = " << n);
+    Program p = elementwiseMix(n);
+    std::mt19937_64 rng(11);
+    std::vector<Tensor> in = {randomTensor(Type({n}), rng), randomTensor(Type({n}), rng), Tensor::scalar(0.75)};
+    auto ref = rt::evaluateReference(p, in);
+    auto plainPlan = rt::prepare(p, unfused());
+    auto fusedPlan = rt::prepare(p);
+    CHECK(rt::planSize(*fusedPlan) < rt::planSize(*plainPlan));
+    auto plain = rt::Engine(1).run(*plainPlan, in);
+    for (int w : {1, 2, 4}) {
+      auto got = rt::Engine(w).run(*fusedPlan, in);
+      for (size_t i = 0; i < ref.size(); ++i) {
+        CHECK(bitwiseEqual(got[i], plain[i]));
+        CHECK(maxRelDiff(got[i], ref[i]) <= 1e-13);
+      }
+    }
+  }
+}
+
+TEST_CASE("fusion: what fuses and what does not") {
+  Program p = elementwiseMix(1000);
+  const std::string fused = rt::describePlan(*rt::prepare(p));
+  const std::string plain = rt::describePlan(*rt::prepare(p, unfused()));
+  CHECK(count(plain, " fused ") == 0);
+  CHECK(count(fused, " fused ") >= 2);
+  // sin x is read three times: its own instruction; %d is an output: its own buffer.
+  CHECK(count(fused, "elementwise sin") == 1);
+  CHECK(fused.find("output0") != std::string::npos);
+  // The broadcasts of scalars are operands of the loops, not copies.
+  CHECK(count(plain, "copy broadcast_in_dim") == 2);
+  CHECK(count(fused, "copy broadcast_in_dim") == 0);
+  // No fusion with a value check (every op's results are checked).
+  rt::PrepareOptions check;
+  check.valueCheck = rt::ValueCheck::Nan;
+  CHECK(count(rt::describePlan(*rt::prepare(p, check)), " fused ") == 0);
+}
+
+TEST_CASE("fusion: a loop holds at most 32 ops; the gradient of sum(sin(x) x^2) is two loops") {
+  Program p;
+  Builder b(p);
+  ir::ValueId v = p.addInput("x", Type({512}));
+  for (int k = 0; k < 100; ++k) v = b.unary(k % 2 ? OpKind::Sin : OpKind::Cos, v);
+  p.addOutput(v);
+  auto plan = rt::prepare(p);
+  CHECK(rt::planSize(*plan) == 4); // 32 + 32 + 32 + 4
+  std::mt19937_64 rng(5);
+  std::vector<Tensor> in = {randomTensor(Type({512}), rng)};
+  CHECK(bitwiseEqual(rt::Engine(2).run(*plan, in)[0], rt::Engine(1).run(*rt::prepare(p, unfused()), in)[0]));
+
+  // The grad transform's program of the seeds' micro benchmark (cse, dce applied):
+  // sin, mul, mul in one loop (read twice by the add), the rest in the other.
+  Program g;
+  Builder gb(g);
+  auto x = g.addInput("x", Type({1000}));
+  auto s = gb.unary(OpKind::Sin, x);
+  auto x2 = gb.mul(x, x);
+  auto one = gb.broadcastScalar(gb.scalar(1.0), {1000});
+  auto t2 = gb.mul(one, x2);
+  auto t4 = gb.mul(gb.mul(one, s), x);
+  auto t5 = gb.add(t4, t4);
+  g.addOutput(gb.add(t5, gb.mul(t2, gb.unary(OpKind::Cos, x))));
+  CHECK(rt::planSize(*rt::prepare(g)) == 2);
+  CHECK(rt::planSize(*rt::prepare(g, unfused())) == 10); // 9 ops and the broadcast's copy
+}
