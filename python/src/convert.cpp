@@ -14,22 +14,32 @@ using namespace nb::literals;
 namespace {
 /// An integer from a Python int or numpy integer (anything with __index__), not a bool.
 bool asIndex(nb::handle h, int64_t &out) {
-  if (nb::isinstance<nb::bool_>(h) || !PyIndex_Check(h.ptr())) return false;
+  // Python and numpy bools have __index__ too: a shape of True is a mistake.
+  if (nb::isinstance<nb::bool_>(h) || std::string(Py_TYPE(h.ptr())->tp_name).find("bool") != std::string::npos ||
+      !PyIndex_Check(h.ptr()))
+    return false;
   nb::object i = nb::steal(PyNumber_Index(h.ptr()));
   if (!i.is_valid()) throw nb::python_error();
-  out = nb::cast<int64_t>(i);
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0)
+    throw Error("integer " + nb::cast<std::string>(nb::repr(h)) + " is out of the int64 range");
+  out = static_cast<int64_t>(v);
   return true;
 }
 } // namespace
 
 ir::Tensor tensorFromArray(nb::handle array, const std::string &what) {
   using Arr = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
+  nb::module_ np = nb::module_::import_("numpy");
   nb::object obj = nb::borrow(array);
   Arr arr;
-  if (!nb::try_cast(obj, arr, /*convert=*/false)) {
+  // Only numpy arrays go to nanobind's reader directly; anything else (numbers, lists,
+  // numpy scalars, whose buffers may lack strides) through numpy.asarray first.
+  const bool isArray = PyObject_IsInstance(obj.ptr(), np.attr("ndarray").ptr()) == 1;
+  if (!isArray || !nb::try_cast(obj, arr, /*convert=*/false)) {
     // numpy's conversion, limited to real numbers: bool, integers and floats become
     // float64; complex, object and string arrays are an error (no silent truncation).
-    nb::module_ np = nb::module_::import_("numpy");
     nb::object a;
     try {
       a = np.attr("asarray")(obj);

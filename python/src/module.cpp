@@ -364,7 +364,7 @@ NB_MODULE(_tessel, m) {
 
   m.def(
       "prepare",
-      [](const PyProgram &p, const std::string &order, int valueCheck, bool reuseBuffers) {
+      [](const PyProgram &p, const std::string &order, int valueCheck, bool reuseBuffers, bool fuse) {
         auto t0 = Clock::now();
         ir::Program lowered = p.ir;
         PyPlan r;
@@ -374,12 +374,13 @@ NB_MODULE(_tessel, m) {
           rt::PrepareOptions o;
           o.valueCheck = static_cast<rt::ValueCheck>(valueCheck);
           o.reuseBuffers = reuseBuffers;
+          o.fuseElementwise = fuse;
           r.plan = rt::prepare(lowered, o);
         }
         r.prepareMs = msSince(t0);
         return r;
       },
-      "program"_a, "order"_a, "value_check"_a, "reuse_buffers"_a);
+      "program"_a, "order"_a, "value_check"_a, "reuse_buffers"_a, "fuse"_a);
 
   nb::class_<PyEngine>(m, "Engine",
                        "An engine of fixed width W: W threads run a plan's instructions (width 1 runs "
@@ -409,14 +410,28 @@ NB_MODULE(_tessel, m) {
           "failure (the engine stays usable). The GIL is released while it runs.")
       .def_prop_ro("last_run_ms", [](const PyEngine &e) { return e.lastRunMs; },
                    "Milliseconds of the last run inside the engine (no Python conversion).")
-      .def_prop_ro("resident_bytes", [](const PyEngine &e) { return e.engine.residentBytes(); },
+      .def_prop_ro("resident_bytes",
+                   [](PyEngine &e) {
+                     nb::gil_scoped_release release;
+                     std::lock_guard<std::mutex> lock(e.mu);
+                     return e.engine.residentBytes();
+                   },
                    "Bytes of the arena the engine keeps between runs.")
       .def(
-          "set_profiling", [](PyEngine &e, bool on) { e.engine.setProfiling(on); }, "on"_a,
-          "Per-instruction timing of the following runs (two clock reads per chunk).")
+          "set_profiling",
+          [](PyEngine &e, bool on) {
+            nb::gil_scoped_release release;
+            std::lock_guard<std::mutex> lock(e.mu);
+            e.engine.setProfiling(on);
+          },
+          "on"_a, "Per-instruction timing of the following runs (two clock reads per chunk).")
       .def(
           "profile_report",
-          [](const PyEngine &e, const PyPlan &plan, size_t top) { return e.engine.profileReport(*plan.plan, top); },
+          [](PyEngine &e, const PyPlan &plan, size_t top) {
+            nb::gil_scoped_release release;
+            std::lock_guard<std::mutex> lock(e.mu); // not while a run changes the counters
+            return e.engine.profileReport(*plan.plan, top);
+          },
           "plan"_a, "top"_a = 0, "The profiled runs of `plan`: per kernel kind, then per instruction.");
 
   m.def(
@@ -498,8 +513,9 @@ NB_MODULE(_tessel, m) {
               }
             }
             if (!drv) {
+              const bool first = i == 0;
               drv = std::make_unique<frontend::TrgDriver>(o);
-              rssBase = rt::residentBytes();
+              if (first) rssBase = rt::residentBytes(); // once per sweep, as tessel trg
             }
             frontend::TrgBetaMeasurement meas = frontend::measureTrgBeta(*drv, betas[i], repeat, rssBase);
             frontend::TrgReportContext ctx;

@@ -182,7 +182,13 @@ void bindTracing(nb::module_ &m) {
             if (name.empty()) throw Error("tracing: an input needs a name");
             if (st->tracer.program().lookup(name) != ir::kNoValue)
               throw Error("tracing: two inputs are named '" + name + "'");
-            return wrap(st, st->tracer.input(name, shapeFromObject(shape, "shape of input " + name)));
+            std::vector<int64_t> dims = shapeFromObject(shape, "shape of input " + name);
+            if (dims.size() > 8)
+              throw ShapeError("input %" + name + ": rank " + std::to_string(dims.size()) +
+                               " is above tessel's limit of 8");
+            for (int64_t d : dims)
+              if (d < 0) throw ShapeError("input %" + name + ": negative extent " + std::to_string(d));
+            return wrap(st, st->tracer.input(name, dims));
           },
           "name"_a, "shape"_a)
       .def(
@@ -200,7 +206,7 @@ void bindTracing(nb::module_ &m) {
             st->tracer.setLoc(callerLoc());
             return wrap(st, st->tracer.constant(tensorFromArray(value, "constant")));
           },
-          "value"_a)
+          "value"_a.none())
       .def(
           "op",
           [](std::shared_ptr<TraceState> st, const std::string &name,
@@ -208,14 +214,23 @@ void bindTracing(nb::module_ &m) {
             auto kind = ir::opKindByName(name);
             if (!kind)
               throw Error("unknown op '" + name + "' (did you mean '" + ir::closestOpName(name) + "'?)");
-            for (const PyTensor *t : operands)
-              if (t->st != st) throw Error(name + ": an operand comes from another trace");
+            for (size_t k = 0; k < operands.size(); ++k) {
+              if (!operands[k]) throw Error(name + ": operand " + std::to_string(k) + " is None");
+              if (operands[k]->st != st) throw Error(name + ": an operand comes from another trace");
+            }
             st->checkOpen();
-            st->tracer.setLoc(callerLoc());
+            const std::string loc = callerLoc();
+            st->tracer.setLoc(loc);
             ir::AttrList al = attrsFromDict(*kind, attrs);
             std::vector<ir::ValueId> ids;
             for (const PyTensor *t : operands) ids.push_back(t->t.id());
-            auto results = st->tracer.builder().createMulti(*kind, ids, std::move(al));
+            llvm::SmallVector<ir::ValueId, 1> results;
+            try {
+              results = st->tracer.builder().createMulti(*kind, ids, std::move(al));
+            } catch (const ShapeError &e) {
+              if (loc.empty()) throw;
+              throw ShapeError(std::string(e.what()) + " (at " + loc + ")");
+            }
             std::vector<PyTensor> out;
             for (ir::ValueId v : results) out.push_back(wrap(st, frontend::Tensor(st->tracer.builder(), v)));
             return out;
@@ -228,9 +243,10 @@ void bindTracing(nb::module_ &m) {
           "finish",
           [](std::shared_ptr<TraceState> st) {
             st->checkOpen();
-            st->finished = true;
-            PyProgram p{st->tracer.take(), 0};
+            // A copy: tensors kept after the trace still read their types from it.
+            PyProgram p{st->tracer.program(), 0};
             ir::verifyOrThrow(p.ir);
+            st->finished = true;
             p.compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                                     st->start)
                               .count();
@@ -258,10 +274,22 @@ void bindTracing(nb::module_ &m) {
     };
   };
 
+  // == and != compare elementwise (1.0/0.0) with a Tensor, a number or an array; with
+  // anything else (None, a string, ...) Python's identity comparison applies.
+  auto eqne = [](const char *dir) {
+    return [dir](const PyTensor &a, nb::handle other) -> nb::object {
+      if (!nb::isinstance<PyTensor>(other) && !PyNumber_Check(other.ptr()) &&
+          !PyObject_HasAttrString(other.ptr(), "__array__") && !PySequence_Check(other.ptr()))
+        return nb::borrow(Py_NotImplemented);
+      if (nb::isinstance<nb::str>(other)) return nb::borrow(Py_NotImplemented);
+      frontend::Tensor b = operand(a, other);
+      return nb::cast(wrap(a.st, frontend::compare(a.t, b, dir)));
+    };
+  };
   nb::class_<PyTensor> tensor(
       m, "Tensor",
       "A symbolic f64 tensor inside a traced function: an SSA value of the program being "
-      "built. Arithmetic (+ - * / @ ** with an int exponent, unary -, abs, < <= > >= "
+      "built. Arithmetic (+ - * / @ ** with an int exponent, unary -, abs, == != < <= > >= "
       "giving 1.0/0.0) appends ops; a Python or numpy number is a rank-0 constant, which "
       "broadcasts; any other shape difference is a tessel.ShapeError (no implicit numpy "
       "broadcasting: use tessel.ops.broadcast_to). Methods such as .sum(), .reshape(), "
@@ -274,6 +302,9 @@ void bindTracing(nb::module_ &m) {
                    [](const PyTensor &t) { return t.st->tracer.builder().program().value(t.t.id()).name; },
                    "The SSA value's name ('' if anonymous).")
       .def_prop_ro("_trace", [](const PyTensor &t) { return t.st; })
+      .def_prop_ro("_id", [](const PyTensor &t) { return t.t.id(); }, "The SSA value's number.")
+      .def_prop_ro("_is_input",
+                   [](const PyTensor &t) { return t.st->tracer.builder().program().inputIndex(t.t.id()) >= 0; })
       .def(
           "named",
           [](const PyTensor &t, const std::string &name) {
@@ -293,6 +324,9 @@ void bindTracing(nb::module_ &m) {
       .def("__rtruediv__", binary(div, true))
       .def("__matmul__", binary(matmul, false))
       .def("__rmatmul__", binary(matmul, true))
+      .def("__eq__", eqne("EQ"), "other"_a.none())
+      .def("__ne__", eqne("NE"), "other"_a.none())
+      .def("__hash__", [](nb::handle self) { return static_cast<Py_ssize_t>(reinterpret_cast<intptr_t>(self.ptr()) >> 4); })
       .def("__lt__", cmp("LT"))
       .def("__le__", cmp("LE"))
       .def("__gt__", cmp("GT"))

@@ -122,10 +122,23 @@ def trace(fn: Callable[..., Any], *shapes: ShapeLike, name: Optional[str] = None
                     "a tuple/list of Tensors or a dict of them")
     if not items:
         raise Error(f"trace: {prog_name} returned no outputs")
-    for out_name, value in items:
+    # Outputs are named by their SSA values: a name given to an output names its value.
+    seen: dict[int, str] = {}
+    for index, (out_name, value) in enumerate(items):
+        label = repr(out_name) if out_name else f"number {index}"
         if not isinstance(value, Tensor):
-            raise Error(f"trace: output {out_name or len(items)} of {prog_name} is "
-                        f"{type(value).__name__}, not a Tensor")
+            raise Error(f"trace: output {label} of {prog_name} is {type(value).__name__}, "
+                        "not a Tensor")
+        if value._id in seen:
+            raise Error(f"trace: {prog_name} returns the same tensor as output {label} and as "
+                        f"output {seen[value._id]} (outputs are named by their SSA values: "
+                        "return it once)")
+        seen[value._id] = label
+        if out_name and value._is_input and value.name != out_name:
+            raise Error(f"trace: output {label} of {prog_name} is the input {value.name!r} "
+                        "itself; return it under its own name, or return a new value")
+        if out_name and out_name in input_names and value.name != out_name:
+            raise Error(f"trace: output name {out_name!r} of {prog_name} is the name of an input")
         tr.output(value, out_name)
     return tr.finish()
 
@@ -210,7 +223,7 @@ def opt(program: Program, pipeline: str, *, print_ir_after_all: bool = False,
 
 
 def prepare(program: Program, *, order: str = "auto", check_nan: bool = False,
-            check_inf: bool = False, reuse_buffers: bool = True) -> Plan:
+            check_inf: bool = False, reuse_buffers: bool = True, fuse: bool = True) -> Plan:
     """Lowers a program to a Plan: flat instruction list, kernel plans and buffer plan.
 
     Args:
@@ -220,6 +233,9 @@ def prepare(program: Program, *, order: str = "auto", check_nan: bool = False,
             Error naming the op, its location, the element and which operands held NaN.
         check_inf: as check_nan, but ±inf stops too.
         reuse_buffers: reuse arena memory once a value is dead (False: one buffer each).
+        fuse: loop fusion: chains of elementwise ops whose intermediates nothing else
+            reads run as one loop without buffers for the intermediates (``fused`` in
+            ``str(plan)``; bitwise the same results). Off with a value check.
 
     Returns:
         A Plan (``prepare_ms``, ``peak_live_bytes``, ``arena_bytes``, ``str(plan)`` lists
@@ -230,7 +246,7 @@ def prepare(program: Program, *, order: str = "auto", check_nan: bool = False,
         Error: an einsum with ``order="none"``, or a LAPACK workspace query failure.
     """
     check = 2 if check_inf else 1 if check_nan else 0
-    return _tessel.prepare(program, order, check, reuse_buffers)
+    return _tessel.prepare(program, order, check, reuse_buffers, fuse)
 
 
 def evaluate_reference(program: Program, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> dict[str, np.ndarray]:
@@ -287,6 +303,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, chi: int = 16, steps
         ``energy_per_site``, ``d2lnZ_dbeta2``, ``specific_heat`` and their ``exact_*``,
         ``timing_ms`` (compile, prepare, value/value_and_grad/second), ``memory``,
         ``ranks``, ``svd_topk`` counters, ``blas``, ``loadavg``; null fields as None.
+        The ``svd_topk`` counters and the peak-RSS window are the process's: two
+        ``trg`` calls running at once (two threads) count each other's work there.
 
     Raises:
         Error: a bad option (naming it and the allowed values), β ≤ 0, or a kept singular

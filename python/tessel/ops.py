@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any, Optional, Union
 
@@ -40,25 +41,31 @@ __all__ = [
 TensorLike = Union[Tensor, float, int, np.ndarray]
 Axes = Union[None, int, Sequence[int]]
 
-# The traces being built (innermost last): ops without Tensor operands (constant, iota,
-# full) append to the innermost one.
-_active: list[Any] = []
+# The traces being built by this thread (innermost last): ops without Tensor operands
+# (constant, iota, full) append to the innermost one.
+_local = threading.local()
+
+
+def _active() -> list[Any]:
+    if not hasattr(_local, "traces"):
+        _local.traces = []
+    return _local.traces
 
 
 def _push(tr: Any) -> None:
-    _active.append(tr)
+    _active().append(tr)
 
 
 def _pop() -> None:
-    _active.pop()
+    _active().pop()
 
 
 def _trace_of(*xs: Any) -> Any:
     for x in xs:
         if isinstance(x, Tensor):
             return x._trace
-    if _active:
-        return _active[-1]
+    if _active():
+        return _active()[-1]
     raise Error("tessel.ops: called outside tessel.trace (no Tensor operand and no trace "
                 "being built)")
 
@@ -70,9 +77,23 @@ def _tensor(x: TensorLike, tr: Any) -> Tensor:
     return tr.constant(x)
 
 
-def _op1(name: str, operands: Sequence[Tensor], **attrs: Any) -> Tensor:
-    (r,) = _trace_of(*operands).op(name, list(operands), attrs)
+def _operands(operands: Sequence[TensorLike]) -> tuple[Any, list[Tensor]]:
+    """The trace and the operands as its Tensors (numbers and arrays become constants)."""
+    tr = _trace_of(*operands)
+    return tr, [_tensor(x, tr) for x in operands]
+
+
+def _op1(name: str, operands: Sequence[TensorLike], **attrs: Any) -> Tensor:
+    tr, ts = _operands(operands)
+    (r,) = tr.op(name, ts, attrs)
     return r
+
+
+def _shape(shape: Union[int, Sequence[int]]) -> list[int]:
+    """A shape given as an int or a sequence of ints (as numpy accepts)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        return [int(shape)]
+    return list(shape)
 
 
 def _axes(a: Tensor, axis: Axes) -> list[int]:
@@ -104,25 +125,29 @@ def _same_shape(a: TensorLike, b: TensorLike) -> tuple[Tensor, Tensor]:
 def constant(value: Any) -> Tensor:
     """A constant: ``value`` (number, nested list or array of real numbers) as float64,
     stored in the program. Op ``constant``."""
-    return _trace_of().constant(np.asarray(value, dtype=np.float64))
+    return _trace_of().constant(value)
 
 
-def iota(shape: Sequence[int], dim: int) -> Tensor:
-    """f64[shape] whose element is its index along ``dim``. Op ``iota``."""
-    return _op1("iota", [], shape=list(shape), dim=int(dim) % builtins.max(len(shape), 1))
+def iota(shape: Union[int, Sequence[int]], dim: int) -> Tensor:
+    """f64[shape] whose element is its index along ``dim`` (negative: from the end).
+    Op ``iota``."""
+    shape = _shape(shape)
+    if not -len(shape) <= int(dim) < len(shape):
+        raise Error(f"iota: dim {dim} is out of range for shape {tuple(shape)}")
+    return _op1("iota", [], shape=shape, dim=int(dim) % len(shape))
 
 
-def full(shape: Sequence[int], value: float) -> Tensor:
+def full(shape: Union[int, Sequence[int]], value: float) -> Tensor:
     """f64[shape] filled with ``value`` (a constant)."""
-    return constant(np.full(tuple(shape), float(value)))
+    return constant(np.full(tuple(_shape(shape)), value))
 
 
-def zeros(shape: Sequence[int]) -> Tensor:
+def zeros(shape: Union[int, Sequence[int]]) -> Tensor:
     """f64[shape] of zeros."""
     return full(shape, 0.0)
 
 
-def ones(shape: Sequence[int]) -> Tensor:
+def ones(shape: Union[int, Sequence[int]]) -> Tensor:
     """f64[shape] of ones."""
     return full(shape, 1.0)
 
@@ -250,10 +275,10 @@ def broadcast_in_dim(a: Tensor, shape: Sequence[int], dims: Sequence[int]) -> Te
     return _op1("broadcast_in_dim", [a], shape=list(shape), dims=list(dims))
 
 
-def broadcast_to(a: TensorLike, shape: Sequence[int]) -> Tensor:
+def broadcast_to(a: TensorLike, shape: Union[int, Sequence[int]]) -> Tensor:
     """numpy broadcasting of ``a`` to ``shape`` (dimensions aligned at the right)."""
     t = _tensor(a, _trace_of(a))
-    shape = list(shape)
+    shape = _shape(shape)
     if t.ndim > len(shape):
         raise Error(f"broadcast_to: cannot broadcast shape {t.shape} to {tuple(shape)}")
     return broadcast_in_dim(t, shape, list(range(len(shape) - t.ndim, len(shape))))
@@ -321,9 +346,14 @@ def dot_general(a: Tensor, b: Tensor, *, lhs_contract: Sequence[int], rhs_contra
                 lhs_contract=list(lhs_contract), rhs_contract=list(rhs_contract))
 
 
-def matmul(a: Tensor, b: Tensor) -> Tensor:
-    """Matrix product of a [m,k] and b [k,n] (also ``a @ b``)."""
-    return dot_general(a, b, lhs_contract=[a.ndim - 1], rhs_contract=[0])
+def matmul(a: TensorLike, b: TensorLike) -> Tensor:
+    """Matrix product of a [m,k] and b [k,n], as ``a @ b`` (two matrices only: use
+    ``einsum`` or ``dot_general`` for batches and vectors)."""
+    tr, (ta, tb) = _operands([a, b])
+    if ta.ndim != 2 or tb.ndim != 2:
+        raise Error(f"matmul: expected two matrices, got shapes {ta.shape} and {tb.shape} "
+                    "(use einsum or dot_general for batches and vectors)")
+    return dot_general(ta, tb, lhs_contract=[1], rhs_contract=[0])
 
 
 def einsum(spec: str, *operands: Tensor) -> Tensor:
@@ -340,7 +370,8 @@ def svd(a: Tensor, eps: float = 1e-12) -> tuple[Tensor, Tensor, Tensor]:
     """Thin SVD a[m,n] = U[m,k] · diag(s[k]) · Vt[k,n], k = min(m, n), s descending
     (LAPACK dgesdd). ``eps``: Lorentzian broadening of the reverse rule, relative to s₁
     (docs/trg.md §5; degenerate singular values keep a finite derivative). Op ``svd``."""
-    u, s, vt = _trace_of(a).op("svd", [a], {"eps": float(eps)})
+    tr, ts = _operands([a])
+    u, s, vt = tr.op("svd", ts, {"eps": float(eps)})
     return u, s, vt
 
 
@@ -349,7 +380,8 @@ def svd_topk(a: Tensor, k: int, eps: float = 1e-12) -> tuple[Tensor, Tensor, Ten
     a full SVD (randomized subspace iteration to a residual stop, else dgesdd); first
     derivatives without a full SVD (Francuz, Schuch, Vanhecke, PRR 7, 013237 (2025)).
     Op ``svd_topk``."""
-    u, s, vt = _trace_of(a).op("svd_topk", [a], {"k": int(k), "eps": float(eps)})
+    tr, ts = _operands([a])
+    u, s, vt = tr.op("svd_topk", ts, {"k": k, "eps": float(eps)})
     return u, s, vt
 
 
@@ -360,7 +392,8 @@ def svd_topk_complement(a: Tensor, u: Tensor, s: Tensor, vt: Tensor, u_bar: Tens
     Y·S − A⊥ᵀ·X = (I − VVᵀ)·V̄, S = diag(s[:r]), A⊥ = A − U·diag(s)·Vt. Operands: a
     [m,n], its svd_topk u, s, vt, and cotangents u_bar [m,r], vt_bar [r,n]. Op
     ``svd_topk_complement`` (the VJP of svd_topk uses it)."""
-    x, yt = _trace_of(a).op("svd_topk_complement", [a, u, s, vt, u_bar, vt_bar], {"eps": float(eps)})
+    tr, ts = _operands([a, u, s, vt, u_bar, vt_bar])
+    x, yt = tr.op("svd_topk_complement", ts, {"eps": float(eps)})
     return x, yt
 
 
@@ -402,7 +435,8 @@ def _getitem(a: Tensor, key: Any) -> Tensor:
 Tensor.sum = lambda self, axis=None: sum(self, axis)
 Tensor.max = lambda self, axis=None: max(self, axis)
 Tensor.reshape = lambda self, *shape: reshape(self, shape[0] if len(shape) == 1 else shape)
-Tensor.transpose = lambda self, *perm: transpose(self, (perm[0] if len(perm) == 1 else perm) or None)
+Tensor.transpose = lambda self, *perm: transpose(
+    self, None if not perm else perm[0] if len(perm) == 1 and not isinstance(perm[0], (int, np.integer)) else perm)
 Tensor.T = property(lambda self: transpose(self))
 Tensor.exp = lambda self: exp(self)
 Tensor.log = lambda self: log(self)

@@ -42,6 +42,7 @@ def test_results_are_bitwise_identical_for_every_width():
         for k in ref:
             assert np.array_equal(out[k], ref[k]), (k, w)
     np.testing.assert_allclose(ref["s"], np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    assert e.resident_bytes >= plan.arena_bytes
 
 
 def test_inputs_are_checked_and_converted():
@@ -118,3 +119,32 @@ def test_two_threads_run_two_engines_at_once():
         for out in results[i]:
             for k in expect[i]:
                 assert np.array_equal(out[k], expect[i][k])
+
+
+def test_profile_report_while_another_thread_runs():
+    plans = [tessel.prepare(tessel.trace(lambda x, k=k: ops.sum(x * float(k)), (64,))) for k in range(12)]
+    e = tessel.Engine(1)
+    e.set_profiling(True)
+    x = np.ones(64)
+    stop = threading.Event()
+    errors = []
+
+    def runner():
+        try:
+            i = 0
+            while not stop.is_set():
+                assert float(e.run(plans[i % len(plans)], [x])["out0"]) == 64.0 * (i % len(plans))
+                i += 1
+        except Exception as err:  # noqa: BLE001
+            errors.append(err)
+
+    t = threading.Thread(target=runner)
+    t.start()
+    try:
+        for _ in range(300):
+            e.profile_report(plans[0])
+            assert e.resident_bytes >= 0
+    finally:
+        stop.set()
+        t.join()
+    assert not errors

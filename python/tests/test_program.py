@@ -25,6 +25,7 @@ def test_parse_print_round_trip():
     assert p.num_ops == 3
     assert p.op_counts == {"broadcast_in_dim": 1, "mul": 1, "reduce_sum": 1}
     assert repr(p) == "<tessel.Program @f: 2 inputs, 3 ops, 1 outputs>"
+    p.verify()  # programs are verified when made; verify() says so again
 
 
 def test_json_round_trip():

@@ -208,3 +208,116 @@ def test_misuse_of_traced_tensors():
         tessel.trace(lambda b: b + other[0], (2,))
     with pytest.raises(tessel.Error, match="expected real numbers"):
         tessel.trace(lambda a: a + np.array([1j, 2j]), (2,))
+
+
+def test_tensors_kept_after_the_trace_stay_readable_but_take_no_ops():
+    kept = []
+    tessel.trace(lambda x: kept.append(x) or ops.sum(x), (3,))
+    t = kept[0]
+    assert t.shape == (3,) and t.ndim == 1 and t.size == 3 and t.name == "x"
+    assert repr(t) == "Tensor(%x: f64[3])"
+    for use in (lambda: ops.sum(t), lambda: t[0], lambda: t.T, lambda: t * 2.0, lambda: -t):
+        with pytest.raises(tessel.Error, match="trace that has finished .*@<lambda>|trace that has finished"):
+            use()
+
+
+def test_none_and_arrays_as_operands():
+    with pytest.raises(tessel.Error, match="expected real numbers"):
+        tessel.trace(lambda x: ops.slice(None, [0], [1]), (3,))
+    with pytest.raises(tessel.Error, match="expected real numbers"):
+        tessel.trace(lambda x: ops.dot_general(x, None, lhs_contract=[0], rhs_contract=[0]), (3,))
+    # an array where a Tensor is expected is a constant
+    (y,) = evaluate(lambda x: ops.dot_general(x, np.arange(3.0), lhs_contract=[0], rhs_contract=[0]), V[:3])
+    assert y == pytest.approx(V[:3] @ np.arange(3.0))
+
+
+def test_equality_operators_compare_elementwise():
+    x = np.array([0.0, 1.0, 2.0])
+    (a, b) = evaluate(lambda x: (ops.where(x == 0.0, 1.0, x), (x != 1.0) * 1.0), x)
+    np.testing.assert_array_equal(a, [1.0, 1.0, 2.0])
+    np.testing.assert_array_equal(b, [1.0, 0.0, 1.0])
+    kept = []
+    tessel.trace(lambda x: kept.append((x == None, x != "a", {x: 1})) or x * 1.0, (2,))  # noqa: E711
+    assert kept[0][0] is False and kept[0][1] is True  # identity for non-numbers; hashable
+
+
+@pytest.mark.parametrize("fn,match", [
+    (lambda x: {"y": x, "z": -x}, "is the input 'x' itself"),
+    (lambda x: {"a": -x, "b": None}, "not a Tensor"),
+    (lambda x: (lambda n: {"a": n, "b": n})(-x), "same tensor as output 'b' and as output 'a'"),
+    (lambda x: (x, x), "same tensor"),
+    (lambda x: {"x": -x}, "name of an input"),
+])
+def test_output_names_are_checked(fn, match):
+    with pytest.raises(tessel.Error, match=match):
+        tessel.trace(fn, (3,))
+
+
+def test_output_names():
+    p = tessel.trace(lambda x: {"x": x, "neg": -x}, (3,))
+    assert [o.name for o in p.outputs] == ["x", "neg"] and [i.name for i in p.inputs] == ["x"]
+    p = tessel.trace(lambda x: (x, (-x).named("m")), (3,))
+    assert [o.name for o in p.outputs] == ["x", "m"]
+
+
+def test_tracing_in_threads():
+    import threading
+    errors, programs = [], {}
+
+    def work(k):
+        try:
+            for _ in range(20):
+                p = tessel.trace(lambda x: x + ops.full((4,), float(k)) + ops.zeros(4), (4,))
+                programs[k] = run(p, [np.zeros(4)])["out0"]
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k in range(4):
+        np.testing.assert_array_equal(programs[k], np.full(4, float(k)))
+
+
+@pytest.mark.parametrize("fn,shapes,match", [
+    (lambda a: ops.add(a, ops.zeros(4)), [(3,)], r"add.*f64\[3\].*f64\[4\].*test_trace.py:\d+ in <lambda>"),
+    (lambda a: ops.reshape(a, (4,)), [(3,)], r"reshape.*test_trace.py:\d+"),
+    (lambda a: a ** 2 ** 64, [(3,)], "out of the int64 range"),
+    (lambda a: ops.iota([2 ** 64], 0), [(3,)], "out of the int64 range"),
+    (lambda a: ops.iota((3, 4), 5), [(3,)], "dim 5 is out of range"),
+    (lambda a: ops.matmul(a, a), [(3,)], "two matrices"),
+    (lambda a: ops.constant(np.array([1 + 2j])), [(3,)], "expected real numbers"),
+    (lambda a: ops.constant(["1", "2"]), [(3,)], "expected real numbers"),
+    (lambda a: a + np.datetime64(1, "s"), [(3,)], "expected real numbers"),
+])
+def test_more_errors(fn, shapes, match):
+    with pytest.raises(tessel.Error, match=match):
+        tessel.trace(fn, *shapes)
+
+
+def test_input_shapes_are_checked():
+    with pytest.raises(tessel.ShapeError, match="rank 9 is above"):
+        tessel.trace(lambda a: a, (1,) * 9)
+    with pytest.raises(tessel.Error, match="out of the int64 range"):
+        tessel.trace(lambda a: a, (2 ** 63,))
+    with pytest.raises(tessel.Error, match="sequence of ints"):
+        tessel.trace(lambda a: a, (np.bool_(True),))
+    with pytest.raises(tessel.ShapeError, match="negative"):
+        tessel.trace(lambda a: a, (-1,))
+
+
+def test_numpy_shapes_and_transposes():
+    z = np.zeros((2, 3, 4))
+
+    def f(a):
+        return {"t0": a.transpose(0, 2, 1), "t": a.transpose(), "z": ops.zeros(4) + ops.ones(4) + ops.full(4, 2.0),
+                "b": ops.broadcast_to(a[0, 0], 4) if False else ops.broadcast_to(a[0, 0, 0], 4)}
+    t0, t, zz, b = evaluate(f, z)
+    assert t0.shape == (2, 4, 3) and t.shape == (4, 3, 2)
+    np.testing.assert_array_equal(zz, np.full(4, 3.0))
+    assert b.shape == (4,)
+    with pytest.raises(tessel.Error, match="transpose"):
+        tessel.trace(lambda a: a.transpose(0), (2, 3, 4))
