@@ -79,8 +79,9 @@ bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, con
 void runFused(const ElementwisePlan &ew, const Instruction &in, int64_t b, int64_t e,
               double *const *ptr) {
   const size_t ns = ew.steps.size(), nin = in.in.size();
-  thread_local std::vector<double> regs;
-  regs.resize((ns + nin) * static_cast<size_t>(kFusedBlock));
+  thread_local std::vector<double> regs; // grows only: a resize would zero-fill each time
+  const size_t need = (ns + nin) * static_cast<size_t>(kFusedBlock);
+  if (regs.size() < need) regs.resize(need);
   double *scalars = regs.data() + ns * kFusedBlock; // one filled block per scalar operand
   for (size_t k = 0; k < nin; ++k)
     if (ew.scalar[k]) std::fill_n(scalars + k * kFusedBlock, kFusedBlock, ptr[in.in[k]][0]);

@@ -82,9 +82,12 @@ struct FusedStep {
 
 /// Most ops of one fused loop (each step holds one block of its results).
 inline constexpr int kMaxFusedSteps = 32;
-/// Elements a fused loop computes step by step before moving on (the intermediates
-/// of one block stay in L1: kMaxFusedSteps · 256 · 8 bytes at most).
-inline constexpr int64_t kFusedBlock = 256;
+/// Elements a fused loop computes step by step before moving on: 4 KB per
+/// intermediate, in L1 for short loops (kMaxFusedSteps · 4 KB at most). Measured on the
+/// gradient of Σ sin(x)·x² (5 instructions fused, 11 not): 256 costs ~5% more than
+/// unfused at n = 1000 (loop overhead per block and step), 512 ~2%; at n = 10⁵ fused
+/// is ~9% faster (fewer passes over memory).
+inline constexpr int64_t kFusedBlock = 512;
 
 /// Elementwise map over `Instruction::numel` elements; the function is
 /// `Instruction::op` (unary, binary, compare with `cmp`, select). With `steps`, a

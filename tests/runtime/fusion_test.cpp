@@ -52,8 +52,8 @@ Program elementwiseMix(int64_t n) {
 } // namespace
 
 TEST_CASE("fusion: fused loops equal one instruction per op bitwise, every width, across chunks") {
-  // 70001 elements: three chunks of 2^15, and blocks of 256 with a partial last one.
-  for (int64_t n : {1, 255, 257, 70001}) {
+  // 70001 elements: three chunks of 2^15, and blocks of 512 with a partial last one.
+  for (int64_t n : {1, 511, 513, 70001}) {
     INFO("n = " << n);
     Program p = elementwiseMix(n);
     std::mt19937_64 rng(11);
