@@ -119,8 +119,11 @@ TrgSvd trgSvdUsed(const TrgOptions &o);
 /// o.order and trgSvdUsed(o).
 std::string trgPipeline(const TrgOptions &o);
 
+/// The most TRG steps a run takes: 2^steps sites must be a finite double.
+inline constexpr int kTrgMaxSteps = 1023;
+
 /// Throws tessel::Error naming the flag and the allowed values for an invalid option
-/// (chi < 2, steps < 1, width < 1, bad ranks, ...).
+/// (chi < 2, steps outside [1, kTrgMaxSteps], width < 1, bad ranks, ...).
 void validateTrgOptions(const TrgOptions &o);
 
 /// The schedule of docs/trg.md §2.4 from values: a forward pass at `beta` in which step n+1

@@ -50,6 +50,10 @@ void validateTrgOptions(const TrgOptions &o) {
     throw Error("error: --chi must be an integer >= 2, got " + std::to_string(o.chi));
   if (o.steps < 1)
     throw Error("error: --steps must be an integer >= 1, got " + std::to_string(o.steps));
+  if (o.steps > kTrgMaxSteps)
+    throw Error("error: --steps must be <= " + std::to_string(kTrgMaxSteps) + ", got " +
+                std::to_string(o.steps) + " (the lattice's 2^steps sites must be a finite double; "
+                "beyond ~60 steps lnZ/N no longer changes in double precision)");
   if (o.width < 1)
     throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
   if (!(o.svdEps >= 0) || !std::isfinite(o.svdEps))
