@@ -13,6 +13,7 @@
 #include "common.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -30,6 +31,7 @@
 #include "ir/OpTable.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
+#include "ir/TextUtil.h"
 #include "ir/Verifier.h"
 #include "passes/Checkpoint.h"
 #include "passes/Grad.h"
@@ -106,6 +108,8 @@ std::vector<ValueSig> outputsOf(const ir::Program &p) {
 }
 
 std::string readFile(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not a program file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open the file");
   std::ostringstream ss;
@@ -453,7 +457,7 @@ NB_MODULE(_tessel, m) {
       "onsager",
       [](double beta) {
         if (!(beta > 0) || !std::isfinite(beta))
-          throw Error("onsager: beta must be finite and > 0, got " + std::to_string(beta));
+          throw Error("onsager: beta must be finite and > 0, got " + ir::text::formatDouble(beta));
         nb::dict d;
         d["beta"] = beta;
         d["lnZ_per_site"] = frontend::onsagerLnZ(beta);
@@ -494,7 +498,7 @@ NB_MODULE(_tessel, m) {
         if (repeat < 0) throw Error("trg: repeat must be >= 0, got " + std::to_string(repeat));
         for (double b : betas)
           if (!(b > 0) || !std::isfinite(b))
-            throw Error("trg: beta must be finite and > 0, got " + std::to_string(b));
+            throw Error("trg: beta must be finite and > 0, got " + ir::text::formatDouble(b));
         std::vector<nlohmann::json> reports;
         {
           nb::gil_scoped_release release;

@@ -359,6 +359,51 @@ void bindTracing(nb::module_ &m) {
       });
   // numpy defers to the Tensor's reflected operators (np.float64(2) * x is Tensor.__rmul__).
   tensor.attr("__array_ufunc__") = nb::none();
+
+  // numpy-like methods, implemented by tessel.ops (python/tessel/ops.py, _tensor_<name>):
+  // declared here so that they are real methods with signatures in the type stubs.
+  struct Method {
+    const char *name, *impl, *sig, *doc;
+  };
+  static const Method methods[] = {
+      {"sum", "_tensor_sum", "def sum(self, axis: int | Sequence[int] | None = None) -> Tensor",
+       "Sum over axis (None: all axes, a scalar); tessel.ops.sum."},
+      {"max", "_tensor_max", "def max(self, axis: int | Sequence[int] | None = None) -> Tensor",
+       "Maximum over axis (None: all axes, a scalar); tessel.ops.max."},
+      {"reshape", "_tensor_reshape", "def reshape(self, *shape: int | Sequence[int]) -> Tensor",
+       "t.reshape(2, 3) or t.reshape((2, 3)); one extent may be -1; tessel.ops.reshape."},
+      {"transpose", "_tensor_transpose", "def transpose(self, *axes: int | Sequence[int]) -> Tensor",
+       "t.transpose() (axes reversed), t.transpose(1, 0) or t.transpose((1, 0))."},
+      {"exp", "_tensor_exp", "def exp(self) -> Tensor", "e^x; tessel.ops.exp."},
+      {"log", "_tensor_log", "def log(self) -> Tensor", "ln x; tessel.ops.log."},
+      {"sqrt", "_tensor_sqrt", "def sqrt(self) -> Tensor", "sqrt(x); tessel.ops.sqrt."},
+      {"sin", "_tensor_sin", "def sin(self) -> Tensor", "sin x; tessel.ops.sin."},
+      {"cos", "_tensor_cos", "def cos(self) -> Tensor", "cos x; tessel.ops.cos."},
+      {"__getitem__", "_getitem", "def __getitem__(self, key: object) -> Tensor",
+       "Basic indexing: ints (drop the axis), slices with unit step, Ellipsis (slice op)."},
+      {"__len__", "_tensor_len", "def __len__(self) -> int", "The first extent."},
+      {"__iter__", "_tensor_iter", "def __iter__(self) -> collections.abc.Iterator[Tensor]",
+       "t[0], t[1], ... along the first axis."},
+  };
+  for (const Method &md : methods) {
+    const char *impl = md.impl;
+    tensor.def(
+        md.name,
+        [impl](nb::handle self, nb::args args, nb::kwargs kwargs) {
+          nb::object fn = nb::module_::import_("tessel.ops").attr(impl);
+          nb::list all;
+          all.append(self);
+          for (nb::handle a : args) all.append(a);
+          nb::object r = nb::steal(PyObject_Call(fn.ptr(), nb::tuple(all).ptr(), kwargs.ptr()));
+          if (!r.is_valid()) throw nb::python_error();
+          return r;
+        },
+        nb::sig(md.sig), md.doc);
+  }
+  tensor.def_prop_ro(
+      "T",
+      [](nb::handle self) { return nb::module_::import_("tessel.ops").attr("_tensor_T")(self); },
+      nb::sig("def T(self) -> Tensor"), "The transpose with the axes reversed (numpy's .T).");
 }
 
 } // namespace tessel::py

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, Union
@@ -245,8 +246,14 @@ def prepare(program: Program, *, order: str = "auto", check_nan: bool = False,
     Raises:
         Error: an einsum with ``order="none"``, or a LAPACK workspace query failure.
     """
+    _check_str("order", order)
+    if order not in ("auto", "chain", "pairwise", "greedy", "optimal", "none"):
+        raise Error(f"prepare: unknown order '{order}' (allowed: auto, chain, pairwise, greedy, "
+                    "optimal, none)")
+    if not isinstance(program, Program):
+        raise Error(f"prepare: expected a tessel.Program, got {type(program).__name__}")
     check = 2 if check_inf else 1 if check_nan else 0
-    return _tessel.prepare(program, order, check, reuse_buffers, fuse)
+    return _tessel.prepare(program, order, check, bool(reuse_buffers), bool(fuse))
 
 
 def evaluate_reference(program: Program, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> dict[str, np.ndarray]:
@@ -299,7 +306,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, chi: int = 16, steps
 
     Returns:
         For one β a dict, for several a list of dicts, with the fields of
-        ``tessel trg --json`` (README, "JSON output"): ``lnZ_per_site``, ``dlnZ_dbeta``,
+        ``tessel trg --json`` (README, "`tessel trg --json` (JSON Lines)"): ``lnZ_per_site``, ``dlnZ_dbeta``,
         ``energy_per_site``, ``d2lnZ_dbeta2``, ``specific_heat`` and their ``exact_*``,
         ``timing_ms`` (compile, prepare, value/value_and_grad/second), ``memory``,
         ``ranks``, ``svd_topk`` counters, ``blas``, ``loadavg``; null fields as None.
@@ -308,18 +315,48 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, chi: int = 16, steps
 
     Raises:
         Error: a bad option (naming it and the allowed values), β ≤ 0, or a kept singular
-            value below the rank tolerance (naming the step and β).
+            value below the rank tolerance (naming the step and β). An error ends the whole
+            call (``tessel trg`` on the command line reports a failed β in its place and
+            goes on): call β values separately to keep the others.
     """
     scalar = np.ndim(beta) == 0
-    betas = [float(b) for b in np.atleast_1d(np.asarray(beta, dtype=np.float64))]
+    b = np.asarray(beta)
+    if b.dtype.kind not in "iuf" or b.ndim > 1 or b.size == 0:
+        raise Error(f"trg: beta must be a number or a non-empty 1-d sequence of numbers, got {beta!r}")
+    betas = [float(x) for x in np.atleast_1d(b.astype(np.float64))]
+    for name, v in (("chi", chi), ("steps", steps), ("width", width), ("repeat", repeat)):
+        _check_int(name, v)
+    for name, v in (("mode", mode), ("checkpoint", checkpoint), ("order", order), ("svd", svd)):
+        _check_str(name, v)
     auto = isinstance(ranks, str)
     if auto and ranks != "auto":
         raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
     explicit = None if (ranks is None or auto) else [int(r) for r in ranks]
     check = 2 if check_inf else 1 if check_nan else 0
-    reports = _tessel.trg(betas, chi, steps, grad, second, mode, checkpoint, order, svd, width,
-                          explicit, auto, repeat, eps, check)
+    try:
+        reports = _tessel.trg(betas, chi, steps, grad, second, mode, checkpoint, order, svd, width,
+                              explicit, auto, repeat, float(eps), check)
+    except Error as e:
+        raise type(e)(_python_option_names(str(e))) from None
     return reports[0] if scalar else reports
+
+
+# The library reports option errors with the command line's flag names.
+_FLAG = re.compile(r"--(chi|steps|width|mode|checkpoint|order|svd|ranks|eps|repeat)\b")
+
+
+def _python_option_names(message: str) -> str:
+    return _FLAG.sub(lambda m: m.group(1), message).replace("ranks auto", 'ranks="auto"')
+
+
+def _check_int(name: str, v: Any) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise Error(f"{name} must be an integer, got {v!r}")
+
+
+def _check_str(name: str, v: Any) -> None:
+    if not isinstance(v, str):
+        raise Error(f"{name} must be a string, got {v!r}")
 
 
 def op_table() -> list[dict[str, Any]]:

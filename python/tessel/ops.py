@@ -323,6 +323,10 @@ def concatenate(parts: Sequence[Tensor], axis: int = 0) -> Tensor:
     if not parts:
         raise Error("concatenate: needs at least one tensor")
     ax = _axes(parts[0], axis)[0]
+    for p in parts[1:]:
+        if p.ndim != parts[0].ndim or any(d != e for k, (d, e) in enumerate(zip(p.shape, parts[0].shape))
+                                          if k != ax):
+            raise Error(f"concatenate: shapes {parts[0].shape} and {p.shape} differ outside axis {ax}")
     total = builtins.sum(p.shape[ax] for p in parts)
     out, offset = None, 0
     for p in parts:
@@ -432,15 +436,74 @@ def _getitem(a: Tensor, key: Any) -> Tensor:
     return reshape(out, keep) if list(out.shape) != keep else out
 
 
-Tensor.sum = lambda self, axis=None: sum(self, axis)
-Tensor.max = lambda self, axis=None: max(self, axis)
-Tensor.reshape = lambda self, *shape: reshape(self, shape[0] if len(shape) == 1 else shape)
-Tensor.transpose = lambda self, *perm: transpose(
-    self, None if not perm else perm[0] if len(perm) == 1 and not isinstance(perm[0], (int, np.integer)) else perm)
-Tensor.T = property(lambda self: transpose(self))
-Tensor.exp = lambda self: exp(self)
-Tensor.log = lambda self: log(self)
-Tensor.sqrt = lambda self: sqrt(self)
-Tensor.sin = lambda self: sin(self)
-Tensor.cos = lambda self: cos(self)
-Tensor.__getitem__ = _getitem
+def _tensor_sum(self: Tensor, axis: Axes = None) -> Tensor:
+    """Sum over ``axis`` (None: all); see :func:`sum`."""
+    return sum(self, axis)
+
+
+def _tensor_max(self: Tensor, axis: Axes = None) -> Tensor:
+    """Maximum over ``axis`` (None: all); see :func:`max`."""
+    return max(self, axis)
+
+
+def _tensor_reshape(self: Tensor, *shape: Any) -> Tensor:
+    """``t.reshape(2, 3)`` or ``t.reshape((2, 3))``; see :func:`reshape`."""
+    return reshape(self, shape[0] if len(shape) == 1 else shape)
+
+
+def _tensor_transpose(self: Tensor, *perm: Any) -> Tensor:
+    """``t.transpose()`` (reversed), ``t.transpose(1, 0)`` or ``t.transpose((1, 0))``."""
+    if not perm:
+        return transpose(self)
+    if len(perm) == 1 and not isinstance(perm[0], (int, np.integer)):
+        return transpose(self, perm[0])
+    return transpose(self, perm)
+
+
+def _tensor_T(self: Tensor) -> Tensor:
+    """The transpose with the axes reversed (numpy's ``.T``)."""
+    return transpose(self)
+
+
+def _tensor_exp(self: Tensor) -> Tensor:
+    """eˣ; see :func:`exp`."""
+    return exp(self)
+
+
+def _tensor_log(self: Tensor) -> Tensor:
+    """ln x; see :func:`log`."""
+    return log(self)
+
+
+def _tensor_sqrt(self: Tensor) -> Tensor:
+    """√x; see :func:`sqrt`."""
+    return sqrt(self)
+
+
+def _tensor_sin(self: Tensor) -> Tensor:
+    """sin x; see :func:`sin`."""
+    return sin(self)
+
+
+def _tensor_cos(self: Tensor) -> Tensor:
+    """cos x; see :func:`cos`."""
+    return cos(self)
+
+
+def _tensor_len(self: Tensor) -> int:
+    """The first extent (as numpy); a scalar has none."""
+    if self.ndim == 0:
+        raise TypeError("len() of a rank-0 tessel Tensor")
+    return self.shape[0]
+
+
+def _tensor_iter(self: Tensor):
+    """The slices t[0], t[1], ... along the first axis (as numpy)."""
+    if self.ndim == 0:
+        raise TypeError("iteration over a rank-0 tessel Tensor")
+    return (_getitem(self, i) for i in range(self.shape[0]))
+
+
+# Tensor's methods sum, max, reshape, transpose, T, exp, log, sqrt, sin, cos, indexing,
+# len and iteration call the functions above (declared in python/src/tracing.cpp, so
+# they have signatures in the type stubs).

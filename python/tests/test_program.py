@@ -88,3 +88,20 @@ def test_describe_passes_and_blas():
     for name in ("grad", "checkpoint", "order", "cse", "dce"):
         assert name in text
     assert "OpenBLAS" in tessel.blas_info() or "BLAS" in tessel.blas_info()
+
+
+def test_load_a_directory(tmp_path):
+    with pytest.raises(tessel.Error, match="is a directory"):
+        tessel.Program.load(str(tmp_path))
+
+
+def test_type_stubs_are_valid_python():
+    import ast
+    import os
+    stub = os.path.join(os.path.dirname(tessel._tessel.__file__), "_tessel.pyi")
+    tree = ast.parse(open(stub, encoding="utf-8").read())
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    assert {"Program", "Tensor", "Engine", "Plan", "Value"} <= set(classes)
+    methods = {f.name for f in classes["Tensor"].body if isinstance(f, ast.FunctionDef)}
+    assert {"sum", "reshape", "transpose", "T", "__getitem__", "__len__", "__iter__", "__add__"} <= methods
+    assert os.path.exists(os.path.join(os.path.dirname(stub), "py.typed"))

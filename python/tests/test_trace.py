@@ -321,3 +321,19 @@ def test_numpy_shapes_and_transposes():
     assert b.shape == (4,)
     with pytest.raises(tessel.Error, match="transpose"):
         tessel.trace(lambda a: a.transpose(0), (2, 3, 4))
+
+
+def test_len_iteration_and_concatenate_errors():
+    (total,) = evaluate(lambda a: builtins_sum(list(a)) + len(a), A)
+    np.testing.assert_allclose(total, A.sum(axis=0) + 3, rtol=1e-15)
+    with pytest.raises(TypeError, match="rank-0"):
+        tessel.trace(lambda a: len(a.sum()), (3,))
+    with pytest.raises(tessel.Error, match=r"concatenate: shapes \(3, 2\) and \(4, 3\) differ outside axis 0"):
+        tessel.trace(lambda a, b: ops.concatenate([a, b]), (3, 2), (4, 3))
+
+
+def builtins_sum(xs):
+    total = xs[0]
+    for x in xs[1:]:
+        total = total + x
+    return total

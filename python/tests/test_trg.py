@@ -99,3 +99,26 @@ def test_the_fields_are_those_of_the_command_line(source_dir):
 def test_onsager_errors():
     with pytest.raises(tessel.Error, match="beta must be finite"):
         tessel.onsager(-1.0)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(beta=0.3, steps=10 ** 6), r"^steps must be <= 1023"),
+    (dict(beta=0.3, chi=1), r"^chi must be an integer >= 2"),
+    (dict(beta=0.3, mode="fast"), r"^mode: unknown mode"),
+    (dict(beta=0.3, chi=2.5), "chi must be an integer, got 2.5"),
+    (dict(beta="0.3"), "beta must be a number"),
+    (dict(beta=[]), "beta must be a number"),
+    (dict(beta=-0.3), r"got -0\.3$"),
+    (dict(beta=0.3, order=None), "order must be a string"),
+])
+def test_errors_use_python_names(kwargs, match):
+    with pytest.raises(tessel.Error, match=match):
+        tessel.trg(**kwargs)
+
+
+def test_prepare_checks_its_options():
+    p = tessel.trace(lambda x: x * 2.0, (3,))
+    with pytest.raises(tessel.Error, match="unknown order 'nope'"):
+        tessel.prepare(p, order="nope")
+    with pytest.raises(tessel.Error, match="expected a tessel.Program"):
+        tessel.prepare("program")
