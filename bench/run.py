@@ -215,7 +215,7 @@ def peer_row(rec: dict, contender: str, width: int, rnd: int) -> dict:
             "blas": blas_of_peer(rec), "load_before": rec.get("loadavg", {}).get("before"),
             "load_after": rec.get("loadavg", {}).get("after"),
             "values": {k: rec[k] for k in ("lnZ_per_site", "dlnZ_dbeta", "beta",
-                                           "max_abs_err_vs_closed_form") if k in rec},
+                                           "max_abs_err_vs_closed_form", "simd") if k in rec},
             "env": rec.get("env", {}), "cpu_per_wall": rec.get("steady_cpu_per_wall"),
             "cpu_per_wall_scope": "steady",
             "cpu_median": (rec.get("cpu_stats") or {}).get("median"), "split": rec.get("split")}
@@ -335,9 +335,10 @@ def prepare_inputs(h: Harness) -> None:
     if "numpy" in h.peers:
         code = ("import numpy as np, sys\n"
                 "np.save(sys.argv[1], np.random.default_rng(0).uniform(-1.0, 1.0, size=1000))\n"
-                "np.save(sys.argv[2], np.random.default_rng(42).uniform(-1.0, 1.0, size=(256, 256)))\n")
-        h.run([VENV_PY, "-c", code, os.path.join(out, "x1000.npy"), os.path.join(out, "m256.npy")],
-              what="inputs of the micro-benchmarks")
+                "np.save(sys.argv[2], np.random.default_rng(42).uniform(-1.0, 1.0, size=(256, 256)))\n"
+                "np.save(sys.argv[3], np.random.default_rng(0).uniform(-1.0, 1.0, size=1000000))\n")
+        h.run([VENV_PY, "-c", code, os.path.join(out, "x1000.npy"), os.path.join(out, "m256.npy"),
+               os.path.join(out, "x1000000.npy")], what="inputs of the micro-benchmarks")
     # The 32 256×256 SVD inputs of the β = 0.4 TRG.
     if h.tessel and h.tessel_caps.get("dump_svd_inputs"):
         d = os.path.join(out, "svd_inputs_tessel")
@@ -383,20 +384,23 @@ def prepare_inputs(h: Harness) -> None:
           "program @svdvals256(%A: f64[256,256]) {\n"
           "  %U, %S, %Vt = svd %A {eps = 1e-12} : f64[256,256], f64[256], f64[256,256]\n"
           "  return %S\n}\n")
-    write(os.path.join(out, "sin_x2.tir"),
-          "// f(x) = sum(sin(x) * x^2), n = 1000 (the seeds' micro-benchmark)\n"
-          "program @sin_x2(%x: f64[1000]) {\n"
-          "  %s = sin %x : f64[1000]\n  %x2 = mul %x, %x : f64[1000]\n"
-          "  %p = mul %s, %x2 : f64[1000]\n  %y = reduce_sum %p {axes = [0]} : f64[]\n"
-          "  return %y\n}\n")
-    if h.tessel and h.tessel_caps.get("opt"):
-        # jax.jit(jax.grad(f)) returns the gradient only: so does tessel's program.
-        for passes in ("grad{wrt=x,keep-outputs=false},cse,dce", "grad{wrt=x,keep-outputs=false}"):
-            rc, _, _ = h.run([h.tessel, "opt", os.path.join(out, "sin_x2.tir"), "--passes", passes,
-                              "-o", os.path.join(out, "sin_x2_grad.tir")], what="grad program")
-            if rc == 0:
-                h.extra["grad_passes"] = passes
-                break
+    # f(x) = sum(sin(x) * x^2) at n = 1000 (the seeds' micro-benchmark) and n = 10^6.
+    for n, suffix in ((1000, ""), (1000000, "_1e6")):
+        write(os.path.join(out, f"sin_x2{suffix}.tir"),
+              f"// f(x) = sum(sin(x) * x^2), n = {n}\n"
+              f"program @sin_x2(%x: f64[{n}]) {{\n"
+              f"  %s = sin %x : f64[{n}]\n  %x2 = mul %x, %x : f64[{n}]\n"
+              f"  %p = mul %s, %x2 : f64[{n}]\n  %y = reduce_sum %p {{axes = [0]}} : f64[]\n"
+              "  return %y\n}\n")
+        if h.tessel and h.tessel_caps.get("opt"):
+            # jax.jit(jax.grad(f)) returns the gradient only: so does tessel's program.
+            for passes in ("grad{wrt=x,keep-outputs=false},cse,dce", "grad{wrt=x,keep-outputs=false}"):
+                rc, _, _ = h.run([h.tessel, "opt", os.path.join(out, f"sin_x2{suffix}.tir"), "--passes",
+                                  passes, "-o", os.path.join(out, f"sin_x2{suffix}_grad.tir")],
+                                 what="grad program")
+                if rc == 0:
+                    h.extra["grad_passes"] = passes
+                    break
 
 
 def write(path: str, text: str) -> None:
@@ -605,6 +609,8 @@ def phase_trg(h: Harness) -> None:
 def phase_micro(h: Harness) -> None:
     h.log("== micro: grad of sum(sin(x) x^2), n = 1000; svd and svdvals 256x256")
     x = os.path.join(h.out, "x1000.npy")
+    x6 = os.path.join(h.out, "x1000000.npy")
+    big_repeat = max(5, h.args.micro_repeat // 100)
     m = os.path.join(h.out, "m256.npy")
     gr = str(h.args.micro_repeat)
     sr = str(h.args.svd_repeat)
@@ -616,6 +622,20 @@ def phase_micro(h: Harness) -> None:
         ("jax grad", lambda w, r: py_peer(h, "jax", "trg_jax.py",
                                           ["grad", "--x", x, "--repeat", gr], w, r)
          if os.path.exists(x) else []),
+        ("numpy grad", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
+                                            ["grad", "--x", x, "--repeat", gr], w, r)
+         if os.path.exists(x) else []),
+        # n = 10^6: memory-bound passes instead of call overhead (fewer repeats).
+        ("tessel grad 1e6", lambda w, r: tessel_run(h, os.path.join(h.out, "sin_x2_1e6_grad.tir"),
+                                                    [f"x={x6}"], w, r, "grad_sin_x2_1000000",
+                                                    "tessel", big_repeat)
+         if h.extra.get("grad_passes") and os.path.exists(x6) else []),
+        ("jax grad 1e6", lambda w, r: py_peer(h, "jax", "trg_jax.py",
+                                              ["grad", "--x", x6, "--repeat", str(big_repeat)], w, r)
+         if os.path.exists(x6) else []),
+        ("numpy grad 1e6", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
+                                                ["grad", "--x", x6, "--repeat", str(big_repeat)], w, r)
+         if os.path.exists(x6) else []),
         ("tessel svd", lambda w, r: tessel_run(h, os.path.join(h.out, "svd256.tir"), [f"A={m}"],
                                                w, r, "svd_256", "tessel", h.args.svd_repeat)
                                     + tessel_run(h, os.path.join(h.out, "svdvals256.tir"),

@@ -215,6 +215,32 @@ def cmd_svd(a) -> None:
                                   versions={"numpy": np.__version__}))
 
 
+def numpy_simd() -> str:
+    """numpy's SIMD level: the baseline it was built for and the extensions this CPU has
+    that its dispatched loops (sin, cos, multiply, ...) may use."""
+    try:
+        from numpy._core import _multiarray_umath as m  # numpy >= 2
+    except ImportError:
+        from numpy.core import _multiarray_umath as m  # type: ignore[no-redef]
+    have = [k for k in m.__cpu_dispatch__ if m.__cpu_features__.get(k)]
+    return f"baseline {' '.join(m.__cpu_baseline__)}; dispatch {' '.join(have) or 'none'}"
+
+
+def cmd_grad(a) -> None:
+    """The gradient of Σ sin(x)·x² as a numpy user writes it: the closed form
+    2x·sin x + x²·cos x, one ufunc at a time (each a pass over the data)."""
+    x = np.load(a.x) if a.x else np.random.default_rng(0).uniform(-1.0, 1.0, size=a.n)
+
+    def grad():
+        return 2.0 * x * np.sin(x) + x * x * np.cos(x)
+
+    load = common.loadavg()
+    first, steady, res = common.time_calls(grad, a.repeat)
+    common.emit(common.record("numpy", f"grad_sin_x2_{x.shape[0]}", first, steady, load,
+                              n=x.shape[0], simd=numpy_simd(),
+                              versions={"numpy": np.__version__}))
+
+
 def cmd_split(a) -> None:
     """Where numpy's forward spends its time, alternated in one process and measured in CPU
     time (time.process_time; single-threaded BLAS), which the machine's other load barely
@@ -278,6 +304,10 @@ def main() -> None:
     s.add_argument("--n", type=int, default=256)
     s.add_argument("--matrix", help=".npy file (default: uniform(-1,1), seed 42)")
     s.add_argument("--repeat", type=int, default=30)
+    g = sub.add_parser("grad", help="the gradient of sum(sin(x) x^2) as a ufunc chain")
+    g.add_argument("--n", type=int, default=1000)
+    g.add_argument("--x", help=".npy input vector (default: uniform(-1,1), seed 0)")
+    g.add_argument("--repeat", type=int, default=2000)
     sp = sub.add_parser("split", help="CPU-time split of the forward: SVDs inside vs the rest "
                                       "vs the floor on DIR/*.npy, alternated in one process")
     sp.add_argument("--dir", required=True)
@@ -298,7 +328,7 @@ def main() -> None:
                    help="--check judges the singular values of steps 1..N only (default 13)")
     a = ap.parse_args()
     {"trg": cmd_trg, "floor": cmd_floor, "svd": cmd_svd, "split": cmd_split,
-     "checkpoints": cmd_checkpoints}[a.cmd](a)
+     "checkpoints": cmd_checkpoints, "grad": cmd_grad}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -31,13 +31,16 @@ bool asIndex(nb::handle h, int64_t &out) {
 
 ir::Tensor tensorFromArray(nb::handle array, const std::string &what) {
   using Arr = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
-  nb::module_ np = nb::module_::import_("numpy");
+  // numpy.ndarray, looked up once (engine.run converts every input on every call).
+  static PyObject *ndarrayType =
+      nb::object(nb::module_::import_("numpy").attr("ndarray")).release().ptr();
   nb::object obj = nb::borrow(array);
   Arr arr;
   // Only numpy arrays go to nanobind's reader directly; anything else (numbers, lists,
   // numpy scalars, whose buffers may lack strides) through numpy.asarray first.
-  const bool isArray = PyObject_IsInstance(obj.ptr(), np.attr("ndarray").ptr()) == 1;
+  const bool isArray = PyObject_IsInstance(obj.ptr(), ndarrayType) == 1;
   if (!isArray || !nb::try_cast(obj, arr, /*convert=*/false)) {
+    nb::module_ np = nb::module_::import_("numpy");
     // numpy's conversion, limited to real numbers: bool, integers and floats become
     // float64; complex, object and string arrays are an error (no silent truncation).
     nb::object a;
