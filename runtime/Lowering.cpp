@@ -137,9 +137,9 @@ bool fusible(OpKind k) { return ir::isElementwise(k); }
 
 /// Loop fusion, decided before the rules run: which values are computed inside the
 /// loop of the elementwise op that reads them instead of in a buffer of their own.
-///  * the result of an elementwise op read once, by an elementwise op, and not an
-///    output (recomputing a value read twice would repeat its work: sin and cos cost
-///    more than a pass over memory);
+///  * the result of an elementwise op read by one elementwise op only (once, or as both
+///    operands of x + x), and not an output (recomputing a value read by two ops would
+///    repeat its work: sin and cos cost more than a pass over memory);
 ///  * a broadcast_in_dim of one value (numel 1) that only elementwise ops read, each
 ///    of which then reads the value as a scalar operand;
 /// as long as no loop grows beyond kMaxFusedSteps ops, and no buffer lives longer for
@@ -147,7 +147,7 @@ bool fusible(OpKind k) { return ir::isElementwise(k); }
 /// joins only if each arena value its computation reads is read at the reader or later
 /// anyway (inputs, constants and single values are free), except one no larger than
 /// the producer's result: the buffer the fusion removes covered its longer life.
-/// Fusion then never raises the peak of the list-order schedule.
+/// Fusion then raises the peak of the list-order schedule by single values at most.
 struct Fusion {
   std::vector<int32_t> def;  ///< per value: index of the op defining it (-1: input)
   std::vector<bool> inline_; ///< per value: computed inside its reader's loop
@@ -205,13 +205,19 @@ struct Fusion {
       if (!fusible(op.kind)) continue;
       int32_t total = 1;
       std::vector<ir::ValueId> &r = reads[op.results[0]];
-      for (ir::ValueId v : op.operands) {
+      for (size_t q = 0; q < op.operands.size(); ++q) {
+        const ir::ValueId v = op.operands[q];
+        if (std::find(op.operands.begin(), op.operands.begin() + q, v) != op.operands.begin() + q)
+          continue; // read twice by this op (x + x): decided at its first operand
         if (scalarBroadcast(v)) {
           inline_[v] = true;
           continue;
         }
-        const bool candidate = def[v] >= 0 && fusible(prog.ops[def[v]].kind) && uses[v] == 1 &&
-                               elementwiseUses[v] == 1;
+        // Every use of v is by this op (once, or twice as in x + x: computed once in the
+        // loop and read twice).
+        const auto here = static_cast<int32_t>(std::count(op.operands.begin(), op.operands.end(), v));
+        const bool candidate = def[v] >= 0 && fusible(prog.ops[def[v]].kind) && uses[v] == here &&
+                               elementwiseUses[v] == here;
         if (candidate && total + steps[v] <= kMaxFusedSteps && keepsLifetimes(v, i)) {
           inline_[v] = true;
           total += steps[v];
@@ -332,6 +338,9 @@ int emitFusedStep(Lowering &L, const ir::Op &d, ElementwisePlan &e, Instruction 
 /// broadcast of one value).
 int fusedValue(Lowering &L, ir::ValueId v, ElementwisePlan &e, Instruction &in,
                std::vector<std::string> &names) {
+  // A value read twice by one op (x + x) is computed once: the step that made it.
+  for (size_t j = 0; j < e.stepValues.size(); ++j)
+    if (e.stepValues[j] == v) return static_cast<int>(j);
   auto operand = [&](ir::ValueId x, bool scalar) {
     for (size_t k = 0; k < in.in.size(); ++k)
       if (in.in[k] == static_cast<int32_t>(x)) return -1 - static_cast<int>(k);
@@ -354,6 +363,7 @@ int emitFusedStep(Lowering &L, const ir::Op &d, ElementwisePlan &e, Instruction 
   for (size_t q = 0; q < d.operands.size(); ++q)
     st.arg[q] = static_cast<int16_t>(fusedValue(L, d.operands[q], e, in, names));
   e.steps.push_back(st);
+  e.stepValues.push_back(d.results[0]);
   names.push_back(ir::opName(d.kind));
   return static_cast<int>(e.steps.size() - 1);
 }
