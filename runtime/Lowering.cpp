@@ -328,45 +328,48 @@ void lowerIota(Lowering &L, const ir::Op &op, size_t) {
   L.bindConstant(op.results[0], L.P.ownedConstants.back().data(), t.numel());
 }
 
-/// Appends the steps of a fused loop that compute op `d`'s result from its operands
-/// (inlined producers first); returns the step's index.
-int emitFusedStep(Lowering &L, const ir::Op &d, ElementwisePlan &e, Instruction &in,
-                  std::vector<std::string> &names);
+/// Builds the steps and operands of one fused loop (the instruction of its root op).
+struct FusedLoopBuilder {
+  Lowering &L;
+  ElementwisePlan &e;
+  Instruction &in;
+  std::vector<ir::ValueId> computed; ///< the SSA value of each step
+  std::vector<std::string> names;    ///< the op of each step
 
-/// The reference of value `v` in a fused loop: a step computing it (an inlined
-/// producer), or an operand of the instruction (-1 - k; a scalar for an inlined
-/// broadcast of one value).
-int fusedValue(Lowering &L, ir::ValueId v, ElementwisePlan &e, Instruction &in,
-               std::vector<std::string> &names) {
-  // A value read twice by one op (x + x) is computed once: the step that made it.
-  for (size_t j = 0; j < e.stepValues.size(); ++j)
-    if (e.stepValues[j] == v) return static_cast<int>(j);
-  auto operand = [&](ir::ValueId x, bool scalar) {
+  /// Appends the steps computing op `d`'s result from its operands (inlined producers
+  /// first); returns the step's index.
+  int step(const ir::Op &d) {
+    FusedStep st;
+    st.op = d.kind;
+    if (d.kind == OpKind::Compare) st.cmp = parseCompareDirection(d.attrs.getStr("direction"));
+    st.nargs = static_cast<uint8_t>(d.operands.size());
+    for (size_t q = 0; q < d.operands.size(); ++q) st.arg[q] = static_cast<int16_t>(value(d.operands[q]));
+    e.steps.push_back(st);
+    computed.push_back(d.results[0]);
+    names.push_back(ir::opName(d.kind));
+    return static_cast<int>(e.steps.size() - 1);
+  }
+
+  /// The reference of value `v`: a step computing it (an inlined producer; a value read
+  /// twice, as in x + x, is computed once), or an operand of the instruction (-1 - k;
+  /// a scalar for an inlined broadcast of one value).
+  int value(ir::ValueId v) {
+    for (size_t j = 0; j < computed.size(); ++j)
+      if (computed[j] == v) return static_cast<int>(j);
+    if (!L.fusion.inlined(v)) return operand(v, false);
+    const ir::Op &d = L.prog.ops[L.fusion.def[v]];
+    if (d.kind == OpKind::BroadcastInDim) return operand(d.operands[0], true);
+    return step(d);
+  }
+
+  int operand(ir::ValueId x, bool scalar) {
     for (size_t k = 0; k < in.in.size(); ++k)
       if (in.in[k] == static_cast<int32_t>(x)) return -1 - static_cast<int>(k);
     in.in.push_back(static_cast<int32_t>(x));
     e.scalar.push_back(scalar);
     return -static_cast<int>(in.in.size());
-  };
-  if (!L.fusion.inlined(v)) return operand(v, false);
-  const ir::Op &d = L.prog.ops[L.fusion.def[v]];
-  if (d.kind == OpKind::BroadcastInDim) return operand(d.operands[0], true);
-  return emitFusedStep(L, d, e, in, names);
-}
-
-int emitFusedStep(Lowering &L, const ir::Op &d, ElementwisePlan &e, Instruction &in,
-                  std::vector<std::string> &names) {
-  FusedStep st;
-  st.op = d.kind;
-  if (d.kind == OpKind::Compare) st.cmp = parseCompareDirection(d.attrs.getStr("direction"));
-  st.nargs = static_cast<uint8_t>(d.operands.size());
-  for (size_t q = 0; q < d.operands.size(); ++q)
-    st.arg[q] = static_cast<int16_t>(fusedValue(L, d.operands[q], e, in, names));
-  e.steps.push_back(st);
-  e.stepValues.push_back(d.results[0]);
-  names.push_back(ir::opName(d.kind));
-  return static_cast<int>(e.steps.size() - 1);
-}
+  }
+};
 
 void lowerElementwise(Lowering &L, const ir::Op &op, size_t i) {
   if (L.fusion.inlined(op.results[0])) return; // computed inside its reader's loop
@@ -378,13 +381,12 @@ void lowerElementwise(Lowering &L, const ir::Op &op, size_t i) {
   bool fused = false;
   for (ir::ValueId v : op.operands) fused |= L.fusion.inlined(v);
   if (fused) {
-    ElementwisePlan &f = in.as<ElementwisePlan>();
-    std::vector<std::string> names;
     in.in.clear();
-    emitFusedStep(L, op, f, in, names);
+    FusedLoopBuilder b{L, in.as<ElementwisePlan>(), in, {}, {}};
+    b.step(op);
     std::string list;
-    for (const std::string &nm : names) list += (list.empty() ? "" : ",") + nm;
-    in.what = std::to_string(names.size()) + " ops fused [" + list + "] n=" + std::to_string(n);
+    for (const std::string &nm : b.names) list += (list.empty() ? "" : ",") + nm;
+    in.what = std::to_string(b.names.size()) + " ops fused [" + list + "] n=" + std::to_string(n);
   } else {
     in.what = std::string(ir::opName(op.kind)) + " n=" + std::to_string(n);
   }

@@ -99,8 +99,6 @@ inline constexpr int64_t kFusedBlock = 512;
 struct ElementwisePlan {
   CompareDir cmp = CompareDir::EQ;
   std::vector<FusedStep> steps;
-  /// The SSA value each step computes (prepare only: a value read twice is one step).
-  std::vector<ir::ValueId> stepValues;
   /// Per operand of the instruction (fused loops): one value broadcast to every element.
   std::vector<bool> scalar;
 };
