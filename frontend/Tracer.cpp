@@ -74,6 +74,7 @@ Tensor Tensor::log() const { return unaryOp(*this, ir::OpKind::Log); }
 Tensor Tensor::sqrt() const { return unaryOp(*this, ir::OpKind::Sqrt); }
 Tensor Tensor::sin() const { return unaryOp(*this, ir::OpKind::Sin); }
 Tensor Tensor::cos() const { return unaryOp(*this, ir::OpKind::Cos); }
+Tensor Tensor::tanh() const { return unaryOp(*this, ir::OpKind::Tanh); }
 Tensor Tensor::abs() const { return unaryOp(*this, ir::OpKind::Abs); }
 Tensor Tensor::sign() const { return unaryOp(*this, ir::OpKind::Sign); }
 Tensor Tensor::stopGradient() const { return unaryOp(*this, ir::OpKind::StopGradient); }

@@ -56,6 +56,7 @@ public:
   Tensor sqrt() const;
   Tensor sin() const;
   Tensor cos() const;
+  Tensor tanh() const;
   Tensor abs() const;
   Tensor sign() const;
   Tensor stopGradient() const;
@@ -110,6 +111,7 @@ inline Tensor log(const Tensor &a) { return a.log(); }
 inline Tensor sqrt(const Tensor &a) { return a.sqrt(); }
 inline Tensor sin(const Tensor &a) { return a.sin(); }
 inline Tensor cos(const Tensor &a) { return a.cos(); }
+inline Tensor tanh(const Tensor &a) { return a.tanh(); }
 inline Tensor abs(const Tensor &a) { return a.abs(); }
 inline Tensor sign(const Tensor &a) { return a.sign(); }
 inline Tensor stopGradient(const Tensor &a) { return a.stopGradient(); }

@@ -85,6 +85,7 @@ constexpr Entry kCostRules[] = {
     {OpKind::Sqrt, perResultElement},
     {OpKind::Sin, perResultElement},
     {OpKind::Cos, perResultElement},
+    {OpKind::Tanh, perResultElement},
     {OpKind::Abs, perResultElement},
     {OpKind::Sign, perResultElement},
     {OpKind::Add, perResultElement},

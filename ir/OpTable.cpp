@@ -86,7 +86,7 @@ std::string closestOpName(llvm::StringRef name) {
 bool isElementwise(OpKind k) {
   switch (k) {
   case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-  case OpKind::Sin: case OpKind::Cos: case OpKind::Abs: case OpKind::Sign:
+  case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Abs: case OpKind::Sign:
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
   case OpKind::Maximum: case OpKind::Compare: case OpKind::Select:
     return true;

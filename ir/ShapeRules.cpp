@@ -308,6 +308,8 @@ constexpr Entry kRules[] = {
      "same as the operand"},
     {OpKind::Cos, ruleUnary,
      "same as the operand"},
+    {OpKind::Tanh, ruleUnary,
+     "same as the operand"},
     {OpKind::Abs, ruleUnary,
      "same as the operand"},
     {OpKind::Sign, ruleUnary,

@@ -132,6 +132,7 @@ ValueId PadSinker::sink(OpKind kind, llvm::ArrayRef<ValueId> ops, const AttrList
   case OpKind::Neg:
   case OpKind::Sqrt:
   case OpKind::Sin:
+  case OpKind::Tanh:
   case OpKind::Abs:
   case OpKind::Sign: { // f(0) = 0
     const PadInfo *P = padOf(ops[0], remat);

@@ -115,6 +115,12 @@ OperandCotangents vjpCos(const VjpCall &c) {
   return {c.b.neg(c.b.mul(c.cotangents[0], c.b.unary(OpKind::Sin, c.op.operands[0])))};
 }
 
+// y = tanh x: x̄ = g·(1 − y²) = g − (g·y)·y
+OperandCotangents vjpTanh(const VjpCall &c) {
+  ValueId g = c.cotangents[0], y = c.op.results[0];
+  return {c.b.sub(g, c.b.mul(c.b.mul(g, y), y))};
+}
+
 // y = |x|: x̄ = g·sign x   (0 at x = 0, like JAX)
 OperandCotangents vjpAbs(const VjpCall &c) {
   return {c.b.mul(c.cotangents[0], c.b.unary(OpKind::Sign, c.op.operands[0]))};
@@ -407,6 +413,7 @@ constexpr Entry kTable[] = {
     {OpKind::Sqrt, vjpSqrt, Differentiable::All, "x̄ = ȳ / (2y)"},
     {OpKind::Sin, vjpSin, Differentiable::All, "x̄ = ȳ·cos x"},
     {OpKind::Cos, vjpCos, Differentiable::All, "x̄ = -ȳ·sin x"},
+    {OpKind::Tanh, vjpTanh, Differentiable::All, "x̄ = ȳ·(1 − y²)"},
     {OpKind::Abs, vjpAbs, Differentiable::All, "x̄ = ȳ·sign x (0 at x = 0, as JAX)"},
     {OpKind::Sign, vjpNone, Differentiable::None, "none: the derivative is 0 almost everywhere"},
     {OpKind::Add, vjpAdd, Differentiable::All, "ā = ȳ, b̄ = ȳ"},

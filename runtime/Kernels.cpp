@@ -46,6 +46,7 @@ bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, con
   case OpKind::Sqrt: mapUnary(o, x, n, [](double v) { return std::sqrt(v); }); return true;
   case OpKind::Sin: vecMath(VecFn::Sin, x, o, n); return true;
   case OpKind::Cos: vecMath(VecFn::Cos, x, o, n); return true;
+  case OpKind::Tanh: vecMath(VecFn::Tanh, x, o, n); return true;
   case OpKind::Abs: mapUnary(o, x, n, [](double v) { return std::fabs(v); }); return true;
   case OpKind::Sign:
     mapUnary(o, x, n, [](double v) { return v != v ? v : (v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0)); });

@@ -714,6 +714,7 @@ constexpr Entry kLowerRules[] = {
     {OpKind::Sqrt, lowerElementwise},
     {OpKind::Sin, lowerElementwise},
     {OpKind::Cos, lowerElementwise},
+    {OpKind::Tanh, lowerElementwise},
     {OpKind::Abs, lowerElementwise},
     {OpKind::Sign, lowerElementwise},
     {OpKind::Add, lowerElementwise},

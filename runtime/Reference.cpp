@@ -85,6 +85,7 @@ TESSEL_REF_MAP(refLog, [](double x) { return vecMath(VecFn::Log, x); })
 TESSEL_REF_MAP(refSqrt, [](double x) { return std::sqrt(x); })
 TESSEL_REF_MAP(refSin, [](double x) { return vecMath(VecFn::Sin, x); })
 TESSEL_REF_MAP(refCos, [](double x) { return vecMath(VecFn::Cos, x); })
+TESSEL_REF_MAP(refTanh, [](double x) { return vecMath(VecFn::Tanh, x); })
 TESSEL_REF_MAP(refAbs, [](double x) { return std::fabs(x); })
 TESSEL_REF_MAP(refSign, [](double x) { return std::isnan(x) ? x : (x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0)); })
 TESSEL_REF_MAP(refAdd, [](double x, double y) { return x + y; })
@@ -427,6 +428,7 @@ constexpr Entry kRefRules[] = {
     {OpKind::Sqrt, refSqrt},
     {OpKind::Sin, refSin},
     {OpKind::Cos, refCos},
+    {OpKind::Tanh, refTanh},
     {OpKind::Abs, refAbs},
     {OpKind::Sign, refSign},
     {OpKind::Add, refAdd},

@@ -21,6 +21,7 @@ double scalar(VecFn f, double x) {
   switch (f) {
   case VecFn::Sin: return Sleef_sin_u10(x);
   case VecFn::Cos: return Sleef_cos_u10(x);
+  case VecFn::Tanh: return Sleef_tanh_u10(x);
   case VecFn::Exp: return Sleef_exp_u10(x);
   case VecFn::Log: return Sleef_log_u10(x);
   }

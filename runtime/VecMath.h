@@ -1,6 +1,6 @@
 //===- runtime/VecMath.h - Vectorised transcendental functions ---------------===//
 //
-// sin, cos, exp and log over arrays of f64, from SLEEF (Shibata & Petrogalli, IEEE TPDS
+// sin, cos, tanh, exp and log over arrays of f64, from SLEEF (Shibata & Petrogalli, IEEE TPDS
 // 31(6), 2020; Debian's libsleef), its 1.0-ulp ("u10") routines: every result is within
 // 1.0 ulp of the correctly rounded value over the whole f64 range, with the IEEE special
 // values (sin(±inf) = NaN, exp(−inf) = 0, exp(x > 709.78) = inf, log(0) = −inf,
@@ -23,7 +23,7 @@
 
 namespace tessel::rt {
 
-enum class VecFn { Sin, Cos, Exp, Log };
+enum class VecFn { Sin, Cos, Tanh, Exp, Log };
 
 /// o[i] = f(x[i]) for i in [0, n). x and o may be the same array (in place); other
 /// overlaps are not allowed.

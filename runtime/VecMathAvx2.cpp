@@ -28,6 +28,7 @@ void vecMathAvx2(VecFn f, const double *x, double *o, int64_t n) {
   switch (f) {
   case VecFn::Sin: apply([](__m256d v) { return Sleef_sind4_u10avx2(v); }, x, o, n); return;
   case VecFn::Cos: apply([](__m256d v) { return Sleef_cosd4_u10avx2(v); }, x, o, n); return;
+  case VecFn::Tanh: apply([](__m256d v) { return Sleef_tanhd4_u10avx2(v); }, x, o, n); return;
   case VecFn::Exp: apply([](__m256d v) { return Sleef_expd4_u10avx2(v); }, x, o, n); return;
   case VecFn::Log: apply([](__m256d v) { return Sleef_logd4_u10avx2(v); }, x, o, n); return;
   }

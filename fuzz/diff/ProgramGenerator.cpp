@@ -304,7 +304,8 @@ bool Gen::unary(OpKind k) {
     return true;
   }
   case OpKind::Sin:
-  case OpKind::Cos: {
+  case OpKind::Cos:
+  case OpKind::Tanh: {
     Val a = scaled(any(), 100);
     push(Val{b_.unary(k, a.id), a.exact, 1, 0});
     return true;
@@ -738,6 +739,7 @@ constexpr Entry kCases[] = {
     {OpKind::Sqrt, [](Gen &g) { return g.unary(OpKind::Sqrt); }},
     {OpKind::Sin, [](Gen &g) { return g.unary(OpKind::Sin); }},
     {OpKind::Cos, [](Gen &g) { return g.unary(OpKind::Cos); }},
+    {OpKind::Tanh, [](Gen &g) { return g.unary(OpKind::Tanh); }},
     {OpKind::Abs, [](Gen &g) { return g.unary(OpKind::Abs); }},
     {OpKind::Sign, [](Gen &g) { return g.unary(OpKind::Sign); }},
     {OpKind::Add, [](Gen &g) { return g.binary(OpKind::Add); }},

@@ -379,6 +379,7 @@ void bindTracing(nb::module_ &m) {
       {"sqrt", "_tensor_sqrt", "def sqrt(self) -> Tensor", "sqrt(x); tessel.ops.sqrt."},
       {"sin", "_tensor_sin", "def sin(self) -> Tensor", "sin x; tessel.ops.sin."},
       {"cos", "_tensor_cos", "def cos(self) -> Tensor", "cos x; tessel.ops.cos."},
+      {"tanh", "_tensor_tanh", "def tanh(self) -> Tensor", "tanh x; tessel.ops.tanh."},
       {"__getitem__", "_getitem", "def __getitem__(self, key: object) -> Tensor",
        "Basic indexing: ints (drop the axis), slices with unit step, Ellipsis (slice op)."},
       {"__len__", "_tensor_len", "def __len__(self) -> int", "The first extent."},

@@ -29,7 +29,8 @@ from ._tessel import Error, Tensor
 
 __all__ = [
     # one per op of the op table
-    "constant", "iota", "neg", "exp", "log", "sqrt", "sin", "cos", "abs", "sign", "add", "sub",
+    "constant", "iota", "neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "abs", "sign", "add",
+    "sub",
     "mul", "div", "maximum", "compare", "select", "reduce_sum", "reduce_max", "broadcast_in_dim",
     "reshape", "transpose", "slice", "pad", "dot_general", "einsum", "svd", "svd_topk",
     "svd_topk_complement", "stop_gradient",
@@ -168,6 +169,7 @@ log = _unary("log", "ln x: NaN for x < 0, −inf at 0.")
 sqrt = _unary("sqrt", "√x: NaN for x < 0.")
 sin = _unary("sin", "sin x (radians).")
 cos = _unary("cos", "cos x (radians).")
+tanh = _unary("tanh", "tanh x (SLEEF, ≤ 1 ulp; ±1 for |x| ≥ 19.1); its derivative is 1 − tanh² x.")
 abs = _unary("abs", "|x|; its derivative at 0 is 0.")
 sign = _unary("sign", "−1, 0 or 1 by the sign of x (NaN stays NaN).")
 stop_gradient = _unary("stop_gradient", "x, through which no cotangent flows (an AD barrier).")
@@ -488,6 +490,11 @@ def _tensor_sin(self: Tensor) -> Tensor:
 def _tensor_cos(self: Tensor) -> Tensor:
     """cos x; see :func:`cos`."""
     return cos(self)
+
+
+def _tensor_tanh(self: Tensor) -> Tensor:
+    """tanh x; see :func:`tanh`."""
+    return tanh(self)
 
 
 def _tensor_len(self: Tensor) -> int:

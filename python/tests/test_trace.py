@@ -34,6 +34,7 @@ CASES = {
     "sqrt": (ops.sqrt, [A], np.sqrt),
     "sin": (ops.sin, [V], np.sin),
     "cos": (ops.cos, [V], np.cos),
+    "tanh": (ops.tanh, [V], np.tanh),
     "abs": (ops.abs, [V], np.abs),
     "sign": (ops.sign, [V], np.sign),
     "add": (ops.add, [A, B], np.add),

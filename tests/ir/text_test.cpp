@@ -35,8 +35,8 @@ Program exampleFor(OpKind kind) {
     break;
   case OpKind::Iota: rs = {b.iota({3, 4}, 1)}; break;
   case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-  case OpKind::Sin: case OpKind::Cos: case OpKind::Abs: case OpKind::Sign:
-  case OpKind::StopGradient:
+  case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Abs:
+  case OpKind::Sign: case OpKind::StopGradient:
     rs = {b.unary(kind, in("x", {2, 3}))};
     break;
   case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:

@@ -76,7 +76,7 @@ std::map<OpKind, CaseFn> opCases() {
     return std::vector<OpCase>{{"iota output", p0, {"x"}, InitKind::Symmetric, true},
                                {"iota times x²", p1, {"x"}}};
   };
-  for (OpKind k : {OpKind::Neg, OpKind::Exp, OpKind::Sin, OpKind::Cos, OpKind::Abs})
+  for (OpKind k : {OpKind::Neg, OpKind::Exp, OpKind::Sin, OpKind::Cos, OpKind::Tanh, OpKind::Abs})
     m[k] = [k] { return std::vector<OpCase>{unaryCase(k, InitKind::Symmetric)}; };
   for (OpKind k : {OpKind::Log, OpKind::Sqrt})
     m[k] = [k] { return std::vector<OpCase>{unaryCase(k, InitKind::Positive)}; };

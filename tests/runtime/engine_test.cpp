@@ -34,7 +34,8 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
   auto pos = b.add(b.mul(x, x), b.full(Type({3, 4}), 0.5));
   std::vector<ir::ValueId> outs = {
       b.neg(x), b.unary(OpKind::Exp, x), b.unary(OpKind::Log, pos), b.unary(OpKind::Sqrt, pos),
-      b.unary(OpKind::Sin, x), b.unary(OpKind::Cos, x), b.unary(OpKind::Abs, x),
+      b.unary(OpKind::Sin, x), b.unary(OpKind::Cos, x), b.unary(OpKind::Tanh, x),
+      b.unary(OpKind::Abs, x),
       b.unary(OpKind::Sign, x), b.stopGradient(x), b.add(x, y), b.sub(x, y), b.mul(x, y),
       b.div(x, pos), b.binary(OpKind::Maximum, x, y), b.compare(x, y, "EQ"),
       b.compare(x, y, "NE"), b.compare(x, y, "LT"), b.compare(x, y, "LE"), b.compare(x, y, "GT"),

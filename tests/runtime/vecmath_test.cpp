@@ -1,4 +1,4 @@
-// The vectorised sin, cos, exp and log (runtime/VecMath.h, SLEEF's 1-ulp routines): their
+// The vectorised sin, cos, tanh, exp and log (runtime/VecMath.h, SLEEF's 1-ulp routines): their
 // distance from glibc's libm in ulps over wide ranges, the IEEE special values, and that a
 // result depends only on its input (not on its position in the array or the array's length).
 #include <bit>
@@ -35,6 +35,7 @@ double libm(VecFn f, double x) {
   switch (f) {
   case VecFn::Sin: return std::sin(x);
   case VecFn::Cos: return std::cos(x);
+  case VecFn::Tanh: return std::tanh(x);
   case VecFn::Exp: return std::exp(x);
   case VecFn::Log: return std::log(x);
   }
@@ -87,6 +88,9 @@ TEST_CASE("vecmath: within 2 ulp of glibc's libm over wide ranges (both are with
       {VecFn::Sin, "sin on subnormals", logUniform(-323, -308, 20000, 3, true)},
       {VecFn::Cos, "cos on [-10, 10]", uniform(-10, 10, 200000, 4)},
       {VecFn::Cos, "cos on |x| in [1e-300, 1e300]", logUniform(-300, 300, 200000, 5, true)},
+      {VecFn::Tanh, "tanh on [-20, 20]", uniform(-20, 20, 200000, 12)},
+      {VecFn::Tanh, "tanh on |x| in [1e-300, 1e300]", logUniform(-300, 300, 200000, 13, true)},
+      {VecFn::Tanh, "tanh on subnormals", logUniform(-323, -308, 20000, 14, true)},
       {VecFn::Exp, "exp on [-745, 709.78]", uniform(-745, 709.78, 200000, 6)},
       {VecFn::Exp, "exp on [-1, 1]", uniform(-1, 1, 200000, 7)},
       {VecFn::Log, "log on [1e-323, 1e308]", logUniform(-323, 308, 200000, 8, false)},
@@ -105,6 +109,12 @@ TEST_CASE("vecmath: IEEE special values") {
   CHECK(std::isnan(s(VecFn::Sin, -kInf)));
   CHECK(std::isnan(s(VecFn::Cos, kInf)));
   CHECK(std::isnan(s(VecFn::Sin, kNaN)));
+  CHECK(std::isnan(s(VecFn::Tanh, kNaN)));
+  CHECK(s(VecFn::Tanh, kInf) == 1.0);
+  CHECK(s(VecFn::Tanh, -kInf) == -1.0);
+  CHECK(s(VecFn::Tanh, 19.1) == 1.0);
+  CHECK(s(VecFn::Tanh, 0.0) == 0.0);
+  CHECK(std::bit_cast<uint64_t>(s(VecFn::Tanh, -0.0)) == std::bit_cast<uint64_t>(-0.0));
   CHECK(std::isnan(s(VecFn::Exp, kNaN)));
   CHECK(std::isnan(s(VecFn::Log, kNaN)));
   CHECK(std::bit_cast<uint64_t>(s(VecFn::Sin, -0.0)) == std::bit_cast<uint64_t>(-0.0));
@@ -128,7 +138,7 @@ TEST_CASE("vecmath: IEEE special values") {
 
 TEST_CASE("vecmath: a result depends only on its input, not on its position or the length") {
   const std::vector<double> x = uniform(-50, 50, 1003, 11);
-  for (VecFn f : {VecFn::Sin, VecFn::Cos, VecFn::Exp, VecFn::Log}) {
+  for (VecFn f : {VecFn::Sin, VecFn::Cos, VecFn::Tanh, VecFn::Exp, VecFn::Log}) {
     std::vector<double> in = x;
     if (f == VecFn::Log)
       for (double &v : in) v = std::fabs(v);
