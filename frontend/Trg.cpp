@@ -23,27 +23,123 @@ Tensor halfTensor(const Tensor &X, const Tensor &sqrtS, int64_t D, int64_t Dp) {
   return X.reshape({D, D, Dp}) * sqrtS;
 }
 
+/// ln cosh x, traced so that its first and second derivatives are right everywhere,
+/// x = 0 included: with s = ±1 the sign of x as a constant (compare has no derivative),
+/// u = s·x = |x| and ln cosh x = u + ln((1 + e^(−2u))/2), where e^(−2u) ≤ 1 never
+/// overflows (d/dx = tanh x, d²/dx² = 1 − tanh² x; abs would give 0 for both at 0).
+Tensor logCosh(const Tensor &x) {
+  ir::Builder &b = x.builder();
+  Tensor zero(b, b.scalar(0.0)), one(b, b.scalar(1.0)), minusOne(b, b.scalar(-1.0));
+  Tensor s = select(compare(x, zero, "GE"), one, minusOne);
+  Tensor u = s * x;
+  return u + ((u * -2.0).exp() * 0.5 + 0.5).log();
+}
+
+/// W = [[c, s], [c, −s]] with c = sqrt(cosh β)·e^(−β/2), s = sqrt(sinh β)·e^(−β/2): the
+/// Ising bond weight e^(βσσ') = Σ_i W_σi W_σ'i times e^(−β) (docs/trg.md §1).
+Tensor isingBondFactor(const Tensor &beta) {
+  ir::Builder &b = beta.builder();
+  b.setLoc("trg init: cosh, sinh");
+  // The factor e^(2β) of T0 is taken out (trgInitLogScale), so nothing overflows for any
+  // β a double holds.
+  Tensor q = (beta * -2.0).exp().named("q");
+  Tensor c = ((q + 1.0) * 0.5).sqrt().named("c");
+  Tensor s = ((1.0 - q) * 0.5).sqrt().named("s");
+  b.setLoc("trg init: W");
+  // W[a, i], a = spin (+1 -> 0, -1 -> 1), i = bond index.
+  Tensor colC(b, b.constant(ir::Tensor(ir::Type({2, 2}), {1, 0, 1, 0})));
+  Tensor colS(b, b.constant(ir::Tensor(ir::Type({2, 2}), {0, 1, 0, -1})));
+  return (c * colC + s * colS).named("W");
+}
+
+void checkScalarInput(const Tensor &t, const char *what) {
+  if (t.rank() != 0)
+    throw ShapeError(std::string("trg init: ") + what + " must be a scalar f64[], got " + t.type().str());
+}
+
 } // namespace
+
+std::vector<std::string> TrgModel::parameters() const {
+  if (hasField()) return {"beta", "h"};
+  return {"beta"};
+}
+
+std::string TrgModel::str() const {
+  return kind == Kind::Ising ? "ising" : "potts (q = " + std::to_string(q) + ")";
+}
+
+void checkTrgModel(const TrgModel &m) {
+  if (m.kind == TrgModel::Kind::Potts && (m.q < 2 || m.q > kTrgMaxPottsQ))
+    throw Error("error: --q: the Potts model needs q in [2, " + std::to_string(kTrgMaxPottsQ) +
+                "] states, got " + std::to_string(m.q));
+}
+
+TrgLogScale trgInitLogScale(const TrgModel &m, double beta, double h) {
+  TrgLogScale s;
+  s.value = 2.0 * beta;
+  s.dbeta = 2.0;
+  if (!m.hasField()) return s;
+  // + ln cosh(βh): with x = βh, t = tanh x, sech² = 1 − t²,
+  // ∂/∂β = h t, ∂/∂h = β t, ∂²/∂β² = h² sech², ∂²/∂β∂h = t + x sech², ∂²/∂h² = β² sech².
+  const double x = beta * h, ax = std::fabs(x), t = std::tanh(x), sech2 = 1.0 - t * t;
+  s.value += ax + std::log1p(std::exp(-2.0 * ax)) - std::log(2.0);
+  s.dbeta += h * t;
+  s.dh = beta * t;
+  s.dbeta2 = h * h * sech2;
+  s.dbetadh = t + x * sech2;
+  s.dh2 = beta * beta * sech2;
+  return s;
+}
 
 std::string trgStepName(int64_t din, int64_t dout) {
   return "trg_step_" + std::to_string(din) + "_" + std::to_string(dout);
 }
 
-Tensor traceTrgInit(const Tensor &beta) {
+Tensor traceTrgInit(const Tensor &beta, const Tensor &h) {
   ir::Builder &b = beta.builder();
-  if (beta.rank() != 0)
-    throw ShapeError("trg init: beta must be a scalar f64[], got " + beta.type().str());
-  b.setLoc("trg init: cosh, sinh");
-  // c = sqrt(cosh β)·e^(−β/2) and s = sqrt(sinh β)·e^(−β/2): the factor e^(2β) of T0 is
-  // taken out (trgInitLogScale), so nothing overflows for any β a double holds.
-  Tensor q = (beta * -2.0).exp().named("q");
-  Tensor c = ((q + 1.0) * 0.5).sqrt().named("c");
-  Tensor s = ((1.0 - q) * 0.5).sqrt().named("s");
+  checkScalarInput(beta, "beta");
+  checkScalarInput(h, "h");
+  Tensor W = isingBondFactor(beta);
+  b.setLoc("trg init: field");
+  // The site weight e^(βhσ) divided by cosh(βh) (taken out with e^(2β)): 1 + σ·tanh(βh),
+  // in [0, 2] for every β and h. It multiplies the first of the four W factors
+  // (V[a, i] = (1 + σ_a t)·W[a, i]); at h = 0 the weight is exactly 1 and V = W bitwise.
+  Tensor t = (beta * h).tanh().named("t");
+  Tensor sigma(b, b.constant(ir::Tensor(ir::Type({2, 2}), {1, 1, -1, -1})));
+  Tensor V = (W * (t * sigma + 1.0)).named("V");
+  b.setLoc("trg init: T0");
+  Tensor T0 = einsum("ai,aj,ak,al->ijkl", {V, W, W, W}).named("T0");
+  b.setLoc("");
+  return T0;
+}
+
+Tensor traceTrgPottsInit(const Tensor &beta, int q) {
+  ir::Builder &b = beta.builder();
+  checkScalarInput(beta, "beta");
+  checkTrgModel(TrgModel{TrgModel::Kind::Potts, q});
+  b.setLoc("trg init: potts eigenvalues");
+  // e^(βδ(a,b)) = (e^β − 1)·δ_ab + 1: eigenvalue e^β − 1 + q on the uniform vector,
+  // e^β − 1 on its complement; divided by e^β (trgInitLogScale): 1 + (q − 1)e^(−β) and
+  // 1 − e^(−β), both in (0, q] for β > 0.
+  Tensor e = (-beta).exp().named("e");
+  Tensor l0 = (e * static_cast<double>(q - 1) + 1.0).sqrt().named("sqrt_l0");
+  Tensor l1 = (1.0 - e).sqrt().named("sqrt_l1");
   b.setLoc("trg init: W");
-  // W = [[c, s], [c, -s]]: W[a, i], a = spin (+1 -> 0, -1 -> 1), i = bond index.
-  Tensor colC(b, b.constant(ir::Tensor(ir::Type({2, 2}), {1, 0, 1, 0})));
-  Tensor colS(b, b.constant(ir::Tensor(ir::Type({2, 2}), {0, 1, 0, -1})));
-  Tensor W = (c * colC + s * colS).named("W");
+  // O: column 0 = 1/√q (uniform), column k ≥ 1 = the Helmert vector
+  // (1, …, 1, −k, 0, …)/√(k(k+1)) (k ones): orthonormal, fixed. W = O·diag(√λ).
+  const size_t n = static_cast<size_t>(q);
+  std::vector<double> o0(n * n, 0.0), ok(n * n, 0.0);
+  for (size_t a = 0; a < n; ++a) {
+    o0[a * n] = 1.0 / std::sqrt(static_cast<double>(q));
+    for (size_t k = 1; k < n; ++k) {
+      const double norm = std::sqrt(static_cast<double>(k * (k + 1)));
+      ok[a * n + k] = a < k ? 1.0 / norm : a == k ? -static_cast<double>(k) / norm : 0.0;
+    }
+  }
+  const int64_t qq = q;
+  Tensor O0(b, b.constant(ir::Tensor(ir::Type({qq, qq}), o0)));
+  Tensor Ok(b, b.constant(ir::Tensor(ir::Type({qq, qq}), ok)));
+  Tensor W = (l0 * O0 + l1 * Ok).named("W");
   b.setLoc("trg init: T0");
   Tensor T0 = einsum("ai,aj,ak,al->ijkl", {W, W, W, W}).named("T0");
   b.setLoc("");
@@ -143,10 +239,21 @@ Tensor traceTrgClosure(const Tensor &T) {
   return lntr;
 }
 
-ir::Program buildTrgInit() {
+namespace {
+/// The init tensor of `model` on fresh inputs model.parameters() of `tr`, and those
+/// inputs (params[0] = β, params[1] = h with a field).
+Tensor traceModelInit(Tracer &tr, const TrgModel &model, std::vector<Tensor> &params) {
+  checkTrgModel(model);
+  for (const std::string &name : model.parameters()) params.push_back(tr.input(name, {}));
+  if (model.hasField()) return traceTrgInit(params[0], params[1]);
+  return traceTrgPottsInit(params[0], model.q);
+}
+} // namespace
+
+ir::Program buildTrgInit(const TrgModel &model) {
   Tracer tr("trg_init");
-  Tensor beta = tr.input("beta", {});
-  tr.output(traceTrgInit(beta), "T0");
+  std::vector<Tensor> params;
+  tr.output(traceModelInit(tr, model, params), "T0");
   return tr.take();
 }
 
@@ -177,12 +284,14 @@ ir::Program buildTrgClosure(int64_t d) {
   return tr.take();
 }
 
-ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts) {
+ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts,
+                          const TrgModel &model) {
   if (ranks.empty()) throw Error("trg whole: needs at least one step");
   Tracer tr("trg_whole");
   ir::Builder &b = tr.builder();
-  Tensor beta = tr.input("beta", {});
-  Tensor T = traceTrgInit(beta);
+  std::vector<Tensor> params;
+  Tensor T = traceModelInit(tr, model, params);
+  const Tensor &beta = params[0];
   // lnZ/N = Σ_n logm_n / 2^n + lntr / 2^N, accumulated in step order (same order as
   // the staged driver on the host, so the two modes agree to the last bits).
   Tensor lnz;
@@ -201,7 +310,9 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   b.setLoc("trg whole: accumulate closure");
   lnz = lnz + lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
   b.setLoc("trg whole: initial tensor scale");
-  lnz = (lnz + beta * 2.0).named("lnz"); // trgInitLogScale
+  lnz = lnz + beta * 2.0; // trgInitLogScale: 2β (+ ln cosh(βh) in a field)
+  if (model.hasField()) lnz = lnz + logCosh(beta * params[1]);
+  lnz = lnz.named("lnz");
 
   b.setLoc("");
   tr.output(lnz, "lnz");
@@ -218,11 +329,11 @@ int64_t squareSaturated(int64_t d) {
   return __builtin_mul_overflow(d, d, &sq) ? INT64_MAX : sq;
 }
 
-std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps) {
+std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps, int64_t states) {
   std::vector<int64_t> r;
-  int64_t Dprev = 0, D = 2; // Dprev: input dimension of the previous step
+  int64_t Dprev = 0, D = states; // Dprev: input dimension of the previous step
   for (int n = 0; n < steps; ++n) {
-    int64_t bound = n == 0 ? 2 : squareSaturated(Dprev);
+    int64_t bound = n == 0 ? states : squareSaturated(Dprev);
     int64_t Dn = std::min({squareSaturated(D), chi, bound});
     r.push_back(Dn);
     Dprev = D;
@@ -231,9 +342,9 @@ std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps) {
   return r;
 }
 
-void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi) {
+void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi, int64_t states) {
   if (ranks.empty()) throw Error("error: --ranks: the rank schedule is empty (steps must be >= 1)");
-  int64_t D = 2;
+  int64_t D = states;
   for (size_t n = 0; n < ranks.size(); ++n) {
     int64_t hi = std::min(squareSaturated(D), chi);
     if (ranks[n] < 1 || ranks[n] > hi)

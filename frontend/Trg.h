@@ -3,10 +3,14 @@
 // Builders for the programs of Levin–Nave TRG, exactly as specified in
 // docs/trg.md (section numbers below refer to it):
 //
-//   init     (%beta: f64[]) -> (%T0: f64[2,2,2,2])                           §1
+//   init     (%beta: f64[], %h: f64[]) -> (%T0: f64[2,2,2,2])   Ising in a field h  §1, §8.1
+//            (%beta: f64[]) -> (%T0: f64[q,q,q,q])              q-state Potts       §8.2
 //   step     (%T: f64[D,D,D,D]) -> (%logm: f64[], %Tn: f64[D',D',D',D'])      §2
 //   closure  (%T: f64[D,D,D,D]) -> (%lntr: f64[])   ln Σ_ij T[i,j,i,j]         §3
-//   whole    (%beta: f64[]) -> (%lnz: f64[])        all of the above, lnZ/N    §2–3
+//   whole    (the init's inputs) -> (%lnz: f64[])   all of the above, lnZ/N    §2–3
+//
+// Only init depends on the model: the step and closure programs are the same for
+// every model (they see a tensor of bond dimension D, nothing else).
 //
 // The driver accumulates lnZ/N = Σ_n logm_n / 2^n + lntr / 2^N on the host (staged
 // mode) or inside the whole program. The plaquette contraction stays one 4-operand
@@ -60,18 +64,52 @@ struct TrgStepOptions {
   int stepNumber = 0;
 };
 
-/// The traced pieces, to compose programs (each sets locations "trg ...: what").
-/// β (f64[]) -> T0·e^(−2β) (f64[2,2,2,2]), docs/trg.md §1: the initial tensor with its
-/// factor e^(2β) taken out, from q = e^(−2β) (max entry (1 + q)²/2 in (1/2, 2], so no
-/// β overflows). lnZ/N of this tensor's lattice is the model's minus trgInitLogScale(β).
-Tensor traceTrgInit(const Tensor &beta);
+/// The lattice model of a TRG run (docs/trg.md §1, §8).
+///   Ising  Z = Σ exp(β Σ_<ij> σ_i σ_j + β h Σ_i σ_i), σ = ±1; the field h is an input
+///          of the programs (0 by default), so derivatives in h come from the grad pass.
+///   Potts  Z = Σ exp(β Σ_<ij> δ(σ_i, σ_j)), σ ∈ {0, …, q−1}, q ≥ 2; no field.
+/// β in units of 1/J (J = 1, k_B = 1).
+struct TrgModel {
+  enum class Kind { Ising, Potts };
+  Kind kind = Kind::Ising;
+  int q = 2; ///< Potts: states per spin (≥ 2); Ising: 2
+  /// The bond dimension of the initial tensor: the number of spin states.
+  int64_t states() const { return kind == Kind::Ising ? 2 : q; }
+  /// Whether the programs take the field input %h (Ising).
+  bool hasField() const { return kind == Kind::Ising; }
+  /// The inputs of the init (and whole) programs: {"beta", "h"} or {"beta"}.
+  std::vector<std::string> parameters() const;
+  /// "ising", "potts (q = 3)".
+  std::string str() const;
+};
 
-/// ln of the factor taken out of each initial tensor, per site: 2β. Drivers add it to
-/// lnZ/N (and kTrgInitLogScaleSlope to d(lnZ/N)/dβ) of a lattice of traceTrgInit's tensors; buildTrgWhole
-/// adds it in the program.
-inline double trgInitLogScale(double beta) { return 2.0 * beta; }
-/// d trgInitLogScale / dβ (its second derivative is 0).
-constexpr double kTrgInitLogScaleSlope = 2.0;
+/// The most Potts states a run takes (the first steps' matrices are q²×q²).
+inline constexpr int kTrgMaxPottsQ = 64;
+/// Throws tessel::Error "--q: ..." for q outside [2, kTrgMaxPottsQ] (Potts).
+void checkTrgModel(const TrgModel &m);
+
+/// The traced pieces, to compose programs (each sets locations "trg ...: what").
+/// Ising: β, h (f64[]) -> T0·e^(−2β)/cosh(βh) (f64[2,2,2,2]), docs/trg.md §1, §8.1: the
+/// initial tensor with its factor e^(2β)·cosh(βh) taken out, from q = e^(−2β) and
+/// t = tanh(βh) (site weights 1 ± t ∈ [0, 2]; max entry ≤ 4, so no β or h overflows).
+/// At h = 0 the tensor is bitwise the field-free one. lnZ/N of this tensor's lattice is
+/// the model's minus trgInitLogScale(model, β, h).value.
+Tensor traceTrgInit(const Tensor &beta, const Tensor &h);
+/// q-state Potts: β (f64[]) -> T0·e^(−2β) (f64[q,q,q,q]), docs/trg.md §8.2: the bond
+/// weight e^(βδ(a,b)) = Σ_i W_ai W_bi with W = O·diag(√λ) from its eigenvectors O (the
+/// uniform vector and a fixed orthonormal basis of its complement, independent of β) and
+/// eigenvalues λ = e^β − 1 + q, e^β − 1 (×(q−1)), each divided by e^β.
+Tensor traceTrgPottsInit(const Tensor &beta, int q);
+
+/// ln of the factor taken out of each initial tensor, per site, and its derivatives in
+/// β and h: Ising 2β + ln cosh(βh) (docs/trg.md §8.1), Potts 2β. Drivers add these to
+/// lnZ/N and its derivatives computed on a lattice of the init program's tensors;
+/// buildTrgWhole adds the value in the program.
+struct TrgLogScale {
+  double value = 0, dbeta = 0, dh = 0;        ///< s, ∂s/∂β, ∂s/∂h
+  double dbeta2 = 0, dbetadh = 0, dh2 = 0;    ///< ∂²s/∂β², ∂²s/∂β∂h, ∂²s/∂h²
+};
+TrgLogScale trgInitLogScale(const TrgModel &m, double beta, double h = 0);
 
 struct TrgStepTrace {
   Tensor logm;  ///< f64[]: ln max|T|
@@ -87,31 +125,35 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
 /// ln Σ_ij T[i,j,i,j] (opposite legs paired, docs/trg.md §3). T: f64[D,D,D,D] -> f64[].
 Tensor traceTrgClosure(const Tensor &T);
 
-/// The programs.
-ir::Program buildTrgInit();
+/// The programs. buildTrgInit's inputs are model.parameters(); its output %T0 is
+/// f64[d,d,d,d], d = model.states().
+ir::Program buildTrgInit(const TrgModel &model = {});
 ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts = {});
 ir::Program buildTrgClosure(int64_t d);
-/// The whole computation β -> lnZ/N for the schedule `ranks` (ranks[n] = D' of step
-/// n+1; D of step 1 is 2), trgInitLogScale included. With opts.outputKeptSingularValues also outputs
-/// %skept: f64[N,2] (row n = smallest kept singular values of step n+1).
-ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {});
+/// The whole computation (β[, h]) -> lnZ/N for the schedule `ranks` (ranks[n] = D' of step
+/// n+1; D of step 1 is model.states()), trgInitLogScale included. With
+/// opts.outputKeptSingularValues also outputs %skept: f64[N,2] (row n = smallest kept
+/// singular values of step n+1).
+ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {},
+                          const TrgModel &model = {});
 
 /// The default truncation schedule (docs/trg.md §2.4): ranks[n] = D' of step n+1 =
 /// min(D², χ, r), where r is the exact rank bound the lattice structure puts on Ma and
 /// Mb: the cut of the input of step k crosses two bonds of the tensors step k−1 started
-/// from, so r = D_{k−2}² (k ≥ 2), and r = 2 (the spin states) for T0. For χ = 16:
-/// 2, 4, 4, 16, 16, … . The zeros this drops are exact (the singular values are ~1e-17);
-/// the driver still checks at run time that every kept singular value is > tol.
-std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps);
+/// from, so r = D_{k−2}² (k ≥ 2), and r = d (the spin states, `states`) for T0. For
+/// the Ising model (d = 2) at χ = 16: 2, 4, 4, 16, 16, … . The bound is structural (it
+/// holds in a field, and for Potts); the zeros it drops are exact (the singular values
+/// are ~1e-17); the driver still checks at run time that every kept singular value is > tol.
+std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps, int64_t states = 2);
 
 /// d², or INT64_MAX when it overflows (a χ or a rank schedule may be any int64; the
 /// bound it gives is then never the one that applies).
 int64_t squareSaturated(int64_t d);
 
-/// Checks a schedule: every ranks[n] in [1, min(D_n², χ)] (D_0 = 2), steps ≥ 1.
+/// Checks a schedule: every ranks[n] in [1, min(D_n², χ)] (D_0 = states), steps ≥ 1.
 /// Throws tessel::Error naming the step and the allowed range, as an error of the flag
 /// the schedule comes from (--ranks of `tessel trg` and `tessel emit trg`).
-void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi);
+void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi, int64_t states = 2);
 
 /// "trg_step_16_16" — the name of the step-class program D -> D'.
 std::string trgStepName(int64_t din, int64_t dout);

@@ -90,6 +90,8 @@ struct TrgDriver::Impl {
   };
 
   TrgOptions o;
+  /// The inputs of init (and of the whole program): model.parameters().
+  std::vector<std::string> params;
   std::vector<int64_t> ranks;
   std::vector<int64_t> dims; // dims[n] = D of the input of step n+1; dims[N] = final D
   std::vector<TrgProgramInfo> progs;
@@ -124,8 +126,9 @@ struct TrgDriver::Impl {
 
   explicit Impl(TrgOptions opts) : o(std::move(opts)) {
     validateTrgOptions(o);
-    ranks = o.ranks.empty() ? trgDefaultRanks(o.chi, o.steps) : o.ranks;
-    dims.push_back(2);
+    params = o.model.parameters();
+    ranks = o.ranks.empty() ? trgDefaultRanks(o.chi, o.steps, o.model.states()) : o.ranks;
+    dims.push_back(o.model.states());
     for (int64_t r : ranks) dims.push_back(r);
     std::string pipe = trgPipeline(o);
     passes::Pipeline user = passes::Pipeline::parse(pipe, "--passes");
@@ -202,8 +205,8 @@ struct TrgDriver::Impl {
   /// Traces with `build`, runs the passes, adds the value program and (when gradients
   /// are requested) the splitVjp pair with respect to `wrt`.
   template <class Build>
-  void compileStagedProgram(const std::string &group, Build build, const std::string &wrt,
-                            int &valueIdx, Split *split) {
+  void compileStagedProgram(const std::string &group, Build build,
+                            const std::vector<std::string> &wrt, int &valueIdx, Split *split) {
     auto t0 = Clock::now();
     ir::Program p = build();
     double traceMs = msSince(t0);
@@ -213,7 +216,7 @@ struct TrgDriver::Impl {
       // splitVjp in two visible steps: the grad pass on a copy of the value program,
       // then the split of that gradient program into forward and backward.
       passes::GradOptions go;
-      go.wrt = {wrt};
+      go.wrt = wrt;
       go.vjp = true;
       go.keepOutputs = true;
       ir::Program g = p;
@@ -243,20 +246,22 @@ struct TrgDriver::Impl {
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = true;
     noteGroup("init");
-    compileStagedProgram("init", [] { return buildTrgInit(); }, "beta", init.value, &init.split);
+    compileStagedProgram("init", [&] { return buildTrgInit(o.model); }, params, init.value,
+                         &init.split);
     for (size_t n = 0; n < ranks.size(); ++n) {
       auto key = std::make_pair(dims[n], dims[n + 1]);
       std::string g = classGroup(key.first, key.second);
       noteGroup(g);
       StagedClass &sc = stepClasses[key];
       if (sc.value >= 0) continue;
-      compileStagedProgram(g, [&] { return buildTrgStep(key.first, key.second, so); }, "T",
+      compileStagedProgram(g, [&] { return buildTrgStep(key.first, key.second, so); }, {"T"},
                            sc.value, &sc.split);
     }
     std::string g = "closure " + std::to_string(dims.back());
     noteGroup(g);
     int64_t D = dims.back();
-    compileStagedProgram(g, [D] { return buildTrgClosure(D); }, "T", closure.value, &closure.split);
+    compileStagedProgram(g, [D] { return buildTrgClosure(D); }, {"T"}, closure.value,
+                         &closure.split);
   }
 
   void compileWhole() {
@@ -265,14 +270,15 @@ struct TrgDriver::Impl {
     so.outputKeptSingularValues = true;
     noteGroup("whole");
     auto t0 = Clock::now();
-    ir::Program p = buildTrgWhole(ranks, so);
+    ir::Program p = buildTrgWhole(ranks, so, o.model);
     double traceMs = msSince(t0);
     size_t traced = p.ops.size();
     double passMs = runPasses(p);
     if (o.grad) {
-      // value_and_grad with a zero cotangent for %skept: outputs (lnz, skept, grad_beta).
+      // value_and_grad with a zero cotangent for %skept: outputs (lnz, skept, grad_beta[,
+      // grad_h]).
       passes::GradOptions go;
-      go.wrt = {"beta"};
+      go.wrt = params;
       go.vjp = true;
       go.keepOutputs = true;
       ir::Program g = p;
@@ -291,36 +297,36 @@ struct TrgDriver::Impl {
   /// The VJP of the program `build` makes with respect to input `x`, and the VJP of
   /// that with respect to `x` and to the cotangent of output `ctOf` (none if empty).
   template <class Build>
-  Second compileSecondOf(const std::string &group, Build build, const std::string &x,
+  Second compileSecondOf(const std::string &group, Build build, const std::vector<std::string> &x,
                          const std::string &ctOf) {
     auto t0 = Clock::now();
     ir::Program p = build();
     double traceMs = msSince(t0);
     double passMs = runPasses(p);
     passes::GradOptions g1;
-    g1.wrt = {x};
+    g1.wrt = x;
     g1.vjp = true;
     g1.keepOutputs = false;
     ir::Program d1 = p;
-    double gMs = runGrad(d1, g1); // (x, ct_...) -> grad_x
+    double gMs = runGrad(d1, g1); // (x..., ct_...) -> grad_x...
     size_t traced1 = d1.ops.size();
     double p1Ms = runPasses(d1);
     passes::GradOptions g2;
-    g2.wrt = {x};
+    g2.wrt = x;
     if (!ctOf.empty()) g2.wrt.push_back(d1.value(cotangentInput(p, d1, ctOf)).name);
     g2.vjp = true;
     g2.keepOutputs = false;
     ir::Program d2 = d1;
-    double g2Ms = runGrad(d2, g2); // (x, ct_..., ct_grad_x) -> grad_x, grad_ct_y
+    double g2Ms = runGrad(d2, g2); // (x..., ct_..., ct_grad_x...) -> grad_x..., grad_ct_y
     size_t traced2 = d2.ops.size();
     double p2Ms = runPasses(d2);
-    // One gradient per wrt input, in input order (x comes before the cotangents).
+    // One gradient per wrt input, in input order (the x come before the cotangents).
     Second s;
-    size_t want = ctOf.empty() ? 1 : 2;
-    if (d2.outputs.size() != want || d2.inputIndex(x) != 0)
+    size_t want = x.size() + (ctOf.empty() ? 0 : 1);
+    if (d2.outputs.size() != want || d2.inputIndex(x[0]) != 0)
       throw Error("internal error: trg: unexpected signature of @" + d2.name);
     s.outGrad = 0;
-    if (!ctOf.empty()) s.outGradCt = 1;
+    if (!ctOf.empty()) s.outGradCt = static_cast<int>(x.size());
     s.vjp = add(group, "second: vjp", std::move(d1), traced1, traceMs, passMs + gMs + p1Ms);
     s.vjp2 = add(group, "second: vjp of vjp", std::move(d2), traced2, 0, g2Ms + p2Ms);
     return s;
@@ -332,41 +338,43 @@ struct TrgDriver::Impl {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = true;
-    init.second = compileSecondOf("init", [] { return buildTrgInit(); }, "beta", "T0");
+    init.second = compileSecondOf("init", [&] { return buildTrgInit(o.model); }, params, "T0");
     for (size_t n = 0; n < ranks.size(); ++n) {
       auto key = std::make_pair(dims[n], dims[n + 1]);
       StagedClass &sc = stepClasses[key];
       if (sc.second.vjp >= 0) continue;
       sc.second = compileSecondOf(
           classGroup(key.first, key.second),
-          [&] { return buildTrgStep(key.first, key.second, so); }, "T", "Tn");
+          [&] { return buildTrgStep(key.first, key.second, so); }, {"T"}, "Tn");
     }
     int64_t D = dims.back();
     closure.second = compileSecondOf("closure " + std::to_string(D),
-                                     [D] { return buildTrgClosure(D); }, "T", "");
+                                     [D] { return buildTrgClosure(D); }, {"T"}, "");
   }
 
-  /// d²(lnZ/N)/dβ² = grad(grad(whole)) (whole mode).
+  /// The Hessian rows of lnZ/N = VJPs of grad(whole) (whole mode): inputs (params...,
+  /// seed...), outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...).
   void compileSecond() {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
     noteGroup("second");
     auto t0 = Clock::now();
-    ir::Program p = buildTrgWhole(ranks, so);
+    ir::Program p = buildTrgWhole(ranks, so, o.model);
     double traceMs = msSince(t0);
     double passMs = runPasses(p);
     auto t1 = Clock::now();
     passes::GradOptions g1;
-    g1.wrt = {"beta"};
+    g1.wrt = params;
     g1.keepOutputs = false;
     ir::Program d1 = p;
     runGrad(d1, g1);
     runPasses(d1);
     passes::GradOptions g2;
-    g2.wrt = {"beta"};
+    g2.wrt = params;
+    g2.vjp = true;
     g2.keepOutputs = true;
     ir::Program d2 = d1;
-    runGrad(d2, g2); // outputs (d lnz, d² lnz)
+    runGrad(d2, g2); // outputs (d lnz..., seed · d² lnz...)
     size_t traced = d2.ops.size();
     double gMs = msSince(t1);
     double pMs = runPasses(d2);
@@ -394,17 +402,33 @@ struct TrgDriver::Impl {
     }
   }
 
+  /// A kept tensor that a run either borrows (give = false: lent and moved back) or takes
+  /// (give = true: its last reader).
+  struct Pass {
+    ir::Tensor &t;
+    bool give;
+  };
+
   /// run() on arguments given as they are held: a tensor the driver keeps (an lvalue)
   /// is lent for the run, moved in and back, so it is neither copied nor counted twice
-  /// by the ledger; a temporary or std::move'd tensor is given to the run.
+  /// by the ledger; a temporary or std::move'd tensor (or a std::vector of them, spliced
+  /// in) is given to the run; a Pass says which at run time.
   template <typename... A>
   std::vector<ir::Tensor> call(int idx, const std::string &where, double beta, A &&...args) {
     std::vector<ir::Tensor> in;
     in.reserve(sizeof...(A));
     std::vector<std::pair<size_t, ir::Tensor *>> lent;
     auto put = [&](auto &&a) {
-      if constexpr (std::is_lvalue_reference_v<decltype(a)>) lent.emplace_back(in.size(), &a);
-      in.push_back(std::move(a));
+      if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Pass>) {
+        if (!a.give) lent.emplace_back(in.size(), &a.t);
+        in.push_back(std::move(a.t));
+      } else if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::vector<ir::Tensor>>) {
+        static_assert(!std::is_lvalue_reference_v<decltype(a)>, "a vector of inputs is given");
+        for (ir::Tensor &t : a) in.push_back(std::move(t));
+      } else {
+        if constexpr (std::is_lvalue_reference_v<decltype(a)>) lent.emplace_back(in.size(), &a);
+        in.push_back(std::move(a));
+      }
     };
     (put(std::forward<A>(args)), ...);
     struct GiveBack {
@@ -529,10 +553,49 @@ struct TrgDriver::Impl {
     return in;
   }
 
-  TrgResult valueStaged(double beta) {
+  /// The inputs of init and the whole program: β (and h).
+  std::vector<ir::Tensor> paramInputs(double beta) const {
+    return trgParameterInputs(o.model, beta, o.field);
+  }
+
+  TrgLogScale logScale(double beta) const { return trgInitLogScale(o.model, beta, o.field); }
+
+  TrgResult newResult(double beta) const {
     TrgResult r;
     r.beta = beta;
-    ir::Tensor T = std::move(call(init.value, "init", beta, scalar(beta))[0]);
+    r.field = o.field;
+    return r;
+  }
+
+  /// Stores the first derivatives g (in the order of `params`) and, with h, one row of
+  /// the Hessian (`row` 0: β's, 1: h's; entries in the order of `params`). `scale`: add
+  /// the initial tensor's scale (the staged programs leave it out; the whole program
+  /// includes it).
+  void setDerivatives(TrgResult &r, const double *g, const double *h, size_t row, bool scale) const {
+    TrgLogScale sc;
+    if (scale) sc = logScale(r.beta);
+    auto put = [&](std::optional<double> &at, double v, const char *what) {
+      checkFinite(what, v, r.beta);
+      at = v;
+    };
+    const bool field = o.model.hasField();
+    put(r.dlnZ, g[0] + sc.dbeta, "d(lnZ/N)/dbeta");
+    if (field) put(r.dlnZdh, g[1] + sc.dh, "d(lnZ/N)/dh");
+    if (!h) return;
+    if (row == 0) {
+      put(r.d2lnZ, h[0] + sc.dbeta2, "d2(lnZ/N)/dbeta2");
+      if (field) put(r.d2lnZdbetadh, h[1] + sc.dbetadh, "d2(lnZ/N)/dbeta dh");
+    } else {
+      put(r.d2lnZdh2, h[1] + sc.dh2, "d2(lnZ/N)/dh2");
+    }
+  }
+
+  /// The Hessian rows second() computes: β's, and h's with TrgOptions::susceptibility.
+  size_t hessianRows() const { return o.susceptibility ? 2 : 1; }
+
+  TrgResult valueStaged(double beta) {
+    TrgResult r = newResult(beta);
+    ir::Tensor T = std::move(call(init.value, "init", beta, paramInputs(beta))[0]);
     double lnz = 0;
     for (size_t n = 0; n < ranks.size(); ++n) {
       auto out = call(stepClasses.at({dims[n], dims[n + 1]}).value, stepName(n), beta, std::move(T));
@@ -543,16 +606,15 @@ struct TrgDriver::Impl {
     }
     double lntr = call(closure.value, "closure", beta, std::move(T))[0].data[0];
     lnz += lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
-    lnz += trgInitLogScale(beta);
+    lnz += logScale(beta).value;
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     return r;
   }
 
   TrgResult valueWhole(double beta) {
-    TrgResult r;
-    r.beta = beta;
-    auto out = run(wholeValue, {scalar(beta)}, "whole program", beta);
+    TrgResult r = newResult(beta);
+    auto out = run(wholeValue, paramInputs(beta), "whole program", beta);
     for (size_t n = 0; n < ranks.size(); ++n) checkKept(n, out[1].data.data() + 2 * n, r);
     checkFinite("lnZ/N", out[0].data[0], beta);
     r.lnZ = out[0].data[0];
@@ -567,8 +629,7 @@ struct TrgDriver::Impl {
   }
 
   TrgResult gradStaged(double beta) {
-    TrgResult r;
-    r.beta = beta;
+    TrgResult r = newResult(beta);
     const size_t N = ranks.size();
     auto stepSplit = [&](size_t n) -> const Split & { return stepClasses.at({dims[n], dims[n + 1]}).split; };
     // The chain T_0 .. T_N (init's output 0, step n's input 0 and output 1, the
@@ -586,7 +647,7 @@ struct TrgDriver::Impl {
     chain.readers[N + 1] += readsOf(closure.split, 0, -1);
 
     // Forward sweep: keep only what the backward sweep reads.
-    std::vector<ir::Tensor> initIn = single(scalar(beta));
+    std::vector<ir::Tensor> initIn = paramInputs(beta);
     std::vector<ir::Tensor> initOut = run(init.split.fwd, initIn, "init", beta);
     Kept initKept = keepResiduals(init.split, initIn, initOut, -1, 0);
     ir::Tensor T = std::move(initOut[0]);
@@ -607,7 +668,7 @@ struct TrgDriver::Impl {
     std::vector<ir::Tensor> clIn = single(std::move(T));
     std::vector<ir::Tensor> clOut = run(closure.split.fwd, clIn, "closure", beta);
     lnz += clOut[0].data[0] * std::ldexp(1.0, -static_cast<int>(N));
-    lnz += trgInitLogScale(beta);
+    lnz += logScale(beta).value;
     Kept clKept = keepResiduals(closure.split, clIn, clOut, 0, -1);
     if (chain.readers[N + 1] > 0) chain.T[N + 1] = std::move(clIn[0]);
     clIn.clear();
@@ -630,12 +691,11 @@ struct TrgDriver::Impl {
                          stepName(n), beta)[0]);
       kept[n] = Kept{};
     }
-    double g = run(init.split.bwd,
-                   backwardInputs(init.split, initKept, chain, 0, single(std::move(ct))), "init", beta)[0]
-                   .data[0];
-    g += kTrgInitLogScaleSlope;
-    checkFinite("d(lnZ/N)/dbeta", g, beta);
-    r.dlnZ = g;
+    auto g = run(init.split.bwd, backwardInputs(init.split, initKept, chain, 0, single(std::move(ct))),
+                 "init", beta);
+    std::vector<double> gs;
+    for (const ir::Tensor &t : g) gs.push_back(t.data[0]);
+    setDerivatives(r, gs.data(), nullptr, 0, true);
     return r;
   }
 
@@ -647,84 +707,114 @@ struct TrgDriver::Impl {
     for (size_t i = 0; i < acc.data.size(); ++i) acc.data[i] += t.data[i];
   }
 
-  /// d/dβ and d²/dβ² in staged mode. The first derivative is the chain
-  ///   T_0 = I(β), T_{n+1} = S_n(T_n), c_N = C'(T_N; 2^-N),
-  ///   c_n = S'_n(T_n; 2^-n, c_{n+1}, 0), g = I'(β; c_0)
-  /// (P' = VJP of P). Its derivative is reverse mode over that chain: adjoint 1 on g,
-  /// back through I', the S'_n (n = 0..N-1) and C' with the VJP-of-VJP programs P'',
-  /// which give adjoints T̄_n of the T_n; then back through the forward sweep with the
-  /// plain VJPs (T̄_n += S'_n(T_n; 0, T̄_{n+1}, 0)) and I'.
+  /// The derivatives in staged mode. The first derivative is the chain
+  ///   T_0 = I(p), T_{n+1} = S_n(T_n), c_N = C'(T_N; 2^-N),
+  ///   c_n = S'_n(T_n; 2^-n, c_{n+1}, 0), g = I'(p; c_0)
+  /// (P' = VJP of P; p = β, or (β, h)). A row w·∂g/∂p of the Hessian is reverse mode over
+  /// that chain: adjoint w on g, back through I', the S'_n (n = 0..N-1) and C' with the
+  /// VJP-of-VJP programs P'', which give adjoints T̄_n of the T_n; then back through the
+  /// forward sweep with the plain VJPs (T̄_n += S'_n(T_n; 0, T̄_{n+1}, 0)) and I'. Each row
+  /// reuses the first two sweeps; the last one takes the tensors it reads last.
   TrgResult secondStaged(double beta) {
-    TrgResult r;
-    r.beta = beta;
-    const size_t N = ranks.size();
+    TrgResult r = newResult(beta);
+    const size_t N = ranks.size(), np = params.size();
     auto pow2 = [](size_t n) { return std::ldexp(1.0, -static_cast<int>(n)); };
     auto zeros2 = [] { return ir::Tensor::zeros(ir::Type({2})); };
+    auto step = [&](size_t n) -> const StagedClass & { return stepClasses.at({dims[n], dims[n + 1]}); };
     // Forward sweep (value programs; rank check).
     std::vector<ir::Tensor> T(N + 1);
-    T[0] = std::move(call(init.value, "init", beta, scalar(beta))[0]);
+    T[0] = std::move(call(init.value, "init", beta, paramInputs(beta))[0]);
     double lnz = 0;
     for (size_t n = 0; n < N; ++n) {
-      auto out = call(stepClasses.at({dims[n], dims[n + 1]}).value, stepName(n), beta, T[n]);
+      auto out = call(step(n).value, stepName(n), beta, T[n]);
       checkKept(n, out[2].data.data(), r);
       r.logm.push_back(out[0].data[0]);
       lnz += out[0].data[0] * pow2(n);
       T[n + 1] = std::move(out[1]);
     }
     lnz += call(closure.value, "closure", beta, T[N])[0].data[0] * pow2(N);
-    lnz += trgInitLogScale(beta);
+    lnz += logScale(beta).value;
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     // Backward sweep (first derivative), keeping every cotangent c_n.
     std::vector<ir::Tensor> c(N + 1);
     c[N] = std::move(call(closure.second.vjp, "closure", beta, T[N], scalar(pow2(N)))[0]);
     for (size_t n = N; n-- > 0;)
-      c[n] = std::move(call(stepClasses.at({dims[n], dims[n + 1]}).second.vjp, stepName(n), beta, T[n],
-                            scalar(pow2(n)), c[n + 1], zeros2())[0]);
-    double g = call(init.second.vjp, "init", beta, scalar(beta), c[0])[0].data[0] + kTrgInitLogScaleSlope;
-    checkFinite("d(lnZ/N)/dbeta", g, beta);
-    r.dlnZ = g;
-    // Reverse over the backward sweep (the last reader of each c_n takes it).
-    std::vector<ir::Tensor> Tbar(N + 1);
-    auto oi = call(init.second.vjp2, "init", beta, scalar(beta), std::move(c[0]), scalar(1.0));
-    double betabar = oi[static_cast<size_t>(init.second.outGrad)].data[0];
-    ir::Tensor cbar = std::move(oi[static_cast<size_t>(init.second.outGradCt)]);
-    oi.clear();
-    for (size_t n = 0; n < N; ++n) {
-      const Second &sc = stepClasses.at({dims[n], dims[n + 1]}).second;
-      auto os = call(sc.vjp2, stepName(n), beta, T[n], scalar(pow2(n)), std::move(c[n + 1]), zeros2(),
+      c[n] = std::move(call(step(n).second.vjp, stepName(n), beta, T[n], scalar(pow2(n)), c[n + 1],
+                            zeros2())[0]);
+    std::vector<double> g;
+    for (const ir::Tensor &t : call(init.second.vjp, "init", beta, paramInputs(beta), c[0]))
+      g.push_back(t.data[0]);
+    const size_t rows = hessianRows();
+    for (size_t row = 0; row < rows; ++row) {
+      const bool last = row + 1 == rows;
+      // Reverse over the backward sweep.
+      std::vector<ir::Tensor> in = paramInputs(beta);
+      std::vector<ir::Tensor> seed;
+      for (size_t j = 0; j < np; ++j) seed.push_back(scalar(j == row ? 1.0 : 0.0));
+      std::vector<ir::Tensor> Tbar(N + 1);
+      auto oi = call(init.second.vjp2, "init", beta, std::move(in), Pass{c[0], last}, std::move(seed));
+      std::vector<double> h(np);
+      for (size_t j = 0; j < np; ++j) h[j] = oi[static_cast<size_t>(init.second.outGrad) + j].data[0];
+      ir::Tensor cbar = std::move(oi[static_cast<size_t>(init.second.outGradCt)]);
+      oi.clear();
+      for (size_t n = 0; n < N; ++n) {
+        const Second &sc = step(n).second;
+        auto os = call(sc.vjp2, stepName(n), beta, T[n], scalar(pow2(n)), Pass{c[n + 1], last},
+                       zeros2(), std::move(cbar));
+        accumulate(Tbar[n], std::move(os[static_cast<size_t>(sc.outGrad)]));
+        cbar = std::move(os[static_cast<size_t>(sc.outGradCt)]);
+      }
+      auto oc = call(closure.second.vjp2, "closure", beta, Pass{T[N], last}, scalar(pow2(N)),
                      std::move(cbar));
-      accumulate(Tbar[n], std::move(os[static_cast<size_t>(sc.outGrad)]));
-      cbar = std::move(os[static_cast<size_t>(sc.outGradCt)]);
+      accumulate(Tbar[N], std::move(oc[static_cast<size_t>(closure.second.outGrad)]));
+      oc.clear();
+      // Reverse over the forward sweep (logm is not used by g: zero cotangent).
+      for (size_t n = N; n-- > 0;) {
+        auto ov = call(step(n).second.vjp, stepName(n), beta, Pass{T[n], last}, scalar(0.0),
+                       std::move(Tbar[n + 1]), zeros2());
+        accumulate(Tbar[n], std::move(ov[0]));
+      }
+      auto of = call(init.second.vjp, "init", beta, paramInputs(beta), std::move(Tbar[0]));
+      for (size_t j = 0; j < np; ++j) h[j] += of[j].data[0];
+      setDerivatives(r, g.data(), h.data(), row, true);
     }
-    auto oc = call(closure.second.vjp2, "closure", beta, T[N], scalar(pow2(N)), std::move(cbar));
-    accumulate(Tbar[N], std::move(oc[static_cast<size_t>(closure.second.outGrad)]));
-    oc.clear();
-    T[N] = ir::Tensor{};
-    // Reverse over the forward sweep (logm is not used by g: zero cotangent).
-    for (size_t n = N; n-- > 0;) {
-      auto ov = call(stepClasses.at({dims[n], dims[n + 1]}).second.vjp, stepName(n), beta,
-                     std::move(T[n]), scalar(0.0), std::move(Tbar[n + 1]), zeros2());
-      accumulate(Tbar[n], std::move(ov[0]));
-    }
-    betabar += call(init.second.vjp, "init", beta, scalar(beta), std::move(Tbar[0]))[0].data[0];
-    checkFinite("d2(lnZ/N)/dbeta2", betabar, beta);
-    r.d2lnZ = betabar;
     return r;
   }
 
   TrgResult gradWhole(double beta) {
-    TrgResult r;
-    r.beta = beta;
+    TrgResult r = newResult(beta);
     const size_t N = ranks.size();
-    auto out = run(wholeGrad, {scalar(beta), scalar(1.0),
-                               ir::Tensor::zeros(ir::Type({static_cast<int64_t>(N), 2}))},
-                   "whole program", beta);
+    std::vector<ir::Tensor> in = paramInputs(beta);
+    in.push_back(scalar(1.0));
+    in.push_back(ir::Tensor::zeros(ir::Type({static_cast<int64_t>(N), 2})));
+    auto out = run(wholeGrad, in, "whole program", beta);
     for (size_t n = 0; n < N; ++n) checkKept(n, out[1].data.data() + 2 * n, r);
     checkFinite("lnZ/N", out[0].data[0], beta);
-    checkFinite("d(lnZ/N)/dbeta", out[2].data[0], beta);
     r.lnZ = out[0].data[0];
-    r.dlnZ = out[2].data[0];
+    // The whole program includes the initial tensor's scale: no host terms.
+    std::vector<double> gs;
+    for (size_t j = 0; j < params.size(); ++j) gs.push_back(out[2 + j].data[0]);
+    setDerivatives(r, gs.data(), nullptr, 0, false);
+    return r;
+  }
+
+  /// second() in whole mode: the value program (for the rank check), then per Hessian row
+  /// the VJP of grad(whole) with that row's seed.
+  TrgResult secondWhole(double beta) {
+    TrgResult r = valueWhole(beta);
+    const size_t np = params.size();
+    for (size_t row = 0; row < hessianRows(); ++row) {
+      std::vector<ir::Tensor> in = paramInputs(beta);
+      for (size_t j = 0; j < np; ++j) in.push_back(scalar(j == row ? 1.0 : 0.0));
+      auto out = run(wholeSecond, in, "whole program", beta);
+      std::vector<double> g(np), h(np);
+      for (size_t j = 0; j < np; ++j) {
+        g[j] = out[j].data[0];
+        h[j] = out[np + j].data[0];
+      }
+      setDerivatives(r, g.data(), h.data(), row, false);
+    }
     return r;
   }
 };
@@ -759,14 +849,7 @@ TrgResult TrgDriver::second(double beta) {
   if (!impl_->o.second)
     throw Error("error: trg: second needs the second-order program (TrgOptions::second)");
   return impl_->evaluate([&] {
-    if (impl_->o.mode == TrgMode::Staged) return impl_->secondStaged(beta);
-    TrgResult r = impl_->valueWhole(beta);
-    auto out = impl_->run(impl_->wholeSecond, {Impl::scalar(beta)}, "whole program", beta);
-    impl_->checkFinite("d(lnZ/N)/dbeta", out[0].data[0], beta);
-    impl_->checkFinite("d2(lnZ/N)/dbeta2", out.back().data[0], beta);
-    r.dlnZ = out[0].data[0];
-    r.d2lnZ = out.back().data[0];
-    return r;
+    return impl_->o.mode == TrgMode::Staged ? impl_->secondStaged(beta) : impl_->secondWhole(beta);
   });
 }
 

@@ -73,9 +73,17 @@ TrgSvd parseTrgSvd(const std::string &s);
 std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd = TrgSvd::Truncated);
 
 struct TrgOptions {
+  /// The lattice model (Ising, the default, or q-state Potts).
+  TrgModel model;
+  /// The magnetic field h of the Ising model (units of J; the programs' input %h).
+  double field = 0;
+  /// Also compute ∂²(lnZ/N)/∂h² (χ_m) in second(): one more reverse sweep (the row of the
+  /// Hessian for h); needs `second` and a model with a field.
+  bool susceptibility = false;
   int64_t chi = 16;
   int steps = 20;
-  /// Truncation schedule (ranks[n] = D' of step n+1); empty = trgDefaultRanks(chi, steps).
+  /// Truncation schedule (ranks[n] = D' of step n+1); empty =
+  /// trgDefaultRanks(chi, steps, model.states()).
   std::vector<int64_t> ranks;
   TrgMode mode = TrgMode::Staged;
   /// Residual policy of the backward programs (docs/trg.md §6).
@@ -123,7 +131,8 @@ std::string trgPipeline(const TrgOptions &o);
 inline constexpr int kTrgMaxSteps = 1023;
 
 /// Throws tessel::Error naming the flag and the allowed values for an invalid option
-/// (chi < 2, steps outside [1, kTrgMaxSteps], width < 1, bad ranks, ...).
+/// (chi < 2, steps outside [1, kTrgMaxSteps], width < 1, bad ranks, a field that is not
+/// finite or given to the Potts model, q outside [2, kTrgMaxPottsQ], ...).
 void validateTrgOptions(const TrgOptions &o);
 
 /// The schedule of docs/trg.md §2.4 from values: a forward pass at `beta` in which step n+1
@@ -133,13 +142,18 @@ void validateTrgOptions(const TrgOptions &o);
 /// temperature (e.g. β = 2) it keeps fewer values where the spectrum falls below tol.
 /// Throws tessel::Error for β ≤ 0 or bad χ/steps.
 std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps,
-                                    double tol = kTrgRankTol, const std::string &pipeline = "");
+                                    double tol = kTrgRankTol, const std::string &pipeline = "",
+                                    const TrgModel &model = {}, double field = 0);
 
 /// The SVD inputs (Ma, Mb) of every step of one forward pass at `beta` with the
 /// schedule `ranks` (as the programs feed them to gesdd), for benchmarks of the SVD
 /// floor. Element n is step n+1. Throws tessel::Error like deriveTrgRanks.
 std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vector<int64_t> &ranks,
-                                                    const std::string &pipeline = "");
+                                                    const std::string &pipeline = "",
+                                                    const TrgModel &model = {}, double field = 0);
+
+/// The inputs of the init and whole programs of `model`: β, and h with a field.
+std::vector<ir::Tensor> trgParameterInputs(const TrgModel &model, double beta, double field);
 
 /// One compiled (and prepared) program.
 struct TrgProgramInfo {
@@ -164,12 +178,17 @@ struct TrgGroupInfo {
   int64_t peakLiveBytes = 0;
 };
 
-/// Results of one evaluation at one β.
+/// Results of one evaluation at one β (and field h). Derivatives in h only for a model
+/// with a field; m = (1/β)·∂(lnZ/N)/∂h, χ_m = (1/β)·∂²(lnZ/N)/∂h² (docs/trg.md §8.1).
 struct TrgResult {
   double beta = 0;
+  double field = 0;              ///< h
   double lnZ = 0;                ///< lnZ/N
-  std::optional<double> dlnZ;    ///< d(lnZ/N)/dβ
-  std::optional<double> d2lnZ;   ///< d²(lnZ/N)/dβ²
+  std::optional<double> dlnZ;    ///< ∂(lnZ/N)/∂β
+  std::optional<double> d2lnZ;   ///< ∂²(lnZ/N)/∂β²
+  std::optional<double> dlnZdh;      ///< ∂(lnZ/N)/∂h (valueAndGrad, second)
+  std::optional<double> d2lnZdbetadh; ///< ∂²(lnZ/N)/∂β∂h (second)
+  std::optional<double> d2lnZdh2;     ///< ∂²(lnZ/N)/∂h² (second with susceptibility)
   std::vector<double> logm;      ///< ln m_n per step (m_n = max|T| divided out)
   std::vector<std::array<double, 2>> keptSingularValues; ///< (sa[D'-1], sb[D'-1]) per step
 };

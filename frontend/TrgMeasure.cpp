@@ -144,6 +144,42 @@ std::optional<double> TrgBetaMeasurement::dlnZ() const {
 std::optional<double> TrgBetaMeasurement::d2lnZ() const {
   return secondTimes.have ? second.d2lnZ : std::nullopt;
 }
+std::optional<double> TrgBetaMeasurement::dlnZdh() const {
+  return gradTimes.have ? grad.dlnZdh : std::nullopt;
+}
+std::optional<double> TrgBetaMeasurement::d2lnZdbetadh() const {
+  return secondTimes.have ? second.d2lnZdbetadh : std::nullopt;
+}
+std::optional<double> TrgBetaMeasurement::d2lnZdh2() const {
+  return secondTimes.have ? second.d2lnZdh2 : std::nullopt;
+}
+std::optional<double> TrgBetaMeasurement::magnetization() const {
+  const std::optional<double> d = dlnZdh();
+  return d ? std::optional<double>(*d / beta) : std::nullopt;
+}
+std::optional<double> TrgBetaMeasurement::susceptibility() const {
+  const std::optional<double> d = d2lnZdh2();
+  return d ? std::optional<double>(*d / beta) : std::nullopt;
+}
+
+void trgExactValues(TrgBetaMeasurement &m, const TrgModel &model, double field) {
+  double scale = 1, shift = 0; // lnZ/N = lnZ_Ising(scale·β)/N + shift·β
+  if (model.kind == TrgModel::Kind::Ising) {
+    if (field != 0) return;
+  } else if (model.q == 2) {
+    scale = 0.5;
+    shift = 1;
+  } else {
+    return;
+  }
+  const double b = scale * m.beta;
+  m.exactLnZ = onsagerLnZ(b) + shift * m.beta;
+  if (b == kIsingBetaC) return; // the derivatives diverge exactly at β_c
+  const OnsagerValues ex = onsager(b);
+  m.exactDlnZ = scale * ex.dlnZ + shift;
+  m.exactD2lnZ = scale * scale * ex.d2lnZ;
+  m.exactSpecificHeat = m.beta * m.beta * *m.exactD2lnZ;
+}
 
 TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, int64_t rssBase,
                                   const TrgProgress &progress) {
@@ -169,13 +205,7 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
   m.loadAfter = rt::readLoadAverage();
   m.topk = TopkCounts::between(svdBefore, rt::truncatedSvdStats());
 
-  m.exactLnZ = onsagerLnZ(beta);
-  if (beta != kIsingBetaC) { // the derivatives diverge exactly at β_c
-    const OnsagerValues ex = onsager(beta);
-    m.exactDlnZ = ex.dlnZ;
-    m.exactD2lnZ = ex.d2lnZ;
-    m.exactSpecificHeat = ex.specificHeat;
-  }
+  trgExactValues(m, opts.model, opts.field);
   return m;
 }
 
@@ -187,6 +217,9 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   nlohmann::json j;
   j["beta"] = beta;
   j["temperature"] = 1 / beta;
+  j["model"] = opts.model.kind == TrgModel::Kind::Ising ? "ising" : "potts";
+  j["q"] = opts.model.states();
+  j["field"] = opts.model.hasField() ? nlohmann::json(opts.field) : nlohmann::json(nullptr);
   j["chi"] = opts.chi;
   j["steps"] = opts.steps;
   j["sites"] = std::ldexp(1.0, opts.steps);
@@ -211,6 +244,11 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["exact_d2lnZ_dbeta2"] = optNumber(m.exactD2lnZ);
   j["specific_heat"] = d2 ? nlohmann::json(beta * beta * *d2) : nlohmann::json(nullptr);
   j["exact_specific_heat"] = optNumber(m.exactSpecificHeat);
+  j["dlnZ_dh"] = optNumber(m.dlnZdh());
+  j["magnetization"] = optNumber(m.magnetization());
+  j["d2lnZ_dbeta_dh"] = optNumber(m.d2lnZdbetadh());
+  j["d2lnZ_dh2"] = optNumber(m.d2lnZdh2());
+  j["susceptibility"] = optNumber(m.susceptibility());
   nlohmann::json t;
   t["compile"] = roundToMicroseconds(drv.compileMs());
   t["prepare"] = roundToMicroseconds(drv.prepareMs());

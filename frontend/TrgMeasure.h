@@ -59,13 +59,27 @@ struct TrgBetaMeasurement {
   PeakMemory valueMemory, gradMemory, secondMemory;
   std::vector<double> loadBefore, loadAfter; ///< 1, 5, 15-minute load averages (empty: unknown)
   TopkCounts topk;
-  /// Onsager's infinite lattice (frontend/Onsager.h); the derivatives are absent at
-  /// β_c exactly, where they diverge.
+  /// The exact infinite-lattice values where they are known (trgExactValues).
   std::optional<double> exactLnZ, exactDlnZ, exactD2lnZ, exactSpecificHeat;
-  /// The driver's d(lnZ/N)/dβ and d²(lnZ/N)/dβ² when it computed them.
+  /// The driver's derivatives when it computed them: ∂/∂β (value+grad), ∂²/∂β²
+  /// (second); in a field also ∂/∂h (value+grad), ∂²/∂β∂h (second) and ∂²/∂h² (second
+  /// with susceptibility).
   std::optional<double> dlnZ() const;
   std::optional<double> d2lnZ() const;
+  std::optional<double> dlnZdh() const;
+  std::optional<double> d2lnZdbetadh() const;
+  std::optional<double> d2lnZdh2() const;
+  /// m = (1/β)·∂(lnZ/N)/∂h and χ_m = (1/β)·∂²(lnZ/N)/∂h² (docs/trg.md §8.1).
+  std::optional<double> magnetization() const;
+  std::optional<double> susceptibility() const;
 };
+
+/// The exact values of the infinite lattice for `model` at (β, h), where they are known:
+/// the Ising model at h = 0 (Onsager, frontend/Onsager.h; the derivatives are absent at
+/// β_c exactly, where they diverge) and the q = 2 Potts model, which is the Ising model
+/// at β/2: lnZ_Potts(β)/N = lnZ_Ising(β/2)/N + β (docs/trg.md §8.2). Sets the exact*
+/// fields of `m`; leaves them empty otherwise.
+void trgExactValues(TrgBetaMeasurement &m, const TrgModel &model, double field);
 
 /// Called before each run: what ("value", "value+grad (warm-up)", ...), run k of n.
 using TrgProgress = std::function<void(const std::string &what, int64_t k, int64_t n)>;

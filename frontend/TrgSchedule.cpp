@@ -60,17 +60,37 @@ void validateTrgOptions(const TrgOptions &o) {
     throw Error("error: --eps: the svd broadening must be finite and >= 0, got " + formatDouble(o.svdEps));
   if (!(o.rankTol >= 0) || !std::isfinite(o.rankTol))
     throw Error("error: rank tolerance must be finite and >= 0, got " + formatDouble(o.rankTol));
+  checkTrgModel(o.model);
+  if (!std::isfinite(o.field))
+    throw Error("error: --field must be finite, got " + formatDouble(o.field));
+  if (o.field != 0 && !o.model.hasField())
+    throw Error("error: --field: the " + o.model.str() + " model has no field (only ising)");
+  if (o.susceptibility && !o.model.hasField())
+    throw Error("error: --susceptibility: the " + o.model.str() +
+                " model has no field to differentiate by (only ising)");
+  if (o.susceptibility && !o.second)
+    throw Error("error: --susceptibility needs the second-order programs (--second)");
   if (!o.ranks.empty()) {
     if (static_cast<int>(o.ranks.size()) != o.steps)
       throw Error("error: --ranks has " + std::to_string(o.ranks.size()) +
                   " entries but --steps is " + std::to_string(o.steps));
-    checkTrgRanks(o.ranks, o.chi);
+    checkTrgRanks(o.ranks, o.chi, o.model.states());
   }
 }
 
+std::vector<ir::Tensor> trgParameterInputs(const TrgModel &model, double beta, double field) {
+  std::vector<ir::Tensor> v;
+  v.push_back(ir::Tensor::scalar(beta));
+  if (model.hasField()) v.push_back(ir::Tensor::scalar(field));
+  return v;
+}
+
 std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double tol,
-                                    const std::string &pipeline) {
+                                    const std::string &pipeline, const TrgModel &model,
+                                    double field) {
   TrgOptions chk;
+  chk.model = model;
+  chk.field = field;
   chk.chi = chi;
   chk.steps = steps;
   chk.rankTol = tol;
@@ -88,11 +108,11 @@ std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double 
     pm.run(p);
     return engine.run(*rt::prepare(p), {T});
   };
-  ir::Program init = buildTrgInit();
+  ir::Program init = buildTrgInit(model);
   pm.run(init);
-  ir::Tensor T = std::move(engine.run(*rt::prepare(init), {ir::Tensor::scalar(beta)})[0]);
+  ir::Tensor T = std::move(engine.run(*rt::prepare(init), trgParameterInputs(model, beta, field))[0]);
   std::vector<int64_t> ranks;
-  int64_t D = 2;
+  int64_t D = model.states();
   for (int n = 0; n < steps; ++n) {
     int64_t Dmax = std::min(squareSaturated(D), chi);
     auto out = runStep(T, D, Dmax);
@@ -114,19 +134,20 @@ std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double 
 }
 
 std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vector<int64_t> &ranks,
-                                                    const std::string &pipeline) {
+                                                    const std::string &pipeline,
+                                                    const TrgModel &model, double field) {
   if (!std::isfinite(beta) || beta <= 0)
     throw Error("error: trg: beta must be finite and > 0, got " + formatDouble(beta));
-  checkTrgRanks(ranks, INT64_MAX);
+  checkTrgRanks(ranks, INT64_MAX, model.states());
   passes::PassManager pm(passes::Pipeline::parse(
       pipeline.empty() ? defaultTrgPipeline(passes::OrderStrategy::Pairwise) : pipeline, "--passes"));
   rt::Engine engine(1);
-  ir::Program init = buildTrgInit();
+  ir::Program init = buildTrgInit(model);
   pm.run(init);
-  ir::Tensor T = std::move(engine.run(*rt::prepare(init), {ir::Tensor::scalar(beta)})[0]);
+  ir::Tensor T = std::move(engine.run(*rt::prepare(init), trgParameterInputs(model, beta, field))[0]);
   std::map<std::pair<int64_t, int64_t>, std::shared_ptr<const rt::Plan>> plans;
   std::vector<std::array<ir::Tensor, 2>> out;
-  int64_t D = 2;
+  int64_t D = model.states();
   for (int64_t Dp : ranks) {
     auto &plan = plans[{D, Dp}];
     if (!plan) {

@@ -44,6 +44,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct TrgArgs {
+  std::string model = "ising";
+  int64_t q = 0; ///< 0: not given
+  double field = 0;
+  bool susceptibility = false;
   std::string beta;
   std::string betaRange;
   int64_t chi = 16;
@@ -149,6 +153,20 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   frontend::TrgOptions o;
   if (a.repeat < 0)
     throw Error("error: --repeat must be an integer >= 0, got " + std::to_string(a.repeat));
+  if (a.model == "ising") {
+    o.model.kind = frontend::TrgModel::Kind::Ising;
+    if (a.q != 0 && a.q != 2)
+      throw Error("error: --q: the ising model has q = 2 states, got " + std::to_string(a.q) +
+                  " (use --model potts --q " + std::to_string(a.q) + ")");
+  } else if (a.model == "potts") {
+    o.model.kind = frontend::TrgModel::Kind::Potts;
+    if (a.q == 0) throw Error("error: --model potts needs --q (the number of states, e.g. --q 3)");
+    o.model.q = toInt(a.q, "--q");
+  } else {
+    throw Error("error: --model: unknown model '" + a.model + "' (allowed: ising, potts)");
+  }
+  o.field = a.field;
+  o.susceptibility = a.susceptibility;
   o.chi = a.chi;
   o.steps = toInt(a.steps, "--steps");
   o.mode = frontend::parseTrgMode(a.mode);
@@ -156,8 +174,8 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.checkpoint = parseFlag("--checkpoint", [&] { return passes::parseRematPolicy(a.checkpoint); });
   o.order = parseFlag("--order", [&] { return passes::parseOrderStrategy(a.order); });
   o.width = toInt(a.width, "--width");
-  o.second = a.second;
-  o.grad = a.grad || a.second;
+  o.second = a.second || a.susceptibility;
+  o.grad = a.grad || o.second;
   o.svdEps = a.eps;
   o.valueCheck = a.prepareFlags.value();
   o.fuseElementwise = !a.prepareFlags.noFusion;
@@ -219,10 +237,25 @@ std::string ranksStr(const std::vector<int64_t> &r) {
 std::string csvHeader() {
   return "beta,temperature,lnZ_per_site,exact_lnZ_per_site,dlnZ_dbeta,exact_dlnZ_dbeta,"
          "energy_per_site,exact_energy_per_site,d2lnZ_dbeta2,exact_d2lnZ_dbeta2,specific_heat,"
-         "exact_specific_heat";
+         "exact_specific_heat,field,dlnZ_dh,magnetization,d2lnZ_dbeta_dh,d2lnZ_dh2,susceptibility";
 }
 
 std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
+
+/// "ising, h = 0.001" or "potts, q = 3".
+std::string modelText(const frontend::TrgOptions &o) {
+  if (o.model.hasField()) return "ising, h = " + formatDouble(o.field);
+  return "potts, q = " + std::to_string(o.model.q);
+}
+
+/// What the exact columns hold for this model (frontend::trgExactValues).
+std::string exactText(const frontend::TrgOptions &o) {
+  if (o.model.hasField())
+    return o.field == 0 ? "exact = Onsager's infinite lattice"
+                        : "no exact values in a field (Onsager's solution is for h = 0)";
+  if (o.model.q == 2) return "exact = Onsager's infinite lattice at beta/2, plus beta (q = 2 Potts is Ising)";
+  return "no exact values for q >= 3 (the critical point is beta_c = ln(1 + sqrt(q)))";
+}
 
 /// Writes the SVD inputs of the largest size (Ma, Mb of every step with D = max D) of a
 /// forward pass at `beta` as DIR/svd_sNN_{a,b}.npy (NN = step).
@@ -231,7 +264,7 @@ void dumpSvdInputs(const std::string &dir, double beta, const frontend::TrgDrive
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("error: --dump-svd-inputs: cannot create '" + dir + "': " + ec.message());
-  auto mats = frontend::trgSvdInputs(beta, drv.ranks(), opts.pipeline);
+  auto mats = frontend::trgSvdInputs(beta, drv.ranks(), opts.pipeline, opts.model, opts.field);
   int64_t big = 0;
   for (const auto &m : mats) big = std::max(big, m[0].type.shape[0]);
   int written = 0;
@@ -332,6 +365,9 @@ void runTrg(TrgArgs &a) {
   // Every rank parses and compiles; a failure there is reported once (Sweep::agree).
   std::string compileError;
   try {
+    // A field breaks the Z2 symmetry: below T_c the spectrum of the fixed point falls to
+    // one dominant value, and the structural schedule would keep exact zeros. Derive it.
+    if (a.ranks.empty() && a.field != 0) a.ranks = "auto";
     betas = parseBetas(a);
     sweep.begin(betas.size());
     opts = makeOptions(a);
@@ -354,7 +390,7 @@ void runTrg(TrgArgs &a) {
       // first beta here and at every further one in the loop below.
       auto t0 = Clock::now();
       opts.ranks = frontend::deriveTrgRanks(betas[0], opts.chi, opts.steps, opts.rankTol,
-                                            opts.pipeline);
+                                            opts.pipeline, opts.model, opts.field);
       probeMs = rt::msSince(t0);
     }
     drv = std::make_unique<frontend::TrgDriver>(opts); // compile + prepare (timed inside)
@@ -380,16 +416,18 @@ void runTrg(TrgArgs &a) {
   if (a.csv && sweep.rank() == 0) {
     // A comment line with the configuration, then the header: numpy.loadtxt(..., delimiter=",",
     // skiprows=2), pandas.read_csv(..., comment="#") and gnuplot read it as it is.
-    std::cout << "# tessel trg: chi = " << opts.chi << ", steps = " << opts.steps << " ("
-              << fmt("%.15g", std::ldexp(1.0, opts.steps)) << " sites, periodic), mode = "
-              << frontend::trgModeName(opts.mode) << ", checkpoint = " << a.checkpoint
-              << ", order = " << a.order << ", ranks = " << ranksStr(drv->ranks())
-              << "; exact = Onsager's infinite lattice; nan = not computed\n"
+    std::cout << "# tessel trg: " << modelText(opts) << ", chi = " << opts.chi << ", steps = "
+              << opts.steps << " (" << fmt("%.15g", std::ldexp(1.0, opts.steps))
+              << " sites, periodic), mode = " << frontend::trgModeName(opts.mode)
+              << ", checkpoint = " << a.checkpoint << ", order = " << a.order
+              << ", ranks = " << ranksStr(drv->ranks()) << "; " << exactText(opts)
+              << "; nan = not computed\n"
               << csvHeader() << "\n";
     std::cout.flush();
   }
   if (table && sweep.rank() == 0) {
-    std::cout << "tessel trg: chi = " << opts.chi << ", steps = " << opts.steps
+    std::cout << "tessel trg: " << modelText(opts) << ", chi = " << opts.chi
+              << ", steps = " << opts.steps
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
               << ", width = " << opts.width << "\n";
@@ -398,7 +436,7 @@ void runTrg(TrgArgs &a) {
                 << sweep.size() << "; each compiles and prepares once; compile and prepare "
                 << "below are rank 0's)\n";
     std::cout << "  lattice    " << fmt("%.15g", std::ldexp(1.0, opts.steps)) << " sites (2^" << opts.steps
-              << ", periodic); exact = Onsager's infinite lattice\n";
+              << ", periodic); " << exactText(opts) << "\n";
     std::cout << "  ranks      " << ranksStr(drv->ranks());
     if (probeMs >= 0)
       std::cout << " (from the singular values > " << formatDouble(opts.rankTol)
@@ -449,7 +487,8 @@ void runTrg(TrgArgs &a) {
       // derive the schedule again and recompile when it differs.
       auto t0 = Clock::now();
       std::vector<int64_t> ranks =
-          frontend::deriveTrgRanks(beta, opts.chi, opts.steps, opts.rankTol, opts.pipeline);
+          frontend::deriveTrgRanks(beta, opts.chi, opts.steps, opts.rankTol, opts.pipeline,
+                                   opts.model, opts.field);
       probeMs = rt::msSince(t0);
       if (ranks != drv->ranks()) {
         opts.ranks = ranks;
@@ -470,7 +509,9 @@ void runTrg(TrgArgs &a) {
     prog.clear();
     const std::optional<double> exLnZ = m.exactLnZ, exD1 = m.exactDlnZ, exD2 = m.exactD2lnZ,
                                 exC = m.exactSpecificHeat;
-    const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ();
+    const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ(), dh = m.dlnZdh(),
+                                dbh = m.d2lnZdbetadh(), dhh = m.d2lnZdh2(), mag = m.magnetization(),
+                                chim = m.susceptibility();
     const frontend::TrgResult &rv = m.value;
 
     if (a.csv) {
@@ -481,7 +522,9 @@ void runTrg(TrgArgs &a) {
       if (d2) c = beta * beta * *d2;
       os << num(beta) << "," << num(1 / beta) << "," << num(rv.lnZ) << "," << num(exLnZ) << ","
          << num(d1) << "," << num(exD1) << "," << num(e1) << "," << num(ee1) << "," << num(d2)
-         << "," << num(exD2) << "," << num(c) << "," << num(exC) << "\n";
+         << "," << num(exD2) << "," << num(c) << "," << num(exC) << ","
+         << (opts.model.hasField() ? num(opts.field) : std::string("nan")) << "," << num(dh) << ","
+         << num(mag) << "," << num(dbh) << "," << num(dhh) << "," << num(chim) << "\n";
       return;
     }
     if (a.json) {
@@ -502,8 +545,9 @@ void runTrg(TrgArgs &a) {
     if (sweep.size() > 1)
       os << "  rank " << sweep.rank() << " of " << sweep.size() << ", width " << opts.width;
     os << "\n";
-    os << "  lnZ/N             " << fmt("%.15g", rv.lnZ) << "  exact "
-       << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ) << "\n";
+    os << "  lnZ/N             " << fmt("%.15g", rv.lnZ);
+    if (exLnZ) os << "  exact " << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ);
+    os << "\n";
     if (d1) {
       os << "  d(lnZ/N)/dbeta    " << fmt("%.15g", *d1);
       if (exD1) os << "  exact " << fmt("%.15g", *exD1) << "  err " << errStr(*d1, *exD1);
@@ -519,6 +563,13 @@ void runTrg(TrgArgs &a) {
       if (exC) os << "  exact " << fmt("%.15g", *exC) << "  err " << errStr(c, *exC);
       os << "\n";
     }
+    if (dh)
+      os << "  d(lnZ/N)/dh       " << fmt("%.15g", *dh) << "\n  magnetization     "
+         << fmt("%.15g", *mag) << "  (m = (1/beta) d(lnZ/N)/dh)\n";
+    if (dbh) os << "  d2(lnZ/N)/dbetadh " << fmt("%.15g", *dbh) << "\n";
+    if (dhh)
+      os << "  d2(lnZ/N)/dh2     " << fmt("%.15g", *dhh) << "\n  susceptibility    "
+         << fmt("%.15g", *chim) << "  (chi_m = (1/beta) d2(lnZ/N)/dh2)\n";
     os << "  run value         " << frontend::runTimesText(m.valueTimes) << "\n";
     if (opts.grad) os << "  run value+grad    " << frontend::runTimesText(m.gradTimes) << "\n";
     if (opts.second) os << "  run second        " << frontend::runTimesText(m.secondTimes) << "\n";
@@ -577,8 +628,10 @@ void addTrgCommand(CLI::App &app) {
   auto args = std::make_shared<TrgArgs>();
   CLI::App *cmd = app.add_subcommand(
       "trg",
-      "TRG of the 2D Ising model (docs/trg.md): lnZ/N, d(lnZ/N)/dbeta and\n"
-      "d2(lnZ/N)/dbeta2 per beta, compared with Onsager's exact values, with timings\n"
+      "TRG of the 2D Ising model (docs/trg.md; in a field h, or the q-state Potts model\n"
+      "with --model potts --q Q): lnZ/N, d(lnZ/N)/dbeta and d2(lnZ/N)/dbeta2 per beta\n"
+      "(in a field also the magnetization and susceptibility by AD in h), compared with\n"
+      "Onsager's exact values where they apply, with timings\n"
       "(compile = trace + passes, prepare, first run, steady min/median/p90/max over\n"
       "--repeat runs after one warm-up, engine width, BLAS, load average, and per sweep\n"
       "the planned peak bytes against the measured peak RSS; method: docs/benchmarking.md).\n"
@@ -607,6 +660,18 @@ void addTrgCommand(CLI::App &app) {
       "--bisect-limit never skips them and does not count them (logged 'running required\n"
       "pass'); --disable-pass=grad|checkpoint and --passes naming them are errors.");
 
+  cmd->add_option("--model", args->model,
+                  "ising (default: the Ising model, spins +-1, in the field --field) or potts "
+                  "(the q-state Potts model, --q states; docs/trg.md section 8)");
+  cmd->add_option("--q", args->q, "number of Potts states (integer in [2, 64]; --model potts)");
+  cmd->add_option("--field", args->field,
+                  "magnetic field h of the Ising model, in units of J (default 0); with --grad "
+                  "also d(lnZ/N)/dh and the magnetization m = (1/beta) d(lnZ/N)/dh, with "
+                  "--second also d2(lnZ/N)/dbeta dh");
+  cmd->add_flag("--susceptibility", args->susceptibility,
+                "also compute d2(lnZ/N)/dh2 and the susceptibility chi_m = (1/beta) "
+                "d2(lnZ/N)/dh2 (one more reverse sweep over the gradient; Ising; implies "
+                "--second)");
   cmd->add_option("--beta", args->beta,
                   "inverse temperature(s), comma-separated, each > 0 (default 0.3)");
   cmd->add_option("--beta-range", args->betaRange,
@@ -618,7 +683,7 @@ void addTrgCommand(CLI::App &app) {
                   "truncation schedule D'_1,...,D'_N overriding the default rule "
                   "min(D^2, chi, exact rank bound) = 2,4,4,16,16,... for chi = 16; 'auto' = "
                   "count the singular values > 1e-12 in a forward pass at each beta (recompiling "
-                  "when the schedule changes)");
+                  "when the schedule changes; the default with --field != 0)");
   cmd->add_flag("--grad", args->grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (reverse over the "

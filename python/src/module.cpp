@@ -478,11 +478,23 @@ NB_MODULE(_tessel, m) {
 
   m.def(
       "trg",
-      [](const std::vector<double> &betas, int64_t chi, int steps, bool grad, bool second,
+      [](const std::vector<double> &betas, const std::string &model, int q, double field,
+         bool susceptibility, int64_t chi, int steps, bool grad, bool second,
          const std::string &mode, const std::string &checkpoint, const std::string &order,
          const std::string &svd, int width, std::optional<std::vector<int64_t>> ranks, bool autoRanks,
          int64_t repeat, double eps, int valueCheck) {
         frontend::TrgOptions o;
+        if (model == "ising") {
+          if (q != 2) throw Error("trg: the ising model has q = 2 states, got q = " + std::to_string(q));
+        } else if (model == "potts") {
+          o.model.kind = frontend::TrgModel::Kind::Potts;
+          o.model.q = q;
+        } else {
+          throw Error("trg: model: unknown model '" + model + "' (allowed: ising, potts)");
+        }
+        o.field = field;
+        o.susceptibility = susceptibility;
+        second = second || susceptibility;
         o.chi = chi;
         o.steps = steps;
         o.mode = frontend::parseTrgMode(mode);
@@ -509,7 +521,8 @@ NB_MODULE(_tessel, m) {
           for (size_t i = 0; i < betas.size(); ++i) {
             if (autoRanks) {
               auto t0 = Clock::now();
-              std::vector<int64_t> r = frontend::deriveTrgRanks(betas[i], o.chi, o.steps, o.rankTol);
+              std::vector<int64_t> r = frontend::deriveTrgRanks(betas[i], o.chi, o.steps, o.rankTol,
+                                                                "", o.model, o.field);
               probeMs = msSince(t0);
               if (!drv || r != drv->ranks()) {
                 o.ranks = r;
@@ -536,7 +549,7 @@ NB_MODULE(_tessel, m) {
         for (const nlohmann::json &j : reports) out.append(jsonToPython(j));
         return out;
       },
-      "betas"_a, "chi"_a, "steps"_a, "grad"_a, "second"_a, "mode"_a, "checkpoint"_a, "order"_a,
+      "betas"_a, "model"_a, "q"_a, "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "grad"_a, "second"_a, "mode"_a, "checkpoint"_a, "order"_a,
       "svd"_a, "width"_a, "ranks"_a.none(), "auto_ranks"_a, "repeat"_a, "eps"_a, "value_check"_a);
 
   bindTracing(m);

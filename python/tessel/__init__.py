@@ -276,20 +276,31 @@ def onsager(beta: float) -> dict[str, Optional[float]]:
     return _tessel.onsager(float(beta))
 
 
-def trg(beta: Union[float, Sequence[float], np.ndarray], *, chi: int = 16, steps: int = 20,
-        grad: bool = False, second: bool = False, mode: str = "staged",
+def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising",
+        q: Optional[int] = None, field: float = 0.0, susceptibility: bool = False,
+        chi: int = 16, steps: int = 20, grad: bool = False, second: bool = False,
+        mode: str = "staged",
         checkpoint: str = "store", order: str = "pairwise", svd: str = "truncated",
         width: int = 1, ranks: Union[None, str, Sequence[int]] = None, repeat: int = 0,
         eps: float = _tessel.TRG_SVD_EPS, check_nan: bool = False,
         check_inf: bool = False) -> Union[dict[str, Any], list[dict[str, Any]]]:
-    """TRG (Levin–Nave) of the 2D Ising model, as ``tessel trg ... --json``.
+    """TRG (Levin–Nave) of the 2D Ising model (or the q-state Potts model), as
+    ``tessel trg ... --json``.
 
     Compiles and prepares the programs once, then per β computes lnZ/N (and with
     ``grad`` d(lnZ/N)/dβ, with ``second`` also d²(lnZ/N)/dβ²) on a periodic lattice of
-    2^steps sites, beside Onsager's exact values. J = 1, k_B = 1, β = 1/T.
+    2^steps sites, beside the exact values where they are known (Onsager: Ising at
+    h = 0, and Potts with q = 2). J = 1, k_B = 1, β = 1/T, h in units of J.
 
     Args:
         beta: one β > 0, or a sequence/array of them.
+        model: ``"ising"`` (spins ±1 in the field ``field``) or ``"potts"`` (``q`` states,
+            Z = Σ exp(β Σ δ(σ_i, σ_j)); q = 2 is Ising at β/2: lnZ/N + β).
+        field: h of the Ising model. With ``grad`` the report has ``dlnZ_dh`` and the
+            magnetization m = (1/β)·∂(lnZ/N)/∂h, with ``second`` also ``d2lnZ_dbeta_dh``;
+            ``susceptibility`` adds ``d2lnZ_dh2`` and χ_m = (1/β)·∂²(lnZ/N)/∂h² (one more
+            reverse sweep; implies ``second``). A field ≠ 0 breaks the Z2 symmetry: the
+            schedule is then derived from the singular values unless ``ranks`` is given.
         chi: bond dimension χ (≥ 2). steps: TRG steps (lattice of 2^steps sites).
         grad, second: also the first / first and second derivative in β (reverse mode
             through every SVD).
@@ -299,7 +310,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, chi: int = 16, steps
         svd: ``truncated`` (svd_topk: only the kept triplets) or ``full`` (LAPACK gesdd).
             ``second`` uses the full SVD (the report's ``svd`` field says which ran).
         width: engine width (threads). ranks: the truncation schedule (D' per step),
-            ``"auto"`` (from the singular values at each β), or None (the default rule).
+            ``"auto"`` (from the singular values at each β), or None (the default rule;
+            ``"auto"`` with a field ≠ 0).
         repeat: timed runs after one warm-up (0 = the first run only).
         eps: Lorentzian broadening of the svd reverse rule (relative).
         check_nan, check_inf: stop at the first NaN (or NaN/inf) with the op named.
@@ -308,6 +320,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, chi: int = 16, steps
         For one β a dict, for several a list of dicts, with the fields of
         ``tessel trg --json`` (README, "`tessel trg --json` (JSON Lines)"): ``lnZ_per_site``, ``dlnZ_dbeta``,
         ``energy_per_site``, ``d2lnZ_dbeta2``, ``specific_heat`` and their ``exact_*``,
+        ``model``, ``q``, ``field``, ``dlnZ_dh``, ``magnetization``, ``d2lnZ_dbeta_dh``,
+        ``d2lnZ_dh2``, ``susceptibility``,
         ``timing_ms`` (compile, prepare, value/value_and_grad/second), ``memory``,
         ``ranks``, ``svd_topk`` counters, ``blas``, ``loadavg``; null fields as None.
         The ``svd_topk`` counters and the peak-RSS window are the process's: two
@@ -328,21 +342,31 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, chi: int = 16, steps
         _check_int(name, v)
     for name, v in (("mode", mode), ("checkpoint", checkpoint), ("order", order), ("svd", svd)):
         _check_str(name, v)
+    _check_str("model", model)
+    if model == "potts" and q is None:
+        raise Error("trg: model='potts' needs q (the number of states, e.g. q=3)")
+    q = 2 if q is None else q
+    _check_int("q", q)
+    if isinstance(field, bool) or not isinstance(field, (int, float, np.integer, np.floating)):
+        raise Error(f"trg: field must be a number, got {field!r}")
+    if ranks is None and field != 0:
+        ranks = "auto"
     auto = isinstance(ranks, str)
     if auto and ranks != "auto":
         raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
     explicit = None if (ranks is None or auto) else [int(r) for r in ranks]
     check = 2 if check_inf else 1 if check_nan else 0
     try:
-        reports = _tessel.trg(betas, chi, steps, grad, second, mode, checkpoint, order, svd, width,
-                              explicit, auto, repeat, float(eps), check)
+        reports = _tessel.trg(betas, model, int(q), float(field), bool(susceptibility), chi, steps,
+                              grad, second, mode, checkpoint, order, svd, width, explicit, auto,
+                              repeat, float(eps), check)
     except Error as e:
         raise type(e)(_python_option_names(str(e))) from None
     return reports[0] if scalar else reports
 
 
 # The library reports option errors with the command line's flag names.
-_FLAG = re.compile(r"--(chi|steps|width|mode|checkpoint|order|svd|ranks|eps|repeat)\b")
+_FLAG = re.compile(r"--(chi|steps|width|mode|checkpoint|order|svd|ranks|eps|repeat|q|field|susceptibility|model)\b")
 
 
 def _python_option_names(message: str) -> str:

@@ -122,3 +122,44 @@ def test_prepare_checks_its_options():
         tessel.prepare(p, order="nope")
     with pytest.raises(tessel.Error, match="expected a tessel.Program"):
         tessel.prepare("program")
+
+
+def test_field_magnetization_and_susceptibility():
+    # A field: the schedule is derived from the spectrum (ranks="auto" by default), and the
+    # magnetization m = (1/β) ∂(lnZ/N)/∂h matches a central difference of lnZ/N in h.
+    h, d = 0.05, 1e-3
+    r = tessel.trg(0.35, field=h, susceptibility=True, chi=8, steps=10, ranks=[2, 4, 4] + [8] * 7)
+    assert r["model"] == "ising" and r["field"] == h and r["exact_lnZ_per_site"] is None
+    assert r["magnetization"] == pytest.approx(r["dlnZ_dh"] / 0.35, rel=1e-15)
+    assert r["susceptibility"] == pytest.approx(r["d2lnZ_dh2"] / 0.35, rel=1e-15)
+    lnz = [tessel.trg(0.35, field=h + k * d, chi=8, steps=10, ranks=[2, 4, 4] + [8] * 7)["lnZ_per_site"]
+           for k in (-2, -1, 1, 2)]
+    fd = (lnz[0] - 8 * lnz[1] + 8 * lnz[2] - lnz[3]) / (12 * d)
+    assert r["dlnZ_dh"] == pytest.approx(fd, rel=1e-7)
+    assert r["d2lnZ_dh2"] > 0 and r["d2lnZ_dbeta_dh"] > 0
+    auto = tessel.trg(0.35, field=h, chi=8, steps=10)
+    assert auto["ranks_probe_ms"] is not None
+
+
+def test_potts_q2_is_ising_at_half_beta():
+    p = tessel.trg(0.8, model="potts", q=2, grad=True, chi=8, steps=12)
+    i = tessel.trg(0.4, grad=True, chi=8, steps=12)
+    assert p["model"] == "potts" and p["q"] == 2 and p["field"] is None
+    assert abs(p["lnZ_per_site"] - (i["lnZ_per_site"] + 0.8)) < 1e-13
+    assert p["dlnZ_dbeta"] == pytest.approx(i["dlnZ_dbeta"] / 2 + 1, rel=1e-12)
+    # the exact values: Onsager's at β/2, plus β
+    assert p["exact_lnZ_per_site"] == pytest.approx(tessel.onsager(0.4)["lnZ_per_site"] + 0.8, rel=1e-15)
+    assert p["magnetization"] is None
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(model="potts"), "needs q"),
+    (dict(model="potts", q=1), "q"),
+    (dict(model="potts", q=3, field=0.1), "has no field"),
+    (dict(model="clock", q=3), "unknown model"),
+    (dict(q=3), "ising model has q = 2"),
+    (dict(field="x"), "field must be a number"),
+])
+def test_model_options_raise_errors(kwargs, match):
+    with pytest.raises(tessel.Error, match=match):
+        tessel.trg(0.4, chi=4, steps=2, **kwargs)

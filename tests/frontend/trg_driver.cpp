@@ -80,7 +80,7 @@ TEST_CASE("trg driver: seed values at chi=16, 20 steps and the beta=0.4 checkpoi
     // the checkpoint's times e^(-2 beta); the later m_n are those of normalised tensors.
     for (size_t n = 0; n < 20; ++n) {
       INFO("step " << n + 1);
-      const double want = n == 0 ? m[n] * std::exp(-trgInitLogScale(beta)) : m[n];
+      const double want = n == 0 ? m[n] * std::exp(-trgInitLogScale({}, beta).value) : m[n];
       CHECK(std::fabs(std::exp(r.logm[n]) - want) < (n < 16 ? 1e-12 : 1e-10) * want);
     }
   }

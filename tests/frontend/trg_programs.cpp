@@ -87,11 +87,11 @@ TEST_CASE("trg: the initial tensor (docs/trg.md §1)") {
   ir::Program p = buildTrgInit();
   REQUIRE(ir::verify(p).empty());
   for (double beta : {0.3, 0.44, 1.0}) {
-    auto T = rt::evaluateReference(p, {ir::Tensor::scalar(beta)})[0];
+    auto T = rt::evaluateReference(p, {ir::Tensor::scalar(beta), ir::Tensor::scalar(0.0)})[0];
     REQUIRE(T.type == ir::Type({2, 2, 2, 2}));
     auto at = [&](int i, int j, int k, int l) { return T.data[((i * 2 + j) * 2 + k) * 2 + l]; };
     // T0 = 2 cosh² β, 2 sinh² β, 2 cosh β sinh β, times e^(−2β) = e^(−trgInitLogScale).
-    double ch = std::cosh(beta), sh = std::sinh(beta), f = std::exp(-trgInitLogScale(beta));
+    double ch = std::cosh(beta), sh = std::sinh(beta), f = std::exp(-trgInitLogScale({}, beta).value);
     CHECK(at(0, 0, 0, 0) == doctest::Approx(2 * ch * ch * f).epsilon(1e-15));
     CHECK(at(1, 1, 1, 1) == doctest::Approx(2 * sh * sh * f).epsilon(1e-14));
     CHECK(at(0, 0, 1, 1) == doctest::Approx(2 * ch * sh * f).epsilon(1e-15));
@@ -112,7 +112,7 @@ TEST_CASE("trg: the initial tensor stays finite at any beta (its factor e^(2 bet
   // cosh² 400 overflows a double; the normalised tensor at β = 400 has entries 1/2 or 0
   // (q = e^(−800) = 0, so c = s = sqrt(1/2)).
   ir::Program p = buildTrgInit();
-  auto T = rt::evaluateReference(p, {ir::Tensor::scalar(400.0)})[0];
+  auto T = rt::evaluateReference(p, {ir::Tensor::scalar(400.0), ir::Tensor::scalar(0.0)})[0];
   for (size_t i = 0; i < T.data.size(); ++i) {
     INFO("element " << i);
     if (std::popcount(i) % 2) CHECK(T.data[i] == 0.0);
@@ -181,12 +181,12 @@ TEST_CASE("trg: whole program and its kept singular values output") {
   CHECK(p.type(p.outputs[0]) == ir::Type({}));
   CHECK(p.type(p.outputs[1]) == ir::Type({3, 2}));
   CHECK(countOps(p, ir::OpKind::Svd) == 6);
-  auto out = rt::evaluateReference(p, {ir::Tensor::scalar(0.4)});
+  auto out = rt::evaluateReference(p, {ir::Tensor::scalar(0.4), ir::Tensor::scalar(0.0)});
   // The schedule 2,4,4 keeps only nonzero singular values; the dropped ones are ~1e-17.
   for (double s : out[1].data) CHECK(s > 1e-3);
   // Same value as chaining the init, step and closure programs with the host
   // accumulation lnz = Σ_n logm_n / 2^n + lntr / 2^N + 2β (same ops, same order: bitwise).
-  ir::Tensor T = rt::evaluateReference(buildTrgInit(), {ir::Tensor::scalar(0.4)})[0];
+  ir::Tensor T = rt::evaluateReference(buildTrgInit(), {ir::Tensor::scalar(0.4), ir::Tensor::scalar(0.0)})[0];
   double lnz = 0;
   int64_t D = 2;
   std::vector<int64_t> ranks = {2, 4, 4};
@@ -197,10 +197,10 @@ TEST_CASE("trg: whole program and its kept singular values output") {
     D = ranks[n];
   }
   lnz += rt::evaluateReference(buildTrgClosure(D), {T})[0].data[0] * std::ldexp(1.0, -3);
-  lnz += trgInitLogScale(0.4);
+  lnz += trgInitLogScale({}, 0.4).value;
   CHECK(out[0].data[0] == lnz);
   // Keeping an exact zero (rank 4 at step 1) shows up in skept.
   ir::Program q = buildTrgWhole({4, 4}, o);
-  auto outq = rt::evaluateReference(q, {ir::Tensor::scalar(0.4)});
+  auto outq = rt::evaluateReference(q, {ir::Tensor::scalar(0.4), ir::Tensor::scalar(0.0)});
   CHECK(outq[1].data[0] < 1e-12);
 }

@@ -457,7 +457,7 @@ TEST_CASE("order: a whole TRG program (4 steps, ranks 2,4,4,16) gives lnZ/N unde
   Program p = frontend::buildTrgWhole({2, 4, 4, 16});
   const int einsums = countOps(p, OpKind::Einsum);
   CHECK(einsums == 5); // T0 and one plaquette per step
-  std::vector<Tensor> ins = {Tensor::scalar(0.4)};
+  std::vector<Tensor> ins = {Tensor::scalar(0.4), Tensor::scalar(0.0)};
   const double want = rt::evaluateReference(p, ins)[0].data[0];
   for (OrderStrategy s : {OrderStrategy::Chain, OrderStrategy::Pairwise, OrderStrategy::Greedy,
                           OrderStrategy::Optimal, OrderStrategy::Auto}) {
@@ -478,7 +478,7 @@ TEST_CASE("order: grad of the TRG program, lowered, gives the same d(lnZ/N)/dbet
   Program p = frontend::buildTrgWhole({2, 4, 4});
   Program g = grad(p, GradOptions{{"beta"}, false, true});
   REQUIRE(g.outputs.size() == 2);
-  std::vector<Tensor> ins = {Tensor::scalar(0.44)};
+  std::vector<Tensor> ins = {Tensor::scalar(0.44), Tensor::scalar(0.0)};
   const std::vector<Tensor> want = rt::evaluateReference(g, ins);
   for (OrderStrategy s : concreteOrderStrategies()) {
     const std::string sname = orderStrategyName(s);

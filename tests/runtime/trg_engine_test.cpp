@@ -34,7 +34,7 @@ Tensor physicalT16(double beta) {
   rt::Engine e(1);
   ir::Program init = frontend::buildTrgInit();
   passes::runOrder(init, passes::OrderOptions{});
-  Tensor T = e.run(*rt::prepare(init), {Tensor::scalar(beta)})[0];
+  Tensor T = e.run(*rt::prepare(init), {Tensor::scalar(beta), Tensor::scalar(0.0)})[0];
   int64_t d = 2;
   for (int64_t dn : {2, 4, 4, 16}) {
     auto out = e.run(*rt::prepare(loweredStep(d, dn)), {T});
@@ -105,8 +105,8 @@ TEST_CASE("whole 20-step TRG program on the engine: lnZ/N at beta=0.4 to 1e-13, 
   passes::runOrder(p, passes::OrderOptions{});
   auto plan = rt::prepare(p);
   rt::Engine e1(1), e2(2);
-  auto r1 = e1.run(*plan, {Tensor::scalar(0.4)});
-  auto r2 = e2.run(*plan, {Tensor::scalar(0.4)});
+  auto r1 = e1.run(*plan, {Tensor::scalar(0.4), Tensor::scalar(0.0)});
+  auto r2 = e2.run(*plan, {Tensor::scalar(0.4), Tensor::scalar(0.0)});
   REQUIRE(r1[0].data.size() == 1);
   CHECK(std::fabs(r1[0].data[0] - expect) <= 1e-13 * expect);
   CHECK(bitwiseEqual(r1[0], r2[0]));
@@ -198,9 +198,9 @@ TEST_CASE("plans of whole-program TRG derivatives share arena memory only betwee
       CHECK(!reach.dependsOn(b, a));
     }
     rt::Engine e1(1), e2(2), e4(4);
-    auto r1 = e1.run(*plan, {Tensor::scalar(0.4)});
-    auto r2 = e2.run(*plan, {Tensor::scalar(0.4)});
-    auto r4 = e4.run(*plan, {Tensor::scalar(0.4)});
+    auto r1 = e1.run(*plan, {Tensor::scalar(0.4), Tensor::scalar(0.0)});
+    auto r2 = e2.run(*plan, {Tensor::scalar(0.4), Tensor::scalar(0.0)});
+    auto r4 = e4.run(*plan, {Tensor::scalar(0.4), Tensor::scalar(0.0)});
     REQUIRE(r1.size() == r2.size());
     for (size_t k = 0; k < r1.size(); ++k) {
       CHECK(bitwiseEqual(r1[k], r2[k]));

@@ -1,0 +1,222 @@
+//===- tests/frontend/trg_models.cpp - The Ising model in a field, and Potts -----===//
+//
+// Derivatives in the field h by AD against finite differences of the driver's own
+// values (and of its own first derivatives), staged against whole mode, h = 0 against
+// the field-free values, Yang's spontaneous magnetization, and the q-state Potts model:
+// the q = 2 identity with the Ising model and the specific-heat peak at the exact
+// critical point β_c = ln(1 + √q) of q = 3 (docs/trg.md §7).
+//
+//===----------------------------------------------------------------------===//
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "frontend/Onsager.h"
+#include "frontend/TrgDriver.h"
+#include "ir/Diagnostics.h"
+
+using namespace tessel;
+using namespace tessel::frontend;
+
+namespace {
+
+/// chi = 8, 10 steps, a fixed schedule (so that the finite differences differentiate
+/// one smooth function), the field `h`.
+TrgOptions fieldOptions(double h, bool second = false) {
+  TrgOptions o;
+  o.chi = 8;
+  o.steps = 10;
+  o.ranks = trgDefaultRanks(8, 10);
+  o.field = h;
+  o.grad = true;
+  o.second = second;
+  o.susceptibility = second;
+  return o;
+}
+
+/// The 5-point central difference of f at x with step d (error O(d⁴)).
+double fd5(const std::function<double(double)> &f, double x, double d) {
+  return (f(x - 2 * d) - 8 * f(x - d) + 8 * f(x + d) - f(x + 2 * d)) / (12 * d);
+}
+
+double relErr(double got, double want) { return std::fabs(got - want) / std::fabs(want); }
+
+} // namespace
+
+TEST_CASE("trg field: m, chi_m and d2/dbeta dh by AD match finite differences in h") {
+  // Above T_c (beta = 0.35) and below it (beta = 0.5, where the field orders the
+  // lattice); the finite differences are of the driver's own lnZ/N and of its own first
+  // derivatives, at the same fixed schedule. Below T_c the 2^10 sites round the jump of
+  // m at h = 0 over h ~ 1/(beta N m) ~ 2e-3: the differences are taken well above that
+  // scale (at h = 0.02 a step of 1e-3 resolves m(h) only to 1e-3).
+  for (auto [beta, h] : {std::pair{0.35, 0.05}, std::pair{0.5, 0.1}}) {
+    INFO("beta = " << beta << ", h = " << h);
+    TrgDriver drv(fieldOptions(h, true));
+    const TrgResult r = drv.second(beta);
+    REQUIRE(r.dlnZdh.has_value());
+    REQUIRE(r.d2lnZdh2.has_value());
+    REQUIRE(r.d2lnZdbetadh.has_value());
+    auto at = [&](double hh) { return TrgDriver(fieldOptions(hh)).valueAndGrad(beta); };
+    const double d = 1e-3;
+    const double fdH = fd5([&](double hh) { return at(hh).lnZ; }, h, d);
+    const double fdHH = fd5([&](double hh) { return *at(hh).dlnZdh; }, h, d);
+    const double fdBH = fd5([&](double hh) { return *at(hh).dlnZ; }, h, d);
+    INFO("dlnZ/dh " << *r.dlnZdh << " vs FD " << fdH << "; d2/dh2 " << *r.d2lnZdh2 << " vs FD "
+                    << fdHH << "; d2/dbeta dh " << *r.d2lnZdbetadh << " vs FD " << fdBH);
+    CHECK(relErr(*r.dlnZdh, fdH) < 1e-7);
+    CHECK(relErr(*r.d2lnZdh2, fdHH) < 1e-7);
+    CHECK(relErr(*r.d2lnZdbetadh, fdBH) < 1e-7);
+    // The first-order programs give the same first derivatives as the second-order ones.
+    const TrgResult g = at(h);
+    CHECK(relErr(*g.dlnZdh, *r.dlnZdh) < 1e-12);
+    CHECK(relErr(g.lnZ, r.lnZ) < 1e-14);
+  }
+}
+
+TEST_CASE("trg field: staged and whole mode agree on every derivative") {
+  TrgOptions s = fieldOptions(0.03, true);
+  TrgOptions w = s;
+  w.mode = TrgMode::Whole;
+  const TrgResult a = TrgDriver(s).second(0.4), b = TrgDriver(w).second(0.4);
+  CHECK(relErr(b.lnZ, a.lnZ) < 1e-13);
+  CHECK(relErr(*b.dlnZ, *a.dlnZ) < 1e-12);
+  CHECK(relErr(*b.dlnZdh, *a.dlnZdh) < 1e-12);
+  CHECK(relErr(*b.d2lnZ, *a.d2lnZ) < 1e-10);
+  CHECK(relErr(*b.d2lnZdbetadh, *a.d2lnZdbetadh) < 1e-10);
+  CHECK(relErr(*b.d2lnZdh2, *a.d2lnZdh2) < 1e-10);
+}
+
+TEST_CASE("trg field: at h = 0 the field is an input, m = 0 and chi_m matches the FD of m") {
+  TrgDriver drv(fieldOptions(0.0, true));
+  const TrgResult r = drv.second(0.35);
+  // The field-free values are unchanged (at h = 0 the site weight is exactly 1).
+  TrgOptions plain;
+  plain.chi = 8;
+  plain.steps = 10;
+  plain.grad = true;
+  const TrgResult p = TrgDriver(plain).valueAndGrad(0.35);
+  CHECK(relErr(r.lnZ, p.lnZ) < 1e-15);
+  CHECK(relErr(*r.dlnZ, *p.dlnZ) < 1e-14);
+  // lnZ is even in h: its derivative is 0 up to rounding, not an error.
+  CHECK(std::fabs(*r.dlnZdh) < 1e-14);
+  CHECK(std::fabs(*r.d2lnZdbetadh) < 1e-12);
+  // chi_m > 0, and it is the slope of m: (m(d) − m(−d))/2d with m odd in h.
+  auto m = [&](double hh) { return *TrgDriver(fieldOptions(hh)).valueAndGrad(0.35).dlnZdh; };
+  const double fd = fd5(m, 0.0, 1e-3);
+  CHECK(*r.d2lnZdh2 > 0);
+  CHECK(relErr(*r.d2lnZdh2, fd) < 1e-7);
+}
+
+TEST_CASE("trg field: m approaches Yang's spontaneous magnetization as h -> 0 below T_c") {
+  // m₀ = (1 − sinh⁻⁴(2β))^(1/8) (C. N. Yang, Phys. Rev. 85, 808 (1952)). At β = 0.7,
+  // chi = 16, 2^30 sites: m − m₀ ≈ chi_m·h (measured 1.93e-5, 1.93e-6, 1.94e-7 for
+  // h = 1e-3, 1e-4, 1e-5): the difference falls with h, and the TRG's own error is below it.
+  const double beta = 0.7, m0 = std::pow(1 - std::pow(std::sinh(2 * beta), -4), 0.125);
+  double prev = 1;
+  for (double h : {1e-3, 1e-4, 1e-5}) {
+    TrgOptions o;
+    o.chi = 16;
+    o.steps = 30;
+    o.field = h;
+    o.grad = true;
+    o.ranks = deriveTrgRanks(beta, o.chi, o.steps, o.rankTol, "", o.model, h);
+    const TrgResult r = TrgDriver(o).valueAndGrad(beta);
+    const double m = *r.dlnZdh / beta, diff = m - m0;
+    INFO("h = " << h << ": m = " << m << ", m0 = " << m0 << ", m - m0 = " << diff);
+    CHECK(diff > 0);
+    CHECK(diff < 3 * h);
+    CHECK(diff < prev / 5);
+    prev = diff;
+  }
+}
+
+TEST_CASE("trg field: a field below T_c needs the schedule derived from the spectrum") {
+  // The Z2 symmetry broken, the fixed point has one dominant singular value; the
+  // structural schedule then keeps exact zeros, which the driver refuses by name.
+  TrgOptions o = fieldOptions(1e-3);
+  o.chi = 8;
+  o.steps = 20;
+  o.ranks = trgDefaultRanks(8, 20);
+  CHECK_THROWS_WITH_AS(TrgDriver(o).value(0.5), doctest::Contains("--ranks auto"), Error);
+  o.ranks = deriveTrgRanks(0.5, 8, 20, o.rankTol, "", o.model, 1e-3);
+  CHECK(o.ranks != trgDefaultRanks(8, 20));
+  CHECK_NOTHROW(TrgDriver(o).valueAndGrad(0.5));
+}
+
+TEST_CASE("trg potts: q = 2 is the Ising model at beta/2: lnZ/N + beta, derivatives alike") {
+  // Potts with q = 2: δ(σ, σ') = (1 + s s')/2, so lnZ_P(β)/N = lnZ_I(β/2)/N + β (two bonds
+  // per site). The Potts tensor's bond basis differs from the Ising one (an orthogonal
+  // change of basis on every bond), so the agreement is to rounding, not bitwise.
+  for (TrgMode mode : {TrgMode::Staged, TrgMode::Whole}) {
+    TrgOptions ising;
+    ising.chi = 8;
+    ising.steps = 12;
+    ising.grad = ising.second = true;
+    ising.mode = mode;
+    TrgOptions potts = ising;
+    potts.model.kind = TrgModel::Kind::Potts;
+    potts.model.q = 2;
+    for (double beta : {0.6, 0.88, 1.2}) {
+      INFO("beta = " << beta << ", mode " << trgModeName(mode));
+      const TrgResult i = TrgDriver(ising).second(beta / 2), p = TrgDriver(potts).second(beta);
+      CHECK(std::fabs(p.lnZ - (i.lnZ + beta)) < 1e-13);
+      CHECK(relErr(*p.dlnZ, *i.dlnZ / 2 + 1) < 1e-12);
+      CHECK(relErr(*p.d2lnZ, *i.d2lnZ / 4) < 1e-9);
+      CHECK(!p.dlnZdh.has_value());
+    }
+  }
+}
+
+TEST_CASE("trg potts: the q = 3 specific heat peaks at beta_c = ln(1 + sqrt 3)") {
+  // Self-duality puts the transition of the q-state Potts model at β_c = ln(1 + √q)
+  // (q = 3: 1.00505..., continuous). c(β) = β² d²(lnZ/N)/dβ² at chi = 16 on a grid of
+  // step 0.0025 peaks at 1.0025 (c = 12.3; chi = 9: at 1.0175): the two grid points
+  // beside β_c are above those 0.0075 away on either side.
+  TrgOptions o;
+  o.model.kind = TrgModel::Kind::Potts;
+  o.model.q = 3;
+  o.chi = 16;
+  o.steps = 24;
+  o.grad = o.second = true;
+  TrgDriver drv(o);
+  const double betaC = std::log(1 + std::sqrt(3.0));
+  auto c = [&](double beta) { return beta * beta * *drv.second(beta).d2lnZ; };
+  const double below = c(0.995), left = c(1.0025), right = c(1.0075), above = c(1.015);
+  INFO("c = " << below << ", " << left << ", " << right << ", " << above
+              << " at beta = 0.995, 1.0025, 1.0075, 1.015; beta_c = " << betaC);
+  CHECK(1.0025 < betaC);
+  CHECK(betaC < 1.0075);
+  CHECK(std::min(left, right) > std::max(below, above));
+  CHECK(std::max(left, right) > 6); // the peak grows with chi (~ln chi at a continuous transition)
+}
+
+TEST_CASE("trg models: bad options are errors naming the option") {
+  TrgOptions o;
+  o.model.kind = TrgModel::Kind::Potts;
+  o.model.q = 1;
+  CHECK_THROWS_WITH_AS(TrgDriver{o}, doctest::Contains("--q"), Error);
+  o.model.q = 3;
+  o.field = 0.1;
+  CHECK_THROWS_WITH_AS(TrgDriver{o}, doctest::Contains("has no field"), Error);
+  o.field = 0;
+  o.second = o.susceptibility = true;
+  CHECK_THROWS_WITH_AS(TrgDriver{o}, doctest::Contains("--susceptibility"), Error);
+  TrgOptions i;
+  i.field = std::nan("");
+  CHECK_THROWS_WITH_AS(TrgDriver{i}, doctest::Contains("--field must be finite"), Error);
+  i.field = 0;
+  i.susceptibility = true;
+  CHECK_THROWS_WITH_AS(TrgDriver{i}, doctest::Contains("needs the second-order"), Error);
+  // The initial tensor of every model is finite at any beta and h.
+  for (double h : {-1e3, 1e3}) {
+    TrgOptions f;
+    f.chi = 4;
+    f.steps = 4;
+    f.field = h;
+    f.ranks = deriveTrgRanks(50.0, 4, 4, f.rankTol, "", f.model, h);
+    const TrgResult r = TrgDriver(f).value(50.0);
+    // Every spin along the field: lnZ/N = 2β + β|h| (the ground state), exactly enough.
+    CHECK(relErr(r.lnZ, 2 * 50.0 + 50.0 * 1e3) < 1e-14);
+  }
+}
