@@ -12,6 +12,13 @@ exact curves; bottom row: |TRG − exact| of each on a log scale. β_c = ½ ln(1
 Columns the run did not compute (nan: no --grad, no --second) leave their panels empty; rows of
 failed β values ('# beta = ... failed' comments) are skipped.
 
+Other models (`--field`, `--model potts`; the model is read from the '# tessel trg:' line): the
+exact curves are drawn only where they hold, the Ising model at h = 0 and the q = 2 Potts model
+(Ising at β/2: lnZ/N + β, u/2 − 1, the same c), and the dashed line marks the
+model's β_c (ln(1 + √q) for Potts). A run in a field adds a row with the magnetization
+m = (1/β) ∂(lnZ/N)/∂h, beside Yang's spontaneous magnetization m₀ = (1 − sinh⁻⁴ 2β)^{1/8}
+(h → 0⁺, β > β_c), and the susceptibility χ_m (with --susceptibility).
+
 The exact curves are computed here, independently of tessel (square lattice, infinite volume,
 L. Onsager, Phys. Rev. 65, 117 (1944)), with x = 2β, t = tanh x, k = 2 sinh x / cosh² x:
 
@@ -71,6 +78,23 @@ def onsager(beta: np.ndarray) -> dict[str, np.ndarray]:
     return {"lnZ": lnz, "energy": u, "heat": c}
 
 
+def yang_m0(beta: np.ndarray) -> np.ndarray:
+    """Yang's spontaneous magnetization (C. N. Yang, Phys. Rev. 85, 808 (1952)); 0 for β ≤ β_c."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = (1.0 - np.sinh(2.0 * beta) ** -4.0) ** 0.125
+    return np.where(beta > BETA_C, m, 0.0)
+
+
+def model_of(config: str) -> tuple[str, int, float]:
+    """("ising", 2, h) or ("potts", q, 0) from the '# tessel trg: ising, h = 0, ...' line."""
+    parts = [p.strip() for p in config.removeprefix("tessel trg:").split(",")]
+    if parts and parts[0] == "potts" and len(parts) > 1 and parts[1].startswith("q = "):
+        return "potts", int(parts[1][4:]), 0.0
+    if parts and parts[0] == "ising" and len(parts) > 1 and parts[1].startswith("h = "):
+        return "ising", 2, float(parts[1][4:])
+    return "ising", 2, 0.0
+
+
 def read_sweep(path: str) -> tuple[str, dict[str, np.ndarray]]:
     """The '# tessel trg: ...' configuration line and the columns of a --csv file."""
     config, header, rows = "", None, []
@@ -114,39 +138,68 @@ def main() -> int:
     import matplotlib.pyplot as plt
 
     config, col = read_sweep(args.csv)
+    model, q, field = model_of(config)
     beta = col["beta"]
     lo, hi = float(beta.min()), float(beta.max())
     pad = 0.02 * max(hi - lo, 0.05)
+    # Exact curves: Ising at h = 0, and Potts q = 2 = Ising at β/2 (lnZ/N + β, u − 1, c alike).
+    scale = 0.5 if model == "potts" else 1.0
+    has_exact = (model == "ising" and field == 0) or (model == "potts" and q == 2)
+    beta_c = math.log(1.0 + math.sqrt(q)) if model == "potts" else BETA_C
     fine = np.linspace(max(lo - pad, 1e-3), hi + pad, 801)
-    fine = fine[np.abs(fine - BETA_C) > 1e-4]
-    exact = onsager(fine)
-    at = onsager(beta)
+    fine = fine[np.abs(scale * fine - BETA_C) > 1e-4]
+
+    def exact_at(b: np.ndarray) -> dict[str, np.ndarray]:
+        e = onsager(scale * b)
+        if model == "potts":
+            return {"lnZ": e["lnZ"] + b, "energy": 0.5 * e["energy"] - 1.0, "heat": e["heat"]}
+        return e
+
+    exact = exact_at(fine) if has_exact else None
+    at = exact_at(beta) if has_exact else None
     panels = [
-        ("lnZ/N", col["lnZ_per_site"], exact["lnZ"], at["lnZ"]),
-        ("energy per site u", col["energy_per_site"], exact["energy"], at["energy"]),
-        ("specific heat c", col["specific_heat"], exact["heat"], at["heat"]),
+        ("lnZ/N", col["lnZ_per_site"], "lnZ"),
+        ("energy per site u", col["energy_per_site"], "energy"),
+        ("specific heat c", col["specific_heat"], "heat"),
     ]
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7), sharex=True,
-                             gridspec_kw={"height_ratios": [3, 2]})
-    for j, (name, trg, curve, exact_at) in enumerate(panels):
-        top, bottom = axes[0][j], axes[1][j]
-        top.plot(fine, curve, "-", color="0.3", lw=1.2, label="Onsager (exact)")
+    field_cols = "magnetization" in col and np.isfinite(col["magnetization"]).any()
+    if field_cols:
+        panels += [("magnetization m", col["magnetization"], "m"),
+                   ("susceptibility χ_m", col.get("susceptibility", np.full_like(beta, np.nan)), None)]
+    rows = 2 if len(panels) == 3 else 4
+    fig, axes = plt.subplots(rows, 3, figsize=(13, 3.5 * rows), sharex=True,
+                             gridspec_kw={"height_ratios": [3, 2] * (rows // 2)})
+    for j, (name, trg, key) in enumerate(panels):
+        top, bottom = axes[2 * (j // 3)][j % 3], axes[2 * (j // 3) + 1][j % 3]
+        curve, ref = None, None
+        if key == "m":
+            curve, ref = yang_m0(fine), yang_m0(beta)
+            top.plot(fine, curve, "-", color="0.3", lw=1.2, label="Yang m₀ (h → 0⁺)")
+        elif key is not None and exact is not None:
+            curve, ref = exact[key], at[key]
+            top.plot(fine, curve, "-", color="0.3", lw=1.2, label="Onsager (exact)")
         ok = np.isfinite(trg)
         if ok.any():
             top.plot(beta[ok], trg[ok], "o", ms=4, color="C0", label="tessel TRG")
-            err = np.abs(trg[ok] - exact_at[ok])
-            bottom.semilogy(beta[ok], np.maximum(err, 1e-17), "o-", ms=3, lw=0.8, color="C3")
+            if ref is not None:
+                err = np.abs(trg[ok] - ref[ok])
+                bottom.semilogy(beta[ok], np.maximum(err, 1e-17), "o-", ms=3, lw=0.8, color="C3")
         else:
             top.text(0.5, 0.1, "not computed in this run", transform=top.transAxes, ha="center")
+        if ref is None:
+            bottom.text(0.5, 0.5, "no exact values", transform=bottom.transAxes, ha="center")
         for ax in (top, bottom):
-            ax.axvline(BETA_C, color="0.6", ls="--", lw=0.8)
+            ax.axvline(beta_c, color="0.6", ls="--", lw=0.8)
         top.set_title(name)
         bottom.set_xlabel("β = 1/T")
-        bottom.set_ylabel(f"|TRG − exact|")
-        if j == 0:
+        bottom.set_ylabel("|TRG − m₀|" if key == "m" else "|TRG − exact|")
+        if j % 3 == 0:
             top.legend(loc="best", fontsize=8)
-            top.annotate("β_c", (BETA_C, 0.97), xycoords=("data", "axes fraction"),
+            top.annotate("β_c", (beta_c, 0.97), xycoords=("data", "axes fraction"),
                          ha="left", va="top", fontsize=8, color="0.4")
+    for j in range(len(panels), 3 * (rows // 2)):
+        axes[2 * (j // 3)][j % 3].axis("off")
+        axes[2 * (j // 3) + 1][j % 3].axis("off")
     fig.suptitle(args.title if args.title is not None else config, fontsize=9)
     fig.tight_layout()
     fig.savefig(args.output, metadata={"Date": None} if args.output.endswith(".svg") else None)
