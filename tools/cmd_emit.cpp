@@ -1,7 +1,7 @@
 //===- tools/cmd_emit.cpp - `tessel emit`: print the TRG programs ---------------===//
 //
 //   tessel emit trg-step --din D --dout K    one step class D -> K (docs/trg.md §2)
-//   tessel emit trg-init                     beta -> T0 (docs/trg.md §1)
+//   tessel emit trg-init [--q Q]             beta, h -> T0 (docs/trg.md §1, §8)
 //   tessel emit trg-closure --d D            T -> ln Σ T[i,j,i,j] (docs/trg.md §3)
 //   tessel emit trg --chi 16 --steps N       beta -> lnZ/N, all steps in one program
 //
@@ -19,6 +19,7 @@ namespace {
 
 struct EmitArgs {
   std::string what;
+  int64_t q = 0; ///< Potts states; 0: the Ising model
   int64_t din = 0, dout = 0, d = 0;
   int64_t chi = 16;
   int steps = 20;
@@ -61,6 +62,17 @@ void requirePositive(int64_t v, const char *flag) {
 /// traces; a problem it finds there (a --din so large that a result's byte size
 /// overflows, a bad --eps) is reported as an error of this command.
 ir::Program buildProgram(const EmitArgs &a) {
+  frontend::TrgModel model;
+  if (a.q != 0) {
+    if (a.what != "trg-init" && a.what != "trg")
+      throw Error("error: --q: only trg-init and trg depend on the model (the step and closure "
+                  "programs are the same for every model)");
+    model.kind = frontend::TrgModel::Kind::Potts;
+    model.q = a.q < 2 || a.q > frontend::kTrgMaxPottsQ ? 0 : static_cast<int>(a.q);
+    if (model.q == 0)
+      throw Error("error: --q: the Potts model needs q in [2, " +
+                  std::to_string(frontend::kTrgMaxPottsQ) + "] states, got " + std::to_string(a.q));
+  }
   frontend::TrgStepOptions opts;
   opts.svdEps = a.eps;
   opts.stopGradientOnMax = a.stopGradient;
@@ -75,7 +87,7 @@ ir::Program buildProgram(const EmitArgs &a) {
                   std::to_string(din2) + " (the full SVD has D^2 singular values)");
     return frontend::buildTrgStep(a.din, a.dout, opts);
   }
-  if (a.what == "trg-init") return frontend::buildTrgInit();
+  if (a.what == "trg-init") return frontend::buildTrgInit(model);
   if (a.what == "trg-closure") {
     requirePositive(a.d, "--d");
     return frontend::buildTrgClosure(a.d);
@@ -83,13 +95,14 @@ ir::Program buildProgram(const EmitArgs &a) {
   if (a.what == "trg") {
     if (a.chi < 2) throw Error("error: --chi must be >= 2, got " + std::to_string(a.chi));
     if (a.steps < 1) throw Error("error: --steps must be >= 1, got " + std::to_string(a.steps));
-    std::vector<int64_t> ranks = a.ranks.empty() ? frontend::trgDefaultRanks(a.chi, a.steps)
-                                                 : parseRanks(a.ranks, "--ranks");
+    std::vector<int64_t> ranks = a.ranks.empty()
+                                     ? frontend::trgDefaultRanks(a.chi, a.steps, model.states())
+                                     : parseRanks(a.ranks, "--ranks");
     if (!a.ranks.empty() && a.stepsGiven && static_cast<int>(ranks.size()) != a.steps)
       throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries but --steps is " +
                   std::to_string(a.steps));
-    frontend::checkTrgRanks(ranks, a.chi);
-    return frontend::buildTrgWhole(ranks, opts);
+    frontend::checkTrgRanks(ranks, a.chi, model.states());
+    return frontend::buildTrgWhole(ranks, opts, model);
   }
   throw Error("error: emit: unknown program '" + a.what +
               "' (allowed: trg-step, trg-init, trg-closure, trg)");
@@ -118,12 +131,15 @@ void addEmitCommand(CLI::App &app) {
   auto args = std::make_shared<EmitArgs>();
   CLI::App *cmd = app.add_subcommand(
       "emit",
-      "Print a TRG program of the 2D Ising model (docs/trg.md) as text IR.\n"
+      "Print a TRG program of the 2D Ising model (docs/trg.md; or of Potts, --q) as text IR.\n"
       "  trg-step --din D --dout K   one step class: (%T: f64[D,D,D,D]) -> (%logm: f64[],\n"
       "                              %Tn: f64[K,K,K,K]); plaquette left as one einsum\n"
-      "  trg-init                    (%beta: f64[]) -> (%T0: f64[2,2,2,2])\n"
+      "  trg-init                    (%beta: f64[], %h: f64[]) -> (%T0: f64[2,2,2,2]);\n"
+      "                              with --q Q the q-state Potts model:\n"
+      "                              (%beta: f64[]) -> (%T0: f64[Q,Q,Q,Q])\n"
       "  trg-closure --d D           (%T: f64[D,D,D,D]) -> (%lntr: f64[]) = ln sum T[i,j,i,j]\n"
-      "  trg --chi X --steps N       (%beta: f64[]) -> (%lnz: f64[]) = lnZ/N, all steps;\n"
+      "  trg --chi X --steps N       (%beta: f64[], %h: f64[]) -> (%lnz: f64[]) = lnZ/N,\n"
+      "                              all steps (Potts with --q Q: (%beta: f64[]) -> ...);\n"
       "                              default ranks min(D^2, chi, exact rank bound):\n"
       "                              2,4,4,16,16,... for chi = 16\n"
       "The output is the traced program (einsums not yet ordered); pipe it to\n"
@@ -131,6 +147,9 @@ void addEmitCommand(CLI::App &app) {
   cmd->add_option("program", args->what, "trg-step | trg-init | trg-closure | trg")
       ->required()
       ->check(CLI::IsMember({"trg-step", "trg-init", "trg-closure", "trg"}));
+  cmd->add_option("--q", args->q,
+                  "trg-init, trg: the q-state Potts model with Q states (2..64) instead of the "
+                  "Ising model in a field (docs/trg.md section 8)");
   cmd->add_option("--din", args->din, "trg-step: input bond dimension D (>= 1)");
   cmd->add_option("--dout", args->dout, "trg-step: kept bond dimension D' (1 <= D' <= D^2)");
   cmd->add_option("--d", args->d, "trg-closure: bond dimension D (>= 1)");
