@@ -83,8 +83,10 @@ struct TrgModel {
   std::string str() const;
 };
 
-/// The most Potts states a run takes (the first steps' matrices are q²×q²).
-inline constexpr int kTrgMaxPottsQ = 64;
+/// The most Potts states a run takes: the initial tensor has q⁴ entries and the first
+/// step's matrices are q²×q² (q = 20: 400×400, a second-order run of 1 s; q = 64 would
+/// need gigabytes for the gradient of the first step).
+inline constexpr int kTrgMaxPottsQ = 20;
 /// Throws tessel::Error "--q: ..." for q outside [2, kTrgMaxPottsQ] (Potts).
 void checkTrgModel(const TrgModel &m);
 

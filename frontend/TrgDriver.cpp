@@ -126,6 +126,7 @@ struct TrgDriver::Impl {
 
   explicit Impl(TrgOptions opts) : o(std::move(opts)) {
     validateTrgOptions(o);
+    if (o.field == 0) o.field = 0; // -0 is h = 0 (and prints as 0)
     params = o.model.parameters();
     ranks = o.ranks.empty() ? trgDefaultRanks(o.chi, o.steps, o.model.states()) : o.ranks;
     dims.push_back(o.model.states());

@@ -148,7 +148,7 @@ void addEmitCommand(CLI::App &app) {
       ->required()
       ->check(CLI::IsMember({"trg-step", "trg-init", "trg-closure", "trg"}));
   cmd->add_option("--q", args->q,
-                  "trg-init, trg: the q-state Potts model with Q states (2..64) instead of the "
+                  "trg-init, trg: the q-state Potts model with Q states (2..20) instead of the "
                   "Ising model in a field (docs/trg.md section 8)");
   cmd->add_option("--din", args->din, "trg-step: input bond dimension D (>= 1)");
   cmd->add_option("--dout", args->dout, "trg-step: kept bond dimension D' (1 <= D' <= D^2)");

@@ -45,7 +45,8 @@ using Clock = std::chrono::steady_clock;
 
 struct TrgArgs {
   std::string model = "ising";
-  int64_t q = 0; ///< 0: not given
+  int64_t q = 0;
+  bool qGiven = false;
   double field = 0;
   bool susceptibility = false;
   std::string beta;
@@ -155,17 +156,17 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
     throw Error("error: --repeat must be an integer >= 0, got " + std::to_string(a.repeat));
   if (a.model == "ising") {
     o.model.kind = frontend::TrgModel::Kind::Ising;
-    if (a.q != 0 && a.q != 2)
+    if (a.qGiven && a.q != 2)
       throw Error("error: --q: the ising model has q = 2 states, got " + std::to_string(a.q) +
                   " (use --model potts --q " + std::to_string(a.q) + ")");
   } else if (a.model == "potts") {
     o.model.kind = frontend::TrgModel::Kind::Potts;
-    if (a.q == 0) throw Error("error: --model potts needs --q (the number of states, e.g. --q 3)");
+    if (!a.qGiven) throw Error("error: --model potts needs --q (the number of states, e.g. --q 3)");
     o.model.q = toInt(a.q, "--q");
   } else {
     throw Error("error: --model: unknown model '" + a.model + "' (allowed: ising, potts)");
   }
-  o.field = a.field;
+  o.field = a.field == 0 ? 0.0 : a.field; // -0 is h = 0
   o.susceptibility = a.susceptibility;
   o.chi = a.chi;
   o.steps = toInt(a.steps, "--steps");
@@ -663,11 +664,17 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_option("--model", args->model,
                   "ising (default: the Ising model, spins +-1, in the field --field) or potts "
                   "(the q-state Potts model, --q states; docs/trg.md section 8)");
-  cmd->add_option("--q", args->q, "number of Potts states (integer in [2, 64]; --model potts)");
+  // CLI11 reads an empty value as 0: refuse it for the numbers 0 would be valid for.
+  const CLI::Validator nonEmpty([](const std::string &s) { return s.empty() ? "empty value" : ""; },
+                                "", "non-empty");
+  CLI::Option *q = cmd->add_option("--q", args->q,
+                                   "number of Potts states (integer in [2, 20]; --model potts)")
+                       ->check(nonEmpty);
   cmd->add_option("--field", args->field,
                   "magnetic field h of the Ising model, in units of J (default 0); with --grad "
                   "also d(lnZ/N)/dh and the magnetization m = (1/beta) d(lnZ/N)/dh, with "
-                  "--second also d2(lnZ/N)/dbeta dh");
+                  "--second also d2(lnZ/N)/dbeta dh")
+      ->check(nonEmpty);
   cmd->add_flag("--susceptibility", args->susceptibility,
                 "also compute d2(lnZ/N)/dh2 and the susceptibility chi_m = (1/beta) "
                 "d2(lnZ/N)/dh2 (one more reverse sweep over the gradient; Ising; implies "
@@ -712,7 +719,9 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_flag("--csv", args->csv,
                 "a CSV table of the physics on stdout for plotting (a '#' line with the "
                 "configuration, a header, one row per beta: beta, temperature, lnZ/N, d/dbeta, "
-                "energy, d2/dbeta2, specific heat, each beside Onsager's; nan where not computed)")
+                "energy, d2/dbeta2, specific heat, each beside the exact value; then field, "
+                "d/dh, magnetization, d2/dbeta dh, d2/dh2, susceptibility; nan where not "
+                "computed or not known)")
       ->excludes("--json");
   cmd->add_flag("--no-progress", args->noProgress, "no progress line on stderr");
   cmd->add_option("--dump-svd-inputs", args->dumpSvdInputs,
@@ -726,7 +735,10 @@ void addTrgCommand(CLI::App &app) {
                           "after grad/checkpoint (default: "
                           "order{strategy=<--order>},pad-sink,cse,dce; grad and checkpoint "
                           "are not allowed: trg runs them itself)");
-  cmd->callback([args] { runTrg(*args); });
+  cmd->callback([args, q] {
+    args->qGiven = q->count() > 0;
+    runTrg(*args);
+  });
 }
 
 } // namespace tessel::tools

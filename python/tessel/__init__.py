@@ -347,8 +347,17 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         raise Error("trg: model='potts' needs q (the number of states, e.g. q=3)")
     q = 2 if q is None else q
     _check_int("q", q)
+    if not -2**31 <= q < 2**31:
+        raise Error(f"trg: q = {q} is out of range")
     if isinstance(field, bool) or not isinstance(field, (int, float, np.integer, np.floating)):
         raise Error(f"trg: field must be a number, got {field!r}")
+    try:
+        field = float(field)
+    except OverflowError:
+        raise Error(f"trg: field must be finite, got {field!r}") from None
+    for name, v in (("grad", grad), ("second", second), ("susceptibility", susceptibility)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise Error(f"trg: {name} must be True or False, got {v!r}")
     if ranks is None and field != 0:
         ranks = "auto"
     auto = isinstance(ranks, str)

@@ -159,6 +159,10 @@ def test_potts_q2_is_ising_at_half_beta():
     (dict(model="clock", q=3), "unknown model"),
     (dict(q=3), "ising model has q = 2"),
     (dict(field="x"), "field must be a number"),
+    (dict(field=10**400), "field must be finite"),
+    (dict(model="potts", q=2**70), "out of range"),
+    (dict(model="potts", q=21), "q in \\[2, 20\\]"),
+    (dict(susceptibility="yes"), "True or False"),
 ])
 def test_model_options_raise_errors(kwargs, match):
     with pytest.raises(tessel.Error, match=match):
