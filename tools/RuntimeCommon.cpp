@@ -1,6 +1,8 @@
 //===- tools/RuntimeCommon.cpp - Program inputs for `tessel run` and `tessel bench` ===//
 #include "tools/RuntimeCommon.h"
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -10,8 +12,10 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
-#include "tools/Commands.h"
+#include "passes/PassManager.h"
 #include "runtime/Npy.h"
+#include "runtime/Stats.h"
+#include "tools/Commands.h"
 
 namespace tessel::tools {
 namespace {
@@ -111,6 +115,18 @@ std::vector<ir::Tensor> loadProgramInputs(const ir::Program &p, const std::vecto
     inputs.push_back(std::move(t));
   }
   return inputs;
+}
+
+std::string RunPassesFlag::apply(ir::Program &p) const {
+  passes::Pipeline pl = passes::Pipeline::parse(pipeline, "--passes");
+  if (pl.passes.empty()) return "";
+  const size_t before = p.ops.size();
+  auto t0 = std::chrono::steady_clock::now();
+  passes::PassManager(pl).run(p);
+  const double ms = rt::msSince(t0);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ": %zu -> %zu ops, %.3f ms", before, p.ops.size(), ms);
+  return "passes " + pipeline + buf;
 }
 
 } // namespace tessel::tools

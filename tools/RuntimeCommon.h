@@ -41,6 +41,30 @@ struct PrepareFlags {
   }
 };
 
+/// The pipeline `tessel run` and `tessel prepare` apply before preparing, as XLA's
+/// compiler simplifies every program it is given: the algebraic clean-ups the grad
+/// transform invites (multiplications by a broadcast 1 and the like: passes/Fold.h),
+/// then CSE and DCE. Exact except for the sign of a zero in x + 0 (passes/Fold.h).
+inline constexpr const char *kRunPipeline = "fold,cse,dce";
+
+/// --passes of `tessel run` and `tessel prepare`: the pipeline applied to the program
+/// (after its einsums are lowered, before prepare); default kRunPipeline, "" = none
+/// (the program exactly as given).
+struct RunPassesFlag {
+  std::string pipeline = kRunPipeline;
+  void addTo(CLI::App &cmd) {
+    cmd.add_option("--passes", pipeline,
+                   "pass pipeline applied before prepare (default: " + std::string(kRunPipeline) +
+                       ": algebraic folds such as x*1 -> x that the grad transform leaves, then "
+                       "CSE and DCE; exact but for the sign of a zero in x + 0; '' = run the "
+                       "program exactly as given; `tessel opt --list-passes` lists the passes)")
+        ->capture_default_str();
+  }
+  /// Runs the pipeline on `p`; returns "passes fold,cse,dce: 12 -> 9 ops, 0.021 ms" (empty
+  /// for an empty pipeline). Throws tessel::Error for an unknown pass or a bad option.
+  std::string apply(ir::Program &p) const;
+};
+
 /// The inputs of `p` from `--input NAME=VALUE` arguments: VALUE is a .npy file
 /// (little-endian float64, C order) or inline JSON (a number or a nested list). Every
 /// input exactly once; with randomSeed >= 0, inputs not given are filled with uniform

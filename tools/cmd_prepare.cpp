@@ -24,6 +24,7 @@ void addPrepareCommand(CLI::App &app) {
     std::string order = "auto";
     int width = 1;
     PrepareFlags prepareFlags;
+    RunPassesFlag passes;
     bool noReuse = false;
   };
   auto opts = std::make_shared<Opts>();
@@ -35,7 +36,9 @@ void addPrepareCommand(CLI::App &app) {
       "straight into the returned tensor), dependencies (#i), chunk count, bytes written "
       "and kernel details (GEMM form B/M/N/K, gesdd workspace); then the arena size and "
       "the peak live bytes. reshape and stop_gradient are aliases and produce no "
-      "instruction. einsum ops are first lowered by the order pass (see --order).");
+      "instruction. einsum ops are first lowered by the order pass (see --order), then "
+      "the pipeline of --passes runs (default fold,cse,dce, as in tessel run; --passes '' "
+      "shows the plan of the program exactly as given).");
   cmd->add_option("file", opts->file, "Program file (.tir text or .json), or '-' for stdin")
       ->required();
   cmd->add_option("--input-format", opts->inputFormat, "auto, text or json")->capture_default_str();
@@ -49,6 +52,7 @@ void addPrepareCommand(CLI::App &app) {
                   "pairwise, greedy, optimal), or 'none' to reject them")
       ->capture_default_str();
   opts->prepareFlags.addTo(*cmd, "the op (the plan then works in place nowhere)");
+  opts->passes.addTo(*cmd);
   cmd->add_flag("--no-reuse", opts->noReuse, "Give every value its own buffer (no slot reuse)");
   cmd->callback([opts]() {
     if (opts->format != "text" && opts->format != "json")
@@ -56,6 +60,7 @@ void addPrepareCommand(CLI::App &app) {
     if (opts->width < 1) throw Error("error: --width must be >= 1, got " + std::to_string(opts->width));
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
     std::string note = lowerEinsumsForRuntime(p, opts->order);
+    opts->passes.apply(p);
     rt::PrepareOptions po = opts->prepareFlags.options();
     po.reuseBuffers = !opts->noReuse;
     auto t0 = std::chrono::steady_clock::now();

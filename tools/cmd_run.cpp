@@ -56,6 +56,7 @@ void addRunCommand(CLI::App &app) {
     int repeat = 0;
     std::string outputDir;
     PrepareFlags prepareFlags;
+    RunPassesFlag passes;
     std::string order = "auto";
     bool profile = false;
     size_t profileTop = 15;
@@ -72,7 +73,8 @@ void addRunCommand(CLI::App &app) {
       "after one warm-up (min/median/p90/max), plus the width, the BLAS library and its "
       "thread count and the load average before and after. A missing, unknown, "
       "unreadable or mis-shaped input exits 1 naming the input. einsum ops are lowered "
-      "by the order pass first (see --order).");
+      "by the order pass first (see --order), then the pipeline of --passes runs (default "
+      "fold,cse,dce; --passes '' runs the program exactly as given).");
   cmd->add_option("file", opts->file, "Program file (.tir text or .json), or '-' for stdin")
       ->required();
   cmd->add_option("--input-format", opts->inputFormat, "auto, text or json")->capture_default_str();
@@ -90,6 +92,7 @@ void addRunCommand(CLI::App &app) {
   cmd->add_option("-o,--output-dir", opts->outputDir,
                   "Directory for the outputs as <name>.npy (created if missing)");
   opts->prepareFlags.addTo(*cmd, "the op, its location and which operands held NaN or inf");
+  opts->passes.addTo(*cmd);
   cmd->add_flag("--profile", opts->profile,
                 "Time every instruction over all runs and print the costliest ones (mean ms "
                 "per run, share of the total)");
@@ -107,6 +110,7 @@ void addRunCommand(CLI::App &app) {
     std::string loadBefore = rt::loadAverage();
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
     std::string note = lowerEinsumsForRuntime(p, opts->order);
+    const std::string passesLine = opts->passes.apply(p);
 
     std::vector<ir::Tensor> inputs = loadProgramInputs(p, opts->inputs, opts->randomSeed);
 
@@ -149,6 +153,7 @@ void addRunCommand(CLI::App &app) {
         text += "output " + name + ": " + outs[i].type.str() + " = " + formatTensorShort(outs[i]) + "\n";
       }
     }
+    if (!passesLine.empty()) text += passesLine + "\n";
     char buf[256];
     std::snprintf(buf, sizeof buf, "prepare: %.3f ms (%zu instructions, arena %lld bytes, peak live %lld bytes)\n",
                   prepareMs, rt::planSize(*plan), static_cast<long long>(rt::arenaBytes(*plan)),
