@@ -68,10 +68,33 @@ std::string TrgModel::str() const {
   return kind == Kind::Ising ? "ising" : "potts (q = " + std::to_string(q) + ")";
 }
 
-void checkTrgModel(const TrgModel &m) {
-  if (m.kind == TrgModel::Kind::Potts && (m.q < 2 || m.q > kTrgMaxPottsQ))
+namespace {
+void checkPottsQ(int64_t q) {
+  if (q < 2 || q > kTrgMaxPottsQ)
     throw Error("error: --q: the Potts model needs q in [2, " + std::to_string(kTrgMaxPottsQ) +
-                "] states, got " + std::to_string(m.q));
+                "] states, got " + std::to_string(q));
+}
+} // namespace
+
+void checkTrgModel(const TrgModel &m) {
+  if (m.kind == TrgModel::Kind::Potts) checkPottsQ(m.q);
+}
+
+TrgModel parseTrgModel(const std::string &name, std::optional<int64_t> q) {
+  TrgModel m;
+  if (name == "ising") {
+    if (q && *q != 2)
+      throw Error("error: --q: the ising model has q = 2 states, got " + std::to_string(*q) +
+                  " (use --model potts --q " + std::to_string(*q) + ")");
+    return m;
+  }
+  if (name != "potts")
+    throw Error("error: --model: unknown model '" + name + "' (allowed: ising, potts)");
+  if (!q) throw Error("error: --model potts needs --q (the number of states, e.g. --q 3)");
+  checkPottsQ(*q);
+  m.kind = TrgModel::Kind::Potts;
+  m.q = static_cast<int>(*q);
+  return m;
 }
 
 TrgLogScale trgInitLogScale(const TrgModel &m, double beta, double h) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,10 @@ struct TrgModel {
 inline constexpr int kTrgMaxPottsQ = 20;
 /// Throws tessel::Error "--q: ..." for q outside [2, kTrgMaxPottsQ] (Potts).
 void checkTrgModel(const TrgModel &m);
+/// The model named `name` ("ising" or "potts") with `q` states if given (the --model and
+/// --q of `tessel trg`, `tessel.trg(model=, q=)`). Throws tessel::Error naming the flag for
+/// an unknown name, potts without q, ising with q != 2, or q outside [2, kTrgMaxPottsQ].
+TrgModel parseTrgModel(const std::string &name, std::optional<int64_t> q);
 
 /// The traced pieces, to compose programs (each sets locations "trg ...: what").
 /// Ising: β, h (f64[]) -> T0·e^(−2β)/cosh(βh) (f64[2,2,2,2]), docs/trg.md §1, §8.1: the

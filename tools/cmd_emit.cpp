@@ -67,11 +67,7 @@ ir::Program buildProgram(const EmitArgs &a) {
     if (a.what != "trg-init" && a.what != "trg")
       throw Error("error: --q: only trg-init and trg depend on the model (the step and closure "
                   "programs are the same for every model)");
-    model.kind = frontend::TrgModel::Kind::Potts;
-    model.q = a.q < 2 || a.q > frontend::kTrgMaxPottsQ ? 0 : static_cast<int>(a.q);
-    if (model.q == 0)
-      throw Error("error: --q: the Potts model needs q in [2, " +
-                  std::to_string(frontend::kTrgMaxPottsQ) + "] states, got " + std::to_string(a.q));
+    model = frontend::parseTrgModel("potts", a.q);
   }
   frontend::TrgStepOptions opts;
   opts.svdEps = a.eps;

@@ -154,18 +154,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   frontend::TrgOptions o;
   if (a.repeat < 0)
     throw Error("error: --repeat must be an integer >= 0, got " + std::to_string(a.repeat));
-  if (a.model == "ising") {
-    o.model.kind = frontend::TrgModel::Kind::Ising;
-    if (a.qGiven && a.q != 2)
-      throw Error("error: --q: the ising model has q = 2 states, got " + std::to_string(a.q) +
-                  " (use --model potts --q " + std::to_string(a.q) + ")");
-  } else if (a.model == "potts") {
-    o.model.kind = frontend::TrgModel::Kind::Potts;
-    if (!a.qGiven) throw Error("error: --model potts needs --q (the number of states, e.g. --q 3)");
-    o.model.q = toInt(a.q, "--q");
-  } else {
-    throw Error("error: --model: unknown model '" + a.model + "' (allowed: ising, potts)");
-  }
+  o.model = frontend::parseTrgModel(a.model, a.qGiven ? std::optional<int64_t>(a.q) : std::nullopt);
   o.field = a.field == 0 ? 0.0 : a.field; // -0 is h = 0
   o.susceptibility = a.susceptibility;
   o.chi = a.chi;

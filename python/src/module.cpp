@@ -478,20 +478,14 @@ NB_MODULE(_tessel, m) {
 
   m.def(
       "trg",
-      [](const std::vector<double> &betas, const std::string &model, int q, double field,
+      [](const std::vector<double> &betas, const std::string &model, std::optional<int64_t> q,
+         double field,
          bool susceptibility, int64_t chi, int steps, bool grad, bool second,
          const std::string &mode, const std::string &checkpoint, const std::string &order,
          const std::string &svd, int width, std::optional<std::vector<int64_t>> ranks, bool autoRanks,
          int64_t repeat, double eps, int valueCheck) {
         frontend::TrgOptions o;
-        if (model == "ising") {
-          if (q != 2) throw Error("trg: the ising model has q = 2 states, got q = " + std::to_string(q));
-        } else if (model == "potts") {
-          o.model.kind = frontend::TrgModel::Kind::Potts;
-          o.model.q = q;
-        } else {
-          throw Error("trg: model: unknown model '" + model + "' (allowed: ising, potts)");
-        }
+        o.model = frontend::parseTrgModel(model, q);
         o.field = field;
         o.susceptibility = susceptibility;
         second = second || susceptibility;
@@ -549,7 +543,7 @@ NB_MODULE(_tessel, m) {
         for (const nlohmann::json &j : reports) out.append(jsonToPython(j));
         return out;
       },
-      "betas"_a, "model"_a, "q"_a, "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "grad"_a, "second"_a, "mode"_a, "checkpoint"_a, "order"_a,
+      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "grad"_a, "second"_a, "mode"_a, "checkpoint"_a, "order"_a,
       "svd"_a, "width"_a, "ranks"_a.none(), "auto_ranks"_a, "repeat"_a, "eps"_a, "value_check"_a);
 
   bindTracing(m);

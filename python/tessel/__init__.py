@@ -343,12 +343,11 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     for name, v in (("mode", mode), ("checkpoint", checkpoint), ("order", order), ("svd", svd)):
         _check_str(name, v)
     _check_str("model", model)
-    if model == "potts" and q is None:
-        raise Error("trg: model='potts' needs q (the number of states, e.g. q=3)")
-    q = 2 if q is None else q
-    _check_int("q", q)
-    if not -2**31 <= q < 2**31:
-        raise Error(f"trg: q = {q} is out of range")
+    if q is not None:
+        _check_int("q", q)
+        if not -2**31 <= q < 2**31:
+            raise Error(f"trg: q = {q} is out of range")
+        q = int(q)
     if isinstance(field, bool) or not isinstance(field, (int, float, np.integer, np.floating)):
         raise Error(f"trg: field must be a number, got {field!r}")
     try:
@@ -366,7 +365,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     explicit = None if (ranks is None or auto) else [int(r) for r in ranks]
     check = 2 if check_inf else 1 if check_nan else 0
     try:
-        reports = _tessel.trg(betas, model, int(q), float(field), bool(susceptibility), chi, steps,
+        reports = _tessel.trg(betas, model, q, float(field), bool(susceptibility), chi, steps,
                               grad, second, mode, checkpoint, order, svd, width, explicit, auto,
                               repeat, float(eps), check)
     except Error as e:
