@@ -124,6 +124,57 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const
               static_cast<blasint>(ldc));
 }
 
+/// Column-major Q (m×b) with orthonormal columns and W = Q·R, by CholeskyQR2 on the
+/// column-scaled W (Yamamoto, Nakatsukasa, Yanagisawa, Fukaya, ETNA 44, 306 (2015)):
+/// Q = W·D⁻¹ (D = the column norms), then up to twice G = QᵀQ = RᵢᵀRᵢ (dpotrf),
+/// Q ← Q·Rᵢ⁻¹, and R = R₂·R₁·D (b×b upper triangular, column-major, when R is given).
+/// All BLAS-3, a fraction of Householder QR's time for the tall blocks of topkSvd.
+/// One pass leaves QᵀQ − I of order ε·κ(Q)²; when the first Gram matrix is already
+/// within ‖G − I‖_F ≤ 0.1 (κ ≤ 1.11) that is rounding and the second pass is skipped,
+/// and when it is not, the second pass restores orthogonality as long as the first
+/// left it within ‖R₂ − I‖ ≤ 0.1. Returns false when it did not (W too ill-conditioned
+/// even after scaling), a column is zero or not finite, or a Cholesky factorisation
+/// fails; the caller then uses Householder QR. `G` has 2·b² + b doubles.
+bool cholQr2(const double *W, int64_t m, int64_t b, double *Q, double *R, double *G) {
+  const auto M = static_cast<blasint>(m), B = static_cast<blasint>(b);
+  double *G1 = G, *G2 = G + b * b, *d = G2 + b * b;
+  for (int64_t j = 0; j < b; ++j) {
+    d[j] = cblas_dnrm2(M, W + j * m, 1);
+    if (!(d[j] > 0) || !std::isfinite(d[j])) return false;
+    const double inv = 1.0 / d[j];
+    for (int64_t i = 0; i < m; ++i) Q[j * m + i] = W[j * m + i] * inv;
+  }
+  // ‖Ri − I‖ over the upper triangle: Frobenius (squared) and max.
+  auto offIdentity = [&](const double *Ri, bool frobenius) {
+    double acc = 0;
+    for (int64_t j = 0; j < b; ++j)
+      for (int64_t i = 0; i <= j; ++i) {
+        const double e = std::abs(Ri[j * b + i] - (i == j ? 1.0 : 0.0));
+        acc = frobenius ? acc + (i == j ? e * e : 2 * e * e) : std::max(acc, e);
+      }
+    return acc;
+  };
+  bool twoPasses = false;
+  for (double *Ri : {G1, G2}) {
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, B, M, 1.0, Q, M, 0.0, Ri, B);
+    const bool nearIdentity = Ri == G1 && offIdentity(Ri, true) <= 0.01;
+    if (LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'U', B, Ri, B) != 0) return false;
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, M, B, 1.0, Ri,
+                B, Q, M);
+    if (nearIdentity) break;
+    twoPasses = Ri == G2;
+  }
+  if (twoPasses && offIdentity(G2, false) > 0.1) return false;
+  if (R != nullptr) {
+    for (int64_t j = 0; j < b; ++j)
+      for (int64_t i = 0; i < b; ++i) R[j * b + i] = i <= j ? G1[j * b + i] * d[j] : 0.0;
+    if (twoPasses)
+      cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, B, B, 1.0, G2,
+                  B, R, B);
+  }
+  return true;
+}
+
 /// The full rule's broadened reciprocal: L(x) = (y/(y² + ε²))/s₀ with y = x/s₀, 0 at
 /// x = 0 (passes/VjpSvd.cpp builds the same expression in IR).
 double broadenedInv(double x, double s0, double eps) {
@@ -158,8 +209,13 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k) {
     if (b == c.bmax) break;
   }
   const int64_t bm = c.bmax;
-  // Q, W, U: m×bmax; Bt, V: n×bmax; VTs: bmax²; sv, tau: bmax; LAPACK workspaces.
-  c.workElems = 3 * m * bm + 2 * n * bm + bm * bm + 2 * bm + c.lworkSvd + iworkDoubles(bm) +
+  for (int64_t b = c.b0; b <= bm; b += std::max<int64_t>(1, std::min(k, bm - b))) {
+    c.lworkSvd = std::max(c.lworkSvd, gesddLwork(b, b));
+    if (b == bm) break;
+  }
+  // Q, W, U: m×bmax; Bt, V, P: n×bmax; VTs, R, Z: bmax²; CholeskyQR2: 2·bmax² + bmax;
+  // sv, tau: bmax; LAPACK workspaces.
+  c.workElems = 3 * m * bm + 3 * n * bm + 5 * bm * bm + 3 * bm + c.lworkSvd + iworkDoubles(bm) +
                 c.lworkQr;
   return c;
 }
@@ -171,7 +227,8 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   if (k <= 0) return out;
   gTopkCalls.fetch_add(1, std::memory_order_relaxed);
   double *Q = work, *W = Q + m * bm, *U = W + m * bm, *Bt = U + m * bm, *V = Bt + n * bm;
-  double *VTs = V + n * bm, *sv = VTs + bm * bm, *tau = sv + bm, *lw = tau + bm;
+  double *P = V + n * bm, *Rb = P + n * bm, *Z = Rb + bm * bm, *G = Z + bm * bm;
+  double *VTs = G + 2 * bm * bm + bm, *sv = VTs + bm * bm, *tau = sv + bm, *lw = tau + bm;
   auto *iwork = reinterpret_cast<lapack_int *>(lw + c.lworkSvd);
   double *qw = lw + c.lworkSvd + iworkDoubles(bm);
   const uint64_t seed = 0x7e55e1ULL ^ (static_cast<uint64_t>(m) << 40) ^
@@ -203,29 +260,47 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   applyA(0, b);
   double prevRes = -1;
   int grown = 0;
+  // After a Rayleigh–Ritz step W = A·V holds A·vᵢ = σᵢ·uᵢ + eᵢ with eᵢ ⟂ U: its columns
+  // are nearly orthogonal, and so are those of Bt = Aᵀ·Q once Q is close to U. Scaled
+  // by their norms both are well conditioned, and CholeskyQR2 factors them; W from
+  // fresh Gaussian columns (the first iteration, a grown sketch) is not, and takes
+  // Householder QR and gesdd.
+  bool fresh = true;
   for (int it = 1;; ++it) {
+    const auto Bb = static_cast<lapack_int>(b);
+    lapack_int info = 0;
     // Q = orth(W[:, :b]).
-    std::memcpy(Q, W, static_cast<size_t>(m * b) * sizeof(double));
-    lapack_int info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, M, static_cast<lapack_int>(b), Q, M,
-                                          tau, qw, static_cast<lapack_int>(c.lworkQr));
-    if (info == 0)
-      info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, M, static_cast<lapack_int>(b),
-                                 static_cast<lapack_int>(b), Q, M, tau, qw,
+    if (fresh || !cholQr2(W, m, b, Q, nullptr, G)) {
+      std::memcpy(Q, W, static_cast<size_t>(m * b) * sizeof(double));
+      info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, M, Bb, Q, M, tau, qw,
                                  static_cast<lapack_int>(c.lworkQr));
+      if (info == 0)
+        info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, M, Bb, Bb, Q, M, tau, qw,
+                                   static_cast<lapack_int>(c.lworkQr));
+      if (info != 0) {
+        out.lapackInfo = info;
+        return out;
+      }
+    }
+    // Bt = Aᵀ·Q (n×b) = V·diag(σ)·VTs: B = QᵀA = VTsᵀ·diag(σ)·Vᵀ. Either from Bt = P·R
+    // and the gesdd of the b×b R = Z·diag(σ)·VTs (V = P·Z), or from a gesdd of Bt.
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, Bb, M, 1.0, A, N, Q, M, 0.0, Bt,
+                N);
+    if (!fresh && cholQr2(Bt, n, b, P, Rb, G)) {
+      info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', Bb, Bb, Rb, Bb, sv, Z, Bb, VTs, Bb, lw,
+                                 static_cast<lapack_int>(c.lworkSvd), iwork);
+      if (info == 0)
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, Bb, Bb, 1.0, P, N, Z, Bb, 0.0,
+                    V, N);
+    } else {
+      info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', N, Bb, Bt, N, sv, V, N, VTs, Bb, lw,
+                                 static_cast<lapack_int>(c.lworkSvd), iwork);
+    }
     if (info != 0) {
       out.lapackInfo = info;
       return out;
     }
-    // Bt = Aᵀ·Q (n×b) = V·diag(σ)·VTs: B = QᵀA = VTsᵀ·diag(σ)·Vᵀ.
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, static_cast<blasint>(b), M, 1.0, A,
-                N, Q, M, 0.0, Bt, N);
-    info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', N, static_cast<lapack_int>(b), Bt, N, sv, V,
-                               N, VTs, static_cast<lapack_int>(b), lw,
-                               static_cast<lapack_int>(c.lworkSvd), iwork);
-    if (info != 0) {
-      out.lapackInfo = info;
-      return out;
-    }
+    fresh = false;
     // U = Q·VTsᵀ (m×b), W = A·V.
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(b),
                 static_cast<blasint>(b), 1.0, Q, M, VTs, static_cast<blasint>(b), 0.0, U, M);
@@ -265,6 +340,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
           applyA(b, nb);
           b = nb;
           ++grown;
+          fresh = true;
           prevRes = -1;
           continue;
         }

@@ -11,6 +11,10 @@
 //   repeat: Q = orth(W);  QᵀA = Ũ·diag(σ)·Vᵀ (gesdd of the b×n matrix);  U = Q·Ũ;  W = A·V
 //           stop when ‖A·vᵢ − σᵢ·uᵢ‖ ≤ tol·σ₁ for every i < k (Aᵀ·uᵢ = σᵢ·vᵢ holds by
 //           construction), tol = 8·ε·√max(m, n).
+// After the first iteration W = A·V and Aᵀ·Q have nearly orthogonal columns, so orth(W)
+// and the SVD of Aᵀ·Q (as P·R, then gesdd of the b×b R) use CholeskyQR2 of the
+// column-scaled blocks, BLAS-3 throughout, with Householder QR and a gesdd of the tall
+// block where its checks fail.
 // The sketch starts at b = min(K, 2k) (K = min(m, n)) and grows by k once or twice
 // (up to min(K, 4k)) when the residuals' observed decay predicts no convergence
 // within the budget; the budget is half the flops of a gesdd of A, after which (or

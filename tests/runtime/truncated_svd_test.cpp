@@ -80,6 +80,20 @@ std::pair<double, double> residuals(const Tensor &A, const Topk &t, int64_t k) {
   return {r1 / t.s[0], r2 / t.s[0]};
 }
 
+/// max |UᵀU − I| and max |Vt·Vtᵀ − I| of the k computed triplets.
+std::pair<double, double> orthonormality(const Topk &t, int64_t m, int64_t n, int64_t k) {
+  double eu = 0, ev = 0;
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < k; ++j) {
+      double gu = 0, gv = 0;
+      for (int64_t r = 0; r < m; ++r) gu += t.U[r * k + i] * t.U[r * k + j];
+      for (int64_t c = 0; c < n; ++c) gv += t.Vt[i * n + c] * t.Vt[j * n + c];
+      eu = std::max(eu, std::fabs(gu - (i == j)));
+      ev = std::max(ev, std::fabs(gv - (i == j)));
+    }
+  return {eu, ev};
+}
+
 } // namespace
 
 TEST_CASE("svd_topk kernel: k leading triplets to the residual tolerance, deterministic") {
@@ -102,10 +116,35 @@ TEST_CASE("svd_topk kernel: k leading triplets to the residual tolerance, determ
     CHECK(r2 <= 2 * tol);
     MESSAGE(m << "x" << n << " k=" << k << ": " << t.out.iterations << " iterations, sketch "
               << t.out.sketch << ", residuals " << r1 << ", " << r2);
+    auto [eu, ev] = orthonormality(t, m, n, k);
+    CHECK(eu <= 1e-14);
+    CHECK(ev <= 1e-14);
     Topk again = runTopk(A, k);
     CHECK(again.U == t.U);
     CHECK(again.s == t.s);
     CHECK(again.Vt == t.Vt);
+  }
+}
+
+TEST_CASE("svd_topk kernel: rank-deficient A (zero singular values inside the sketch)") {
+  // The Ritz vectors of the zero singular values give zero columns of A·V, which
+  // CholeskyQR2 cannot scale: those iterations take Householder QR and gesdd.
+  std::mt19937_64 rng(13);
+  for (int64_t rank : {12, 16, 30}) {
+    CAPTURE(rank);
+    std::vector<double> d(120, 0.0);
+    for (int64_t i = 0; i < rank; ++i) d[i] = std::pow(0.5, static_cast<double>(i));
+    Tensor A = withSpectrum(120, 150, d, rng);
+    Topk t = runTopk(A, 10);
+    CHECK(t.out.lapackInfo == 0);
+    CHECK_FALSE(t.out.fallback);
+    for (int64_t i = 0; i < 10; ++i) CHECK(std::fabs(t.s[i] - d[i]) <= 1e-13);
+    auto [r1, r2] = residuals(A, t, 10);
+    CHECK(r1 <= 2 * rt::topkSvdConfig(120, 150, 10).tol);
+    CHECK(r2 <= 2 * rt::topkSvdConfig(120, 150, 10).tol);
+    auto [eu, ev] = orthonormality(t, 120, 150, 10);
+    CHECK(eu <= 1e-14);
+    CHECK(ev <= 1e-14);
   }
 }
 
