@@ -146,6 +146,7 @@ inline void advance(int64_t *idx, const std::vector<int64_t> &shape,
 /// output dim writes the output contiguously.
 void tiledCopy(const CopyPlan &c, int32_t chunk, const double *src, double *dst) {
   constexpr int64_t T = 16;
+  double tile[T * T];
   auto [o0, o1] = chunkRange(c.outerCount, c.perChunk, chunk);
   size_t no = c.outerShape.size();
   int64_t idx[ir::kMaxRank + 1] = {};
@@ -158,9 +159,14 @@ void tiledCopy(const CopyPlan &c, int32_t chunk, const double *src, double *dst)
     double *dp = dst + outOff;
     for (int64_t i0 = 0; i0 < Q; i0 += T)
       for (int64_t j0 = 0; j0 < L; j0 += T) {
-        int64_t i1 = std::min(Q, i0 + T), j1 = std::min(L, j0 + T);
-        for (int64_t i = i0; i < i1; ++i)
-          for (int64_t j = j0; j < j1; ++j) dp[i * oQ + j] = sp[i + j * sL];
+        const int64_t ni = std::min(Q, i0 + T) - i0, nj = std::min(L, j0 + T) - j0;
+        // Read the tile's input rows whole into `tile`, then write its output rows
+        // whole: each cache line is touched once, even when both strides are large
+        // powers of two (a 32⁴ axis reversal: 256 KiB) and would evict each other.
+        for (int64_t j = 0; j < nj; ++j)
+          for (int64_t i = 0; i < ni; ++i) tile[j * T + i] = sp[(j0 + j) * sL + i0 + i];
+        for (int64_t i = 0; i < ni; ++i)
+          for (int64_t j = 0; j < nj; ++j) dp[(i0 + i) * oQ + j0 + j] = tile[j * T + i];
       }
     // Advance the outer odometer (input and output offsets together).
     for (size_t d = no; d-- > 0;) {
@@ -240,6 +246,42 @@ void runKernel(const PadPlan &p, const Plan &, const Instruction &in, int32_t ch
   }
 }
 
+/// The sequential max of reduce_max, max(acc, p[0], …, p[n−1]) where a NaN wins (the
+/// last one, as in the reference) and a tie keeps the earlier value, computed in 8
+/// independent lanes (NaNs only flagged) so that the loop vectorises. The lanes see
+/// the values in another order, which changes the result only when it is a NaN
+/// (which one) or a zero (which sign): then the sequential loop decides, so the
+/// result is bitwise the reference's.
+double maxContiguous(const double *p, int64_t n, double acc) {
+  constexpr int kLanes = 8;
+  double lane[kLanes];
+  bool nan[kLanes] = {};
+  for (double &l : lane) l = acc;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const double x = p[i + l];
+      lane[l] = x > lane[l] ? x : lane[l];
+      nan[l] |= x != x;
+    }
+  double m = acc;
+  bool anyNan = acc != acc;
+  for (int l = 0; l < kLanes; ++l) {
+    m = lane[l] > m ? lane[l] : m;
+    anyNan |= nan[l];
+  }
+  for (; i < n; ++i) {
+    m = p[i] > m ? p[i] : m;
+    anyNan |= p[i] != p[i];
+  }
+  if (m == 0 || anyNan) {
+    m = acc;
+    for (int64_t j = 0; j < n; ++j)
+      if (p[j] > m || p[j] != p[j]) m = p[j];
+  }
+  return m;
+}
+
 void runKernel(const ReducePlan &R, const Plan &, const Instruction &in, int32_t chunk,
                double *const *ptr) {
   if (R.outElems == 0) return;
@@ -258,7 +300,9 @@ void runKernel(const ReducePlan &R, const Plan &, const Instruction &in, int32_t
       int64_t roff = 0;
       for (int64_t q = 0; q < outerRed; ++q) {
         const double *p = src + koff + roff;
-        if (R.isMax) {
+        if (R.isMax && is == 1) {
+          acc = maxContiguous(p, inner, acc);
+        } else if (R.isMax) {
           for (int64_t i = 0; i < inner; ++i) {
             double x = p[i * is];
             if (x > acc || x != x) acc = x;

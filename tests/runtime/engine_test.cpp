@@ -386,3 +386,51 @@ TEST_CASE("engine: width must be positive") {
   CHECK(e.width() == 3);
   CHECK(rt::blasInfo().find("1 thread") != std::string::npos);
 }
+
+TEST_CASE("engine: reduce_max over contiguous data is bitwise the sequential max (NaN, -0, ties)") {
+  // The kernel maxes 8 lanes at a time; where the order matters (which NaN, which
+  // zero) the result must still be the reference's left-to-right one.
+  const double nan1 = std::numeric_limits<double>::quiet_NaN();
+  double nan2 = nan1;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &nan2, sizeof bits);
+  bits ^= 0x5; // another payload
+  std::memcpy(&nan2, &bits, sizeof bits);
+  const double inf = std::numeric_limits<double>::infinity();
+  const int64_t n = 37;
+  std::mt19937_64 rng(21);
+  std::vector<std::vector<double>> cases;
+  cases.push_back(randomTensor(Type({n}), rng).data);
+  cases.push_back(std::vector<double>(n, -inf));
+  std::vector<double> zeros(n, -0.0);
+  zeros[3] = 0.0;  // +0 after −0: the sequential max keeps −0
+  zeros[20] = -1.0;
+  cases.push_back(zeros);
+  std::vector<double> zeros2(n, 0.0);
+  zeros2[11] = -0.0;
+  cases.push_back(zeros2);
+  std::vector<double> nans = randomTensor(Type({n}), rng).data;
+  nans[5] = nan1;
+  nans[30] = nan2; // the sequential loop ends on the last NaN
+  cases.push_back(nans);
+  std::vector<double> tail = randomTensor(Type({n}), rng, -1.0, 0.0).data;
+  tail[n - 1] = 2.0; // the maximum in the remainder after the lanes
+  cases.push_back(tail);
+  Program p;
+  Builder b(p);
+  auto x = p.addInput("x", Type({n}));
+  p.addOutput(b.reduceMax(x, {0}));
+  auto plan = rt::prepare(p);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    CAPTURE(c);
+    Tensor in(Type({n}), cases[c]);
+    double want = -inf;
+    for (double v : cases[c])
+      if (v > want || v != v) want = v;
+    Tensor ref = rt::evaluateReference(p, {in})[0];
+    rt::Engine e(1);
+    Tensor got = e.run(*plan, {in})[0];
+    CHECK(bitwiseEqual(got, ref));
+    CHECK(std::memcmp(&got.data[0], &want, sizeof want) == 0);
+  }
+}
