@@ -15,10 +15,11 @@
 // and the SVD of Aᵀ·Q (as P·R, then gesdd of the b×b R) use CholeskyQR2 of the
 // column-scaled blocks, BLAS-3 throughout, with Householder QR and a gesdd of the tall
 // block where its checks fail.
-// The sketch starts at b = min(K, 2k) (K = min(m, n)) and grows by k once or twice
-// (up to min(K, 4k)) when the residuals' observed decay predicts no convergence
-// within the budget; the budget is half the flops of a gesdd of A, after which (or
-// when growing cannot help) the kernel falls back to gesdd and counts it. Every run
+// The sketch starts at b = min(K, 2k) (K = min(m, n); a caller may ask for another
+// start b₀ ≥ k) and grows by k once or twice (up to min(K, b₀ + 2k)) when the
+// residuals' observed decay predicts no convergence within the budget; the budget is
+// half the flops of a gesdd of A, after which (or when growing cannot help) the
+// kernel falls back to gesdd and counts it. Every run
 // is deterministic: the seed depends only on (m, n, k), and BLAS runs single-threaded.
 //
 // svdComplement: the part of the pullback of A ↦ (U, s, Vt) = top-k SVD that couples
@@ -29,10 +30,10 @@
 // basis of A⊥ this is x_ij = ½(a+b)_ij/(s_j − σ_i) + ½(a−b)_ij/(s_j + σ_i) with
 // a = uᵢᵀŪ_j, b = vᵢᵀV̄_j, and y_ij the same with the second term subtracted: the
 // rows i ≥ k of the full rule's core matrix (docs/trg.md §5). The discarded triplets
-// nearest the cut (the "guards", g = min(K − k, max(4, k/2)) of them, computed by topkSvd
-// on A⊥ with the residual measured against s₀) are coupled explicitly with the full
-// rule's Lorentzian broadening 1/x → x/(x² + (ε·s₀)²). The rest, whose singular values
-// lie below the last guard, is solved by conjugate gradients on the normal form
+// nearest the cut (the "guards", g = min(K − k, max(4, k/2)) of them, computed by
+// topkSvd on A⊥ with a sketch of 3g and the residual measured against s₀) are coupled
+// explicitly with the full rule's Lorentzian broadening 1/x → x/(x² + (ε·s₀)²). The
+// rest, whose singular values lie below the last guard, is solved by conjugate gradients on the normal form
 // (s_j²·I − A₂·A₂ᵀ)·x_j = s_j·F_j + A₂·G_j (A₂ = A⊥ minus the guards; condition number
 // 1/(1 − (σ_max(A₂)/s_j)²)), then y_j = (G_j + A₂ᵀ·x_j)/s_j, with both equations' true
 // residuals checked at the end. Those tail terms use exact reciprocals, which differ
@@ -60,7 +61,8 @@ struct TopkSvdConfig {
   int64_t lworkSvd = 0, lworkQr = 0; ///< LAPACK workspaces (queried once)
   int64_t workElems = 0;             ///< doubles of workspace topkSvd needs
 };
-TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k);
+/// `sketch` = the initial sketch size b₀ (clamped to [k, min(m, n)]; 0: 2k).
+TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t sketch = 0);
 
 /// What one topkSvd call did (for the counters and the tests).
 struct TopkSvdOutcome {
