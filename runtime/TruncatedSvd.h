@@ -34,8 +34,8 @@
 // topkSvd on A⊥ with a sketch of 3g and the residual measured against s₀) are coupled
 // explicitly with the full rule's Lorentzian broadening 1/x → x/(x² + (ε·s₀)²). The
 // rest, whose singular values lie below the last guard, is solved by conjugate
-// gradients on the normal form (s_j²·I − A₂·A₂ᵀ)·x_j = s_j·F_j + A₂·G_j (A₂ = A⊥ minus the guards; condition number
-// 1/(1 − (σ_max(A₂)/s_j)²)), then y_j = (G_j + A₂ᵀ·x_j)/s_j, with both equations' true
+// gradients on the normal form (s_j²·I − A₂·A₂ᵀ)·x_j = s_j·F_j + A₂·G_j (A₂ = A⊥ minus
+// the guards; condition number 1/(1 − (σ_max(A₂)/s_j)²)), then y_j = (G_j + A₂ᵀ·x_j)/s_j, with both equations' true
 // residuals checked at the end. Those tail terms use exact reciprocals, which differ
 // from the broadened ones by a relative (ε·s₀/gap)²; the kernel solves the tail itself
 // only where every gap (s[r−1] minus the last guard, and s[r−1] itself) is at least
