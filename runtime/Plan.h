@@ -42,9 +42,11 @@ inline constexpr double kGemmSplitFlops = 24e6;
 inline constexpr double kGemmChunkFlops = 16e6;
 /// Most chunks of one product. A chunk is a tile of C, and every tile repacks its
 /// rows of op(A) and its columns of op(B), so more, thinner tiles cost bandwidth
-/// (rows of 8 across a 1024×1024×1024 product ran at half the BLAS's speed);
-/// 16 tiles keep the product within ~8% of one call and still balance 2 to 4 threads.
+/// (rows of 8 across a 1024×1024×1024 product ran at half the BLAS's speed).
 inline constexpr int64_t kGemmMaxChunks = 16;
+/// Fewest rows of a full-width row strip of C (the preferred chunk of a large
+/// product: it repacks only op(B)); 1024³ in 8 strips is ~12% above one call.
+inline constexpr int64_t kGemmMinStripRows = 128;
 /// Alignment of arena slots, in doubles (64 bytes).
 inline constexpr int64_t kSlotAlign = 8;
 
