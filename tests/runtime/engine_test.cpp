@@ -136,6 +136,10 @@ TEST_CASE("engine: large ops split into chunks give identical results for every 
   auto tnA = p.addInput("tnA", Type({300, 150}));
   auto tnB = p.addInput("tnB", Type({300, 480}));
   auto tn = b.dotGeneral(tnA, tnB, {}, {}, {0}, {0}); // TN, 43.2 MFLOP
+  // Enough rows for full-width strips of >= 128 rows: 4 strips, not a 2×2 grid.
+  auto stA = p.addInput("stA", Type({512, 128}));
+  auto stB = p.addInput("stB", Type({128, 512}));
+  auto strips = b.dotGeneral(stA, stB, {}, {}, {1}, {0}); // NN, 67 MFLOP
   auto e1 = b.unary(OpKind::Exp, b.mul(prod, b.full(Type({300, 260}), 1e-3)));
   auto tt = b.transpose(t, {3, 2, 1, 0});
   auto s = b.reduceSum(b.mul(tt, tt), {0, 2});
@@ -149,6 +153,7 @@ TEST_CASE("engine: large ops split into chunks give identical results for every 
   p.addOutput(nn);
   p.addOutput(nt);
   p.addOutput(tn);
+  p.addOutput(strips);
   std::vector<Tensor> in;
   for (ir::ValueId v : p.inputs) in.push_back(randomTensor(p.type(v), rng));
   auto plan = rt::prepare(p);
@@ -159,6 +164,7 @@ TEST_CASE("engine: large ops split into chunks give identical results for every 
   CHECK(described.find("B=1 M=100 N=600 K=300 NN tiles 100x304") != std::string::npos);
   CHECK(described.find("B=1 M=120 N=500 K=280 NT tiles 120x256") != std::string::npos);
   CHECK(described.find("B=1 M=150 N=480 K=300 TN tiles 150x240") != std::string::npos);
+  CHECK(described.find("B=1 M=512 N=512 K=128 NN tiles 128x512") != std::string::npos);
   auto ref = rt::evaluateReference(p, in);
   rt::Engine e1w(1), e2w(2), e4w(4);
   auto r1 = e1w.run(*plan, in);
