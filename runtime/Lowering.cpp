@@ -501,12 +501,13 @@ void lowerPad(Lowering &L, const ir::Op &op, size_t i) {
 }
 
 /// Chunks of a GEMM, fixed by its shape: whole batches per chunk for small products,
-/// else tiles of C per batch, about flops / kGemmChunkFlops of them (at most
+/// else tiles of C per batch, at most flops / kGemmChunkFlops of them (and at most
 /// kGemmMaxChunks). Full-width row strips come first, halved while a strip keeps at
 /// least kGemmMinStripRows rows: each call packs all of op(B) once, and that costs
 /// less than the repacking of both operands by a grid (1024³ on one thread: 8 strips
-/// 36 ms, 16 tiles of 256² 42 ms, one call 32 ms). Only when that gives fewer than
-/// 4 chunks does the tile's longer side keep halving, while it is at least 32 long.
+/// 36 ms, 16 tiles of 256² 42 ms, one call 32 ms), so such a product stops at the
+/// strips. Only when the strips are fewer than 4 does the tile's longer side keep
+/// halving, as long as it is at least 32.
 /// Tile sides are multiples of 8 (whole register tiles); the last tile of a row or
 /// column takes the remainder.
 int32_t chunkGemm(GemmPlan &g) {
@@ -527,7 +528,8 @@ int32_t chunkGemm(GemmPlan &g) {
   };
   int64_t rowParts = 1, colParts = 1;
   while (rowParts * 2 <= want && ceilDiv(g.M, rowParts * 2) >= kGemmMinStripRows) rowParts *= 2;
-  while (rowParts < 4 && rowParts * colParts * 2 <= want) {
+  const bool grid = rowParts < 4;
+  while (grid && rowParts * colParts * 2 <= want) {
     const int64_t tm = ceilDiv(g.M, rowParts), tn = ceilDiv(g.N, colParts);
     if (tm >= tn && tm >= 32) rowParts *= 2;
     else if (tn >= 32) colParts *= 2;

@@ -35,8 +35,9 @@
 // explicitly with the full rule's Lorentzian broadening 1/x → x/(x² + (ε·s₀)²). The
 // rest, whose singular values lie below the last guard, is solved by conjugate
 // gradients on the normal form (s_j²·I − A₂·A₂ᵀ)·x_j = s_j·F_j + A₂·G_j (A₂ = A⊥ minus
-// the guards; condition number 1/(1 − (σ_max(A₂)/s_j)²)), then y_j = (G_j + A₂ᵀ·x_j)/s_j, with both equations' true
-// residuals checked at the end. Those tail terms use exact reciprocals, which differ
+// the guards; condition number 1/(1 − (σ_max(A₂)/s_j)²)), then y_j = (G_j + A₂ᵀ·x_j)/s_j;
+// the true residual of the first equation is checked at the end (the second holds by
+// the construction of y up to the rounding of the division, also checked). Those tail terms use exact reciprocals, which differ
 // from the broadened ones by a relative (ε·s₀/gap)²; the kernel solves the tail itself
 // only where every gap (s[r−1] minus the last guard, and s[r−1] itself) is at least
 // 10⁵·ε·s₀, a difference of at most 1e-10. Otherwise, and when CG meets a direction of
@@ -71,6 +72,7 @@ struct TopkSvdOutcome {
   bool fallback = false;
   double residual = 0;  ///< max_i ‖A·vᵢ − σᵢ·uᵢ‖ / σ₁ at the stop (0 after a fallback)
   int lapackInfo = 0;   ///< != 0: a LAPACK call failed (the caller reports it)
+  int cholQr = 0;       ///< blocks factored by CholeskyQR2 (the others: Householder, gesdd)
 };
 
 /// A row-major m×n (finite), U row-major m×k, s[k] descending, Vt row-major k×n.

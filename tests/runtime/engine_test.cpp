@@ -415,6 +415,11 @@ TEST_CASE("engine: reduce_max over contiguous data is bitwise the sequential max
   std::vector<double> zeros2(n, 0.0);
   zeros2[11] = -0.0;
   cases.push_back(zeros2);
+  std::vector<double> zeros3(n, -2.0);
+  zeros3[0] = -1.0;
+  zeros3[1] = -0.0; // the sequential max keeps this −0; lanes 0 and 1 alone give +0
+  zeros3[8] = 0.0;
+  cases.push_back(zeros3);
   std::vector<double> nans = randomTensor(Type({n}), rng).data;
   nans[5] = nan1;
   nans[30] = nan2; // the sequential loop ends on the last NaN
@@ -439,4 +444,21 @@ TEST_CASE("engine: reduce_max over contiguous data is bitwise the sequential max
     CHECK(bitwiseEqual(got, ref));
     CHECK(std::memcmp(&got.data[0], &want, sizeof want) == 0);
   }
+  // Several contiguous segments per output: the running max enters the next segment
+  // (here a NaN, and a −0 that a later +0 must not replace).
+  Program q;
+  Builder bq(q);
+  auto y = q.addInput("y", Type({2, 3, n}));
+  q.addOutput(bq.reduceMax(y, {0, 2}));
+  Tensor in = randomTensor(Type({2, 3, n}), rng);
+  in.data[0 * 3 * n + 0 * n + 5] = nan1;               // output 0: NaN from segment 1
+  for (int64_t i = 0; i < n; ++i) in.data[0 * 3 * n + 1 * n + i] = -1.0;
+  in.data[0 * 3 * n + 1 * n + 2] = -0.0;                // output 1: −0 in segment 1 ...
+  for (int64_t i = 0; i < n; ++i) in.data[1 * 3 * n + 1 * n + i] = i % 9 == 0 ? 0.0 : -1.0; // ... +0 in 2
+  Tensor ref = rt::evaluateReference(q, {in})[0];
+  rt::Engine e(1);
+  Tensor got = e.run(*rt::prepare(q), {in})[0];
+  CHECK(bitwiseEqual(got, ref));
+  CHECK(std::isnan(got.data[0]));
+  CHECK(std::signbit(got.data[1]));
 }
