@@ -32,6 +32,8 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/mman.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TESSEL_PAUSE() _mm_pause()
@@ -109,12 +111,20 @@ struct Engine::Impl {
 
   /// The arena, grown (not kept: its old contents are dead) to hold plan P.
   double *arenaFor(const Plan &P) {
-    const int64_t need = (P.arenaElems * static_cast<int64_t>(sizeof(double)) + 63) / 64 * 64;
+    int64_t need = (P.arenaElems * static_cast<int64_t>(sizeof(double)) + 63) / 64 * 64;
     if (need > arenaBytes) {
       arena.reset();
       arenaBytes = 0;
-      void *mem = std::aligned_alloc(64, static_cast<size_t>(need));
+      // A large arena is asked for transparent huge pages: transposes and GEMM packing
+      // walk megabytes with strides of up to a whole tensor row, and 2 MiB pages spare
+      // them a TLB miss per access. Only a hint; the kernel may ignore it.
+      const bool huge = need >= kHugeArenaBytes;
+      if (huge) need = (need + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+      void *mem = std::aligned_alloc(huge ? kHugePageBytes : 64, static_cast<size_t>(need));
       if (!mem) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+      if (huge) madvise(mem, static_cast<size_t>(need), MADV_HUGEPAGE);
+#endif
       arena.reset(static_cast<double *>(mem));
       arenaBytes = need;
     }

@@ -47,6 +47,10 @@ inline constexpr int64_t kGemmMaxChunks = 16;
 /// Fewest rows of a full-width row strip of C (the preferred chunk of a large
 /// product: it repacks only op(B)); 1024³ in 8 strips is ~12% above one call.
 inline constexpr int64_t kGemmMinStripRows = 128;
+/// Arenas of at least this size are allocated on 2 MiB boundaries and asked for
+/// transparent huge pages (madvise; Linux).
+inline constexpr int64_t kHugePageBytes = int64_t(2) << 20;
+inline constexpr int64_t kHugeArenaBytes = int64_t(4) << 20;
 /// Alignment of arena slots, in doubles (64 bytes).
 inline constexpr int64_t kSlotAlign = 8;
 
