@@ -59,7 +59,7 @@ def main() -> None:
     ap.add_argument("--full-grad-max", type=int, default=32,
                     help="largest χ run with --svd full --grad")
     ap.add_argument("--grad-max", type=int, default=64, help="largest χ run with --grad")
-    ap.add_argument("--repeat", type=int, default=2, help="steady runs per configuration (χ <= 24; 1 above)")
+    ap.add_argument("--repeat", type=int, default=3, help="steady runs per configuration (χ <= 32; 1 above)")
     ap.add_argument("--out", default=HERE)
     a = ap.parse_args()
     chis = [int(c) for c in a.chis.split(",")]
@@ -67,7 +67,7 @@ def main() -> None:
     rows = []
     for chi in chis:
         steps = 8
-        repeat = a.repeat if chi <= 24 else 1
+        repeat = a.repeat if chi <= 32 else 1
         for svd in ("truncated", "full"):
             if svd == "full" and chi > a.full_max:
                 rows.append({"chi": chi, "svd": svd, "skipped": f"full SVD above chi = {a.full_max}"})
