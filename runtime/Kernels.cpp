@@ -49,7 +49,11 @@ bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, con
   case OpKind::Tanh: vecMath(VecFn::Tanh, x, o, n); return true;
   case OpKind::Abs: mapUnary(o, x, n, [](double v) { return std::fabs(v); }); return true;
   case OpKind::Sign:
-    mapUnary(o, x, n, [](double v) { return v != v ? v : (v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0)); });
+    // Branch-free so that it vectorises: (v > 0) − (v < 0), and NaN passed through.
+    mapUnary(o, x, n, [](double v) {
+      const double s = (v > 0 ? 1.0 : 0.0) - (v < 0 ? 1.0 : 0.0);
+      return v != v ? v : s;
+    });
     return true;
   case OpKind::StopGradient: mapUnary(o, x, n, [](double v) { return v; }); return true;
   case OpKind::Add: mapBinary(o, x, y, n, [](double u, double v) { return u + v; }); return true;
@@ -62,7 +66,16 @@ bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, con
     });
     return true;
   case OpKind::Compare:
-    mapBinary(o, x, y, n, [cmp](double u, double v) { return compareValues(cmp, u, v) ? 1.0 : 0.0; });
+    // One loop per direction (compareValues's semantics): the direction is not
+    // switched on per element, and each loop vectorises.
+    switch (cmp) {
+    case CompareDir::EQ: mapBinary(o, x, y, n, [](double u, double v) { return u == v ? 1.0 : 0.0; }); break;
+    case CompareDir::NE: mapBinary(o, x, y, n, [](double u, double v) { return u != v ? 1.0 : 0.0; }); break;
+    case CompareDir::LT: mapBinary(o, x, y, n, [](double u, double v) { return u < v ? 1.0 : 0.0; }); break;
+    case CompareDir::LE: mapBinary(o, x, y, n, [](double u, double v) { return u <= v ? 1.0 : 0.0; }); break;
+    case CompareDir::GT: mapBinary(o, x, y, n, [](double u, double v) { return u > v ? 1.0 : 0.0; }); break;
+    case CompareDir::GE: mapBinary(o, x, y, n, [](double u, double v) { return u >= v ? 1.0 : 0.0; }); break;
+    }
     return true;
   case OpKind::Select:
     for (int64_t i = 0; i < n; ++i) o[i] = x[i] != 0.0 ? y[i] : z[i];
