@@ -204,17 +204,14 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t sketch) {
                            12.0 * static_cast<double>(m + n) * static_cast<double>(c.b0 * c.b0);
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 4.0, 200.0));
   // gesdd's workspace is not monotone in the column count (a narrower matrix may take its
-  // QR-first path): the largest over the sketch sizes the iteration can use.
+  // QR-first path): the largest over the sketch sizes the iteration can use, for the
+  // tall n×b block and for the b×b factor of CholeskyQR2.
   for (int64_t b = c.b0;; b = std::min(c.bmax, b + k)) {
-    c.lworkSvd = std::max(c.lworkSvd, gesddLwork(n, b));
+    c.lworkSvd = std::max({c.lworkSvd, gesddLwork(n, b), gesddLwork(b, b)});
     c.lworkQr = std::max(c.lworkQr, qrLwork(m, b));
     if (b == c.bmax) break;
   }
   const int64_t bm = c.bmax;
-  for (int64_t b = c.b0; b <= bm; b += std::max<int64_t>(1, std::min(k, bm - b))) {
-    c.lworkSvd = std::max(c.lworkSvd, gesddLwork(b, b));
-    if (b == bm) break;
-  }
   // Q, W, U: m×bmax; Bt, V, P: n×bmax; VTs, R, Z: bmax²; CholeskyQR2: 2·bmax² + bmax;
   // sv, tau: bmax; LAPACK workspaces.
   c.workElems = 3 * m * bm + 3 * n * bm + 5 * bm * bm + 3 * bm + c.lworkSvd + iworkDoubles(bm) +
