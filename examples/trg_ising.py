@@ -95,10 +95,12 @@ def run(beta=0.3, chi=16, steps=20, width=1):
     program = tessel.trace(make_lnz(chi, steps), (), names=["beta"], name="trg_whole")
     # The pipeline of `tessel trg`, before and after the grad transform: truncate-svd turns
     # each svd whose factors are used only through their leading D' triplets into svd_topk
-    # (computes only those), and ordering the contractions before grad lets the VJP reuse
+    # (computes only those), svd-transpose-fold runs the svd_topk of Mb (an axis reversal
+    # of T) on T's own layout, and ordering the contractions before grad lets the VJP reuse
     # the forward's pairwise intermediates (the VJP of one unordered 4-operand einsum is
     # four 4-operand einsums: here 5x slower).
-    program = tessel.opt(program, "truncate-svd,order{strategy=pairwise},pad-sink,cse,dce")
+    program = tessel.opt(
+        program, "truncate-svd,svd-transpose-fold,order{strategy=pairwise},pad-sink,cse,dce")
     grad = tessel.grad(program, wrt="beta")                        # outputs lnz, grad_beta
     grad = tessel.opt(grad, "order{strategy=pairwise},pad-sink,cse,dce")
     plan = tessel.prepare(grad)

@@ -19,6 +19,7 @@
 #include "passes/Order.h"
 #include "passes/PadSink.h"
 #include "passes/PassManager.h"
+#include "passes/SvdTransposeFold.h"
 #include "passes/TruncateSvd.h"
 
 namespace tessel::passes {
@@ -173,6 +174,15 @@ bool runTruncateSvdPass(ir::Program &p, const TruncateSvdOptions &o, PassStatist
   return changed;
 }
 
+bool runSvdTransposeFoldPass(ir::Program &p, const SvdTransposeFoldOptions &o,
+                             PassStatistics &stats) {
+  SvdTransposeFoldStats s;
+  bool changed = runSvdTransposeFold(p, o, &s);
+  stats.add("folded", s.folded);
+  stats.add("elements-saved", s.elementsSaved);
+  return changed;
+}
+
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
   r.push_back(makePass(
@@ -204,6 +214,11 @@ std::vector<PassInfo> buildRegistry() {
                        "Replace an svd used only through slices of its k leading triplets by "
                        "svd_topk{k}, which computes only those (run before grad)",
                        runTruncateSvdPass, declareTruncateSvdOptions));
+  r.push_back(makePass("svd-transpose-fold",
+                       "Compute an svd/svd_topk of a transposed tensor on the tensor's own "
+                       "layout and permute the k-column factors instead (run after "
+                       "truncate-svd, before grad)",
+                       runSvdTransposeFoldPass));
   return r;
 }
 

@@ -73,15 +73,19 @@ TEST_CASE("trg driver: seed values at chi=16, 20 steps and the beta=0.4 checkpoi
     CHECK(j["ranks"].get<std::vector<int64_t>>() == d.ranks());
     auto m = j["maxabs_divided_out_per_step"].get<std::vector<double>>();
     REQUIRE(m.size() == 20);
-    // m_n agree to ~1e-15 through step 16 here; later the chi cut splits a nearly
-    // degenerate multiplet and the gauge of the kept vectors (LAPACK build dependent,
-    // see the JSON's description) moves m_n by ~1e-11, while lnZ/N stays at 1e-15.
+    // m_n agree to ~1e-15 through step 16 here. From step 12 on the chi cut splits a
+    // nearly degenerate pair (relative gap 2e-4), and later steps keep pairs 2e-3 apart:
+    // rounding rotates the kept vectors inside them, and T' carries that rotation on its
+    // legs. lnZ/N does not see it; max|T| does. Equivalent pipelines, each with lnZ/N
+    // within 4e-15 of the seed, give m_17 from 1e-12 (truncate-svd alone) through 7e-11
+    // (chain order) to 2.3e-10 (the default pipeline) relative to the checkpoint; the
+    // checkpoint's own LAPACK build is another such rounding (see the JSON's description).
     // The initial tensor has its factor e^(2 beta) taken out (trgInitLogScale), so m_1 is
     // the checkpoint's times e^(-2 beta); the later m_n are those of normalised tensors.
     for (size_t n = 0; n < 20; ++n) {
       INFO("step " << n + 1);
       const double want = n == 0 ? m[n] * std::exp(-trgInitLogScale({}, beta).value) : m[n];
-      CHECK(std::fabs(std::exp(r.logm[n]) - want) < (n < 16 ? 1e-12 : 1e-10) * want);
+      CHECK(std::fabs(std::exp(r.logm[n]) - want) < (n < 16 ? 1e-12 : 1e-9) * want);
     }
   }
 }
