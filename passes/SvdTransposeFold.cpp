@@ -45,12 +45,12 @@ std::optional<Match> match(const Program &p, const Op &svd, const std::vector<in
   if (svd.kind != OpKind::Svd && svd.kind != OpKind::SvdTopk) return std::nullopt;
   const ValueId mv = svd.operands[0];
   const int32_t rd = p.values[mv].def;
-  if (rd < 0 || uses[mv] != 1 || isOutput(p, mv)) return std::nullopt;
+  if (rd < 0 || uses[mv] != 1) return std::nullopt; // an output counts as a use
   const Op &reshape = p.ops[size_t(rd)];
   if (reshape.kind != OpKind::Reshape || reshape.remat != svd.remat) return std::nullopt;
   const ValueId tv = reshape.operands[0];
   const int32_t td = p.values[tv].def;
-  if (td < 0 || uses[tv] != 1 || isOutput(p, tv)) return std::nullopt;
+  if (td < 0 || uses[tv] != 1) return std::nullopt;
   const Op &tr = p.ops[size_t(td)];
   if (tr.kind != OpKind::Transpose || tr.remat != svd.remat) return std::nullopt;
   const I64List &perm = tr.attrs.getI64s("perm");
@@ -144,7 +144,8 @@ bool runSvdTransposeFold(Program &p, const SvdTransposeFoldOptions &, SvdTranspo
     Op &op = old[i];
     for (ValueId &v : op.operands) v = repl[v];
     if (matches[i]) {
-      const Match &mt = *matches[i];
+      Match mt = *matches[i];
+      mt.x = repl[mt.x]; // x may be a factor of an svd folded above
       b.setOrigin(op);
       const size_t first = p.ops.size();
       const auto res = rewrite(b, op, mt);
@@ -172,7 +173,6 @@ bool runSvdTransposeFold(Program &p, const SvdTransposeFoldOptions &, SvdTranspo
     p.ops.push_back(std::move(op));
   }
   dead.resize(p.ops.size(), false);
-  p.recomputeDefs();
   eraseOpsAndCompact(p, dead);
   return true;
 }

@@ -15,7 +15,7 @@
 // in place of the operand's m·n. It rewrites only when that moves fewer elements,
 // (m + n)·k < m·n, which holds for svd_topk with k well below min(m, n) (TRG: Mb of a
 // χ → χ step is a reshape of the axis reversal of T, 1024×1024 at χ = 32) and never for
-// a full square svd. The results are the same triplets up to rounding and the signs of
+// a full svd (k = min(m, n)). The results are the same triplets up to rounding and the signs of
 // the singular vectors (the kernel sees the rows and columns in another order).
 //
 // The transpose and reshape must have no other use (else the copy stays and the pass

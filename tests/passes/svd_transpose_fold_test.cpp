@@ -107,9 +107,46 @@ TEST_CASE("svd-transpose-fold: row axes leading, each group permuted within itse
   Program r = folded(svdOfTranspose({3, 4, 5, 6}, {2, 3, 0, 1}, 30, 12, 2), true);
   CHECK(countOps(r, OpKind::Transpose) == 2);
   CHECK(largestTranspose(r) == 30 * 2);
-  // Rank 3, one trailing row axis, and two trailing row axes.
+  // Row axes leading and in order: U is the new svd's own result, only Vt is permuted.
+  Program u = folded(svdOfTranspose({3, 4, 5, 6}, {0, 1, 3, 2}, 12, 30, 3), true);
+  CHECK(countOps(u, OpKind::Transpose) == 1);
+  // Rank 3: one trailing row axis, two trailing row axes, two leading ones.
   folded(svdOfTranspose({2, 3, 7}, {2, 0, 1}, 7, 6, 2), true);
   folded(svdOfTranspose({2, 3, 7}, {1, 2, 0}, 21, 2, 1), true);
+  folded(svdOfTranspose({2, 3, 7}, {1, 0, 2}, 6, 7, 2), true);
+  // Size-1 axes: the split is found past a prefix that is too short.
+  folded(svdOfTranspose({1, 4, 5, 6}, {3, 2, 1, 0}, 30, 4, 1), true);
+  folded(svdOfTranspose({3, 1, 5, 6}, {1, 0, 3, 2}, 3, 30, 1), true);
+}
+
+TEST_CASE("svd-transpose-fold: a folded svd's factor feeds another folded svd") {
+  // svd_topk of the axis reversal of x, then svd_topk of Uᵀ (a 2-d transpose: trailing
+  // row axis). Both fold; the second reads the first's new, permuted U.
+  Program p;
+  Builder b(p);
+  ValueId x = p.addInput("x", Type({3, 4, 5, 6}));
+  auto r1 = b.svdTopk(b.reshape(b.transpose(x, {3, 2, 1, 0}), {30, 12}), 3);
+  auto r2 = b.svdTopk(b.reshape(b.transpose(r1[0], {1, 0}), {3, 30}), 1);
+  p.setName(r1[1], "s1");
+  p.setName(r2[1], "s2");
+  p.addOutput(r1[1]);
+  p.addOutput(r2[1]);
+  Program q = p;
+  SvdTransposeFoldStats st;
+  CHECK(runSvdTransposeFold(q, SvdTransposeFoldOptions{}, &st));
+  INFO(printProgram(q));
+  CHECK(st.folded == 2);
+  CHECK(verify(q).empty());
+  CHECK(largestTranspose(q) == 30 * 3);
+  // Singular values do not see the signs of the first svd's vectors.
+  std::vector<Tensor> ins = nonzeroRandomInputs(p, 3);
+  auto x0 = rt::evaluateReference(p, ins), x1 = rt::evaluateReference(q, ins);
+  REQUIRE(x1.size() == 2);
+  CHECK(q.outputName(0) == "s1");
+  CHECK(q.outputName(1) == "s2");
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t j = 0; j < x0[i].data.size(); ++j)
+      CHECK(std::abs(x0[i].data[j] - x1[i].data[j]) <= 1e-13 * x0[i].data[0]);
 }
 
 TEST_CASE("svd-transpose-fold: what stays") {
