@@ -261,15 +261,16 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   int grown = 0;
   // After a Rayleigh–Ritz step W = A·V holds A·vᵢ = σᵢ·uᵢ + eᵢ with eᵢ ⟂ U: its columns
   // are nearly orthogonal, and so are those of Bt = Aᵀ·Q once Q is close to U. Scaled
-  // by their norms both are well conditioned, and CholeskyQR2 factors them; W from
-  // fresh Gaussian columns (the first iteration, a grown sketch) is not, and takes
-  // Householder QR and gesdd.
-  bool fresh = true;
+  // by their norms both are well conditioned, and CholeskyQR2 factors them. W = A·Ω from
+  // Gaussian columns (the first iteration, a grown sketch) has the condition number of
+  // A's leading b singular values; CholeskyQR2's checks accept it up to about 1e7 after
+  // scaling (its second pass restores orthogonality) and leave a worse one, as any
+  // failure, to Householder QR and gesdd.
   for (int it = 1;; ++it) {
     const auto Bb = static_cast<lapack_int>(b);
     lapack_int info = 0;
     // Q = orth(W[:, :b]).
-    if (!fresh && cholQr2(W, m, b, Q, nullptr, G)) {
+    if (cholQr2(W, m, b, Q, nullptr, G)) {
       ++out.cholQr;
     } else {
       std::memcpy(Q, W, static_cast<size_t>(m * b) * sizeof(double));
@@ -287,7 +288,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     // and the gesdd of the b×b R = Z·diag(σ)·VTs (V = P·Z), or from a gesdd of Bt.
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, Bb, M, 1.0, A, N, Q, M, 0.0, Bt,
                 N);
-    if (!fresh && cholQr2(Bt, n, b, P, Rb, G)) {
+    if (cholQr2(Bt, n, b, P, Rb, G)) {
       ++out.cholQr;
       info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', Bb, Bb, Rb, Bb, sv, Z, Bb, VTs, Bb, lw,
                                  static_cast<lapack_int>(c.lworkSvd), iwork);
@@ -302,7 +303,6 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
       out.lapackInfo = info;
       return out;
     }
-    fresh = false;
     // U = Q·VTsᵀ (m×b), W = A·V.
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(b),
                 static_cast<blasint>(b), 1.0, Q, M, VTs, static_cast<blasint>(b), 0.0, U, M);
@@ -342,7 +342,6 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
           applyA(b, nb);
           b = nb;
           ++grown;
-          fresh = true;
           prevRes = -1;
           continue;
         }

@@ -354,8 +354,9 @@ TEST_CASE("reliability: engine: widths far above the number of cores are correct
 TEST_CASE("reliability: trg: a LAPACK failure or a NaN names the step; --check-nan names the op") {
   Watchdog dog("trg faults", 300);
   // chi = 16, 5 steps: dims 2,2,4,4,16,16; the first 256x256 svd is in step 5. The full
-  // SVD calls gesdd on it; svd_topk calls gesdd on its 256x32 sketch (a NaN there would
-  // only make the iteration fall back, so the poisoned run is for the full SVD).
+  // SVD calls gesdd on it; svd_topk calls gesdd on the 32x32 triangular factor of its
+  // sketch (CholeskyQR2 factors the 256x32 block; a NaN there would only make the
+  // iteration fall back, so the poisoned run is for the full SVD).
   for (auto [mode, svd] : {std::pair{frontend::TrgMode::Staged, frontend::TrgSvd::Full},
                            std::pair{frontend::TrgMode::Whole, frontend::TrgSvd::Full},
                            std::pair{frontend::TrgMode::Staged, frontend::TrgSvd::Truncated},
@@ -379,7 +380,7 @@ TEST_CASE("reliability: trg: a LAPACK failure or a NaN names the step; --check-n
     const std::string svdLoc = mode == frontend::TrgMode::Staged ? "loc(\"trg 16->16: svd"
                                                                  : "loc(\"trg step 5 (16->16): svd";
     {
-      InjectSvdFailure inject(256, full ? 256 : 32);
+      InjectSvdFailure inject(full ? 256 : 32, full ? 256 : 32);
       try {
         drv.value(0.4);
         FAIL("no error");
