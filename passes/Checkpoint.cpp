@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <sstream>
 
 #include "ir/Diagnostics.h"
@@ -159,11 +160,19 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
       if (d >= 0 && region[d] < region[i]) boundary[u] = 1;
     }
   }
-  auto saved = [&](ValueId v) {
+  std::function<bool(ValueId)> saved = [&](ValueId v) {
     int32_t d = g.values[v].def;
     if (d < 0 || !fwd[d]) return true; // input or backward value: nothing to recompute
-    if (cfg.policy == RematPolicy::Store) return true;
     if (cfg.keepPrimalOutputs && isPrimal[v]) return true;
+    // A broadcast holds no more than its smaller operand: under every policy the
+    // backward redoes it (a scalar one fuses into its reader's loop) from the saved
+    // operand instead of reading a saved copy (TRG: the 1M-element broadcast of m_n
+    // that divides T at χ = 32).
+    const Op &def = g.ops[d];
+    if (def.kind == OpKind::BroadcastInDim &&
+        g.type(def.operands[0]).numel() < g.type(v).numel() && saved(def.operands[0]))
+      return false;
+    if (cfg.policy == RematPolicy::Store) return true;
     if (boundary[v]) return true;
     if (cfg.policy == RematPolicy::SaveSvd &&
         (g.ops[d].kind == OpKind::Svd || g.ops[d].kind == OpKind::SvdTopk))

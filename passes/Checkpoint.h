@@ -9,12 +9,17 @@
 // A policy decides which forward values the backward may read ("saveable") and which
 // it must recompute:
 //
-//   store      every forward value is saveable: nothing is recomputed (what grad emits);
+//   store      every forward value is saveable but broadcasts (see below): nothing else
+//              is recomputed;
 //   recompute  only the region's inputs are saveable: the backward clones the forward
 //              ops it needs (JAX `nothing_saveable`);
 //   save-svd   the region's inputs and the results of every `svd` (and `svd_topk`) are saveable, the
 //              rest is recomputed from them (SVDs are the expensive ops; an svd is
 //              never recomputed under this policy).
+//
+// Under every policy a broadcast_in_dim that expands a saved operand is not saved: the
+// backward redoes it from the operand (a copy, or for a scalar a value fused into its
+// reader's loop), which holds the same information in fewer bytes.
 //
 // Recomputation clones forward ops verbatim (same kind, attributes and operands, the
 // operands themselves clones or saved values), so the recomputed values are bitwise
@@ -85,7 +90,7 @@ struct CheckpointStats {
 /// Applies `opts.policy` to a gradient program in place: forward values the policy
 /// does not save are recomputed in the backward (see the top of this file). Primal
 /// outputs are saved under every policy (they stay live as outputs anyway). Returns
-/// true when clones were inserted (store never changes the program).
+/// true when clones were inserted (store only for broadcasts).
 /// Throws tessel::Error when the program has no grad signature or no
 /// primal outputs (grad ran with keepOutputs = false), naming the pass.
 bool runCheckpoint(ir::Program &p, const CheckpointOptions &opts,
@@ -156,8 +161,8 @@ struct ForwardBackward {
 /// Builds grad(fwd, opts) (keepOutputs is forced on) and splits it into a forward
 /// program that also outputs the residuals and a backward program that takes them,
 /// with the policy applied over the whole program as one region:
-///   store      the residuals are every forward value the VJP reads (the backward never
-///              calls an svd again);
+///   store      the residuals are every forward value the VJP reads but broadcasts,
+///              which the backward redoes (it never calls an svd again);
 ///   recompute  the residuals are only forward inputs; the backward first re-runs the
 ///              forward ops it needs (bitwise identical values);
 ///   save-svd   the residuals are the svd and svd_topk results the backward needs (+ inputs);
