@@ -102,7 +102,8 @@ def run(beta=0.3, chi=16, steps=20, width=1):
     program = tessel.opt(
         program, "truncate-svd,svd-transpose-fold,order{strategy=pairwise},pad-sink,cse,dce")
     grad = tessel.grad(program, wrt="beta")                        # outputs lnz, grad_beta
-    grad = tessel.opt(grad, "order{strategy=pairwise},pad-sink,cse,dce")
+    # svd-topk-guards: each svd_topk computes the guards its backward complement needs.
+    grad = tessel.opt(grad, "svd-topk-guards,order{strategy=pairwise},pad-sink,cse,dce")
     plan = tessel.prepare(grad)
     engine = tessel.Engine(width=width)
     t0 = time.perf_counter()

@@ -56,10 +56,8 @@ void checkTrgPipelineFlags(const passes::Pipeline &user, const passes::PassManag
                   ")");
 }
 
-/// The pipeline `grad{...}` for `go`, followed by `checkpoint{policy=...}` unless the
-/// policy is store (grad's program as it is).
-passes::Pipeline gradPipeline(const passes::GradOptions &go,
-                              passes::RematPolicy checkpoint = passes::RematPolicy::Store) {
+/// The pipeline `grad{...}` for `go`.
+passes::Pipeline gradPipeline(const passes::GradOptions &go) {
   passes::Pipeline pl;
   passes::PassInvocation g(*passes::lookupPass("grad"));
   std::string wrt;
@@ -69,11 +67,6 @@ passes::Pipeline gradPipeline(const passes::GradOptions &go,
   g.set("keep-outputs", go.keepOutputs ? "true" : "false");
   g.set("svd-blocks", go.svdBlocks ? "true" : "false");
   pl.passes.push_back(std::move(g));
-  if (checkpoint != passes::RematPolicy::Store) {
-    passes::PassInvocation c(*passes::lookupPass("checkpoint"));
-    c.set("policy", passes::rematPolicyName(checkpoint));
-    pl.passes.push_back(std::move(c));
-  }
   return pl;
 }
 
@@ -156,13 +149,28 @@ struct TrgDriver::Impl {
     return msSince(t0);
   }
 
-  /// Turns `p` into its gradient program in place by running gradPipeline(go, policy)
-  /// through the pass manager as required passes (so the print, dump and report flags
-  /// show them, and --bisect-limit never skips them); returns the wall time in ms.
-  double runGrad(ir::Program &p, const passes::GradOptions &go,
+  /// Turns `p` into its gradient program in place by running gradPipeline(go) through
+  /// the pass manager as required passes (so the print, dump and report flags show
+  /// them, and --bisect-limit never skips them); returns the wall time in ms. A first
+  /// derivative (`firstOrder`) then runs the pipeline's svd-topk-guards, unless
+  /// --disable-pass names it: it rewrites the forward for the backward, so it must see
+  /// both in one program and come before the checkpoint policy clones forward ops;
+  /// then checkpoint{policy} unless `policy` is store.
+  double runGrad(ir::Program &p, const passes::GradOptions &go, bool firstOrder = false,
                  passes::RematPolicy policy = passes::RematPolicy::Store) {
+    passes::Pipeline pl = gradPipeline(go);
+    const auto &off = o.passOptions.disabledPasses;
+    for (const passes::PassInvocation &inv : pm->pipeline().passes)
+      if (firstOrder && inv.name() == "svd-topk-guards" &&
+          std::find(off.begin(), off.end(), inv.name()) == off.end())
+        pl.passes.push_back(inv);
+    if (policy != passes::RematPolicy::Store) {
+      passes::PassInvocation c(*passes::lookupPass("checkpoint"));
+      c.set("policy", passes::rematPolicyName(policy));
+      pl.passes.push_back(std::move(c));
+    }
     auto t0 = Clock::now();
-    pm->run(p, gradPipeline(go, policy), passes::PassRequirement::Required);
+    pm->run(p, pl, passes::PassRequirement::Required);
     return msSince(t0);
   }
 
@@ -221,7 +229,7 @@ struct TrgDriver::Impl {
       go.vjp = true;
       go.keepOutputs = true;
       ir::Program g = p;
-      double gradMs = runGrad(g, go);
+      double gradMs = runGrad(g, go, /*firstOrder=*/true);
       auto t1 = Clock::now();
       passes::ForwardBackward fb =
           passes::splitGradient(g, p.outputs.size(), p.inputs.size(), o.checkpoint);
@@ -283,7 +291,7 @@ struct TrgDriver::Impl {
       go.vjp = true;
       go.keepOutputs = true;
       ir::Program g = p;
-      double gradMs = runGrad(g, go, o.checkpoint);
+      double gradMs = runGrad(g, go, /*firstOrder=*/true, o.checkpoint);
       size_t gTraced = g.ops.size();
       double gMs = runPasses(g);
       wholeValue = add("whole", "value", std::move(p), traced, traceMs, passMs);

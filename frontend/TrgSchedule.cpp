@@ -35,7 +35,8 @@ TrgSvd parseTrgSvd(const std::string &s) {
 }
 
 std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd) {
-  return std::string(svd == TrgSvd::Truncated ? "truncate-svd,svd-transpose-fold," : "") +
+  return std::string(svd == TrgSvd::Truncated ? "truncate-svd,svd-transpose-fold,svd-topk-guards,"
+                                               : "") +
          "order{strategy=" +
          passes::orderStrategyName(order) + "},pad-sink,cse,dce";
 }

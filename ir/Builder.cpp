@@ -97,9 +97,9 @@ llvm::SmallVector<ValueId, 1> Builder::svdTopk(ValueId a, int64_t k, double eps)
 
 llvm::SmallVector<ValueId, 1> Builder::svdTopkComplement(ValueId a, ValueId u, ValueId s,
                                                          ValueId vt, ValueId gU, ValueId gVt,
-                                                         double eps) {
+                                                         double eps, int64_t guards) {
   return createMulti(OpKind::SvdTopkComplement, {a, u, s, vt, gU, gVt},
-                     {{"eps", Attr::f64(eps)}});
+                     {{"eps", Attr::f64(eps)}, {"guards", Attr::i64(guards)}});
 }
 
 } // namespace tessel::ir

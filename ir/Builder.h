@@ -78,7 +78,8 @@ public:
   llvm::SmallVector<ValueId, 1> svdTopk(ValueId a, int64_t k, double eps = 1e-12);
   /// Returns {X, Yt} (ir/ops.def, svd_topk_complement).
   llvm::SmallVector<ValueId, 1> svdTopkComplement(ValueId a, ValueId u, ValueId s, ValueId vt,
-                                                  ValueId gU, ValueId gVt, double eps);
+                                                  ValueId gU, ValueId gVt, double eps,
+                                                  int64_t guards = 0);
   ValueId stopGradient(ValueId a) { return unary(OpKind::StopGradient, a); }
 
 private:

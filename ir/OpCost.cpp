@@ -61,14 +61,15 @@ double svdTopkFlops(const Program &p, const Op &op) {
   return 4 * 4 * mn * b;
 }
 
-/// The guards (a top-k SVD of A⊥) plus conjugate-gradient iterations, two products
-/// with A⊥ each (a typical count, as svd_topk's).
+/// The guards (a top-k SVD of A⊥, unless the forward gave them) plus conjugate-gradient
+/// iterations, two products with A⊥ each (a typical count, as svd_topk's).
 double svdTopkComplementFlops(const Program &p, const Op &op) {
   const Type &a = p.type(op.operands[0]);
   const double mn = static_cast<double>(a.shape[0]) * static_cast<double>(a.shape[1]);
   const double k = static_cast<double>(p.type(op.operands[2]).shape[0]);
   const double r = static_cast<double>(p.type(op.operands[4]).shape[1]);
-  return 4 * 4 * mn * 2 * k + 10 * 4 * mn * r;
+  const double guards = op.attrs.getI64("guards") > 0 ? 0.0 : 4 * 4 * mn * 2 * k;
+  return guards + 10 * 4 * mn * r;
 }
 
 struct Entry {

@@ -257,6 +257,14 @@ Result ruleSvdTopk(OpKind k, Types ops, const AttrList &a) {
   return {Type({m, kk}), Type({kk}), Type({kk, n})};
 }
 
+} // namespace
+
+int64_t svdTopkComplementGuards(int64_t m, int64_t n, int64_t k) {
+  return std::max<int64_t>(0, std::min(std::min(m, n) - k, std::max<int64_t>(4, k / 2)));
+}
+
+namespace {
+
 Result ruleSvdTopkComplement(OpKind k, Types ops, const AttrList &a) {
   double eps = a.getF64("eps");
   if (!(eps >= 0) || !std::isfinite(eps))
@@ -282,6 +290,11 @@ Result ruleSvdTopkComplement(OpKind k, Types ops, const AttrList &a) {
   if (kk < 1 || kk > std::min(m, n) || r > kk)
     fail(k, "needs 1 <= r <= k <= min(m, n), got k = " + std::to_string(kk) + ", r = " +
                 std::to_string(r) + " for A " + ops[0].str());
+  const int64_t g = a.getI64("guards");
+  if (g < 0 || r > kk - g)
+    fail(k, "guards = " + std::to_string(g) + " must be in [0, k − r] = [0, " +
+                std::to_string(kk - r) + "] (the guards follow the " + std::to_string(r) +
+                " differentiated triplets among the k = " + std::to_string(kk) + ")");
   return {Type({m, r}), Type({r, n})};
 }
 
@@ -351,7 +364,7 @@ constexpr Entry kRules[] = {
     {OpKind::SvdTopk, ruleSvdTopk,
      "U f64[m,k], s f64[k], Vt f64[k,n] for a matrix operand f64[m,n], 1 <= k <= min(m, n); eps finite and >= 0"},
     {OpKind::SvdTopkComplement, ruleSvdTopkComplement,
-     "X f64[m,r], Yt f64[r,n] for A f64[m,n], U f64[m,k], s f64[k], Vt f64[k,n], Ū f64[m,r], V̄t f64[r,n], r <= k <= min(m, n)"},
+     "X f64[m,r], Yt f64[r,n] for A f64[m,n], U f64[m,k], s f64[k], Vt f64[k,n], Ū f64[m,r], V̄t f64[r,n], r <= k − guards, k <= min(m, n)"},
     {OpKind::StopGradient, ruleUnary,
      "same as the operand"},
 };

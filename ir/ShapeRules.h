@@ -25,6 +25,12 @@ const char *shapeRuleDoc(OpKind kind);
 /// True if the shape-rule table has an entry for `kind` (used by the coverage test).
 bool hasShapeRule(OpKind kind);
 
+/// The guards of svd_topk_complement for k kept triplets of an m×n matrix, K = min(m, n):
+/// min(K − k, max(4, k/2)), the discarded triplets nearest the cut that it couples
+/// explicitly (computed by its kernel, or by the forward's svd_topk after the
+/// svd-topk-guards pass).
+int64_t svdTopkComplementGuards(int64_t m, int64_t n, int64_t k);
+
 /// Parsed einsum subscripts, e.g. "wak,abu->wkbu". Each operand's labels are chars.
 struct EinsumSpec {
   std::vector<std::string> inputs;

@@ -19,6 +19,7 @@
 #include "passes/Order.h"
 #include "passes/PadSink.h"
 #include "passes/PassManager.h"
+#include "passes/SvdTopkGuards.h"
 #include "passes/SvdTransposeFold.h"
 #include "passes/TruncateSvd.h"
 
@@ -183,6 +184,14 @@ bool runSvdTransposeFoldPass(ir::Program &p, const SvdTransposeFoldOptions &o,
   return changed;
 }
 
+bool runSvdTopkGuardsPass(ir::Program &p, const SvdTopkGuardsOptions &o, PassStatistics &stats) {
+  SvdTopkGuardsStats s;
+  bool changed = runSvdTopkGuards(p, o, &s);
+  stats.add("widened", s.widened);
+  stats.add("guards", s.guards);
+  return changed;
+}
+
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
   r.push_back(makePass(
@@ -219,6 +228,11 @@ std::vector<PassInfo> buildRegistry() {
                        "layout and permute the k-column factors instead (run after "
                        "truncate-svd, before grad)",
                        runSvdTransposeFoldPass));
+  r.push_back(makePass("svd-topk-guards",
+                       "In a gradient program, let each svd_topk compute the guards its "
+                       "svd_topk_complement needs (g more triplets) instead of the complement "
+                       "(run after grad, before checkpoint)",
+                       runSvdTopkGuardsPass));
   return r;
 }
 

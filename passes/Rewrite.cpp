@@ -42,6 +42,17 @@ void replaceAllUses(Program &p, ValueId from, ValueId to) {
   }
 }
 
+void redirectValue(Program &p, std::vector<ValueId> &repl, ValueId from, ValueId to) {
+  repl[from] = to;
+  for (ValueId &o : p.outputs)
+    if (o == from) o = to;
+  const std::string name = p.values[from].name;
+  if (!isAnonymousName(name)) {
+    p.values[from].name.clear();
+    p.setName(to, name);
+  }
+}
+
 std::vector<bool> liveOps(const Program &p) {
   std::vector<bool> liveValue(p.values.size(), false), live(p.ops.size(), false);
   for (ValueId v : p.outputs) liveValue[v] = true;

@@ -31,6 +31,12 @@ bool canReplaceValue(const ir::Program &p, ir::ValueId from, ir::ValueId to);
 /// (throws tessel::Error otherwise, naming both values).
 void replaceAllUses(ir::Program &p, ir::ValueId from, ir::ValueId to);
 
+/// For a pass that rebuilds the op list, remapping each op's operands through `repl`
+/// as it goes: from now on `to` stands for `from` (repl[from] = to, outputs too), and a
+/// name of `from` moves to `to` (an anonymous op result the pass just created).
+void redirectValue(ir::Program &p, std::vector<ir::ValueId> &repl, ir::ValueId from,
+                   ir::ValueId to);
+
 /// live[i]: some result of op i is a program output or is read by a live op (one
 /// backward sweep; the liveness that dce, grad and pad-sink share).
 std::vector<bool> liveOps(const ir::Program &p);

@@ -150,17 +150,7 @@ bool runSvdTransposeFold(Program &p, const SvdTransposeFoldOptions &, SvdTranspo
       const size_t first = p.ops.size();
       const auto res = rewrite(b, op, mt);
       for (size_t j = first; j < p.ops.size(); ++j) p.ops[j].pos = op.pos;
-      for (size_t j = 0; j < res.size(); ++j) {
-        const ValueId from = op.results[j], to = res[j];
-        repl[from] = to;
-        for (ValueId &o : p.outputs)
-          if (o == from) o = to;
-        const std::string name = p.values[from].name;
-        if (!isAnonymousName(name)) {
-          p.values[from].name.clear();
-          p.setName(to, name);
-        }
-      }
+      for (size_t j = 0; j < res.size(); ++j) redirectValue(p, repl, op.results[j], res[j]);
       dead.resize(p.ops.size() + 1, false);
       dead[newIndex[mt.reshape]] = dead[newIndex[mt.transpose]] = dead[p.ops.size()] = true;
       if (stats) {

@@ -693,15 +693,17 @@ void lowerSvdTopk(Lowering &L, const ir::Op &op, size_t i) {
 void lowerSvdTopkComplement(Lowering &L, const ir::Op &op, size_t i) {
   const Type &at = L.type(op.operands[0]);
   SvdComplementPlan s;
-  s.cfg = svdComplementConfig(at.shape[0], at.shape[1], L.type(op.operands[2]).shape[0],
-                              L.type(op.operands[4]).shape[1]);
+  const int64_t given = op.attrs.getI64("guards");
+  s.cfg = svdComplementConfig(at.shape[0], at.shape[1], L.type(op.operands[2]).shape[0] - given,
+                              L.type(op.operands[4]).shape[1], given);
   s.eps = op.attrs.getF64("eps");
   Instruction in = L.instruction(op, i, s);
   in.numResults = 2;
   in.out.push_back(L.newTemp(Type({std::max<int64_t>(1, s.cfg.workElems)}), "work"));
   in.what = std::to_string(s.cfg.m) + "x" + std::to_string(s.cfg.n) + " k=" +
             std::to_string(s.cfg.k) + " r=" + std::to_string(s.cfg.r) + " guards " +
-            std::to_string(s.cfg.guards) + " cg budget " + std::to_string(s.cfg.maxIter);
+            std::to_string(s.cfg.guards) + (s.cfg.givenGuards ? " (from the forward)" : "") +
+            " cg budget " + std::to_string(s.cfg.maxIter);
   L.addInst(std::move(in));
 }
 

@@ -357,7 +357,9 @@ Results refSvdTopk(const Program &p, const Op &op, const Operands &in, const Typ
 Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in, const Type &) {
   const Tensor &A = *in[0], &U = *in[1], &s = *in[2], &Vt = *in[3], &gU = *in[4], &gVt = *in[5];
   const int64_t m = A.type.shape[0], n = A.type.shape[1], K = std::min(m, n);
-  const int64_t k = s.type.shape[0], r = gU.type.shape[1];
+  // ld: the columns of U (the kept triplets, then the guards, which the full SVD below
+  // makes redundant); k: the kept ones.
+  const int64_t ld = s.type.shape[0], k = ld - op.attrs.getI64("guards"), r = gU.type.shape[1];
   const double eps = op.attrs.getF64("eps");
   Results f = thinSvd(p, op, A);
   const std::vector<double> &Uf = f[0].data, &sf = f[1].data, &Vtf = f[2].data;
@@ -372,8 +374,8 @@ Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in,
   for (int64_t j = 0; j < r; ++j) {
     for (int64_t q = 0; q < k; ++q) {
       double c = 0;
-      for (int64_t i = 0; i < m; ++i) c += U.data[i * k + q] * gU.data[i * r + j];
-      for (int64_t i = 0; i < m; ++i) F[i * r + j] -= U.data[i * k + q] * c;
+      for (int64_t i = 0; i < m; ++i) c += U.data[i * ld + q] * gU.data[i * r + j];
+      for (int64_t i = 0; i < m; ++i) F[i * r + j] -= U.data[i * ld + q] * c;
       double d = 0;
       for (int64_t i = 0; i < n; ++i) d += Vt.data[q * n + i] * gVt.data[j * n + i];
       for (int64_t i = 0; i < n; ++i) Gt[j * n + i] -= Vt.data[q * n + i] * d;

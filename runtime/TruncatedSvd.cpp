@@ -17,6 +17,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 
+#include "ir/ShapeRules.h"
 #include "runtime/Runtime.h"
 
 namespace tessel::rt {
@@ -355,19 +356,20 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
 //===----------------------------------------------------------------------===//
 // svdComplement
 
-SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t r) {
+SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t r,
+                                        int64_t given) {
   SvdComplementConfig c;
   c.m = m;
   c.n = n;
   c.k = k;
   c.r = r;
-  const int64_t K = std::min(m, n);
-  c.guards = std::max<int64_t>(0, std::min(K - k, std::max<int64_t>(4, k / 2)));
+  c.givenGuards = given > 0;
+  c.guards = c.givenGuards ? given : ir::svdTopkComplementGuards(m, n, k);
   // The guards' sketch is 3g: (σ_{k+3g}/σ_{k+g})² per iteration, against (σ_{k+2g}/σ_{k+g})²
   // with 2g; on a geometric spectrum that halves the iterations for 1.5× their cost
   // (1024², σᵢ = 10^(−i/20), k = 32: 8 → 4 iterations, the complement 64 → 56 ms; in a
   // χ = 32 TRG step 61 → 50 ms).
-  if (c.guards > 0) c.guard = topkSvdConfig(m, n, c.guards, 3 * c.guards);
+  if (c.guards > 0 && !c.givenGuards) c.guard = topkSvdConfig(m, n, c.guards, 3 * c.guards);
   c.tol = 8 * kEps * std::sqrt(static_cast<double>(std::max(m, n)));
   const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(std::max<int64_t>(r, 1));
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 8.0, 400.0));
@@ -385,6 +387,7 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
                                    double *work) {
   SvdComplementOutcome out;
   const int64_t m = c.m, n = c.n, k = c.k, r = c.r, g = c.guards, K = std::min(m, n);
+  const int64_t ldu = c.givenGuards ? k + g : k; // U's columns: kept, then given guards
   if (r == 0) return out;
   gComplementCalls.fetch_add(1, std::memory_order_relaxed);
   double *Ap = work, *Ug = Ap + m * n, *sg = Ug + m * g, *Vgt = sg + g;
@@ -398,9 +401,9 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
 
   // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n).
   auto projectCotangents = [&] {
-    gemm(true, false, k, r, m, 1.0, U, k, gU, r, 0.0, T1, r);
+    gemm(true, false, k, r, m, 1.0, U, ldu, gU, r, 0.0, T1, r);
     std::memcpy(F, gU, static_cast<size_t>(m * r) * sizeof(double));
-    gemm(false, false, m, r, k, -1.0, U, k, T1, r, 1.0, F, r);
+    gemm(false, false, m, r, k, -1.0, U, ldu, T1, r, 1.0, F, r);
     gemm(false, true, r, k, n, 1.0, gVt, n, Vt, n, 0.0, T2, k);
     std::memcpy(Gt, gVt, static_cast<size_t>(r * n) * sizeof(double));
     gemm(false, false, r, n, k, -1.0, T2, k, Vt, n, 1.0, Gt, n);
@@ -452,19 +455,27 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
 
   // A⊥ = A − U·diag(s)·Vt.
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < k; ++j) Us[i * k + j] = U[i * k + j] * s[j];
+    for (int64_t j = 0; j < k; ++j) Us[i * k + j] = U[i * ldu + j] * s[j];
   std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
   gemm(false, false, m, n, k, -1.0, Us, k, Vt, n, 1.0, Ap, n);
 
   std::memset(X, 0, static_cast<size_t>(m * r) * sizeof(double));
   std::memset(Yt, 0, static_cast<size_t>(r * n) * sizeof(double));
   double tailBound = 0; // an upper bound of σ_max(A₂) (the last guard)
-  if (g > 0) {
+  if (g > 0 && c.givenGuards) {
+    // The forward's triplets k … k+g−1 of A are the top g of A⊥.
+    for (int64_t i = 0; i < m; ++i)
+      std::memcpy(Ug + i * g, U + i * ldu + k, static_cast<size_t>(g) * sizeof(double));
+    std::memcpy(sg, s + k, static_cast<size_t>(g) * sizeof(double));
+    std::memcpy(Vgt, Vt + k * n, static_cast<size_t>(g * n) * sizeof(double));
+  } else if (g > 0) {
     out.guard = topkSvd(c.guard, Ap, Ug, sg, Vgt, gw, s[0]);
     if (out.guard.lapackInfo != 0) {
       out.lapackInfo = out.guard.lapackInfo;
       return out;
     }
+  }
+  if (g > 0) {
     tailBound = sg[g - 1];
     // Explicit coupling of the guards: a = Ugᵀ·F, b = Vgt·Gtᵀ (g×r).
     gemm(true, false, g, r, m, 1.0, Ug, g, F, r, 0.0, T1, r);

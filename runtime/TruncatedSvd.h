@@ -85,14 +85,18 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &cfg, const double *A, double *U, dou
 
 /// Sizes fixed at prepare for svdComplement.
 struct SvdComplementConfig {
-  int64_t m = 0, n = 0, k = 0, r = 0;
-  int64_t guards = 0;   ///< g = min(K − k, max(4, k/2))
-  TopkSvdConfig guard;  ///< topkSvd of A⊥ for the guards
+  int64_t m = 0, n = 0, k = 0, r = 0; ///< k: the kept triplets
+  int64_t guards = 0;   ///< g: ir::svdTopkComplementGuards, or the ones given
+  bool givenGuards = false; ///< the operands' last g triplets are the guards
+  TopkSvdConfig guard;  ///< topkSvd of A⊥ for the guards (when not given)
   int maxIter = 0;      ///< CG iterations before falling back
   double tol = 0;       ///< CG residual tolerance relative to ‖f_j‖
   int64_t workElems = 0;
 };
-SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t r);
+/// `given` > 0: U, s, Vt hold k kept triplets and then the next `given` ones below the
+/// cut (converged like the kept ones), which svdComplement takes as its guards.
+SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t r,
+                                        int64_t given = 0);
 
 struct SvdComplementOutcome {
   int iterations = 0; ///< CG iterations
@@ -104,7 +108,8 @@ struct SvdComplementOutcome {
 
 /// A m×n, U m×k, s[k], Vt k×n (the op's top-k SVD of A), gU m×r, gVt r×n (cotangents
 /// of the first r triplets); writes X m×r and Yt r×n (= Yᵀ), all row-major. eps is the
-/// Lorentzian broadening relative to s[0] (the svd rule's eps).
+/// Lorentzian broadening relative to s[0] (the svd rule's eps). With given guards U,
+/// s, Vt have k + g triplets (U m×(k+g)), the last g the guards.
 SvdComplementOutcome svdComplement(const SvdComplementConfig &cfg, double eps, const double *A,
                                    const double *U, const double *s, const double *Vt,
                                    const double *gU, const double *gVt, double *X, double *Yt,

@@ -207,26 +207,28 @@ TEST_CASE("svd_topk kernel: a flat spectrum falls back to gesdd, counted, with t
 namespace {
 
 /// svd_topk_complement of (A, U, s, Vt, gU, gVt), (U, s, Vt) = the kernel's top-k SVD
-/// of A, by the engine and by the reference (the definition through a full SVD);
-/// returns the largest difference relative to the largest reference entry.
-double complementVsReference(const Tensor &A, int64_t k, int64_t r, std::mt19937_64 &rng) {
-  const int64_t m = A.type.shape[0], n = A.type.shape[1];
-  Topk t = runTopk(A, k);
+/// of A (top-(k + given) with `given` guards from it), by the engine and by the
+/// reference (the definition through a full SVD); returns the largest difference
+/// relative to the largest reference entry.
+double complementVsReference(const Tensor &A, int64_t k, int64_t r, std::mt19937_64 &rng,
+                             int64_t given = 0) {
+  const int64_t m = A.type.shape[0], n = A.type.shape[1], w = k + given;
+  Topk t = runTopk(A, w);
   ir::Program p;
   ir::Builder b(p);
   auto a = p.addInput("A", A.type);
-  auto u = p.addInput("U", Type({m, k}));
-  auto s = p.addInput("s", Type({k}));
-  auto vt = p.addInput("Vt", Type({k, n}));
+  auto u = p.addInput("U", Type({m, w}));
+  auto s = p.addInput("s", Type({w}));
+  auto vt = p.addInput("Vt", Type({w, n}));
   auto gu = p.addInput("gU", Type({m, r}));
   auto gvt = p.addInput("gVt", Type({r, n}));
-  auto xy = b.svdTopkComplement(a, u, s, vt, gu, gvt, 1e-9);
+  auto xy = b.svdTopkComplement(a, u, s, vt, gu, gvt, 1e-9, given);
   p.addOutput(xy[0]);
   p.addOutput(xy[1]);
   std::vector<Tensor> in = {A,
-                            Tensor(Type({m, k}), t.U),
-                            Tensor(Type({k}), t.s),
-                            Tensor(Type({k, n}), t.Vt),
+                            Tensor(Type({m, w}), t.U),
+                            Tensor(Type({w}), t.s),
+                            Tensor(Type({w, n}), t.Vt),
                             randomTensor(Type({m, r}), rng),
                             randomTensor(Type({r, n}), rng)};
   auto ref = rt::evaluateReference(p, in);
@@ -263,6 +265,25 @@ TEST_CASE("svd_topk_complement kernel: equals the full rule's coupling to the di
     auto before = rt::truncatedSvdStats();
     CHECK(complementVsReference(withSpectrum(90, 90, d, rng), 8, 8, rng) <= 1e-10);
     CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks);
+  }
+  SUBCASE("guards given by the forward (svd_topk of k + g): the same coupling, no top-g SVD") {
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{100, 100}, {120, 70}, {60, 110}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      const int64_t K = std::min(m, n);
+      std::vector<double> d(static_cast<size_t>(K));
+      for (int64_t i = 0; i < K; ++i) d[i] = std::pow(0.85, static_cast<double>(i));
+      d[8] = d[7] * (1 - 1e-4); // a close pair at the cut, split between kept and guards
+      const Tensor A = withSpectrum(m, n, d, rng);
+      auto before = rt::truncatedSvdStats();
+      CHECK(complementVsReference(A, 8, 8, rng, 4) <= 1e-10);
+      CHECK(complementVsReference(A, 8, 3, rng, 4) <= 1e-10);
+      auto after = rt::truncatedSvdStats();
+      CHECK(after.complementFallbacks == before.complementFallbacks);
+      // Only the two svd_topk{12} of the test ran a subspace iteration: the complements
+      // computed no guards.
+      CHECK(after.topkCalls == before.topkCalls + 2);
+    }
   }
   SUBCASE("a multiplet just below the cut, wider than the guards: CG needs one step per cluster") {
     std::vector<double> d(90);
