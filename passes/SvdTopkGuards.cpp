@@ -13,8 +13,11 @@ namespace tessel::passes {
 using namespace tessel::ir;
 
 bool runSvdTopkGuards(Program &p, const SvdTopkGuardsOptions &, SvdTopkGuardsStats *stats) {
+  // A clone of an svd_topk (a checkpoint policy's) would stay narrow while the forward
+  // widens: different triplets, possibly different signs, for the same values.
   for (const Op &op : p.ops)
-    if (op.remat) return false;
+    if (op.remat && (op.kind == OpKind::SvdTopk || op.kind == OpKind::SvdTopkComplement))
+      return false;
   // guards[i]: for an svd_topk, the g it will compute; for a complement of such an
   // svd_topk (reading its A and all three results), the g it will take.
   std::vector<int64_t> guards(p.ops.size(), 0);

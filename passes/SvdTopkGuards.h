@@ -11,9 +11,11 @@
 // in the forward against 22-36 ms per complement), and the guards are the same
 // triplets up to rounding and signs, so the gradient agrees to the solver's tolerance.
 //
-// Run it after grad and before checkpoint: it leaves programs with remat ops alone (a
-// clone of the narrow svd_topk would not be bitwise the widened forward's). Value
-// programs have no complement and do not change.
+// Run it after grad and before checkpoint: it leaves a program alone when a checkpoint
+// policy has cloned an svd_topk (the clone would stay narrow, with other triplets and
+// signs than the widened forward's). Value programs have no complement and do not
+// change. A gradient program's primal outputs then come from svd_topk{k + g}: equal to
+// the value program's to rounding (lnZ/N to ~1e-15), not bitwise.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

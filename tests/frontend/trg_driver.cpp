@@ -450,3 +450,38 @@ TEST_CASE("trg driver: the truncated SVD path equals the full one (lnZ/N to 1e-1
     }
   }
 }
+
+TEST_CASE("trg driver: --grad widens each step's svd_topk by its complement's guards") {
+  // chi = 8: the 64x64 matrices keep k = 8 triplets; the complement's guards are
+  // g = max(4, k/2) = 4, so the vjp forward computes svd_topk{12} and the backward's
+  // complements take guards = 4. The value programs keep svd_topk{8}; with
+  // --disable-pass=svd-topk-guards nothing widens. d/dbeta agrees to the solver's
+  // tolerance either way.
+  double dWide = 0, dNarrow = 0;
+  for (bool disable : {false, true}) {
+    CAPTURE(disable);
+    TrgOptions o = smallOptions();
+    o.grad = true;
+    if (disable) o.passOptions.disabledPasses = {"svd-topk-guards"};
+    TrgDriver d(o);
+    int wide = 0, narrow = 0, given = 0, complements = 0;
+    for (const auto &p : d.programs())
+      for (const ir::Op &op : p.program.ops) {
+        if (op.kind == ir::OpKind::SvdTopk) {
+          const int64_t k = op.attrs.getI64("k");
+          if (p.role == "value") CHECK(k == 8);
+          (k == 12 ? wide : narrow) += p.role == "vjp forward";
+        }
+        if (op.kind == ir::OpKind::SvdTopkComplement) {
+          ++complements;
+          given += op.attrs.getI64("guards") == 4;
+        }
+      }
+    CHECK(complements > 0);
+    CHECK(wide == (disable ? 0 : complements));
+    CHECK(given == (disable ? 0 : complements));
+    CHECK(narrow == (disable ? complements : 0));
+    (disable ? dNarrow : dWide) = *d.valueAndGrad(0.4).dlnZ;
+  }
+  CHECK(std::fabs(dWide - dNarrow) <= 1e-12 * std::fabs(dNarrow));
+}

@@ -130,8 +130,8 @@ TEST_CASE("svd-topk-guards: what stays") {
   // A value program has no complement.
   Program v = p;
   CHECK_FALSE(runSvdTopkGuards(v, SvdTopkGuardsOptions{}));
-  // After a checkpoint policy cloned the forward, a widened forward would not be the
-  // clone's: the pass leaves programs with remat ops alone.
+  // After a checkpoint policy cloned the forward's svd_topk, a widened forward would not
+  // be the clone's: the pass leaves such programs alone.
   GradOptions go;
   go.wrt = {"A"};
   go.keepOutputs = true;
@@ -142,6 +142,13 @@ TEST_CASE("svd-topk-guards: what stays") {
   Program before = g;
   CHECK_FALSE(runSvdTopkGuards(g, SvdTopkGuardsOptions{}));
   CHECK(printProgram(g) == printProgram(before));
+  // Store clones only broadcasts and slices: the svd_topk is not cloned, and the pass
+  // applies.
+  Program st = grad(p, go);
+  co.policy = RematPolicy::Store;
+  runCheckpoint(st, co);
+  CHECK(runSvdTopkGuards(st, SvdTopkGuardsOptions{}));
+  CHECK(verify(st).empty());
   // A complement that already has its guards.
   Program h = grad(p, go);
   REQUIRE(runSvdTopkGuards(h, SvdTopkGuardsOptions{}));
