@@ -322,7 +322,7 @@ def _scaling_section() -> list[str]:
          "step = (median time at S steps − at S − 2 steps) / 2, so the first steps and the closure "
          "cancel; a dash = not run (the full SVD of a χ² × χ² matrix at large χ takes minutes). The "
          "exponent is the least-squares slope of log(time per step) against log χ over χ ≥ 16. "
-         "Top-k calls include the complement's guard computations; a complement fallback is a "
+         "Under --grad each step's svd_topk also computes the guards of its complement (svd-topk-guards: top-(k + g) in the vjp forward); a complement fallback is a "
          "backward SVD pullback computed by the full rule from a gesdd (docs/trg.md §5, \"The "
          "truncated SVD\"): at χ = 48 and 64 the gap between the last kept singular value and "
          "the last guard falls below 10⁵·ε·s₀ in every other step (χ = 48, step 7: 9.1e-5·s₀), "
