@@ -160,10 +160,9 @@ struct TrgDriver::Impl {
                  passes::RematPolicy policy = passes::RematPolicy::Store) {
     passes::Pipeline pl = gradPipeline(go);
     const auto &off = o.passOptions.disabledPasses;
-    for (const passes::PassInvocation &inv : pm->pipeline().passes)
-      if (firstOrder && inv.name() == "svd-topk-guards" &&
-          std::find(off.begin(), off.end(), inv.name()) == off.end())
-        pl.passes.push_back(inv);
+    if (firstOrder && std::find(off.begin(), off.end(), "svd-topk-guards") == off.end())
+      for (const passes::PassInvocation &inv : pm->pipeline().passes)
+        if (inv.name() == "svd-topk-guards") pl.passes.push_back(inv);
     if (policy != passes::RematPolicy::Store) {
       passes::PassInvocation c(*passes::lookupPass("checkpoint"));
       c.set("policy", passes::rematPolicyName(policy));
