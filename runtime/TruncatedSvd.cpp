@@ -374,9 +374,9 @@ SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t
   const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(std::max<int64_t>(r, 1));
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 8.0, 400.0));
   const int64_t g = c.guards;
-  // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F, Wx, Rx, Px, Qx m×r; Gt, Wy, Qy r×n;
-  // small k×r, g×r blocks; the guard topkSvd's workspace.
-  c.workElems = m * n + g * (m + n + 1) + 5 * r * m + 3 * r * n + 4 * std::max(k, g) * r + 4 * r +
+  // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F, Wx, Rx, Px, Qx, Pa m×r; Gt, Wy, Qy r×n;
+  // small k×r, g×r blocks; the active columns' indices (r); the guard topkSvd's workspace.
+  c.workElems = m * n + g * (m + n + 1) + 6 * r * m + 3 * r * n + 4 * std::max(k, g) * r + 5 * r +
                 m * k + c.guard.workElems;
   return c;
 }
@@ -396,7 +396,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   const int64_t kg = std::max(k, g);
   double *T1 = Qy + r * n, *T2 = T1 + kg * r, *T3 = T2 + kg * r, *T4 = T3 + kg * r;
   double *rr = T4 + kg * r, *fn = rr + r, *alpha = fn + r, *done = alpha + r;
-  double *Us = done + r, *gw = Us + m * k;
+  double *Us = done + r, *Pa = Us + m * k, *gw = Pa + m * r + r;
+  auto *act = reinterpret_cast<int64_t *>(Pa + m * r); // r indices (sizeof(int64_t) == 8)
   const double s0 = s[0] != 0 ? s[0] : 1.0;
 
   // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n).
@@ -524,13 +525,6 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < r; ++j) o[j] += Mx[i * r + j] * Mx[i * r + j];
   };
-  // Qx = (s_j²·I − A₂·A₂ᵀ)·P (Qy holds A₂ᵀ·P, r×n, as rows).
-  auto applyNormal = [&](const double *Pm) {
-    gemm(true, false, r, n, m, 1.0, Pm, r, Ap, n, 0.0, Qy, n);
-    gemm(false, true, m, r, n, -1.0, Ap, n, Qy, n, 0.0, Qx, r);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < r; ++j) Qx[i * r + j] += s[j] * s[j] * Pm[i * r + j];
-  };
   colNorms2(Rx, fn); // ‖b_j‖²
   std::memset(Wx, 0, static_cast<size_t>(m * r) * sizeof(double));
   std::memcpy(Px, Rx, static_cast<size_t>(m * r) * sizeof(double));
@@ -550,32 +544,41 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     }
     ++it;
     gComplementIterations.fetch_add(1, std::memory_order_relaxed);
-    applyNormal(Px);
-    for (int64_t j = 0; j < r; ++j) alpha[j] = 0; // pᵀ·q per column
+    // Only the a columns not yet converged are multiplied (columns converge at their own
+    // rates, those of the largest s_j first; a product with A₂ costs about its number
+    // of columns): Pa = P[:, act] (m×a), Qy = Paᵀ·A₂ (a×n), Qx = (s_j²·I − A₂·A₂ᵀ)·Pa.
+    int64_t a = 0;
+    for (int64_t j = 0; j < r; ++j)
+      if (done[j] == 0) act[a++] = j;
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < r; ++j) alpha[j] += Px[i * r + j] * Qx[i * r + j];
-    for (int64_t j = 0; j < r; ++j) {
-      if (done[j] != 0) {
-        alpha[j] = 0;
-        continue;
-      }
-      if (!(alpha[j] > 0)) {
+      for (int64_t q = 0; q < a; ++q) Pa[i * a + q] = Px[i * r + act[q]];
+    gemm(true, false, a, n, m, 1.0, Pa, a, Ap, n, 0.0, Qy, n);
+    gemm(false, true, m, a, n, -1.0, Ap, n, Qy, n, 0.0, Qx, a);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t q = 0; q < a; ++q) Qx[i * a + q] += s[act[q]] * s[act[q]] * Pa[i * a + q];
+    for (int64_t q = 0; q < a; ++q) alpha[q] = 0; // pᵀ·q per column
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t q = 0; q < a; ++q) alpha[q] += Pa[i * a + q] * Qx[i * a + q];
+    for (int64_t q = 0; q < a; ++q) {
+      if (!(alpha[q] > 0)) {
         out.iterations = it;
         fullRule("the tail system is not positive definite (a discarded singular value at the cut)");
         return out;
       }
-      alpha[j] = rr[j] / alpha[j];
+      alpha[q] = rr[act[q]] / alpha[q];
     }
+    for (int64_t q = 0; q < a; ++q) T1[q] = 0; // new ‖r_j‖²
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < r; ++j) {
-        Wx[i * r + j] += alpha[j] * Px[i * r + j];
-        Rx[i * r + j] -= alpha[j] * Qx[i * r + j];
+      for (int64_t q = 0; q < a; ++q) {
+        const int64_t j = act[q];
+        Wx[i * r + j] += alpha[q] * Pa[i * a + q];
+        Rx[i * r + j] -= alpha[q] * Qx[i * a + q];
+        T1[q] += Rx[i * r + j] * Rx[i * r + j];
       }
-    colNorms2(Rx, T1); // new ‖r_j‖²
-    for (int64_t j = 0; j < r; ++j) {
-      if (done[j] != 0) continue;
-      const double beta = rr[j] > 0 ? T1[j] / rr[j] : 0;
-      rr[j] = T1[j];
+    for (int64_t q = 0; q < a; ++q) {
+      const int64_t j = act[q];
+      const double beta = rr[j] > 0 ? T1[q] / rr[j] : 0;
+      rr[j] = T1[q];
       if (std::sqrt(rr[j]) <= c.tol * std::sqrt(fn[j])) done[j] = 1;
       for (int64_t i = 0; i < m; ++i) Px[i * r + j] = Rx[i * r + j] + beta * Px[i * r + j];
     }
