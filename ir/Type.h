@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "llvm/ADT/ArrayRef.h"
@@ -57,10 +58,17 @@ struct Tensor {
 
   Tensor() = default;
   Tensor(Type t, std::vector<double> d) : type(std::move(t)), data(std::move(d)) {}
+  // noexcept moves (llvm::SmallVector's are not declared so): std::vector<Tensor> then
+  // moves its tensors when it grows instead of copying their data.
+  Tensor(const Tensor &) = default;
+  Tensor(Tensor &&) noexcept = default;
+  Tensor &operator=(const Tensor &) = default;
+  Tensor &operator=(Tensor &&) noexcept = default;
   static Tensor scalar(double v) { return Tensor(Type({}), {v}); }
   static Tensor zeros(const Type &t) {
     return Tensor(t, std::vector<double>(static_cast<size_t>(t.numel()), 0.0));
   }
 };
+static_assert(std::is_nothrow_move_constructible_v<Tensor>);
 
 } // namespace tessel::ir
