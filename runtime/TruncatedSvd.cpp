@@ -54,6 +54,12 @@ void gaussianColumns(double *V, int64_t n, int64_t c0, int64_t c1, uint64_t seed
   }
 }
 
+/// The seed of topkSvd's Gaussian sketch: a function of the problem's sizes only.
+uint64_t topkSeed(int64_t m, int64_t n, int64_t k) {
+  return 0x7e55e1ULL ^ (static_cast<uint64_t>(m) << 40) ^ (static_cast<uint64_t>(n) << 20) ^
+         static_cast<uint64_t>(k);
+}
+
 int64_t gesddLwork(int64_t rows, int64_t cols) {
   double wq = 0, dummy = 0;
   lapack_int idummy = 0;
@@ -212,6 +218,9 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t sketch) {
     c.lworkQr = std::max(c.lworkQr, qrLwork(m, b));
     if (b == c.bmax) break;
   }
+  std::vector<double> omega(static_cast<size_t>(n * c.b0));
+  gaussianColumns(omega.data(), n, 0, c.b0, topkSeed(m, n, k));
+  c.sketch = std::make_shared<const std::vector<double>>(std::move(omega));
   const int64_t bm = c.bmax;
   // Q, W, U: m×bmax; Bt, V, P: n×bmax; VTs, R, Z: bmax²; CholeskyQR2: 2·bmax² + bmax;
   // sv, tau: bmax; LAPACK workspaces.
@@ -231,8 +240,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   double *VTs = G + 2 * bm * bm + bm, *sv = VTs + bm * bm, *tau = sv + bm, *lw = tau + bm;
   auto *iwork = reinterpret_cast<lapack_int *>(lw + c.lworkSvd);
   double *qw = lw + c.lworkSvd + iworkDoubles(bm);
-  const uint64_t seed = 0x7e55e1ULL ^ (static_cast<uint64_t>(m) << 40) ^
-                        (static_cast<uint64_t>(n) << 20) ^ static_cast<uint64_t>(k);
+  const uint64_t seed = topkSeed(m, n, k);
   const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n);
 
   // W[:, c0:c1] = A·V[:, c0:c1]: column-major W (m×·) = (Aᵀ)ᵀ·V with Aᵀ column-major n×m.
@@ -256,7 +264,10 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   };
 
   int64_t b = c.b0;
-  gaussianColumns(V, n, 0, b, seed);
+  if (c.sketch && static_cast<int64_t>(c.sketch->size()) == n * b)
+    std::memcpy(V, c.sketch->data(), static_cast<size_t>(n * b) * sizeof(double));
+  else
+    gaussianColumns(V, n, 0, b, seed);
   applyA(0, b);
   double prevRes = -1;
   int grown = 0;

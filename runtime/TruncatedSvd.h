@@ -49,6 +49,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace tessel::rt {
 
@@ -61,6 +63,10 @@ struct TopkSvdConfig {
   double tol = 0;   ///< residual tolerance relative to σ₁
   int64_t lworkSvd = 0, lworkQr = 0; ///< LAPACK workspaces (queried once)
   int64_t workElems = 0;             ///< doubles of workspace topkSvd needs
+  /// The first b₀ columns of the Gaussian sketch (column-major n×b₀), drawn once here:
+  /// they depend only on (m, n, k), and drawing them (Box–Muller) costs about one
+  /// product with A per call. Columns of a grown sketch are drawn when needed.
+  std::shared_ptr<const std::vector<double>> sketch;
 };
 /// `sketch` = the initial sketch size b₀ (clamped to [k, min(m, n)]; 0: 2k).
 TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t sketch = 0);
