@@ -137,9 +137,12 @@ bool fusible(OpKind k) { return ir::isElementwise(k); }
 
 /// Loop fusion, decided before the rules run: which values are computed inside the
 /// loop of the elementwise op that reads them instead of in a buffer of their own.
-///  * the result of an elementwise op read by one elementwise op only (once, or as both
-///    operands of x + x), and not an output (recomputing a value read by two ops would
-///    repeat its work: sin and cos cost more than a pass over memory);
+///  * the result of an elementwise op, not an output, whose every reader is in one loop:
+///    read by one elementwise op only (once, or as both operands of x + x), or by
+///    several ops that all end up in the same loop (a diamond such as
+///    select(x ≠ x, 0, x) inside one chain), where it is computed once. A value read by
+///    ops of two loops keeps its buffer (recomputing it would repeat its work: sin and
+///    cos cost more than a pass over memory);
 ///  * a broadcast_in_dim of one value (numel 1) that only elementwise ops read, each
 ///    of which then reads the value as a scalar operand;
 /// as long as no loop grows beyond kMaxFusedSteps ops, and no buffer lives longer for
@@ -160,12 +163,14 @@ struct Fusion {
     const size_t nv = prog.values.size();
     std::vector<int32_t> uses(nv, 0), elementwiseUses(nv, 0), steps(nv, 0);
     std::vector<size_t> lastUse(nv, 0);
+    std::vector<std::vector<int32_t>> readers(nv); // per value: its readers, once per use
     for (size_t i = 0; i < prog.ops.size(); ++i) {
       const ir::Op &op = prog.ops[i];
       for (ir::ValueId r : op.results) def[r] = static_cast<int32_t>(i);
       for (ir::ValueId v : op.operands) {
         ++uses[v];
         lastUse[v] = i;
+        readers[v].push_back(static_cast<int32_t>(i));
         if (fusible(op.kind) && prog.type(v).numel() == prog.type(op.results[0]).numel())
           ++elementwiseUses[v];
       }
@@ -198,6 +203,9 @@ struct Fusion {
       return d.kind == OpKind::BroadcastInDim && prog.type(d.operands[0]).numel() == 1 &&
              prog.type(v).numel() > 1 && uses[v] == elementwiseUses[v];
     };
+    // The ops of each loop (per root result: the root and every op inlined into it).
+    std::vector<std::vector<int32_t>> members(nv);
+    std::vector<char> inLoop(prog.ops.size(), 0);
     // In program order (operands before readers): a candidate operand joins its
     // reader's loop if the loop stays within kMaxFusedSteps.
     for (size_t i = 0; i < prog.ops.size(); ++i) {
@@ -205,6 +213,8 @@ struct Fusion {
       if (!fusible(op.kind)) continue;
       int32_t total = 1;
       std::vector<ir::ValueId> &r = reads[op.results[0]];
+      std::vector<int32_t> &mem = members[op.results[0]];
+      mem.push_back(static_cast<int32_t>(i));
       for (size_t q = 0; q < op.operands.size(); ++q) {
         const ir::ValueId v = op.operands[q];
         if (std::find(op.operands.begin(), op.operands.begin() + q, v) != op.operands.begin() + q)
@@ -222,12 +232,39 @@ struct Fusion {
           inline_[v] = true;
           total += steps[v];
           r.insert(r.end(), reads[v].begin(), reads[v].end());
+          mem.insert(mem.end(), members[v].begin(), members[v].end());
         } else {
           r.push_back(v);
         }
       }
       std::sort(r.begin(), r.end());
       r.erase(std::unique(r.begin(), r.end()), r.end());
+      // Diamonds: a value the loop reads whose readers are all in the loop by now joins
+      // it too (and may bring more such values), under the same limits.
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (int32_t o : mem) inLoop[o] = 1;
+        for (ir::ValueId u : r) {
+          const bool allHere = def[u] >= 0 && fusible(prog.ops[def[u]].kind) && !inline_[u] &&
+                               uses[u] == elementwiseUses[u] && uses[u] > 0 &&
+                               std::all_of(readers[u].begin(), readers[u].end(),
+                                           [&](int32_t o) { return inLoop[o] != 0; });
+          if (!allHere || total + steps[u] > kMaxFusedSteps || !keepsLifetimes(u, i)) continue;
+          inline_[u] = true;
+          total += steps[u];
+          mem.insert(mem.end(), members[u].begin(), members[u].end());
+          std::vector<ir::ValueId> next;
+          for (ir::ValueId w : r)
+            if (w != u) next.push_back(w);
+          next.insert(next.end(), reads[u].begin(), reads[u].end());
+          std::sort(next.begin(), next.end());
+          next.erase(std::unique(next.begin(), next.end()), next.end());
+          r = std::move(next);
+          grew = true;
+          break;
+        }
+        for (int32_t o : mem) inLoop[o] = 0;
+      }
       steps[op.results[0]] = total;
     }
   }

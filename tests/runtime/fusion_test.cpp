@@ -118,3 +118,43 @@ TEST_CASE("fusion: a loop holds at most 32 ops; the gradient of sum(sin(x) x^2) 
   CHECK(rt::planSize(*rt::prepare(g)) == 1);
   CHECK(rt::planSize(*rt::prepare(g, unfused())) == 10); // 9 ops and the broadcast's copy
 }
+
+TEST_CASE("fusion: a value whose readers are all in one loop (a diamond) is computed once in it") {
+  // d = x / y is read by the NaN test and by the select that replaces NaN by 0 (the
+  // grad transform's zero-cotangent guard): one loop. Read also by an op of another
+  // loop (an output), d keeps its buffer.
+  const int64_t n = 1000;
+  for (bool shared : {false, true}) {
+    INFO("d also read by another loop: " << shared);
+    Program p;
+    Builder b(p);
+    const Type t({n});
+    auto x = p.addInput("x", t), y = p.addInput("y", t);
+    auto d = b.div(x, y);
+    auto isNan = b.compare(d, d, "NE");
+    auto s = b.select(isNan, b.broadcastScalar(b.scalar(0.0), {n}), d);
+    p.addOutput(b.mul(s, x));
+    if (shared) p.addOutput(b.unary(OpKind::Exp, d));
+    auto plan = rt::prepare(p);
+    const std::string text = rt::describePlan(*plan);
+    if (!shared) {
+      CHECK(rt::planSize(*plan) == 1);
+      CHECK(text.find("4 ops fused [div,compare,select,mul]") != std::string::npos);
+    } else {
+      CHECK(count(text, "elementwise div") == 1);
+      CHECK(text.find("3 ops fused [compare,select,mul]") != std::string::npos);
+    }
+    std::mt19937_64 rng(3);
+    std::vector<Tensor> in = {randomTensor(t, rng), randomTensor(t, rng)};
+    for (int64_t i = 0; i < n; i += 7) in[1].data[i] = 0; // x/0: ±inf, and 0/0 = NaN below
+    in[0].data[0] = 0;
+    auto plain = rt::Engine(1).run(*rt::prepare(p, unfused()), in);
+    auto ref = rt::evaluateReference(p, in);
+    for (int w : {1, 2}) {
+      auto got = rt::Engine(w).run(*plan, in);
+      for (size_t i = 0; i < got.size(); ++i) CHECK(bitwiseEqual(got[i], plain[i]));
+    }
+    CHECK(plain[0].data[0] == 0.0); // the NaN of 0/0 replaced
+    CHECK(bitwiseEqual(plain[0], ref[0]));
+  }
+}

@@ -167,13 +167,13 @@ TEST_CASE("plans of whole-program TRG derivatives share arena memory only betwee
   passes::GradOptions first = go;
   first.keepOutputs = false;
   programs.emplace_back("grad(grad)", lowered(passes::grad(lowered(passes::grad(value, first)), go)));
-  // 16 steps: more instructions than ancestor sets are used for (list-order placement).
-  const ir::Program value16 = frontend::buildTrgWhole(frontend::trgDefaultRanks(4, 16));
-  programs.emplace_back("grad(grad), 16 steps", lowered(passes::grad(lowered(passes::grad(value16, first)), go)));
+  // 20 steps: more instructions than ancestor sets are used for (list-order placement).
+  const ir::Program value20 = frontend::buildTrgWhole(frontend::trgDefaultRanks(4, 20));
+  programs.emplace_back("grad(grad), 20 steps", lowered(passes::grad(lowered(passes::grad(value20, first)), go)));
   for (const auto &[what, p] : programs) {
     INFO(what);
     auto plan = rt::prepare(p);
-    CHECK(plan->usedAncestors == (what != "grad(grad), 16 steps"));
+    CHECK(plan->usedAncestors == (what != "grad(grad), 20 steps"));
     const Reachability reach(*plan);
     const size_t pairs = checkSlotsDoNotRace(*plan, reach);
     MESSAGE(what << ": " << plan->insts.size() << " instructions, " << pairs << " slot pairs sharing memory");
@@ -189,7 +189,7 @@ TEST_CASE("plans of whole-program TRG derivatives share arena memory only betwee
       REQUIRE(at != std::string::npos);
       (loc.back() == 'a' ? ma : mb)[loc.substr(0, at)].push_back(i);
     }
-    CHECK(ma.size() == (what == "grad(grad), 16 steps" ? 16u : 8u));
+    CHECK(ma.size() == (what == "grad(grad), 20 steps" ? 20u : 8u));
     for (const auto &[step, as] : ma) {
       REQUIRE(!mb[step].empty());
       const size_t a = as.front(), b = mb[step].front();
