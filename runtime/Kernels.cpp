@@ -88,35 +88,49 @@ bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, con
   throw Error("internal error: no elementwise kernel for " + std::string(ir::opName(op)));
 }
 
-/// A fused loop over elements [b, e): block by block, every step over the block, the
-/// intermediates in a per-thread register file, the last step into the result.
-void runFused(const ElementwisePlan &ew, const Instruction &in, int64_t b, int64_t e,
-              double *const *ptr) {
+/// The register file of a fused loop on this thread: one block per step, then one
+/// block filled with each scalar operand's value, then `extra` blocks for the caller.
+double *fusedRegisters(const ElementwisePlan &ew, const Instruction &in, double *const *ptr,
+                       size_t extra) {
   const size_t ns = ew.steps.size(), nin = in.in.size();
   thread_local std::vector<double> regs; // grows only: a resize would zero-fill each time
-  const size_t need = (ns + nin) * static_cast<size_t>(kFusedBlock);
+  const size_t need = (ns + nin + extra) * static_cast<size_t>(kFusedBlock);
   if (regs.size() < need) regs.resize(need);
-  double *scalars = regs.data() + ns * kFusedBlock; // one filled block per scalar operand
+  double *scalars = regs.data() + ns * kFusedBlock;
   for (size_t k = 0; k < nin; ++k)
     if (ew.scalar[k]) std::fill_n(scalars + k * kFusedBlock, kFusedBlock, ptr[in.in[k]][0]);
-  for (int64_t s = b; s < e; s += kFusedBlock) {
-    const int64_t n = std::min(kFusedBlock, e - s);
-    for (size_t j = 0; j < ns; ++j) {
-      const FusedStep &st = ew.steps[j];
-      const double *a[3] = {nullptr, nullptr, nullptr};
-      for (int q = 0; q < st.nargs; ++q) {
-        const int r = st.arg[q];
-        if (r >= 0) {
-          a[q] = regs.data() + static_cast<size_t>(r) * kFusedBlock;
-        } else {
-          const size_t k = static_cast<size_t>(-1 - r);
-          a[q] = ew.scalar[k] ? scalars + k * kFusedBlock : ptr[in.in[k]] + s;
-        }
+  return regs.data();
+}
+
+/// One block of a fused loop: elements [s, s + n) (n <= kFusedBlock), every step over
+/// the block in `regs` (from fusedRegisters), the last step into `out`.
+void fusedBlock(const ElementwisePlan &ew, const Instruction &in, double *regs, int64_t s,
+                int64_t n, double *const *ptr, double *out) {
+  const size_t ns = ew.steps.size();
+  const double *scalars = regs + ns * kFusedBlock;
+  for (size_t j = 0; j < ns; ++j) {
+    const FusedStep &st = ew.steps[j];
+    const double *a[3] = {nullptr, nullptr, nullptr};
+    for (int q = 0; q < st.nargs; ++q) {
+      const int r = st.arg[q];
+      if (r >= 0) {
+        a[q] = regs + static_cast<size_t>(r) * kFusedBlock;
+      } else {
+        const size_t k = static_cast<size_t>(-1 - r);
+        a[q] = ew.scalar[k] ? scalars + k * kFusedBlock : ptr[in.in[k]] + s;
       }
-      double *o = j + 1 == ns ? ptr[in.out[0]] + s : regs.data() + j * kFusedBlock;
-      if (!elementwiseRange(st.op, st.cmp, o, a[0], a[1], a[2], n)) noElementwiseKernel(st.op);
     }
+    double *o = j + 1 == ns ? out : regs + j * kFusedBlock;
+    if (!elementwiseRange(st.op, st.cmp, o, a[0], a[1], a[2], n)) noElementwiseKernel(st.op);
   }
+}
+
+/// A fused loop over elements [b, e): block by block, the last step into the result.
+void runFused(const ElementwisePlan &ew, const Instruction &in, int64_t b, int64_t e,
+              double *const *ptr) {
+  double *regs = fusedRegisters(ew, in, ptr, 0);
+  for (int64_t s = b; s < e; s += kFusedBlock)
+    fusedBlock(ew, in, regs, s, std::min(kFusedBlock, e - s), ptr, ptr[in.out[0]] + s);
 }
 
 void runKernel(const ElementwisePlan &ew, const Plan &, const Instruction &in, int32_t chunk,
@@ -299,13 +313,40 @@ void runKernel(const ReducePlan &R, const Plan &, const Instruction &in, int32_t
                double *const *ptr) {
   if (R.outElems == 0) return;
   auto [o0, o1] = chunkRange(R.outElems, R.outPerChunk, chunk);
-  const double *src = ptr[in.in[0]];
   double *dst = ptr[in.out[0]];
   size_t nk = R.keptShape.size(), nr = R.redShape.size();
   int64_t kidx[ir::kMaxRank + 1] = {};
   int64_t koff = unravel(o0, R.keptShape, R.keptStride, nk, kidx);
   int64_t inner = R.redShape.back(), is = R.redStride.back();
   int64_t outerRed = R.redElems / std::max<int64_t>(1, inner);
+  if (!R.input.steps.empty()) {
+    // Input fusion: the operand's contiguous runs (is == 1, checked at lowering) block by
+    // block into the caller's register, reduced in the same order as from a buffer.
+    const size_t ns = R.input.steps.size(), nin = in.in.size();
+    double *regs = fusedRegisters(R.input, in, ptr, 1);
+    double *blk = regs + (ns + nin) * kFusedBlock;
+    for (int64_t o = o0; o < o1; ++o) {
+      double acc = R.isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+      int64_t ridx[ir::kMaxRank + 1] = {};
+      int64_t roff = 0;
+      for (int64_t q = 0; q < outerRed; ++q) {
+        for (int64_t s = 0; s < inner; s += kFusedBlock) {
+          const int64_t n = std::min(kFusedBlock, inner - s);
+          fusedBlock(R.input, in, regs, koff + roff + s, n, ptr, blk);
+          if (R.isMax) {
+            acc = maxContiguous(blk, n, acc);
+          } else {
+            for (int64_t i = 0; i < n; ++i) acc += blk[i];
+          }
+        }
+        advance(ridx, R.redShape, R.redStride, nr - 1, roff);
+      }
+      dst[o] = acc;
+      advance(kidx, R.keptShape, R.keptStride, nk, koff);
+    }
+    return;
+  }
+  const double *src = ptr[in.in[0]];
   for (int64_t o = o0; o < o1; ++o) {
     double acc = R.isMax ? -std::numeric_limits<double>::infinity() : 0.0;
     if (R.redElems > 0) {

@@ -135,6 +135,16 @@ int64_t gesddWorkspace(const ir::Program &prog, const ir::Op &op, const SvdPlan 
 /// An elementwise op lowered by lowerElementwise (stop_gradient is an alias).
 bool fusible(OpKind k) { return ir::isElementwise(k); }
 
+/// A reduction that can compute its operand in its own loop (input fusion): it reduces
+/// the last axis (extent > 1), so the kernel walks contiguous runs of the operand.
+bool reduceTakesInputFusion(const ir::Program &prog, const ir::Op &op) {
+  if (op.kind != OpKind::ReduceSum && op.kind != OpKind::ReduceMax) return false;
+  const Type &t = prog.type(op.operands[0]);
+  const auto &axes = op.attrs.getI64s("axes");
+  return t.rank() > 0 && t.shape.back() > 1 && t.numel() > 0 &&
+         std::find(axes.begin(), axes.end(), t.rank() - 1) != axes.end();
+}
+
 /// Loop fusion, decided before the rules run: which values are computed inside the
 /// loop of the elementwise op that reads them instead of in a buffer of their own.
 ///  * the result of an elementwise op, not an output, whose every reader is in one loop:
@@ -145,6 +155,9 @@ bool fusible(OpKind k) { return ir::isElementwise(k); }
 ///    cos cost more than a pass over memory);
 ///  * a broadcast_in_dim of one value (numel 1) that only elementwise ops read, each
 ///    of which then reads the value as a scalar operand;
+///  * the operand of a reduce_sum or reduce_max over the last axis, computed by an
+///    elementwise op that nothing else reads (input fusion: the reduction evaluates the
+///    loop block by block and reduces the block);
 /// as long as no loop grows beyond kMaxFusedSteps ops, and no buffer lives longer for
 /// it: a fused loop reads its producers' operands where the reader runs, so a producer
 /// joins only if each arena value its computation reads is read at the reader or later
@@ -210,6 +223,13 @@ struct Fusion {
     // reader's loop if the loop stays within kMaxFusedSteps.
     for (size_t i = 0; i < prog.ops.size(); ++i) {
       const ir::Op &op = prog.ops[i];
+      if (reduceTakesInputFusion(prog, op)) {
+        const ir::ValueId v = op.operands[0];
+        if (def[v] >= 0 && fusible(prog.ops[def[v]].kind) && uses[v] == 1 &&
+            steps[v] <= kMaxFusedSteps && keepsLifetimes(v, i))
+          inline_[v] = true;
+        continue;
+      }
       if (!fusible(op.kind)) continue;
       int32_t total = 1;
       std::vector<ir::ValueId> &r = reads[op.results[0]];
@@ -465,6 +485,16 @@ void lowerReduce(Lowering &L, const ir::Op &op, size_t i) {
   Instruction in = L.instruction(op, i, R);
   in.nchunks = chunksFor(R.outElems, R.outPerChunk);
   in.what = std::string(R.isMax ? "max" : "sum") + " over " + ir::shapeStr(axes) + " of " + it.str();
+  if (L.fusion.inlined(op.operands[0])) {
+    if (R.redStride.back() != 1)
+      throw Error("internal error: input fusion into a reduction whose inner axis is strided");
+    in.in.clear();
+    FusedLoopBuilder b{L, in.as<ReducePlan>().input, in, {}, {}};
+    b.step(L.prog.ops[L.fusion.def[op.operands[0]]]);
+    std::string list;
+    for (const std::string &nm : b.names) list += (list.empty() ? "" : ",") + nm;
+    in.what += ", input " + std::to_string(b.names.size()) + " ops fused [" + list + "]";
+  }
   L.addInst(std::move(in));
 }
 

@@ -140,6 +140,11 @@ struct ReducePlan {
   std::vector<int64_t> keptShape, keptStride, redShape, redStride;
   int64_t outElems = 1, redElems = 1;
   int64_t outPerChunk = 1;
+  /// Input fusion (XLA's): with `input.steps`, the reduced operand has no buffer. It is
+  /// the last step of a fused elementwise loop over the instruction's operands, which
+  /// the kernel evaluates block by block along the reduced contiguous inner axis and
+  /// reduces in the same order as from a buffer (bitwise the same).
+  ElementwisePlan input;
 };
 
 /// Batched row-major GEMM C[b] = op(A[b]) · op(B[b]), C[b] of shape M×N.

@@ -1,6 +1,7 @@
 // Loop fusion of elementwise chains at lowering: which ops fuse, and that fused loops
 // give bitwise the results of one instruction per op, for every width and across
 // chunk and block boundaries.
+#include <limits>
 #include <random>
 #include <string>
 
@@ -157,4 +158,49 @@ TEST_CASE("fusion: a value whose readers are all in one loop (a diamond) is comp
     CHECK(plain[0].data[0] == 0.0); // the NaN of 0/0 replaced
     CHECK(bitwiseEqual(plain[0], ref[0]));
   }
+}
+
+TEST_CASE("fusion: a reduction over the last axis computes its operand's loop (input fusion)") {
+  // 3 x 1300: each output reduces a run of 1300 (two full blocks of 512 and a partial
+  // one); over both axes one run of 3900. Inputs hold NaN, ±inf and ±0 (max picks the
+  // same NaN and the same zero as from a buffer).
+  for (std::vector<int64_t> axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0, 1}}) {
+    INFO("axes " << axes.size());
+    Program p;
+    Builder b(p);
+    const Type t({3, 1300});
+    auto x = p.addInput("x", t), y = p.addInput("y", t);
+    p.addOutput(b.reduceMax(b.unary(OpKind::Abs, x), axes));
+    auto pos = b.compare(x, y, "GT");
+    p.addOutput(b.reduceSum(b.select(pos, b.mul(x, y), b.neg(y)), axes));
+    auto plan = rt::prepare(p);
+    const std::string text = rt::describePlan(*plan);
+    CHECK(rt::planSize(*plan) == 2); // two reductions, no elementwise instruction
+    CHECK(text.find("input 1 ops fused [abs]") != std::string::npos);
+    CHECK(text.find("input 4 ops fused [compare,mul,neg,select]") != std::string::npos);
+    std::mt19937_64 rng(9);
+    std::vector<Tensor> in = {randomTensor(t, rng), randomTensor(t, rng)};
+    in[0].data[7] = std::numeric_limits<double>::quiet_NaN();
+    in[0].data[1400] = -std::numeric_limits<double>::infinity();
+    in[1].data[2000] = std::numeric_limits<double>::infinity();
+    for (int64_t i = 2600; i < 3900; ++i) in[0].data[i] = i % 2 ? 0.0 : -0.0;
+    auto plain = rt::Engine(1).run(*rt::prepare(p, unfused()), in);
+    auto ref = rt::evaluateReference(p, in);
+    for (int w : {1, 2}) {
+      auto got = rt::Engine(w).run(*plan, in);
+      for (size_t i = 0; i < got.size(); ++i) CHECK(bitwiseEqual(got[i], plain[i]));
+    }
+    for (size_t i = 0; i < ref.size(); ++i) CHECK(bitwiseEqual(plain[i], ref[i]));
+  }
+  // Not fused: a reduction over a leading axis only (strided runs), and an operand that
+  // another op also reads.
+  Program q;
+  Builder b(q);
+  auto x = q.addInput("x", Type({4, 6}));
+  auto a = b.unary(OpKind::Abs, x);
+  q.addOutput(b.reduceSum(a, {0}));
+  q.addOutput(b.reduceMax(a, {1}));
+  const std::string text = rt::describePlan(*rt::prepare(q));
+  CHECK(text.find("ops fused") == std::string::npos);
+  CHECK(count(text, "elementwise abs") == 1);
 }
