@@ -36,9 +36,12 @@ template <typename F> inline void mapBinary(double *o, const double *a, const do
 }
 
 /// o[i] = op(x[i], y[i], z[i]) for i < n (y, z only for the ops that read them).
-/// Returns false for an op without an elementwise kernel.
-bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, const double *y,
-                      const double *z, int64_t n) {
+/// Returns false for an op without an elementwise kernel. Compiled twice (below): for
+/// the baseline ISA and with AVX2 (4 lanes); every op here is exactly rounded IEEE
+/// arithmetic or a selection, without contraction into FMA, so both give the same bits.
+template <int kIsa>
+inline bool elementwiseRangeImpl(OpKind op, CompareDir cmp, double *o, const double *x,
+                                 const double *y, const double *z, int64_t n) {
   switch (op) {
   case OpKind::Neg: mapUnary(o, x, n, [](double v) { return -v; }); return true;
   case OpKind::Exp: vecMath(VecFn::Exp, x, o, n); return true;
@@ -82,6 +85,24 @@ bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, con
     return true;
   default: return false;
   }
+}
+
+bool elementwiseRangeBase(OpKind op, CompareDir cmp, double *o, const double *x, const double *y,
+                          const double *z, int64_t n) {
+  return elementwiseRangeImpl<0>(op, cmp, o, x, y, z, n);
+}
+
+__attribute__((target("avx2"))) bool elementwiseRangeAvx2(OpKind op, CompareDir cmp, double *o,
+                                                          const double *x, const double *y,
+                                                          const double *z, int64_t n) {
+  return elementwiseRangeImpl<1>(op, cmp, o, x, y, z, n);
+}
+
+bool elementwiseRange(OpKind op, CompareDir cmp, double *o, const double *x, const double *y,
+                      const double *z, int64_t n) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 ? elementwiseRangeAvx2(op, cmp, o, x, y, z, n)
+              : elementwiseRangeBase(op, cmp, o, x, y, z, n);
 }
 
 [[noreturn]] void noElementwiseKernel(OpKind op) {
