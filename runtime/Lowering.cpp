@@ -158,6 +158,9 @@ bool reduceTakesInputFusion(const ir::Program &prog, const ir::Op &op) {
 ///  * the operand of a reduce_sum or reduce_max over the last axis, computed by an
 ///    elementwise op that nothing else reads (input fusion: the reduction evaluates the
 ///    loop block by block and reduces the block);
+///  * a single cheap op (arithmetic without division, compare, select) whose readers
+///    are in two or more loops (elementwise ops, or reductions taking it as input): each
+///    recomputes it, a few instructions per element against a pass over memory;
 /// as long as no loop grows beyond kMaxFusedSteps ops, and no buffer lives longer for
 /// it: a fused loop reads its producers' operands where the reader runs, so a producer
 /// joins only if each arena value its computation reads is read at the reader or later
@@ -219,74 +222,129 @@ struct Fusion {
     // The ops of each loop (per root result: the root and every op inlined into it).
     std::vector<std::vector<int32_t>> members(nv);
     std::vector<char> inLoop(prog.ops.size(), 0);
-    // In program order (operands before readers): a candidate operand joins its
-    // reader's loop if the loop stays within kMaxFusedSteps.
-    for (size_t i = 0; i < prog.ops.size(); ++i) {
-      const ir::Op &op = prog.ops[i];
-      if (reduceTakesInputFusion(prog, op)) {
-        const ir::ValueId v = op.operands[0];
-        if (def[v] >= 0 && fusible(prog.ops[def[v]].kind) && uses[v] == 1 &&
-            steps[v] <= kMaxFusedSteps && keepsLifetimes(v, i))
-          inline_[v] = true;
-        continue;
-      }
-      if (!fusible(op.kind)) continue;
-      int32_t total = 1;
-      std::vector<ir::ValueId> &r = reads[op.results[0]];
-      std::vector<int32_t> &mem = members[op.results[0]];
-      mem.push_back(static_cast<int32_t>(i));
-      for (size_t q = 0; q < op.operands.size(); ++q) {
-        const ir::ValueId v = op.operands[q];
-        if (std::find(op.operands.begin(), op.operands.begin() + q, v) != op.operands.begin() + q)
-          continue; // read twice by this op (x + x): decided at its first operand
-        if (scalarBroadcast(v)) {
-          inline_[v] = true;
+    std::vector<bool> dup(nv, false);
+    auto planLoops = [&] {
+      // In program order (operands before readers): a candidate operand joins its
+      // reader's loop if the loop stays within kMaxFusedSteps.
+      for (size_t i = 0; i < prog.ops.size(); ++i) {
+        const ir::Op &op = prog.ops[i];
+        if (reduceTakesInputFusion(prog, op)) {
+          const ir::ValueId v = op.operands[0];
+          if (def[v] >= 0 && fusible(prog.ops[def[v]].kind) && uses[v] == 1 &&
+              steps[v] <= kMaxFusedSteps && keepsLifetimes(v, i))
+            inline_[v] = true;
           continue;
         }
-        // Every use of v is by this op (once, or twice as in x + x: computed once in the
-        // loop and read twice).
-        const auto here = static_cast<int32_t>(std::count(op.operands.begin(), op.operands.end(), v));
-        const bool candidate = def[v] >= 0 && fusible(prog.ops[def[v]].kind) && uses[v] == here &&
-                               elementwiseUses[v] == here;
-        if (candidate && total + steps[v] <= kMaxFusedSteps && keepsLifetimes(v, i)) {
-          inline_[v] = true;
-          total += steps[v];
-          r.insert(r.end(), reads[v].begin(), reads[v].end());
-          mem.insert(mem.end(), members[v].begin(), members[v].end());
-        } else {
-          r.push_back(v);
+        if (!fusible(op.kind) || dup[op.results[0]]) continue;
+        int32_t total = 1;
+        std::vector<ir::ValueId> &r = reads[op.results[0]];
+        std::vector<int32_t> &mem = members[op.results[0]];
+        mem.push_back(static_cast<int32_t>(i));
+        for (size_t q = 0; q < op.operands.size(); ++q) {
+          const ir::ValueId v = op.operands[q];
+          if (std::find(op.operands.begin(), op.operands.begin() + q, v) != op.operands.begin() + q)
+            continue; // read twice by this op (x + x): decided at its first operand
+          if (scalarBroadcast(v)) {
+            inline_[v] = true;
+            continue;
+          }
+          if (dup[v]) { // recomputed here: one more step, and its operands are read here
+            ++total;
+            for (ir::ValueId u : prog.ops[def[v]].operands)
+              if (!free(u) && !scalarBroadcast(u)) r.push_back(u);
+            continue;
+          }
+          // Every use of v is by this op (once, or twice as in x + x: computed once in the
+          // loop and read twice).
+          const auto here = static_cast<int32_t>(std::count(op.operands.begin(), op.operands.end(), v));
+          const bool candidate = def[v] >= 0 && fusible(prog.ops[def[v]].kind) && uses[v] == here &&
+                                 elementwiseUses[v] == here;
+          if (candidate && total + steps[v] <= kMaxFusedSteps && keepsLifetimes(v, i)) {
+            inline_[v] = true;
+            total += steps[v];
+            r.insert(r.end(), reads[v].begin(), reads[v].end());
+            mem.insert(mem.end(), members[v].begin(), members[v].end());
+          } else {
+            r.push_back(v);
+          }
         }
-      }
-      std::sort(r.begin(), r.end());
-      r.erase(std::unique(r.begin(), r.end()), r.end());
-      // Diamonds: a value the loop reads whose readers are all in the loop by now joins
-      // it too (and may bring more such values), under the same limits.
-      for (bool grew = true; grew;) {
-        grew = false;
-        for (int32_t o : mem) inLoop[o] = 1;
-        for (ir::ValueId u : r) {
-          const bool allHere = def[u] >= 0 && fusible(prog.ops[def[u]].kind) && !inline_[u] &&
-                               uses[u] == elementwiseUses[u] && uses[u] > 0 &&
-                               std::all_of(readers[u].begin(), readers[u].end(),
-                                           [&](int32_t o) { return inLoop[o] != 0; });
-          if (!allHere || total + steps[u] > kMaxFusedSteps || !keepsLifetimes(u, i)) continue;
-          inline_[u] = true;
-          total += steps[u];
-          mem.insert(mem.end(), members[u].begin(), members[u].end());
-          std::vector<ir::ValueId> next;
-          for (ir::ValueId w : r)
-            if (w != u) next.push_back(w);
-          next.insert(next.end(), reads[u].begin(), reads[u].end());
-          std::sort(next.begin(), next.end());
-          next.erase(std::unique(next.begin(), next.end()), next.end());
-          r = std::move(next);
-          grew = true;
-          break;
+        std::sort(r.begin(), r.end());
+        r.erase(std::unique(r.begin(), r.end()), r.end());
+        // Diamonds: a value the loop reads whose readers are all in the loop by now joins
+        // it too (and may bring more such values), under the same limits.
+        for (bool grew = true; grew;) {
+          grew = false;
+          for (int32_t o : mem) inLoop[o] = 1;
+          for (ir::ValueId u : r) {
+            const bool allHere = def[u] >= 0 && fusible(prog.ops[def[u]].kind) && !inline_[u] &&
+                                 uses[u] == elementwiseUses[u] && uses[u] > 0 &&
+                                 std::all_of(readers[u].begin(), readers[u].end(),
+                                             [&](int32_t o) { return inLoop[o] != 0; });
+            if (!allHere || total + steps[u] > kMaxFusedSteps || !keepsLifetimes(u, i)) continue;
+            inline_[u] = true;
+            total += steps[u];
+            mem.insert(mem.end(), members[u].begin(), members[u].end());
+            std::vector<ir::ValueId> next;
+            for (ir::ValueId w : r)
+              if (w != u) next.push_back(w);
+            next.insert(next.end(), reads[u].begin(), reads[u].end());
+            std::sort(next.begin(), next.end());
+            next.erase(std::unique(next.begin(), next.end()), next.end());
+            r = std::move(next);
+            grew = true;
+            break;
+          }
+          for (int32_t o : mem) inLoop[o] = 0;
         }
-        for (int32_t o : mem) inLoop[o] = 0;
+        steps[op.results[0]] = total;
       }
-      steps[op.results[0]] = total;
+    };
+    planLoops();
+    // Recomputed in every reader's loop (after a first plan without it): a single cheap
+    // op (no division or transcendental) that kept an instruction of its own, read by
+    // two or more ops, each an elementwise op or a reduction that takes it as its fused
+    // input, and not an output. The loops then read its operands instead of its buffer,
+    // which must not make any buffer but one, no larger than the one removed, live
+    // longer (its operands are read up to its last reader).
+    auto cheap = [](OpKind k) {
+      return k == OpKind::Compare || k == OpKind::Select || k == OpKind::Add ||
+             k == OpKind::Sub || k == OpKind::Mul || k == OpKind::Neg || k == OpKind::Abs ||
+             k == OpKind::Sign || k == OpKind::Maximum;
+    };
+    bool anyDup = false;
+    for (size_t i = 0; i < prog.ops.size(); ++i) {
+      const ir::Op &op = prog.ops[i];
+      const ir::ValueId v = op.results.empty() ? 0 : op.results[0];
+      if (!cheap(op.kind) || inline_[v] || steps[v] != 1) continue;
+      int32_t taken = 0;
+      for (int32_t rd : readers[v]) {
+        const ir::Op &R = prog.ops[rd];
+        if (fusible(R.kind) && prog.type(R.results[0]).numel() == prog.type(v).numel()) ++taken;
+        else if (reduceTakesInputFusion(prog, R) && R.operands[0] == v) ++taken;
+      }
+      const bool twoReaders = !readers[v].empty() && readers[v].front() != readers[v].back();
+      if (!twoReaders || taken != uses[v]) continue; // an output counts 2 in uses only
+      int extended = 0;
+      bool ok = true;
+      for (ir::ValueId u : op.operands) {
+        if (free(u) || scalarBroadcast(u) || lastUse[u] >= lastUse[v]) continue;
+        ok &= ++extended <= 1 && prog.type(u).numel() <= prog.type(v).numel();
+      }
+      if (ok) dup[v] = anyDup = true;
     }
+    if (!anyDup) return;
+    // The plan again, with those recomputed.
+    std::fill(inline_.begin(), inline_.end(), false);
+    for (auto &x : reads) x.clear();
+    for (auto &x : members) x.clear();
+    std::fill(steps.begin(), steps.end(), 0);
+    for (size_t v = 0; v < nv; ++v) {
+      if (!dup[v]) continue;
+      inline_[v] = true;
+      for (ir::ValueId u : prog.ops[def[v]].operands)
+        if (scalarBroadcast(u)) inline_[u] = true;
+    }
+    planLoops();
   }
 };
 

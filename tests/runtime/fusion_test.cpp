@@ -204,3 +204,37 @@ TEST_CASE("fusion: a reduction over the last axis computes its operand's loop (i
   CHECK(text.find("ops fused") == std::string::npos);
   CHECK(count(text, "elementwise abs") == 1);
 }
+
+TEST_CASE("fusion: a cheap op read by two loops is recomputed in each; a costly one keeps its buffer") {
+  // mask = (|x| == max|x|) is read by a reduction (the count of maxima) and by the
+  // elementwise chain after it, as in the VJP of reduce_max: recomputed in both. e =
+  // exp(x), read by two loops too, keeps its instruction.
+  Program p;
+  Builder b(p);
+  const Type t({4, 300});
+  auto x = p.addInput("x", t), y = p.addInput("y", t);
+  auto ax = b.unary(OpKind::Abs, x);
+  auto m = b.reduceMax(ax, {0, 1});
+  auto mask = b.compare(ax, b.broadcastScalar(m, {4, 300}), "EQ");
+  auto maxima = b.reduceSum(mask, {0, 1});
+  auto e = b.unary(OpKind::Exp, x);
+  p.addOutput(b.mul(b.mul(mask, y), b.broadcastScalar(maxima, {4, 300})));
+  p.addOutput(b.add(e, y));
+  p.addOutput(b.reduceSum(b.mul(e, e), {1}));
+  auto plan = rt::prepare(p);
+  const std::string text = rt::describePlan(*plan);
+  CHECK(text.find("elementwise compare") == std::string::npos);
+  CHECK(text.find("fused compare") == std::string::npos);
+  CHECK(text.find("input 2 ops fused [abs,compare]") != std::string::npos);
+  CHECK(count(text, "elementwise exp") == 1);
+  std::mt19937_64 rng(4);
+  std::vector<Tensor> in = {randomTensor(t, rng), randomTensor(t, rng)};
+  in[0].data[17] = 5;
+  in[0].data[900] = -5; // two maxima of |x|
+  auto plain = rt::Engine(1).run(*rt::prepare(p, unfused()), in);
+  for (int w : {1, 2}) {
+    auto got = rt::Engine(w).run(*plan, in);
+    for (size_t i = 0; i < got.size(); ++i) CHECK(bitwiseEqual(got[i], plain[i]));
+  }
+  CHECK(plain[0].data[17] == 2 * in[1].data[17]);
+}
