@@ -146,7 +146,8 @@ bool reduceTakesInputFusion(const ir::Program &prog, const ir::Op &op) {
 }
 
 /// Loop fusion, decided before the rules run: which values are computed inside the
-/// loop of the elementwise op that reads them instead of in a buffer of their own.
+/// loops of the ops that read them (elementwise ops, or a reduction taking its operand
+/// as input) instead of in a buffer of their own.
 ///  * the result of an elementwise op, not an output, whose every reader is in one loop:
 ///    read by one elementwise op only (once, or as both operands of x + x), or by
 ///    several ops that all end up in the same loop (a diamond such as
@@ -160,7 +161,8 @@ bool reduceTakesInputFusion(const ir::Program &prog, const ir::Op &op) {
 ///    loop block by block and reduces the block);
 ///  * a single cheap op (arithmetic without division, compare, select) whose readers
 ///    are in two or more loops (elementwise ops, or reductions taking it as input): each
-///    recomputes it, a few instructions per element against a pass over memory;
+///    recomputes it (up to 4 ops, through cheap operands recomputed as well), a few
+///    instructions per element against a pass over memory;
 /// as long as no loop grows beyond kMaxFusedSteps ops, and no buffer lives longer for
 /// it: a fused loop reads its producers' operands where the reader runs, so a producer
 /// joins only if each arena value its computation reads is read at the reader or later
@@ -169,7 +171,7 @@ bool reduceTakesInputFusion(const ir::Program &prog, const ir::Op &op) {
 /// Fusion then raises the peak of the list-order schedule by single values at most.
 struct Fusion {
   std::vector<int32_t> def;  ///< per value: index of the op defining it (-1: input)
-  std::vector<bool> inline_; ///< per value: computed inside its reader's loop
+  std::vector<bool> inline_; ///< per value: computed inside its readers' loops
 
   bool inlined(ir::ValueId v) const { return inline_[v]; }
 
@@ -223,6 +225,21 @@ struct Fusion {
     std::vector<std::vector<int32_t>> members(nv);
     std::vector<char> inLoop(prog.ops.size(), 0);
     std::vector<bool> dup(nv, false);
+    // A recomputed value's ops (through recomputed operands) and the buffers they read.
+    auto dupTree = [&](ir::ValueId v, int32_t &ops, std::vector<ir::ValueId> &bufs) {
+      std::vector<ir::ValueId> stack{v};
+      while (!stack.empty()) {
+        const ir::ValueId w = stack.back();
+        stack.pop_back();
+        ++ops;
+        for (ir::ValueId u : prog.ops[def[w]].operands) {
+          if (dup[u]) stack.push_back(u);
+          else if (!free(u) && !scalarBroadcast(u)) bufs.push_back(u);
+        }
+      }
+      std::sort(bufs.begin(), bufs.end());
+      bufs.erase(std::unique(bufs.begin(), bufs.end()), bufs.end());
+    };
     auto planLoops = [&] {
       // In program order (operands before readers): a candidate operand joins its
       // reader's loop if the loop stays within kMaxFusedSteps.
@@ -248,10 +265,12 @@ struct Fusion {
             inline_[v] = true;
             continue;
           }
-          if (dup[v]) { // recomputed here: one more step, and its operands are read here
-            ++total;
-            for (ir::ValueId u : prog.ops[def[v]].operands)
-              if (!free(u) && !scalarBroadcast(u)) r.push_back(u);
+          if (dup[v]) { // recomputed here: its ops join, the buffers they read are read here
+            int32_t ops = 0;
+            std::vector<ir::ValueId> bufs;
+            dupTree(v, ops, bufs);
+            total += ops;
+            r.insert(r.end(), bufs.begin(), bufs.end());
             continue;
           }
           // Every use of v is by this op (once, or twice as in x + x: computed once in the
@@ -324,13 +343,20 @@ struct Fusion {
       }
       const bool twoReaders = !readers[v].empty() && readers[v].front() != readers[v].back();
       if (!twoReaders || taken != uses[v]) continue; // an output counts 2 in uses only
+      // The buffers its recomputation reads (through operands already recomputed) are
+      // read up to v's last reader: at most one of them may live longer for it.
+      int32_t ops = 0;
+      std::vector<ir::ValueId> bufs;
+      dup[v] = true;
+      dupTree(v, ops, bufs);
       int extended = 0;
-      bool ok = true;
-      for (ir::ValueId u : op.operands) {
-        if (free(u) || scalarBroadcast(u) || lastUse[u] >= lastUse[v]) continue;
+      bool ok = ops <= 4;
+      for (ir::ValueId u : bufs) {
+        if (lastUse[u] >= lastUse[v]) continue;
         ok &= ++extended <= 1 && prog.type(u).numel() <= prog.type(v).numel();
       }
-      if (ok) dup[v] = anyDup = true;
+      dup[v] = ok;
+      anyDup |= ok;
     }
     if (!anyDup) return;
     // The plan again, with those recomputed.
@@ -487,7 +513,7 @@ struct FusedLoopBuilder {
 };
 
 void lowerElementwise(Lowering &L, const ir::Op &op, size_t i) {
-  if (L.fusion.inlined(op.results[0])) return; // computed inside its reader's loop
+  if (L.fusion.inlined(op.results[0])) return; // computed inside its readers' loops
   ElementwisePlan e;
   if (op.kind == OpKind::Compare) e.cmp = parseCompareDirection(op.attrs.getStr("direction"));
   Instruction in = L.instruction(op, i, e);

@@ -98,8 +98,9 @@ inline constexpr int64_t kFusedBlock = 512;
 /// Elementwise map over `Instruction::numel` elements; the function is
 /// `Instruction::op` (unary, binary, compare with `cmp`, select). With `steps`, a
 /// fused loop (XLA's loop fusion, decided at lowering): a chain of elementwise ops
-/// whose intermediates are read by nothing else, and broadcasts of one value into
-/// them, run as one loop over the data in blocks of kFusedBlock; the last step is
+/// whose intermediates are read by nothing outside the loop (or are cheap enough to
+/// recompute in each loop that reads them), and broadcasts of one value into them,
+/// run as one loop over the data in blocks of kFusedBlock; the last step is
 /// the instruction's op and writes its result. Each element goes through the same
 /// ops in the same order as unfused, so results are bitwise the same.
 struct ElementwisePlan {
