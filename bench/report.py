@@ -593,12 +593,14 @@ def _paragraphs(h, agg, widths):
         txt = (f"**TRG value + gradient.** With `store`, tessel's value+grad is {fmt(tg)} ms = "
                f"{tg / tv:.2f}× its value: the backward calls no full SVD. Per svd_topk it runs "
                f"the Lorentzian rule of docs/trg.md §5 over the 16 kept triplets and "
-               f"svd_topk_complement, the coupling to the discarded subspace (a top-8 SVD of "
-               f"A − U·S·Vᵀ for the triplets nearest the cut, then a few conjugate-gradient "
-               f"iterations with 256×256×16 products), which is most of the backward (`tessel trg "
-               f"--profile`); plus the VJPs of the plaquette contraction (two 256×256×256 products "
-               f"per step). The value is cheap now, so this ratio grew: the backward is compared "
-               f"with a forward that no longer pays 32 full SVDs.")
+               f"svd_topk_complement, the coupling to the discarded subspace (the 8 triplets "
+               f"nearest the cut come from the forward, whose svd_topk the svd-topk-guards pass "
+               f"widens to 24, and are coupled explicitly; the rest by a few conjugate-gradient "
+               f"iterations with 256×256×16 products, only on the columns not yet converged), "
+               f"which is most of the backward (`tessel trg --profile`); plus the VJPs of the "
+               f"plaquette contraction (two 256×256×256 products per step). The value is cheap "
+               f"now, so this ratio grew: the backward is compared with a forward that no longer "
+               f"pays 32 full SVDs.")
         if tr:
             txt += (f" `recompute` keeps only each step's input tensor and re-runs the step's "
                     f"forward (two more SVDs per step) in the backward: {fmt(tr)} ms = "
