@@ -37,8 +37,9 @@ template <typename F> inline void mapBinary(double *o, const double *a, const do
 
 /// o[i] = op(x[i], y[i], z[i]) for i < n (y, z only for the ops that read them).
 /// Returns false for an op without an elementwise kernel. Compiled twice (below): for
-/// the baseline ISA and with AVX2 (4 lanes); every op here is exactly rounded IEEE
-/// arithmetic or a selection, without contraction into FMA, so both give the same bits.
+/// the baseline ISA and with AVX2 (4 lanes), one instantiation each (kIsa only keeps
+/// them apart); every op here is exactly rounded IEEE arithmetic or a selection,
+/// without contraction into FMA, so both give the same bits.
 template <int kIsa>
 inline bool elementwiseRangeImpl(OpKind op, CompareDir cmp, double *o, const double *x,
                                  const double *y, const double *z, int64_t n) {

@@ -347,7 +347,6 @@ struct Fusion {
       // read up to v's last reader: at most one of them may live longer for it.
       int32_t ops = 0;
       std::vector<ir::ValueId> bufs;
-      dup[v] = true;
       dupTree(v, ops, bufs);
       int extended = 0;
       bool ok = ops <= 4;
@@ -477,6 +476,13 @@ struct FusedLoopBuilder {
   std::vector<ir::ValueId> computed; ///< the SSA value of each step
   std::vector<std::string> names;    ///< the op of each step
 
+  /// "N ops fused [op,op,...]" for plan listings.
+  std::string describe() const {
+    std::string list;
+    for (const std::string &nm : names) list += (list.empty() ? "" : ",") + nm;
+    return std::to_string(names.size()) + " ops fused [" + list + "]";
+  }
+
   /// Appends the steps computing op `d`'s result from its operands (inlined producers
   /// first); returns the step's index.
   int step(const ir::Op &d) {
@@ -525,9 +531,7 @@ void lowerElementwise(Lowering &L, const ir::Op &op, size_t i) {
     in.in.clear();
     FusedLoopBuilder b{L, in.as<ElementwisePlan>(), in, {}, {}};
     b.step(op);
-    std::string list;
-    for (const std::string &nm : b.names) list += (list.empty() ? "" : ",") + nm;
-    in.what = std::to_string(b.names.size()) + " ops fused [" + list + "] n=" + std::to_string(n);
+    in.what = b.describe() + " n=" + std::to_string(n);
   } else {
     in.what = std::string(ir::opName(op.kind)) + " n=" + std::to_string(n);
   }
@@ -575,9 +579,7 @@ void lowerReduce(Lowering &L, const ir::Op &op, size_t i) {
     in.in.clear();
     FusedLoopBuilder b{L, in.as<ReducePlan>().input, in, {}, {}};
     b.step(L.prog.ops[L.fusion.def[op.operands[0]]]);
-    std::string list;
-    for (const std::string &nm : b.names) list += (list.empty() ? "" : ",") + nm;
-    in.what += ", input " + std::to_string(b.names.size()) + " ops fused [" + list + "]";
+    in.what += ", input " + b.describe();
   }
   L.addInst(std::move(in));
 }
