@@ -106,6 +106,7 @@ TopkCounts TopkCounts::between(const rt::TruncatedSvdStats &a, const rt::Truncat
   c.complementCalls = b.complementCalls - a.complementCalls;
   c.complementIterations = b.complementIterations - a.complementIterations;
   c.complementFallbacks = b.complementFallbacks - a.complementFallbacks;
+  c.complementBroadened = b.complementBroadened - a.complementBroadened;
   return c;
 }
 
@@ -116,6 +117,7 @@ void TopkCounts::add(const TopkCounts &o) {
   complementCalls += o.complementCalls;
   complementIterations += o.complementIterations;
   complementFallbacks += o.complementFallbacks;
+  complementBroadened += o.complementBroadened;
 }
 
 nlohmann::json TopkCounts::json() const {
@@ -124,7 +126,8 @@ nlohmann::json TopkCounts::json() const {
           {"fallbacks", fallbacks},
           {"complement_calls", complementCalls},
           {"complement_cg_iterations", complementIterations},
-          {"complement_fallbacks", complementFallbacks}};
+          {"complement_fallbacks", complementFallbacks},
+          {"complement_broadened", complementBroadened}};
 }
 
 std::string TopkCounts::text() const {
@@ -135,6 +138,7 @@ std::string TopkCounts::text() const {
          " subspace iterations each, " + std::to_string(fallbacks) + " fell back to gesdd); " +
          std::to_string(complementCalls) + " complement solves (" +
          mean(complementIterations, complementCalls) + " CG iterations each, " +
+         std::to_string(complementBroadened) + " with the broadened tail, " +
          std::to_string(complementFallbacks) + " fell back to the full rule)";
 }
 

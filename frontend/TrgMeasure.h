@@ -44,6 +44,7 @@ struct PeakMemory {
 struct TopkCounts {
   int64_t calls = 0, iterations = 0, fallbacks = 0;
   int64_t complementCalls = 0, complementIterations = 0, complementFallbacks = 0;
+  int64_t complementBroadened = 0;
   static TopkCounts between(const rt::TruncatedSvdStats &before, const rt::TruncatedSvdStats &after);
   void add(const TopkCounts &o);
   nlohmann::json json() const;

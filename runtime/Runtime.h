@@ -142,10 +142,12 @@ private:
 /// threads; read a snapshot before and after a run to attribute them). A fallback is a
 /// call that ended in a full LAPACK dgesdd because the iteration would not converge
 /// within its budget (runtime/TruncatedSvd.h); guard computations of the complement
-/// kernel count as top-k calls.
+/// kernel count as top-k calls. complementBroadened counts the complement solves whose
+/// tail took the complex shift s_j + iδ (a gap within 10⁵·δ of the broadening).
 struct TruncatedSvdStats {
   int64_t topkCalls = 0, topkIterations = 0, topkFallbacks = 0;
   int64_t complementCalls = 0, complementIterations = 0, complementFallbacks = 0;
+  int64_t complementBroadened = 0;
 };
 TruncatedSvdStats truncatedSvdStats();
 

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <cblas.h>
@@ -26,6 +28,7 @@ namespace {
 
 std::atomic<int64_t> gTopkCalls{0}, gTopkIterations{0}, gTopkFallbacks{0};
 std::atomic<int64_t> gComplementCalls{0}, gComplementIterations{0}, gComplementFallbacks{0};
+std::atomic<int64_t> gComplementBroadened{0};
 
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
@@ -190,6 +193,170 @@ double broadenedInv(double x, double s0, double eps) {
   if (x == 0) return 0;
   const double y = x / s0;
   return (y / (y * y + eps * eps)) / s0;
+}
+
+/// The tail solve of svdComplement for the r columns at once, by conjugate gradients on
+/// the normal form (z_j²·I − A₂·A₂ᵀ)·x_j = z_j·F_j + A₂·G_j, then y_j = (G_j + A₂ᵀ·x_j)/z_j,
+/// adding Re x to X (m×r) and Re y to Yt (r×n). T = double: z_j = s_j (exact
+/// reciprocals, plain CG). T = complex: z_j = s_j + i·δ, whose real parts are exactly the
+/// full rule's Lorentzian Re 1/(x + iδ) = x/(x² + δ²) for every tail triplet and for the
+/// null space; the matrix is complex symmetric, solved by COCG (van der Vorst, Melissen,
+/// IEEE Trans. Magn. 26, 706 (1990): CG with the unconjugated bilinear form).
+/// Complex m-side blocks are std::complex row-major (a real m×2r); n-side blocks are
+/// real (w·r)×n with the real and imaginary parts of row j in rows w·j and w·j + 1, so
+/// that both are plain real GEMMs with A₂. Returns nullptr or why it gave up.
+template <class T>
+const char *solveTail(const SvdComplementConfig &c, const double *Ap, const double *F,
+                      const double *Gt, const double *s, double delta, double *X, double *Yt,
+                      double *work, int &iterations) {
+  constexpr bool cplx = !std::is_same_v<T, double>;
+  constexpr int64_t w = cplx ? 2 : 1;
+  const int64_t m = c.m, n = c.n, r = c.r;
+  T *Wx = reinterpret_cast<T *>(work), *Rx = Wx + m * r, *Px = Rx + m * r, *Qx = Px + m * r,
+    *Pa = Qx + m * r, *rho = Pa + m * r, *alpha = rho + r, *rhoNew = alpha + r, *z = rhoNew + r;
+  double *Qy = reinterpret_cast<double *>(z + r), *Wy = Qy + w * r * n, *fn = Wy + w * r * n,
+         *rn = fn + r, *done = rn + r;
+  auto *act = reinterpret_cast<int64_t *>(done + r); // r indices
+  auto asReal = [](T *p) { return reinterpret_cast<double *>(p); };
+  auto abs2 = [](T v) {
+    if constexpr (cplx) return std::norm(v);
+    else return v * v;
+  };
+  for (int64_t j = 0; j < r; ++j) {
+    if constexpr (cplx) z[j] = T(s[j], delta);
+    else z[j] = s[j];
+  }
+  // Rx = z_j·F + A₂·Gtᵀ (A₂·Gtᵀ into Qx's storage first, as a real m×r).
+  double *AG = asReal(Qx);
+  gemm(false, true, m, r, n, 1.0, Ap, n, Gt, n, 0.0, AG, r);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < r; ++j) Rx[i * r + j] = z[j] * F[i * r + j] + AG[i * r + j];
+  for (int64_t j = 0; j < r; ++j) rho[j] = 0, fn[j] = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < r; ++j) {
+      rho[j] += Rx[i * r + j] * Rx[i * r + j];
+      fn[j] += abs2(Rx[i * r + j]);
+    }
+  std::fill(Wx, Wx + m * r, T(0));
+  std::copy(Rx, Rx + m * r, Px);
+  for (int64_t j = 0; j < r; ++j) done[j] = fn[j] == 0 ? 1 : 0;
+  int it = 0;
+  for (;;) {
+    int64_t a = 0;
+    for (int64_t j = 0; j < r; ++j)
+      if (done[j] == 0) act[a++] = j;
+    if (a == 0) break;
+    if (it >= c.maxIter) {
+      iterations = it;
+      return "conjugate gradients did not converge within the budget";
+    }
+    ++it;
+    gComplementIterations.fetch_add(1, std::memory_order_relaxed);
+    // Only the a columns not yet converged are multiplied (columns converge at their own
+    // rates, those of the largest s_j first; a product with A₂ costs about its number
+    // of columns): Pa = P[:, act] (m×a), Qy = Paᵀ·A₂ (a×n), Qx = (z_j²·I − A₂·A₂ᵀ)·Pa.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t q = 0; q < a; ++q) Pa[i * a + q] = Px[i * r + act[q]];
+    gemm(true, false, w * a, n, m, 1.0, asReal(Pa), w * a, Ap, n, 0.0, Qy, n);
+    gemm(false, true, m, w * a, n, -1.0, Ap, n, Qy, n, 0.0, asReal(Qx), w * a);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t q = 0; q < a; ++q) Qx[i * a + q] += z[act[q]] * z[act[q]] * Pa[i * a + q];
+    for (int64_t q = 0; q < a; ++q) alpha[q] = 0; // pᵀ·q per column (unconjugated)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t q = 0; q < a; ++q) alpha[q] += Pa[i * a + q] * Qx[i * a + q];
+    for (int64_t q = 0; q < a; ++q) {
+      // Real: the matrix is positive definite when the guards lie below every s_j.
+      // Complex: COCG breaks down on a (near-)isotropic direction.
+      bool ok;
+      if constexpr (cplx) ok = std::isfinite(std::abs(alpha[q])) && std::abs(alpha[q]) > 0;
+      else ok = alpha[q] > 0;
+      if (!ok) {
+        iterations = it;
+        return cplx ? "the broadened tail system broke down (a discarded singular value at the cut)"
+                    : "the tail system is not positive definite (a discarded singular value at the cut)";
+      }
+      alpha[q] = rho[act[q]] / alpha[q];
+    }
+    std::fill(rhoNew, rhoNew + a, T(0));
+    for (int64_t q = 0; q < a; ++q) rn[q] = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t q = 0; q < a; ++q) {
+        const int64_t j = act[q];
+        Wx[i * r + j] += alpha[q] * Pa[i * a + q];
+        const T v = Rx[i * r + j] -= alpha[q] * Qx[i * a + q];
+        rhoNew[q] += v * v;
+        rn[q] += abs2(v);
+      }
+    for (int64_t q = 0; q < a; ++q) {
+      const int64_t j = act[q];
+      alpha[q] = rho[j] != T(0) ? rhoNew[q] / rho[j] : T(0); // β
+      rho[j] = rhoNew[q];
+      if (std::sqrt(rn[q]) <= c.tol * std::sqrt(fn[j])) done[j] = 1;
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t q = 0; q < a; ++q) {
+        const int64_t j = act[q];
+        Px[i * r + j] = Rx[i * r + j] + alpha[q] * Px[i * r + j];
+      }
+  }
+  iterations = it;
+  // y = (G + A₂ᵀ·x)/z_j, as rows: Qy = xᵀ·A₂, Wy = (Gt + Qy)/z_j.
+  gemm(true, false, w * r, n, m, 1.0, asReal(Wx), w * r, Ap, n, 0.0, Qy, n);
+  for (int64_t j = 0; j < r; ++j) {
+    const double *qr = Qy + w * j * n;
+    double *yr = Wy + w * j * n;
+    if constexpr (cplx) {
+      const double *qi = qr + n;
+      double *yi = yr + n;
+      const T inv = 1.0 / z[j];
+      for (int64_t i = 0; i < n; ++i) {
+        const T y = T(Gt[j * n + i] + qr[i], qi[i]) * inv;
+        yr[i] = y.real();
+        yi[i] = y.imag();
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) yr[i] = (Gt[j * n + i] + qr[i]) / s[j];
+    }
+  }
+  // The true residuals of both equations, x·z_j − A₂·y − F and y·z_j − A₂ᵀ·x − G, against
+  // the tolerance (with a margin for the recurrence's rounding) relative to ‖F_j‖ + ‖G_j‖.
+  // The second reuses A₂ᵀ·x from above: it measures the rounding of the division.
+  gemm(false, true, m, w * r, n, -1.0, Ap, n, Wy, n, 0.0, asReal(Qx), w * r);
+  for (int64_t j = 0; j < r; ++j) {
+    double res = 0, rhs = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      res += abs2(Qx[i * r + j] + z[j] * Wx[i * r + j] - F[i * r + j]);
+      rhs += F[i * r + j] * F[i * r + j];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      T y, q;
+      if constexpr (cplx) {
+        y = T(Wy[2 * j * n + i], Wy[(2 * j + 1) * n + i]);
+        q = T(Qy[2 * j * n + i], Qy[(2 * j + 1) * n + i]);
+      } else {
+        y = Wy[j * n + i];
+        q = Qy[j * n + i];
+      }
+      res += abs2(z[j] * y - q - Gt[j * n + i]);
+      rhs += Gt[j * n + i] * Gt[j * n + i];
+    }
+    if (std::sqrt(res) > 16 * c.tol * std::sqrt(rhs))
+      return "the true residual of the tail solve is above the tolerance";
+  }
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < r; ++j) {
+      if constexpr (cplx) X[i * r + j] += Wx[i * r + j].real();
+      else X[i * r + j] += Wx[i * r + j];
+    }
+  for (int64_t j = 0; j < r; ++j)
+    for (int64_t i = 0; i < n; ++i) Yt[j * n + i] += Wy[w * j * n + i];
+  return nullptr;
+}
+
+/// Doubles of workspace solveTail<T> needs.
+int64_t solveTailWork(int64_t m, int64_t n, int64_t r, bool cplx) {
+  const int64_t w = cplx ? 2 : 1;
+  return w * (5 * m * r + 4 * r) + 2 * w * r * n + 4 * r;
 }
 
 } // namespace
@@ -385,10 +552,10 @@ SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t
   const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(std::max<int64_t>(r, 1));
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 8.0, 400.0));
   const int64_t g = c.guards;
-  // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F, Wx, Rx, Px, Qx, Pa m×r; Gt, Wy, Qy r×n;
-  // small k×r, g×r blocks; the active columns' indices (r); the guard topkSvd's workspace.
-  c.workElems = m * n + g * (m + n + 1) + 6 * r * m + 3 * r * n + 4 * std::max(k, g) * r + 5 * r +
-                m * k + c.guard.workElems;
+  // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F m×r; Gt r×n; small k×r, g×r blocks; U·S
+  // m×k; the guard topkSvd's workspace, or the tail solve's (complex: the larger).
+  c.workElems = m * n + g * (m + n + 1) + r * m + r * n + 4 * std::max(k, g) * r + m * k +
+                std::max(c.guard.workElems, solveTailWork(m, n, r, true));
   return c;
 }
 
@@ -402,13 +569,10 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   if (r == 0) return out;
   gComplementCalls.fetch_add(1, std::memory_order_relaxed);
   double *Ap = work, *Ug = Ap + m * n, *sg = Ug + m * g, *Vgt = sg + g;
-  double *F = Vgt + g * n, *Wx = F + m * r, *Rx = Wx + m * r, *Px = Rx + m * r, *Qx = Px + m * r;
-  double *Gt = Qx + m * r, *Wy = Gt + r * n, *Qy = Wy + r * n;
+  double *F = Vgt + g * n, *Gt = F + m * r;
   const int64_t kg = std::max(k, g);
-  double *T1 = Qy + r * n, *T2 = T1 + kg * r, *T3 = T2 + kg * r, *T4 = T3 + kg * r;
-  double *rr = T4 + kg * r, *fn = rr + r, *alpha = fn + r, *done = alpha + r;
-  double *Us = done + r, *Pa = Us + m * k, *gw = Pa + m * r + r;
-  auto *act = reinterpret_cast<int64_t *>(Pa + m * r); // r indices (sizeof(int64_t) == 8)
+  double *T1 = Gt + r * n, *T2 = T1 + kg * r, *T3 = T2 + kg * r, *T4 = T3 + kg * r;
+  double *Us = T4 + kg * r, *gw = Us + m * k; // gw: the guards' topkSvd, then the tail solve
   const double s0 = s[0] != 0 ? s[0] : 1.0;
 
   // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n).
@@ -508,123 +672,24 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
       for (int64_t j = 0; j < g; ++j) Ug[i * g + j] *= sg[j];
     gemm(false, false, m, n, g, -1.0, Ug, g, Vgt, n, 1.0, Ap, n);
   }
-  // The tail beyond the guards is solved with exact reciprocals 1/(s_j ∓ σ) and 1/s_j
-  // where the full rule has L(x) = x/(x² + δ²), δ = ε·s₀: relatively (δ/x)² apart. Only
-  // where every such x is at least 10⁵·δ (a difference <= 1e-10) is the tail solved
-  // here; otherwise (and when the guards do not reach below s[r−1], or s[r−1] = 0) the
-  // full rule.
-  const double minGap = std::max(1e5 * eps * s0, std::numeric_limits<double>::min());
-  if (g < K - k && !(s[r - 1] - tailBound >= minGap)) {
-    fullRule("the guards do not reach far enough below the cut");
+  // The tail beyond the guards (and the null space of a non-square A): exact reciprocals
+  // 1/(s_j ∓ σ) and 1/s_j where the full rule has L(x) = x/(x² + δ²), δ = ε·s₀, are
+  // relatively (δ/x)² apart; where every such x is at least 10⁵·δ (a difference
+  // <= 1e-10) the tail is solved in real arithmetic, otherwise with the complex shift
+  // s_j + iδ, whose real part is the Lorentzian itself.
+  if (g < K - k && !(s[r - 1] > tailBound)) {
+    fullRule("the guards do not reach below the cut");
     return out;
   }
-  if (!(s[r - 1] >= minGap)) {
-    fullRule("a differentiated singular value at the scale of the broadening");
-    return out;
-  }
-
-  // CG on the normal form (s_j²·I − A₂·A₂ᵀ)·x_j = s_j·F_j + A₂·G_j for every column j
-  // at once (each its own α, β), then y_j = (G_j + A₂ᵀ·x_j)/s_j. Its condition number
-  // 1/(1 − ρ²), ρ = σ_max(A₂)/s_j, is below the symmetric form's (1 + ρ)/(1 − ρ), so
-  // it needs fewer products with A₂ (two per iteration in both).
-  // Rx = s_j·F + A₂·Gtᵀ.
-  gemm(false, true, m, r, n, 1.0, Ap, n, Gt, n, 0.0, Rx, r);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < r; ++j) Rx[i * r + j] += s[j] * F[i * r + j];
-  auto colNorms2 = [&](const double *Mx, double *o) {
-    for (int64_t j = 0; j < r; ++j) o[j] = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < r; ++j) o[j] += Mx[i * r + j] * Mx[i * r + j];
-  };
-  colNorms2(Rx, fn); // ‖b_j‖²
-  std::memset(Wx, 0, static_cast<size_t>(m * r) * sizeof(double));
-  std::memcpy(Px, Rx, static_cast<size_t>(m * r) * sizeof(double));
-  for (int64_t j = 0; j < r; ++j) rr[j] = fn[j];
-  for (int64_t j = 0; j < r; ++j) done[j] = std::sqrt(rr[j]) <= c.tol * std::sqrt(fn[j]) ? 1 : 0;
-  auto allDone = [&] {
-    for (int64_t j = 0; j < r; ++j)
-      if (done[j] == 0) return false;
-    return true;
-  };
-  int it = 0;
-  while (!allDone()) {
-    if (it >= c.maxIter) {
-      out.iterations = it;
-      fullRule("conjugate gradients did not converge within the budget");
-      return out;
-    }
-    ++it;
-    gComplementIterations.fetch_add(1, std::memory_order_relaxed);
-    // Only the a columns not yet converged are multiplied (columns converge at their own
-    // rates, those of the largest s_j first; a product with A₂ costs about its number
-    // of columns): Pa = P[:, act] (m×a), Qy = Paᵀ·A₂ (a×n), Qx = (s_j²·I − A₂·A₂ᵀ)·Pa.
-    int64_t a = 0;
-    for (int64_t j = 0; j < r; ++j)
-      if (done[j] == 0) act[a++] = j;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t q = 0; q < a; ++q) Pa[i * a + q] = Px[i * r + act[q]];
-    gemm(true, false, a, n, m, 1.0, Pa, a, Ap, n, 0.0, Qy, n);
-    gemm(false, true, m, a, n, -1.0, Ap, n, Qy, n, 0.0, Qx, a);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t q = 0; q < a; ++q) Qx[i * a + q] += s[act[q]] * s[act[q]] * Pa[i * a + q];
-    for (int64_t q = 0; q < a; ++q) alpha[q] = 0; // pᵀ·q per column
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t q = 0; q < a; ++q) alpha[q] += Pa[i * a + q] * Qx[i * a + q];
-    for (int64_t q = 0; q < a; ++q) {
-      if (!(alpha[q] > 0)) {
-        out.iterations = it;
-        fullRule("the tail system is not positive definite (a discarded singular value at the cut)");
-        return out;
-      }
-      alpha[q] = rr[act[q]] / alpha[q];
-    }
-    for (int64_t q = 0; q < a; ++q) T1[q] = 0; // new ‖r_j‖²
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t q = 0; q < a; ++q) {
-        const int64_t j = act[q];
-        Wx[i * r + j] += alpha[q] * Pa[i * a + q];
-        Rx[i * r + j] -= alpha[q] * Qx[i * a + q];
-        T1[q] += Rx[i * r + j] * Rx[i * r + j];
-      }
-    for (int64_t q = 0; q < a; ++q) {
-      const int64_t j = act[q];
-      const double beta = rr[j] > 0 ? T1[q] / rr[j] : 0;
-      rr[j] = T1[q];
-      if (std::sqrt(rr[j]) <= c.tol * std::sqrt(fn[j])) done[j] = 1;
-      for (int64_t i = 0; i < m; ++i) Px[i * r + j] = Rx[i * r + j] + beta * Px[i * r + j];
-    }
-  }
-  out.iterations = it;
-  // y = (G + A₂ᵀ·x)/s_j, as rows: Qy = xᵀ·A₂, Wy = diag(1/s)·(Gt + Qy).
-  gemm(true, false, r, n, m, 1.0, Wx, r, Ap, n, 0.0, Qy, n);
-  for (int64_t j = 0; j < r; ++j)
-    for (int64_t i = 0; i < n; ++i) Wy[j * n + i] = (Gt[j * n + i] + Qy[j * n + i]) / s[j];
-  // The true residuals of both equations, x·s_j − A₂·y − F and y·s_j − A₂ᵀ·x − G, against
-  // the tolerance (with a margin for the recurrence's rounding) relative to ‖F_j‖ + ‖G_j‖.
-  // The second reuses A₂ᵀ·x from above: it measures the rounding of the division.
-  gemm(false, true, m, r, n, -1.0, Ap, n, Wy, n, 0.0, Qx, r);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < r; ++j) Qx[i * r + j] += s[j] * Wx[i * r + j] - F[i * r + j];
-  for (int64_t j = 0; j < r; ++j)
-    for (int64_t i = 0; i < n; ++i)
-      Qy[j * n + i] = s[j] * Wy[j * n + i] - Qy[j * n + i] - Gt[j * n + i];
-  for (int64_t j = 0; j < r; ++j) {
-    double res = 0, rhs = 0;
-    for (int64_t i = 0; i < m; ++i) {
-      res += Qx[i * r + j] * Qx[i * r + j];
-      rhs += F[i * r + j] * F[i * r + j];
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      res += Qy[j * n + i] * Qy[j * n + i];
-      rhs += Gt[j * n + i] * Gt[j * n + i];
-    }
-    if (std::sqrt(res) > 16 * c.tol * std::sqrt(rhs)) {
-      fullRule("the true residual of the tail solve is above the tolerance");
-      return out;
-    }
-  }
-  for (int64_t i = 0; i < m * r; ++i) X[i] += Wx[i];
-  for (int64_t i = 0; i < r * n; ++i) Yt[i] += Wy[i];
+  const double delta = eps * s0;
+  const double minGap = std::max(1e5 * delta, std::numeric_limits<double>::min());
+  const double below = g < K - k ? tailBound : 0.0;
+  out.broadenedTail = !(s[r - 1] - below >= minGap);
+  if (out.broadenedTail) gComplementBroadened.fetch_add(1, std::memory_order_relaxed);
+  const char *why = out.broadenedTail
+                        ? solveTail<std::complex<double>>(c, Ap, F, Gt, s, delta, X, Yt, gw, out.iterations)
+                        : solveTail<double>(c, Ap, F, Gt, s, delta, X, Yt, gw, out.iterations);
+  if (why != nullptr) fullRule(why);
   return out;
 }
 
@@ -636,6 +701,7 @@ TruncatedSvdStats truncatedSvdStats() {
   s.complementCalls = gComplementCalls.load(std::memory_order_relaxed);
   s.complementIterations = gComplementIterations.load(std::memory_order_relaxed);
   s.complementFallbacks = gComplementFallbacks.load(std::memory_order_relaxed);
+  s.complementBroadened = gComplementBroadened.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -38,13 +38,19 @@
 // the guards; condition number 1/(1 − (σ_max(A₂)/s_j)²); each iteration multiplies only
 // the columns not yet converged), then y_j = (G_j + A₂ᵀ·x_j)/s_j;
 // the true residual of the first equation is checked at the end (the second holds by
-// the construction of y up to the rounding of the division, also checked). Those tail terms use exact reciprocals, which differ
-// from the broadened ones by a relative (ε·s₀/gap)²; the kernel solves the tail itself
-// only where every gap (s[r−1] minus the last guard, and s[r−1] itself) is at least
-// 10⁵·ε·s₀, a difference of at most 1e-10. Otherwise, and when CG meets a direction of
-// non-positive curvature, exceeds its budget (half a gesdd's flops) or leaves a true
-// residual above its tolerance, the kernel computes the same numbers from a full gesdd
-// of A (the full rule) and counts the fallback.
+// the construction of y up to the rounding of the division, also checked). Exact
+// reciprocals differ from the broadened ones by a relative (ε·s₀/gap)²; where every gap
+// (s[r−1] minus the last guard, and s[r−1] itself) is at least 10⁵·ε·s₀ (a difference
+// of at most 1e-10) the tail is solved in real arithmetic, otherwise with the complex
+// shift s_j → z_j = s_j + iε·s₀: Re 1/(x + iδ) = x/(x² + δ²) is the Lorentzian itself,
+// so the real part of that solution is the full rule's for every tail triplet and the
+// null space (the matrix z_j²·I − A₂·A₂ᵀ is complex symmetric: COCG, CG with the
+// unconjugated bilinear form, twice the flops). This is the high-temperature case
+// (β = 0.3, χ = 32: s[r−1] ~ 1e-4·s₀). When the guards do not reach below s[r−1], or
+// CG meets a direction of non-positive curvature (breaks down), exceeds its budget
+// (half a gesdd's flops) or leaves a true residual above its tolerance, the kernel
+// computes the same numbers from a full gesdd of A (the full rule) and counts the
+// fallback.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -110,6 +116,7 @@ struct SvdComplementOutcome {
   int iterations = 0; ///< CG iterations
   bool fallback = false;
   const char *fallbackReason = ""; ///< why, when fallback
+  bool broadenedTail = false; ///< the tail was solved with the complex shift s_j + iδ
   TopkSvdOutcome guard;
   int lapackInfo = 0;
 };

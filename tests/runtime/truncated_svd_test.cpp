@@ -211,7 +211,7 @@ namespace {
 /// reference (the definition through a full SVD); returns the largest difference
 /// relative to the largest reference entry.
 double complementVsReference(const Tensor &A, int64_t k, int64_t r, std::mt19937_64 &rng,
-                             int64_t given = 0) {
+                             int64_t given = 0, double eps = 1e-9) {
   const int64_t m = A.type.shape[0], n = A.type.shape[1], w = k + given;
   Topk t = runTopk(A, w);
   ir::Program p;
@@ -222,7 +222,7 @@ double complementVsReference(const Tensor &A, int64_t k, int64_t r, std::mt19937
   auto vt = p.addInput("Vt", Type({w, n}));
   auto gu = p.addInput("gU", Type({m, r}));
   auto gvt = p.addInput("gVt", Type({r, n}));
-  auto xy = b.svdTopkComplement(a, u, s, vt, gu, gvt, 1e-9, given);
+  auto xy = b.svdTopkComplement(a, u, s, vt, gu, gvt, eps, given);
   p.addOutput(xy[0]);
   p.addOutput(xy[1]);
   std::vector<Tensor> in = {A,
@@ -300,6 +300,40 @@ TEST_CASE("svd_topk_complement kernel: equals the full rule's coupling to the di
     auto before = rt::truncatedSvdStats();
     CHECK(complementVsReference(withSpectrum(90, 90, d, rng), 8, 8, rng) <= 1e-10);
     CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks + 1);
+  }
+  SUBCASE("gaps within 1e5 of the broadening: the tail takes the complex shift s_j + i*eps*s_0, "
+          "whose real part is the full rule's Lorentzian") {
+    // eps = 1e-5, spectrum 0.7^i: every gap of the tail (s_7 - s_12 = 0.068 and below)
+    // is < 1e5*eps*s_0 = 1. Exact reciprocals would differ from the Lorentzian by
+    // (eps*s_0/x)^2 ~ 1e-8 here, three orders above the tolerance asserted.
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{90, 90}, {120, 70}, {60, 110}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      const int64_t K = std::min(m, n);
+      std::vector<double> d(static_cast<size_t>(K));
+      for (int64_t i = 0; i < K; ++i) d[i] = std::pow(0.7, static_cast<double>(i));
+      const Tensor A = withSpectrum(m, n, d, rng);
+      auto before = rt::truncatedSvdStats();
+      CHECK(complementVsReference(A, 8, 8, rng, 0, 1e-5) <= 1e-11);
+      CHECK(complementVsReference(A, 8, 8, rng, 4, 1e-5) <= 1e-11);
+      auto after = rt::truncatedSvdStats();
+      CHECK(after.complementFallbacks == before.complementFallbacks);
+      CHECK(after.complementBroadened == before.complementBroadened + 2);
+    }
+  }
+  SUBCASE("kept values at 1e-7 of s_0 (spectrum 0.1^i, eps = 1e-9): the complex shift, "
+          "agreeing to the problem's conditioning") {
+    // A backward-stable solve (the reference's full SVD included) perturbs A by ~eps_mach
+    // * s_0, which moves column j of the answer by ~eps_mach * s_0 / s_j relative: 2e-9
+    // for s_7 = 1e-7. Exact reciprocals would be off by (1e-9/1e-7)^2 = 1e-4.
+    std::vector<double> d(90);
+    for (int64_t i = 0; i < 90; ++i) d[i] = std::pow(0.1, static_cast<double>(i));
+    const Tensor A = withSpectrum(90, 90, d, rng);
+    auto before = rt::truncatedSvdStats();
+    CHECK(complementVsReference(A, 8, 8, rng) <= 1e-7);
+    auto after = rt::truncatedSvdStats();
+    CHECK(after.complementFallbacks == before.complementFallbacks);
+    CHECK(after.complementBroadened == before.complementBroadened + 1);
   }
   SUBCASE("a kept singular value of zero (rank 3, k = 5) takes the full rule's broadened 1/s") {
     std::vector<double> d(40, 0.0);
