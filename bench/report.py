@@ -322,29 +322,30 @@ def _scaling_section() -> list[str]:
          "step = (median time at S steps − at S − 2 steps) / 2, so the first steps and the closure "
          "cancel; a dash = not run (the full SVD of a χ² × χ² matrix at large χ takes minutes). The "
          "exponent is the least-squares slope of log(time per step) against log χ over χ ≥ 16. "
-         "Under --grad each step's svd_topk also computes the guards of its complement (svd-topk-guards: top-(k + g) in the vjp forward); a complement fallback is a "
-         "backward SVD pullback computed by the full rule from a gesdd (docs/trg.md §5, \"The "
-         "truncated SVD\"): at χ = 48 and 64 the gap between the last kept singular value and "
-         "the last guard falls below 10⁵·ε·s₀ in every other step (χ = 48, step 7: 9.1e-5·s₀), "
-         "where exact reciprocals would differ from the broadened rule by more than 1e-10, and "
-         "those steps pay a full SVD in the backward.", "",
+         "Under --grad each step's svd_topk also computes the guards of its complement (svd-topk-guards: top-(k + g) in the vjp forward). "
+         "Complement: of its calls, how many solved the tail with the complex shift s_j + iε·s₀ "
+         "(broadened: a gap between the last kept singular value and the last guard below 10⁵·ε·s₀, "
+         "where exact reciprocals would differ from the full rule's Lorentzian by more than 1e-10) and "
+         "how many fell back to the full rule from a gesdd (docs/trg.md §5, \"The truncated SVD\").", "",
          "| χ | matrix | truncated value | truncated value+grad | full value | full value+grad | "
-         "value full / truncated | subspace iterations per top-k call | complement fallbacks | load (1 min) |",
-         "|---|---|---|---|---|---|---|---|---|---|"]
+         "truncated / full value | truncated / full value+grad | Krylov blocks per top-k call | "
+         "complement: broadened, fallbacks of calls | load (1 min) |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
     by = {(r["chi"], r["svd"]): r for r in sc.get("rows", [])}
     for chi in sorted({r["chi"] for r in sc.get("rows", [])}):
         t, fu = by.get((chi, "truncated"), {}), by.get((chi, "full"), {})
         cell = lambda r, k: fmt(r.get(k)) if r.get(k) is not None else "–"  # noqa: E731
-        ratio = (fmt(fu["value_per_step_ms"] / t["value_per_step_ms"], 3)
-                 if fu.get("value_per_step_ms") and t.get("value_per_step_ms") else "–")
+        def ratio(key: str) -> str:
+            return fmt(t[key] / fu[key], 3) if fu.get(key) and t.get(key) else "–"
         tk = t.get("svd_topk") or {}
         its = fmt(tk["iterations"] / tk["calls"], 2) if tk.get("calls") else "–"
         load = (t.get("loadavg") or {}).get("before") or ["?"]
-        fb = (f"{tk.get('complement_fallbacks')} of {tk.get('complement_calls')}"
-              if tk.get("complement_calls") else "–")
+        fb = (f"{tk.get('complement_broadened', 0)}, {tk.get('complement_fallbacks')} of "
+              f"{tk.get('complement_calls')}" if tk.get("complement_calls") else "–")
         L.append(f"| {chi} | {chi * chi}² | {cell(t, 'value_per_step_ms')} | "
                  f"{cell(t, 'value_and_grad_per_step_ms')} | {cell(fu, 'value_per_step_ms')} | "
-                 f"{cell(fu, 'value_and_grad_per_step_ms')} | {ratio} | {its} | {fb} | {load[0]} |")
+                 f"{cell(fu, 'value_and_grad_per_step_ms')} | {ratio('value_per_step_ms')} | "
+                 f"{ratio('value_and_grad_per_step_ms')} | {its} | {fb} | {load[0]} |")
     ex = sc.get("exponents", {})
     L += ["", "Fitted exponents (ms per step ∝ χ^e): " + ", ".join(
         f"{k} e = {fmt(v, 2)}" for k, v in ex.items() if v is not None) + ".", ""]

@@ -578,8 +578,8 @@ def phase_trg(h: Harness) -> None:
         ("tessel full", lambda w, r: tessel_trg(h, w, r, "store", repeat=rep(w), svd="full",
                                                 tag="tessel store --svd full")
          if h.tessel_caps.get("svd_method") else []),
-        # The best a numpy user who truncates would write: a randomized SVD of the same
-        # sketch size and stopping rule, and scipy's svds (ARPACK).
+        # The best a numpy user who truncates would write: a randomized SVD (subspace
+        # iteration, sketch 2k) with tessel's stopping rule, and scipy's svds (ARPACK).
         ("numpy randomized", lambda w, r: py_peer(h, "numpy", "trg_numpy.py",
                                                   ["trg", "--svd", "randomized", "--repeat", str(rep(w))],
                                                   w, r, "numpy randomized")),

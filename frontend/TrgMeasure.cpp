@@ -135,7 +135,7 @@ std::string TopkCounts::text() const {
     return b ? fmt("%.1f", double(a) / double(b)) : std::string("-");
   };
   return std::to_string(calls) + " top-k SVDs (" + mean(iterations, calls) +
-         " subspace iterations each, " + std::to_string(fallbacks) + " fell back to gesdd); " +
+         " Krylov blocks each, " + std::to_string(fallbacks) + " fell back to gesdd); " +
          std::to_string(complementCalls) + " complement solves (" +
          mean(complementIterations, complementCalls) + " CG iterations each, " +
          std::to_string(complementBroadened) + " with the broadened tail, " +

@@ -48,7 +48,7 @@ struct TopkCounts {
   static TopkCounts between(const rt::TruncatedSvdStats &before, const rt::TruncatedSvdStats &after);
   void add(const TopkCounts &o);
   nlohmann::json json() const;
-  /// "N top-k SVDs (I subspace iterations each, F fell back to gesdd); ...".
+  /// "N top-k SVDs (I Krylov blocks each, F fell back to gesdd); ...".
   std::string text() const;
 };
 

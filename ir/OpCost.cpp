@@ -51,14 +51,14 @@ double svdFlops(const Program &p, const Op &op) {
   return std::min(14 * m * k * k + 8 * k * k * k, 6 * m * k * k + 20 * k * k * k);
 }
 
-/// Randomized subspace iteration with a sketch of 2k columns: about four products
-/// A·V and Aᵀ·Q per iteration, a few iterations (a typical count; the kernel's real
-/// count depends on the spectrum, --profile reports it).
+/// Randomized block Krylov: two products (A·Z, Aᵀ·Q) per column of a basis of about 3k
+/// columns and one of k for the true residuals, 2·m·n flops per column (a typical
+/// basis; the kernel's real one depends on the spectrum, --profile reports it).
 double svdTopkFlops(const Program &p, const Op &op) {
   const Type &a = p.type(op.operands[0]);
   const double mn = static_cast<double>(a.shape[0]) * static_cast<double>(a.shape[1]);
-  const double b = 2.0 * static_cast<double>(op.attrs.getI64("k"));
-  return 4 * 4 * mn * b;
+  const double k = static_cast<double>(op.attrs.getI64("k"));
+  return 2 * mn * (2 * 3 * k + k);
 }
 
 /// The guards (a top-k SVD of A⊥, unless the forward gave them) plus conjugate-gradient

@@ -3,7 +3,7 @@
 // The reverse rule of svd_topk{k} couples the differentiated triplets to the discarded
 // subspace with svd_topk_complement, which first computes the g singular triplets of
 // A just below the cut (its guards, g = ir::svdTopkComplementGuards(m, n, k)) by a
-// top-g SVD of A − U·diag(s)·Vt: a second subspace iteration over A in the backward.
+// top-g SVD of A − U·diag(s)·Vt: a second Krylov iteration over A in the backward.
 // In a gradient program this pass lets the forward compute them instead: svd_topk{k}
 // becomes svd_topk{k + g}, its other uses read slices of the leading k triplets, and
 // the complement reads all k + g with guards = g. Converging g more triplets in the

@@ -826,8 +826,8 @@ void lowerSvd(Lowering &L, const ir::Op &op, size_t i) {
   L.addInst(std::move(in));
 }
 
-/// Top-k SVD by randomized subspace iteration (runtime/TruncatedSvd.h); one temp, the
-/// workspace (sketches, small gesdd and QR workspaces).
+/// Top-k SVD by randomized block Krylov (runtime/TruncatedSvd.h); one temp, the workspace
+/// (the basis, Aᵀ·basis, the Rayleigh–Ritz factors, LAPACK workspaces).
 void lowerSvdTopk(Lowering &L, const ir::Op &op, size_t i) {
   const Type &at = L.type(op.operands[0]);
   SvdTopkPlan s;
@@ -836,8 +836,8 @@ void lowerSvdTopk(Lowering &L, const ir::Op &op, size_t i) {
   in.numResults = 3;
   in.out.push_back(L.newTemp(Type({std::max<int64_t>(1, s.cfg.workElems)}), "work"));
   in.what = std::to_string(s.cfg.m) + "x" + std::to_string(s.cfg.n) + " top " +
-            std::to_string(s.cfg.k) + " sketch " + std::to_string(s.cfg.b0) + ".." +
-            std::to_string(s.cfg.bmax) + " budget " + std::to_string(s.cfg.maxIter) + " iterations";
+            std::to_string(s.cfg.k) + " block " + std::to_string(s.cfg.b0) + " basis <= " +
+            std::to_string(s.cfg.bmax) + " budget " + std::to_string(s.cfg.maxIter) + " blocks";
   L.addInst(std::move(in));
 }
 

@@ -172,7 +172,7 @@ struct SvdPlan {
   bool valuesOnly = false;
 };
 
-/// svd_topk (runtime/TruncatedSvd.h): sketch sizes, iteration budget, workspace.
+/// svd_topk (runtime/TruncatedSvd.h): block size, basis cap, budget, workspace.
 struct SvdTopkPlan {
   TopkSvdConfig cfg;
 };

@@ -84,7 +84,7 @@ double instructionCost(const Instruction &in) {
   }
   case Kernel::SvdTopk: {
     const TopkSvdConfig &s = in.as<SvdTopkPlan>().cfg;
-    c += 16.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.b0);
+    c += 14.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
     break;
   }
   case Kernel::SvdComplement: {

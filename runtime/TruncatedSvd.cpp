@@ -364,57 +364,59 @@ int64_t solveTailWork(int64_t m, int64_t n, int64_t r, bool cplx) {
 //===----------------------------------------------------------------------===//
 // topkSvd
 
-TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t sketch) {
+TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
   TopkSvdConfig c;
   c.m = m;
   c.n = n;
   c.k = k;
   const int64_t K = std::min(m, n);
   if (k <= 0 || K == 0) return c;
-  c.b0 = std::min(K, std::max(k, sketch > 0 ? sketch : 2 * k));
-  c.bmax = std::min(K, c.b0 + 2 * k);
+  c.b0 = std::min(K, block > 0 ? block : std::max<int64_t>(std::min<int64_t>(k, 8), k / 6));
+  c.bmax = std::min(K, 6 * k + c.b0);
   c.tol = 8 * kEps * std::sqrt(static_cast<double>(std::max(m, n)));
-  const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(c.b0) +
-                           12.0 * static_cast<double>(m + n) * static_cast<double>(c.b0 * c.b0);
-  c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 4.0, 200.0));
-  // gesdd's workspace is not monotone in the column count (a narrower matrix may take its
-  // QR-first path): the largest over the sketch sizes the iteration can use, for the
-  // tall n×b block and for the b×b factor of CholeskyQR2.
-  for (int64_t b = c.b0;; b = std::min(c.bmax, b + k)) {
-    c.lworkSvd = std::max({c.lworkSvd, gesddLwork(n, b), gesddLwork(b, b)});
-    c.lworkQr = std::max(c.lworkQr, qrLwork(m, b));
-    if (b == c.bmax) break;
+  // The budget in blocks: half a gesdd's flops, at the cost of a block's two products.
+  const double blockFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(c.b0);
+  c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * blockFlops), 4.0, 400.0));
+  const int64_t cm = c.bmax, p = c.b0;
+  c.lworkSvd = std::max(gesddLwork(cm, cm), gesddLwork(n, cm));
+  c.lworkQr = qrLwork(m, p);
+  {
+    double wq = 0, dummy = 0;
+    lapack_int iq = 0;
+    LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', static_cast<lapack_int>(cm), &dummy,
+                        static_cast<lapack_int>(cm), &dummy, &wq, -1, &iq, -1);
+    c.lworkEig = std::max<int64_t>(1, static_cast<int64_t>(wq));
+    c.liworkEig = std::max<int64_t>(1, static_cast<int64_t>(iq));
   }
-  std::vector<double> omega(static_cast<size_t>(n * c.b0));
-  gaussianColumns(omega.data(), n, 0, c.b0, topkSeed(m, n, k));
+  std::vector<double> omega(static_cast<size_t>(n * p));
+  gaussianColumns(omega.data(), n, 0, p, topkSeed(m, n, k));
   c.sketch = std::make_shared<const std::vector<double>>(std::move(omega));
-  const int64_t bm = c.bmax;
-  // Q, W, U: m×bmax; Bt, V, P: n×bmax; VTs, R, Z: bmax²; CholeskyQR2: 2·bmax² + bmax;
-  // sv, tau: bmax; LAPACK workspaces.
-  c.workElems = 3 * m * bm + 3 * n * bm + 5 * bm * bm + 3 * bm + c.lworkSvd + iworkDoubles(bm) +
-                c.lworkQr;
+  // Qb m×cm; Zs, P, Vs n×cm; Vk n×k; Uk, W m×k; Y, Yp m×p; H cm×p; the Gram matrix, its
+  // eigenvectors, Rb, Zr, VTs cm² each; CholeskyQR2 2·cm² + cm; eigenvalues, σ, tau cm
+  // each; column norms and flags p each; LAPACK workspaces.
+  c.workElems = m * cm + 3 * n * cm + n * k + 2 * m * k + 2 * m * p + cm * p + 7 * cm * cm +
+                4 * cm + 2 * p + c.lworkSvd + iworkDoubles(cm) + c.lworkQr + c.lworkEig +
+                (c.liworkEig * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
   return c;
 }
 
 TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, double *sout,
                        double *Vtout, double *work, double scaleFloor) {
   TopkSvdOutcome out;
-  const int64_t m = c.m, n = c.n, k = c.k, bm = c.bmax;
+  const int64_t m = c.m, n = c.n, k = c.k, cm = c.bmax, p = c.b0, K = std::min(m, n);
   if (k <= 0) return out;
   gTopkCalls.fetch_add(1, std::memory_order_relaxed);
-  double *Q = work, *W = Q + m * bm, *U = W + m * bm, *Bt = U + m * bm, *V = Bt + n * bm;
-  double *P = V + n * bm, *Rb = P + n * bm, *Z = Rb + bm * bm, *G = Z + bm * bm;
-  double *VTs = G + 2 * bm * bm + bm, *sv = VTs + bm * bm, *tau = sv + bm, *lw = tau + bm;
+  double *Qb = work, *Zs = Qb + m * cm, *P = Zs + n * cm, *Vs = P + n * cm, *Vk = Vs + n * cm;
+  double *Uk = Vk + n * k, *W = Uk + m * k, *Y = W + m * k, *Yp = Y + m * p, *H = Yp + m * p;
+  double *Gm = H + cm * p, *Ev = Gm + cm * cm, *Rb = Ev + cm * cm, *Zr = Rb + cm * cm;
+  double *VTs = Zr + cm * cm, *G = VTs + cm * cm, *lam = G + 2 * cm * cm + cm, *sv = lam + cm;
+  double *tau = sv + cm, *y0 = tau + cm, *bad = y0 + p, *lw = bad + p;
   auto *iwork = reinterpret_cast<lapack_int *>(lw + c.lworkSvd);
-  double *qw = lw + c.lworkSvd + iworkDoubles(bm);
+  double *qw = lw + c.lworkSvd + iworkDoubles(cm), *ew = qw + c.lworkQr;
+  auto *eiw = reinterpret_cast<lapack_int *>(ew + c.lworkEig);
   const uint64_t seed = topkSeed(m, n, k);
   const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n);
 
-  // W[:, c0:c1] = A·V[:, c0:c1]: column-major W (m×·) = (Aᵀ)ᵀ·V with Aᵀ column-major n×m.
-  auto applyA = [&](int64_t c0, int64_t c1) {
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(c1 - c0), N, 1.0,
-                A, N, V + c0 * n, N, 0.0, W + c0 * m, M);
-  };
   auto fallback = [&]() {
     FullSvd f = fullSvd(A, m, n);
     out.lapackInfo = f.info;
@@ -422,112 +424,193 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     out.residual = 0;
     gTopkFallbacks.fetch_add(1, std::memory_order_relaxed);
     if (f.info != 0) return out;
-    const int64_t K = std::min(m, n);
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(Uout + i * k, f.U.data() + i * K, static_cast<size_t>(k) * sizeof(double));
     std::memcpy(sout, f.s.data(), static_cast<size_t>(k) * sizeof(double));
     std::memcpy(Vtout, f.Vt.data(), static_cast<size_t>(k * n) * sizeof(double));
     return out;
   };
-
-  int64_t b = c.b0;
-  if (c.sketch && static_cast<int64_t>(c.sketch->size()) == n * b)
-    std::memcpy(V, c.sketch->data(), static_cast<size_t>(n * b) * sizeof(double));
-  else
-    gaussianColumns(V, n, 0, b, seed);
-  applyA(0, b);
-  double prevRes = -1;
-  int grown = 0;
-  // After a Rayleigh–Ritz step W = A·V holds A·vᵢ = σᵢ·uᵢ + eᵢ with eᵢ ⟂ U: its columns
-  // are nearly orthogonal, and so are those of Bt = Aᵀ·Q once Q is close to U. Scaled
-  // by their norms both are well conditioned, and CholeskyQR2 factors them. W = A·Ω from
-  // Gaussian columns (the first iteration, a grown sketch) has the condition number of
-  // A's leading b singular values; CholeskyQR2's checks accept it up to about 1e7 after
-  // scaling (its second pass restores orthogonality) and leave a worse one, as any
-  // failure, to Householder QR and gesdd.
-  for (int it = 1;; ++it) {
-    const auto Bb = static_cast<lapack_int>(b);
-    lapack_int info = 0;
-    // Q = orth(W[:, :b]).
-    if (cholQr2(W, m, b, Q, nullptr, G)) {
-      ++out.cholQr;
-    } else {
-      std::memcpy(Q, W, static_cast<size_t>(m * b) * sizeof(double));
-      info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, M, Bb, Q, M, tau, qw,
-                                 static_cast<lapack_int>(c.lworkQr));
-      if (info == 0)
-        info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, M, Bb, Bb, Q, M, tau, qw,
-                                   static_cast<lapack_int>(c.lworkQr));
-      if (info != 0) {
-        out.lapackInfo = info;
-        return out;
-      }
+  // Y[:, :w] −= Qb[:, :cc]·(Qb[:, :cc]ᵀ·Y[:, :w]), `passes` times (block classical
+  // Gram–Schmidt).
+  auto project = [&](int64_t cc, int64_t w, int passes) {
+    for (int pass = 0; pass < passes && cc > 0; ++pass) {
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(cc),
+                  static_cast<blasint>(w), M, 1.0, Qb, M, Y, M, 0.0, H, static_cast<blasint>(cc));
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, M, static_cast<blasint>(w),
+                  static_cast<blasint>(cc), -1.0, Qb, M, H, static_cast<blasint>(cc), 1.0, Y, M);
     }
-    // Bt = Aᵀ·Q (n×b) = V·diag(σ)·VTs: B = QᵀA = VTsᵀ·diag(σ)·Vᵀ. Either from Bt = P·R
-    // and the gesdd of the b×b R = Z·diag(σ)·VTs (V = P·Z), or from a gesdd of Bt.
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, Bb, M, 1.0, A, N, Q, M, 0.0, Bt,
-                N);
-    if (cholQr2(Bt, n, b, P, Rb, G)) {
+  };
+  // Householder QR of Y[:, :w] into Q (m×w, orthonormal); false when a column of R is
+  // at most `rel` times ref[j] (1 without ref): a column dependent on the others or on
+  // Qb at that level, flagged in bad[j].
+  auto qr = [&](double *Q, int64_t w, const double *ref, double rel, lapack_int &info) {
+    std::memcpy(Q, Y, static_cast<size_t>(m * w) * sizeof(double));
+    info = LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, M, static_cast<lapack_int>(w), Q, M, tau, qw,
+                               static_cast<lapack_int>(c.lworkQr));
+    if (info != 0) return false;
+    bool any = false;
+    for (int64_t j = 0; j < w; ++j) {
+      bad[j] = std::fabs(Q[j * m + j]) > rel * (ref != nullptr ? ref[j] : 1.0) ? 0 : 1;
+      any = any || bad[j] != 0;
+    }
+    if (any) return false;
+    info = LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, M, static_cast<lapack_int>(w),
+                               static_cast<lapack_int>(w), Q, M, tau, qw,
+                               static_cast<lapack_int>(c.lworkQr));
+    return info == 0;
+  };
+  // Qb[:, cc : cc + w] = an orthonormal basis of Y[:, :w] ⟂ Qb[:, :cc] (Y already projected
+  // twice; y0 = its column norms before). The QR of a block whose columns are nearly
+  // dependent among themselves (Krylov blocks are) multiplies what is left of Qb in them
+  // by that dependence, so the orthonormal block is projected once more and factored
+  // again (BCGS2: Barlow and Smoktunowicz, Numer. Math. 123, 395 (2013)). A column at the
+  // rounding level of its norm before (an invariant subspace: A of rank below the basis)
+  // is replaced by a Gaussian one, so the basis grows by directions orthogonal to it.
+  constexpr lapack_int kNoBasis = std::numeric_limits<lapack_int>::min();
+  auto extend = [&](int64_t cc, int64_t w) -> lapack_int {
+    double *Q = Qb + cc * m;
+    lapack_int info = 0;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      if (qr(Q, w, y0, 1e3 * kEps, info)) {
+        if (cc == 0) return 0;
+        std::memcpy(Y, Q, static_cast<size_t>(m * w) * sizeof(double));
+        project(cc, w, 1);
+        if (qr(Q, w, nullptr, 0.5, info)) return 0;
+      }
+      if (info != 0) return info;
+      for (int64_t j = 0; j < w; ++j) {
+        if (bad[j] != 0)
+          gaussianColumns(Y, m, j, j + 1,
+                          seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(++out.drawn)));
+        y0[j] = cblas_dnrm2(M, Y + j * m, 1);
+      }
+      project(cc, w, 2);
+    }
+    return kNoBasis;
+  };
+  // Rayleigh–Ritz on the basis Qb[:, :cc]: B = Qbᵀ·A = Zsᵀ with Zs = Aᵀ·Qb (n×cc), from
+  // Zs = P·R (CholeskyQR2 of the column-scaled Zs) and the gesdd of the cc×cc
+  // R = Zr·diag(σ)·VTs, or a gesdd of Zs where CholeskyQR2's checks fail. U = Qb·VTsᵀ,
+  // V = P·Zr (m×k, n×k), then the true residuals ‖A·vᵢ − σᵢ·uᵢ‖ by one product of k
+  // columns. Returns the largest, or −1 after a LAPACK failure (in out.lapackInfo).
+  auto rayleighRitz = [&](int64_t cc) -> double {
+    const auto C = static_cast<lapack_int>(cc);
+    lapack_int info = 0;
+    ++out.rayleighRitz;
+    if (cholQr2(Zs, n, cc, P, Rb, G)) {
       ++out.cholQr;
-      info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', Bb, Bb, Rb, Bb, sv, Z, Bb, VTs, Bb, lw,
+      info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', C, C, Rb, C, sv, Zr, C, VTs, C, lw,
                                  static_cast<lapack_int>(c.lworkSvd), iwork);
       if (info == 0)
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, Bb, Bb, 1.0, P, N, Z, Bb, 0.0,
-                    V, N);
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, static_cast<blasint>(k), C, 1.0,
+                    P, N, Zr, C, 0.0, Vk, N);
     } else {
-      info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', N, Bb, Bt, N, sv, V, N, VTs, Bb, lw,
+      std::memcpy(P, Zs, static_cast<size_t>(n * cc) * sizeof(double));
+      info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', N, C, P, N, sv, Vs, N, VTs, C, lw,
                                  static_cast<lapack_int>(c.lworkSvd), iwork);
+      if (info == 0) std::memcpy(Vk, Vs, static_cast<size_t>(n * k) * sizeof(double));
     }
     if (info != 0) {
       out.lapackInfo = info;
-      return out;
+      return -1;
     }
-    // U = Q·VTsᵀ (m×b), W = A·V.
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(b),
-                static_cast<blasint>(b), 1.0, Q, M, VTs, static_cast<blasint>(b), 0.0, U, M);
-    applyA(0, b);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(k), C, 1.0, Qb, M,
+                VTs, C, 0.0, Uk, M);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(k), N, 1.0, A, N,
+                Vk, N, 0.0, W, M);
     double res = 0;
     for (int64_t i = 0; i < k; ++i) {
       double ss = 0;
-      const double *w = W + i * m, *u = U + i * m;
+      const double *w = W + i * m, *u = Uk + i * m;
       for (int64_t r = 0; r < m; ++r) {
         const double d = w[r] - sv[i] * u[r];
         ss += d * d;
       }
       res = std::max(res, std::sqrt(ss));
     }
+    return res;
+  };
+
+  // The first block: Qb[:, :p] = orth(A·Ω).
+  int64_t w = std::min(p, K);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(w), N, 1.0, A, N,
+              c.sketch->data(), N, 0.0, Y, M);
+  for (int64_t j = 0; j < w; ++j) y0[j] = cblas_dnrm2(M, Y + j * m, 1);
+  if (lapack_int info = extend(0, w); info != 0) {
+    if (info == kNoBasis) return fallback();
+    out.lapackInfo = info;
+    return out;
+  }
+  int64_t cc = w;
+  for (int it = 1;; ++it) {
+    const int64_t c0 = cc - w; // the newest block is Qb[:, c0 : cc]
+    // Zs[:, c0 : cc] = Aᵀ·Qb[:, c0 : cc]; the Gram matrix's new columns Zsᵀ·Zs[:, c0 : cc].
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, static_cast<blasint>(w), M, 1.0, A,
+                N, Qb + c0 * m, M, 0.0, Zs + c0 * n, N);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(cc),
+                static_cast<blasint>(w), N, 1.0, Zs, N, Zs + c0 * n, N, 0.0, Gm + c0 * cm,
+                static_cast<blasint>(cm));
     out.iterations = it;
-    out.sketch = b;
+    out.sketch = cc;
     gTopkIterations.fetch_add(1, std::memory_order_relaxed);
-    const double scale = std::max(sv[0], scaleFloor);
-    if (res <= c.tol * scale) {
-      out.residual = scale > 0 ? res / scale : 0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < k; ++j) Uout[i * k + j] = U[j * m + i];
-      std::memcpy(sout, sv, static_cast<size_t>(k) * sizeof(double));
-      std::memcpy(Vtout, V, static_cast<size_t>(k * n) * sizeof(double)); // V col-major n×b
-      return out;
-    }
-    // Will it converge within the budget at the observed rate? If not, grow the sketch
-    // (the rate is about (σ_{b+1}/σ_k)² per iteration), and fall back once it cannot.
-    if (it >= c.maxIter) return fallback();
-    if (prevRes > 0) {
-      const double rate = res / prevRes;
-      const double need = rate < 1 ? std::log(c.tol * scale / res) / std::log(rate) : 1e9;
-      if (it + need > c.maxIter) {
-        if (b < bm && grown < 2) {
-          const int64_t nb = std::min(bm, b + k);
-          gaussianColumns(V, n, b, nb, seed);
-          applyA(b, nb);
-          b = nb;
-          ++grown;
-          prevRes = -1;
-          continue;
+    // The next block: Y = A·Zs[:, c0 : cc] ⟂ Qb. Its projected part Yp is all of
+    // (I − Qb·Qbᵀ)·A·Zs, so for a Ritz vector v = Zs·z/σ (z an eigenvector of the Gram
+    // matrix Zsᵀ·Zs = B·Bᵀ) the residual A·v − σ·u = Yp·z[c0 : cc]/σ costs no product.
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(w), N, 1.0, A, N,
+                Zs + c0 * n, N, 0.0, Y, M);
+    for (int64_t j = 0; j < w; ++j) y0[j] = cblas_dnrm2(M, Y + j * m, 1);
+    project(cc, w, 2);
+    std::memcpy(Yp, Y, static_cast<size_t>(m * w) * sizeof(double));
+    if (cc >= k) {
+      // The estimate, from the Gram matrix's eigenpairs (σ² to ε·σ₁², enough to decide
+      // when to do the Rayleigh–Ritz step, whose true residuals decide the stop).
+      for (int64_t j = 0; j < cc; ++j)
+        std::memcpy(Ev + j * cc, Gm + j * cm, static_cast<size_t>(j + 1) * sizeof(double));
+      lapack_int info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', 'U', static_cast<lapack_int>(cc),
+                                            Ev, static_cast<lapack_int>(cc), lam, ew,
+                                            static_cast<lapack_int>(c.lworkEig), eiw,
+                                            static_cast<lapack_int>(c.liworkEig));
+      if (info != 0) {
+        out.lapackInfo = info;
+        return out;
+      }
+      const double scale = std::max(std::sqrt(std::max(lam[cc - 1], 0.0)), scaleFloor);
+      const double tiny = c.tol * scale > 0 ? c.tol * scale : std::numeric_limits<double>::min();
+      // H (w×k) = z[c0 : cc]/σ for the k largest; W = Yp·H. A Ritz value at most tol·scale
+      // (A of rank below k) has no Ritz vector to speak of: it counts as converged here,
+      // and the true residual decides.
+      for (int64_t i = 0; i < k; ++i) {
+        const double sig = std::sqrt(std::max(lam[cc - 1 - i], 0.0));
+        for (int64_t r = 0; r < w; ++r)
+          H[i * w + r] = sig > tiny ? Ev[(cc - 1 - i) * cc + c0 + r] / sig : 0.0;
+      }
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, M, static_cast<blasint>(k),
+                  static_cast<blasint>(w), 1.0, Yp, M, H, static_cast<blasint>(w), 0.0, W, M);
+      double est = 0;
+      for (int64_t i = 0; i < k; ++i) est = std::max(est, cblas_dnrm2(M, W + i * m, 1));
+      if (est <= c.tol * scale || cc == K) {
+        const double res = rayleighRitz(cc);
+        if (res < 0) return out;
+        const double s1 = std::max(sv[0], scaleFloor);
+        if (res <= c.tol * s1) {
+          out.residual = s1 > 0 ? res / s1 : 0;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < k; ++j) Uout[i * k + j] = Uk[j * m + i];
+          std::memcpy(sout, sv, static_cast<size_t>(k) * sizeof(double));
+          std::memcpy(Vtout, Vk, static_cast<size_t>(k * n) * sizeof(double));
+          return out;
         }
-        if (rate >= 1 || it + need > 2.0 * c.maxIter) return fallback();
       }
     }
-    prevRes = res;
+    const int64_t wn = std::min({w, K - cc, cm - cc});
+    if (wn <= 0 || it >= c.maxIter) return fallback();
+    if (lapack_int info = extend(cc, wn); info != 0) {
+      if (info == kNoBasis) return fallback();
+      out.lapackInfo = info;
+      return out;
+    }
+    cc += wn;
+    w = wn;
   }
 }
 
@@ -543,11 +626,8 @@ SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t
   c.r = r;
   c.givenGuards = given > 0;
   c.guards = c.givenGuards ? given : ir::svdTopkComplementGuards(m, n, k);
-  // The guards' sketch is 3g: (σ_{k+3g}/σ_{k+g})² per iteration, against (σ_{k+2g}/σ_{k+g})²
-  // with 2g; on a geometric spectrum that halves the iterations for 1.5× their cost
-  // (1024², σᵢ = 10^(−i/20), k = 32: 8 → 4 iterations, the complement 64 → 56 ms; in a
-  // χ = 32 TRG step 61 → 50 ms).
-  if (c.guards > 0 && !c.givenGuards) c.guard = topkSvdConfig(m, n, c.guards, 3 * c.guards);
+  // Without given guards: a top-g SVD of A⊥ (residuals against s₀ of A).
+  if (c.guards > 0 && !c.givenGuards) c.guard = topkSvdConfig(m, n, c.guards);
   c.tol = 8 * kEps * std::sqrt(static_cast<double>(std::max(m, n)));
   const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(std::max<int64_t>(r, 1));
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 8.0, 400.0));

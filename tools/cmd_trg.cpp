@@ -438,8 +438,8 @@ void runTrg(TrgArgs &a) {
               << "\n";
     std::cout << "  svd        "
               << (frontend::trgSvdUsed(opts) == frontend::TrgSvd::Truncated
-                      ? "truncated: svd_topk computes the D' leading triplets (randomized subspace "
-                        "iteration, residual stop) and its gradient needs no full SVD"
+                      ? "truncated: svd_topk computes the D' leading triplets (randomized block "
+                        "Krylov, residual stop) and its gradient needs no full SVD"
                       : opts.second && opts.svd == frontend::TrgSvd::Truncated
                             ? "full: --second needs second derivatives, which svd_topk does not "
                               "have yet (LAPACK dgesdd, then the slice)"
@@ -688,7 +688,7 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_option("--mode", args->mode, "staged (default) or whole");
   cmd->add_option("--svd", args->svd,
                   "step SVDs: truncated (default: the truncate-svd pass computes only the D' "
-                  "leading triplets by randomized subspace iteration, and differentiates them "
+                  "leading triplets by randomized block Krylov, and differentiates them "
                   "without a full SVD, wherever min(m, n) >= 32 and D' <= min(m, n)/2) or full (LAPACK dgesdd of the whole matrix, then the "
                   "slice); --second always uses full (svd_topk has first derivatives only) and "
                   "says so; with --passes the pipeline given is used as is");

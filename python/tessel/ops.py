@@ -383,7 +383,7 @@ def svd(a: Tensor, eps: float = 1e-12) -> tuple[Tensor, Tensor, Tensor]:
 
 def svd_topk(a: Tensor, k: int, eps: float = 1e-12) -> tuple[Tensor, Tensor, Tensor]:
     """The k leading singular triplets U[m,k], s[k], Vt[k,n] of a[m,n], computed without
-    a full SVD (randomized subspace iteration to a residual stop, else dgesdd); first
+    a full SVD (randomized block Krylov to a residual stop, else dgesdd); first
     derivatives without a full SVD (Francuz, Schuch, Vanhecke, PRR 7, 013237 (2025)).
     Op ``svd_topk``."""
     tr, ts = _operands([a])

@@ -42,12 +42,16 @@ using namespace rttest;
 // tessel_tests links the runtime statically and LAPACKE dynamically, so this
 // definition of LAPACKE_dgesdd_work interposes the library's for the whole test
 // executable. Unarmed it forwards every call unchanged (dlsym RTLD_NEXT). Armed with
-// a matrix size, a computing call (lwork != -1) on a matrix of that size returns
-// info = kInjectedInfo without touching LAPACK, exactly what dgesdd reports when its
-// divide-and-conquer iteration does not converge.
+// a matrix size (or a range of sizes), a computing call (lwork != -1) on a matrix of
+// that size returns info = kInjectedInfo without touching LAPACK, exactly what dgesdd
+// reports when its divide-and-conquer iteration does not converge.
 
 namespace {
 std::atomic<lapack_int> gFailRows{-1}, gFailCols{-1};
+/// Range mode (gFailRows = kRange): every matrix with gFailLo < min(m, n) and
+/// max(m, n) <= gFailHi.
+std::atomic<lapack_int> gFailLo{0}, gFailHi{0};
+constexpr lapack_int kRange = -2;
 /// false: return info = kInjectedInfo; true: run LAPACK, then poison s[0] with NaN (a
 /// LAPACK that "succeeds" with garbage, for --check-nan).
 std::atomic<bool> gPoison{false};
@@ -62,6 +66,12 @@ struct InjectSvdFailure {
     gPoison.store(poison);
     gFailRows.store(m);
     gFailCols.store(n);
+  }
+  /// Fails every gesdd of a matrix with lo < min(m, n) and max(m, n) <= hi.
+  static InjectSvdFailure between(lapack_int lo, lapack_int hi) {
+    gFailLo.store(lo);
+    gFailHi.store(hi);
+    return InjectSvdFailure(kRange, kRange);
   }
   ~InjectSvdFailure() {
     gFailRows.store(-1);
@@ -83,7 +93,9 @@ extern "C" lapack_int LAPACKE_dgesdd_work(int layout, char jobz, lapack_int m, l
   if (lwork != -1) {
     lapack_int fm = gFailRows.load(), fn = gFailCols.load();
     // The runtime factors the row-major m x n matrix as its column-major transpose.
-    if (fm >= 0 && ((m == fm && n == fn) || (m == fn && n == fm))) {
+    const bool inRange =
+        fm == kRange && std::min(m, n) > gFailLo.load() && std::max(m, n) <= gFailHi.load();
+    if (inRange || (fm >= 0 && ((m == fm && n == fn) || (m == fn && n == fm)))) {
       gInjected.fetch_add(1);
       if (!gPoison.load()) return kInjectedInfo;
       lapack_int info = real(layout, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork);
@@ -353,10 +365,13 @@ TEST_CASE("reliability: engine: widths far above the number of cores are correct
 
 TEST_CASE("reliability: trg: a LAPACK failure or a NaN names the step; --check-nan names the op") {
   Watchdog dog("trg faults", 300);
-  // chi = 16, 5 steps: dims 2,2,4,4,16,16; the first 256x256 svd is in step 5. The full
-  // SVD calls gesdd on it; svd_topk calls gesdd on the 32x32 triangular factor of its
-  // sketch (CholeskyQR2 factors the 256x32 block; a NaN there would only make the
-  // iteration fall back, so the poisoned run is for the full SVD).
+  // chi = 16, 6 steps: dims 2,2,4,4,16,16,16; the first 256x256 svd is in step 5. The
+  // full SVD calls gesdd on it. svd_topk calls gesdd in its Rayleigh–Ritz step, on the
+  // triangular factor of its Krylov basis (256 rows where CholeskyQR2 declines): step
+  // 5's matrix has rank 16 (its T comes from bonds of 4), so a basis of 16 = k columns
+  // holds it exactly, as in the steps before (at most 16x16); step 6's needs more, and
+  // its gesdd is the first of more than 16 columns. A NaN there would only make the
+  // iteration fall back, so the poisoned run is for the full SVD.
   for (auto [mode, svd] : {std::pair{frontend::TrgMode::Staged, frontend::TrgSvd::Full},
                            std::pair{frontend::TrgMode::Whole, frontend::TrgSvd::Full},
                            std::pair{frontend::TrgMode::Staged, frontend::TrgSvd::Truncated},
@@ -365,22 +380,25 @@ TEST_CASE("reliability: trg: a LAPACK failure or a NaN names the step; --check-n
     CAPTURE(frontend::trgSvdName(svd));
     frontend::TrgOptions o;
     o.chi = 16;
-    o.steps = 5;
+    o.steps = 6;
     o.mode = mode;
     o.svd = svd;
     const bool full = svd == frontend::TrgSvd::Full;
     o.width = 2;
     o.valueCheck = rt::ValueCheck::Nan;
     frontend::TrgDriver drv(o);
-    REQUIRE(drv.ranks() == std::vector<int64_t>{2, 4, 4, 16, 16});
+    REQUIRE(drv.ranks() == std::vector<int64_t>{2, 4, 4, 16, 16, 16});
     const double good = drv.value(0.4).lnZ;
-    std::string where = mode == frontend::TrgMode::Staged ? "error: trg: step 5 (step 16->16, value)"
-                                                          : "error: trg: whole program (whole, value)";
+    const std::string step = full ? "5" : "6";
+    std::string where = mode == frontend::TrgMode::Staged
+                            ? "error: trg: step " + step + " (step 16->16, value)"
+                            : "error: trg: whole program (whole, value)";
     // The whole program's locs name the step too.
-    const std::string svdLoc = mode == frontend::TrgMode::Staged ? "loc(\"trg 16->16: svd"
-                                                                 : "loc(\"trg step 5 (16->16): svd";
+    const std::string svdLoc = mode == frontend::TrgMode::Staged
+                                   ? "loc(\"trg 16->16: svd"
+                                   : "loc(\"trg step " + step + " (16->16): svd";
     {
-      InjectSvdFailure inject(full ? 256 : 32, full ? 256 : 32);
+      InjectSvdFailure inject = full ? InjectSvdFailure(256, 256) : InjectSvdFailure::between(16, 256);
       try {
         drv.value(0.4);
         FAIL("no error");
