@@ -378,7 +378,11 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
   const double blockFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(c.b0);
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * blockFlops), 4.0, 400.0));
   const int64_t cm = c.bmax, p = c.b0;
-  c.lworkSvd = std::max(gesddLwork(cm, cm), gesddLwork(n, cm));
+  // gesdd's workspace is not monotone in the column count (a tall enough matrix takes
+  // its QR-first path): the largest over every basis size up to the cap (workspace
+  // queries only).
+  c.lworkSvd = gesddLwork(cm, cm);
+  for (int64_t cc = 1; cc <= cm; ++cc) c.lworkSvd = std::max(c.lworkSvd, gesddLwork(n, cc));
   c.lworkQr = qrLwork(m, p);
   {
     double wq = 0, dummy = 0;
@@ -561,6 +565,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     for (int64_t j = 0; j < w; ++j) y0[j] = cblas_dnrm2(M, Y + j * m, 1);
     project(cc, w, 2);
     std::memcpy(Yp, Y, static_cast<size_t>(m * w) * sizeof(double));
+    double est = 0, scale = 0;
     if (cc >= k) {
       // The estimate, from the Gram matrix's eigenpairs (σ² to ε·σ₁², enough to decide
       // when to do the Rayleigh–Ritz step, whose true residuals decide the stop).
@@ -574,7 +579,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
         out.lapackInfo = info;
         return out;
       }
-      const double scale = std::max(std::sqrt(std::max(lam[cc - 1], 0.0)), scaleFloor);
+      scale = std::max(std::sqrt(std::max(lam[cc - 1], 0.0)), scaleFloor);
       const double tiny = c.tol * scale > 0 ? c.tol * scale : std::numeric_limits<double>::min();
       // H (w×k) = z[c0 : cc]/σ for the k largest; W = Yp·H. A Ritz value at most tol·scale
       // (A of rank below k) has no Ritz vector to speak of: it counts as converged here,
@@ -586,24 +591,28 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
       }
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, M, static_cast<blasint>(k),
                   static_cast<blasint>(w), 1.0, Yp, M, H, static_cast<blasint>(w), 0.0, W, M);
-      double est = 0;
       for (int64_t i = 0; i < k; ++i) est = std::max(est, cblas_dnrm2(M, W + i * m, 1));
-      if (est <= c.tol * scale || cc == K) {
-        const double res = rayleighRitz(cc);
-        if (res < 0) return out;
-        const double s1 = std::max(sv[0], scaleFloor);
-        if (res <= c.tol * s1) {
-          out.residual = s1 > 0 ? res / s1 : 0;
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < k; ++j) Uout[i * k + j] = Uk[j * m + i];
-          std::memcpy(sout, sv, static_cast<size_t>(k) * sizeof(double));
-          std::memcpy(Vtout, Vk, static_cast<size_t>(k * n) * sizeof(double));
-          return out;
-        }
+    }
+    // The Rayleigh–Ritz step when the estimates pass, when the basis is all of K (then
+    // it is a full SVD), and before giving up at the cap or the budget (an estimate from
+    // the Gram matrix can stay above the tolerance for Ritz values near √ε·σ₁ whose
+    // true residuals are below it).
+    const int64_t wn = std::min({w, K - cc, cm - cc});
+    const bool last = wn <= 0 || it >= c.maxIter;
+    if (cc >= k && (est <= c.tol * scale || cc == K || last)) {
+      const double res = rayleighRitz(cc);
+      if (res < 0) return out;
+      const double s1 = std::max(sv[0], scaleFloor);
+      if (res <= c.tol * s1) {
+        out.residual = s1 > 0 ? res / s1 : 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < k; ++j) Uout[i * k + j] = Uk[j * m + i];
+        std::memcpy(sout, sv, static_cast<size_t>(k) * sizeof(double));
+        std::memcpy(Vtout, Vk, static_cast<size_t>(k * n) * sizeof(double));
+        return out;
       }
     }
-    const int64_t wn = std::min({w, K - cc, cm - cc});
-    if (wn <= 0 || it >= c.maxIter) return fallback();
+    if (last) return fallback();
     if (lapack_int info = extend(cc, wn); info != 0) {
       if (info == kNoBasis) return fallback();
       out.lapackInfo = info;

@@ -6,6 +6,7 @@
 #include <random>
 
 #include <doctest/doctest.h>
+#include <lapacke.h>
 
 #include "ir/Builder.h"
 #include "runtime/Runtime.h"
@@ -177,6 +178,28 @@ TEST_CASE("svd_topk kernel: a basis that reaches min(m, n) is exact (33x56, k = 
   CHECK(r1 <= 2 * rt::topkSvdConfig(33, 56, 10).tol);
   CHECK(r2 <= 2 * rt::topkSvdConfig(33, 56, 10).tol);
   MESSAGE("33x56 k=10: basis " << t.out.sketch << ", " << t.out.iterations << " blocks");
+}
+
+TEST_CASE("svd_topk kernel: gesdd's workspace covers every basis the Rayleigh–Ritz step can factor") {
+  // gesdd's workspace is not monotone in the column count: at 200x200, k = 17 (p = 8,
+  // bases up to 110 columns) the 200x96 … 200x109 factors take the QR-first path and
+  // need more than the 200x110 one.
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{200, 200, 17}, {300, 180, 12},
+                         {160, 320, 8}, {1024, 1024, 48}}) {
+    CAPTURE(m);
+    CAPTURE(k);
+    const rt::TopkSvdConfig c = rt::topkSvdConfig(m, n, k);
+    for (int64_t cc = c.b0; cc <= c.bmax; ++cc) {
+      double wq = 0, dummy = 0;
+      lapack_int iw = 0;
+      REQUIRE(LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(n),
+                                  static_cast<lapack_int>(cc), &dummy, static_cast<lapack_int>(n),
+                                  &dummy, &dummy, static_cast<lapack_int>(n), &dummy,
+                                  static_cast<lapack_int>(cc), &wq, -1, &iw) == 0);
+      CAPTURE(cc);
+      CHECK(static_cast<double>(c.lworkSvd) >= wq);
+    }
+  }
 }
 
 TEST_CASE("svd_topk kernel: a multiplet split by the cut keeps the exact singular values") {
