@@ -395,10 +395,10 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
   std::vector<double> omega(static_cast<size_t>(n * p));
   gaussianColumns(omega.data(), n, 0, p, topkSeed(m, n, k));
   c.sketch = std::make_shared<const std::vector<double>>(std::move(omega));
-  // Qb m×cm; Zs, P, Vs n×cm; Vk n×k; Uk, W m×k; Y, Yp m×p; H cm×p; the Gram matrix, its
+  // Qb m×cm; Zs, P, Vs n×cm; Vk n×k; Uk, W m×k; Y m×p; H cm×p; the Gram matrix, its
   // eigenvectors, Rb, Zr, VTs cm² each; CholeskyQR2 2·cm² + cm; eigenvalues, σ, tau cm
   // each; column norms and flags p each; LAPACK workspaces.
-  c.workElems = m * cm + 3 * n * cm + n * k + 2 * m * k + 2 * m * p + cm * p + 7 * cm * cm +
+  c.workElems = m * cm + 3 * n * cm + n * k + 2 * m * k + m * p + cm * p + 7 * cm * cm +
                 4 * cm + 2 * p + c.lworkSvd + iworkDoubles(cm) + c.lworkQr + c.lworkEig +
                 (c.liworkEig * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
   return c;
@@ -411,7 +411,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   if (k <= 0) return out;
   gTopkCalls.fetch_add(1, std::memory_order_relaxed);
   double *Qb = work, *Zs = Qb + m * cm, *P = Zs + n * cm, *Vs = P + n * cm, *Vk = Vs + n * cm;
-  double *Uk = Vk + n * k, *W = Uk + m * k, *Y = W + m * k, *Yp = Y + m * p, *H = Yp + m * p;
+  double *Uk = Vk + n * k, *W = Uk + m * k, *Y = W + m * k, *H = Y + m * p;
   double *Gm = H + cm * p, *Ev = Gm + cm * cm, *Rb = Ev + cm * cm, *Zr = Rb + cm * cm;
   double *VTs = Zr + cm * cm, *G = VTs + cm * cm, *lam = G + 2 * cm * cm + cm, *sv = lam + cm;
   double *tau = sv + cm, *y0 = tau + cm, *bad = y0 + p, *lw = bad + p;
@@ -557,14 +557,13 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     out.iterations = it;
     out.sketch = cc;
     gTopkIterations.fetch_add(1, std::memory_order_relaxed);
-    // The next block: Y = A·Zs[:, c0 : cc] ⟂ Qb. Its projected part Yp is all of
+    // The next block: Y = A·Zs[:, c0 : cc] ⟂ Qb. Its projected part (Y after `project`, until `extend`) is all of
     // (I − Qb·Qbᵀ)·A·Zs, so for a Ritz vector v = Zs·z/σ (z an eigenvector of the Gram
-    // matrix Zsᵀ·Zs = B·Bᵀ) the residual A·v − σ·u = Yp·z[c0 : cc]/σ costs no product.
+    // matrix Zsᵀ·Zs = B·Bᵀ) the residual A·v − σ·u = Y·z[c0 : cc]/σ costs no product.
     cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(w), N, 1.0, A, N,
                 Zs + c0 * n, N, 0.0, Y, M);
     for (int64_t j = 0; j < w; ++j) y0[j] = cblas_dnrm2(M, Y + j * m, 1);
     project(cc, w, 2);
-    std::memcpy(Yp, Y, static_cast<size_t>(m * w) * sizeof(double));
     double est = 0, scale = 0;
     if (cc >= k) {
       // The estimate, from the Gram matrix's eigenpairs (σ² to ε·σ₁², enough to decide
@@ -581,7 +580,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
       }
       scale = std::max(std::sqrt(std::max(lam[cc - 1], 0.0)), scaleFloor);
       const double tiny = c.tol * scale > 0 ? c.tol * scale : std::numeric_limits<double>::min();
-      // H (w×k) = z[c0 : cc]/σ for the k largest; W = Yp·H. A Ritz value at most tol·scale
+      // H (w×k) = z[c0 : cc]/σ for the k largest; W = Y·H. A Ritz value at most tol·scale
       // (A of rank below k) has no Ritz vector to speak of: it counts as converged here,
       // and the true residual decides.
       for (int64_t i = 0; i < k; ++i) {
@@ -590,7 +589,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
           H[i * w + r] = sig > tiny ? Ev[(cc - 1 - i) * cc + c0 + r] / sig : 0.0;
       }
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, M, static_cast<blasint>(k),
-                  static_cast<blasint>(w), 1.0, Yp, M, H, static_cast<blasint>(w), 0.0, W, M);
+                  static_cast<blasint>(w), 1.0, Y, M, H, static_cast<blasint>(w), 0.0, W, M);
       for (int64_t i = 0; i < k; ++i) est = std::max(est, cblas_dnrm2(M, W + i * m, 1));
     }
     // The Rayleigh–Ritz step when the estimates pass, when the basis is all of K (then
