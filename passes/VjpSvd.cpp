@@ -230,9 +230,17 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   }
   if (Yt != kNone) right = add(right, Yt);
   ValueId Vtr = leading(b, Vt, 0, r), Ur = leading(b, U, 1, r);
-  ValueId result = left == kNone ? kNone : b.dotGeneral(left, Vtr, {}, {}, {1}, {0}); // [m,n]
-  if (right != kNone) result = add(result, b.dotGeneral(Ur, right, {}, {}, {1}, {0}));
-  return {result};
+  if (left != kNone && right != kNone) {
+    // Ā = left·Vtr + Ur·right as one product of inner extent 2r, [left | Ur]·[Vtr ; right]
+    // (the blocks joined by zero pads and an add): one pass over the m×n result instead
+    // of two products and an add of m×n each.
+    ValueId lhs = b.add(b.pad(left, {0, 0}, {0, r}), b.pad(Ur, {0, r}, {0, 0}));   // [m,2r]
+    ValueId rhs = b.add(b.pad(Vtr, {0, 0}, {r, 0}), b.pad(right, {r, 0}, {0, 0})); // [2r,n]
+    return {b.dotGeneral(lhs, rhs, {}, {}, {1}, {0})};
+  }
+  if (left != kNone) return {b.dotGeneral(left, Vtr, {}, {}, {1}, {0})}; // [m,n]
+  if (right != kNone) return {b.dotGeneral(Ur, right, {}, {}, {1}, {0})};
+  return {kNone};
 }
 
 } // namespace tessel::passes::vjp

@@ -20,6 +20,7 @@
 #include <lapacke.h>
 
 #include "ir/ShapeRules.h"
+#include "runtime/Multivector.h"
 #include "runtime/Runtime.h"
 
 namespace tessel::rt {
@@ -212,9 +213,12 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
   constexpr bool cplx = !std::is_same_v<T, double>;
   constexpr int64_t w = cplx ? 2 : 1;
   const int64_t m = c.m, n = c.n, r = c.r;
+  // Pa, Qx (m×ap) and Qy (n×w·ap) hold the active columns padded by zeros to ap, a whole
+  // number of the products' 4-double vectors (runtime/Multivector.h); ap <= r + 3.
+  const int64_t rp = r + 3;
   T *Wx = reinterpret_cast<T *>(work), *Rx = Wx + m * r, *Px = Rx + m * r, *Qx = Px + m * r,
-    *Pa = Qx + m * r, *rho = Pa + m * r, *alpha = rho + r, *rhoNew = alpha + r, *z = rhoNew + r;
-  double *Qy = reinterpret_cast<double *>(z + r), *Wy = Qy + w * r * n, *fn = Wy + w * r * n,
+    *Pa = Qx + m * rp, *rho = Pa + m * rp, *alpha = rho + r, *rhoNew = alpha + r, *z = rhoNew + r;
+  double *Qy = reinterpret_cast<double *>(z + r), *Wy = Qy + w * rp * n, *fn = Wy + w * r * n,
          *rn = fn + r, *done = rn + r;
   auto *act = reinterpret_cast<int64_t *>(done + r); // r indices
   auto asReal = [](T *p) { return reinterpret_cast<double *>(p); };
@@ -226,9 +230,13 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
     if constexpr (cplx) z[j] = T(s[j], delta);
     else z[j] = s[j];
   }
-  // Rx = z_j·F + A₂·Gtᵀ (A₂·Gtᵀ into Qx's storage first, as a real m×r).
+  // Rx = z_j·F + A₂·Gtᵀ (Gtᵀ, n×r, in Qy's storage; A₂·Gtᵀ into Qx's, as a real m×r).
+  // The products with A₂ of the solve itself are runtime/Multivector.h's: a few columns
+  // each, for which a BLAS call would spend as long packing A₂ as multiplying.
   double *AG = asReal(Qx);
-  gemm(false, true, m, r, n, 1.0, Ap, n, Gt, n, 0.0, AG, r);
+  for (int64_t j = 0; j < r; ++j)
+    for (int64_t i = 0; i < n; ++i) Qy[i * r + j] = Gt[j * n + i];
+  matMultivector(Ap, m, n, Qy, r, AG);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < r; ++j) Rx[i * r + j] = z[j] * F[i * r + j] + AG[i * r + j];
   for (int64_t j = 0; j < r; ++j) rho[j] = 0, fn[j] = 0;
@@ -254,16 +262,20 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
     gComplementIterations.fetch_add(1, std::memory_order_relaxed);
     // Only the a columns not yet converged are multiplied (columns converge at their own
     // rates, those of the largest s_j first; a product with A₂ costs about its number
-    // of columns): Pa = P[:, act] (m×a), Qy = Paᵀ·A₂ (a×n), Qx = (z_j²·I − A₂·A₂ᵀ)·Pa.
+    // of columns): Pa = P[:, act] (m×a), Qy = A₂ᵀ·Pa (n×a), Qx = (z_j²·I − A₂·A₂ᵀ)·Pa.
+    const int64_t ap = (w * a + 3) / 4 * 4 / w;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t q = 0; q < a; ++q) Pa[i * ap + q] = Px[i * r + act[q]];
+      for (int64_t q = a; q < ap; ++q) Pa[i * ap + q] = T(0);
+    }
+    matTMultivector(Ap, m, n, asReal(Pa), w * ap, Qy);
+    matMultivector(Ap, m, n, Qy, w * ap, asReal(Qx));
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t q = 0; q < a; ++q) Pa[i * a + q] = Px[i * r + act[q]];
-    gemm(true, false, w * a, n, m, 1.0, asReal(Pa), w * a, Ap, n, 0.0, Qy, n);
-    gemm(false, true, m, w * a, n, -1.0, Ap, n, Qy, n, 0.0, asReal(Qx), w * a);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t q = 0; q < a; ++q) Qx[i * a + q] += z[act[q]] * z[act[q]] * Pa[i * a + q];
+      for (int64_t q = 0; q < a; ++q)
+        Qx[i * ap + q] = z[act[q]] * z[act[q]] * Pa[i * ap + q] - Qx[i * ap + q];
     for (int64_t q = 0; q < a; ++q) alpha[q] = 0; // pᵀ·q per column (unconjugated)
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t q = 0; q < a; ++q) alpha[q] += Pa[i * a + q] * Qx[i * a + q];
+      for (int64_t q = 0; q < a; ++q) alpha[q] += Pa[i * ap + q] * Qx[i * ap + q];
     for (int64_t q = 0; q < a; ++q) {
       // Real: the matrix is positive definite when the guards lie below every s_j.
       // Complex: COCG breaks down on a (near-)isotropic direction.
@@ -282,8 +294,8 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
     for (int64_t i = 0; i < m; ++i)
       for (int64_t q = 0; q < a; ++q) {
         const int64_t j = act[q];
-        Wx[i * r + j] += alpha[q] * Pa[i * a + q];
-        const T v = Rx[i * r + j] -= alpha[q] * Qx[i * a + q];
+        Wx[i * r + j] += alpha[q] * Pa[i * ap + q];
+        const T v = Rx[i * r + j] -= alpha[q] * Qx[i * ap + q];
         rhoNew[q] += v * v;
         rn[q] += abs2(v);
       }
@@ -356,7 +368,8 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
 /// Doubles of workspace solveTail<T> needs.
 int64_t solveTailWork(int64_t m, int64_t n, int64_t r, bool cplx) {
   const int64_t w = cplx ? 2 : 1;
-  return w * (5 * m * r + 4 * r) + 2 * w * r * n + 4 * r;
+  const int64_t rp = r + 3; // the padded active columns (solveTail)
+  return w * (3 * m * r + 2 * m * rp + 4 * r) + w * (rp + r) * n + 4 * r;
 }
 
 } // namespace
@@ -397,8 +410,11 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
   c.sketch = std::make_shared<const std::vector<double>>(std::move(omega));
   // Qb m×cm; Zs, P, Vs n×cm; Vk n×k; Uk, W m×k; Y m×p; H cm×p; the Gram matrix, its
   // eigenvectors, Rb, Zr, VTs cm² each; CholeskyQR2 2·cm² + cm; eigenvalues, σ, tau cm
-  // each; column norms and flags p each; LAPACK workspaces.
+  // each; column norms and flags p each; the products' row-major blocks 2·max(m, n)·p4
+  // (p4: p rounded up to a multiple of 4);
+  // LAPACK workspaces.
   c.workElems = m * cm + 3 * n * cm + n * k + 2 * m * k + m * p + cm * p + 7 * cm * cm +
+                2 * std::max(m, n) * ((p + 3) / 4 * 4) +
                 4 * cm + 2 * p + c.lworkSvd + iworkDoubles(cm) + c.lworkQr + c.lworkEig +
                 (c.liworkEig * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
   return c;
@@ -414,7 +430,9 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   double *Uk = Vk + n * k, *W = Uk + m * k, *Y = W + m * k, *H = Y + m * p;
   double *Gm = H + cm * p, *Ev = Gm + cm * cm, *Rb = Ev + cm * cm, *Zr = Rb + cm * cm;
   double *VTs = Zr + cm * cm, *G = VTs + cm * cm, *lam = G + 2 * cm * cm + cm, *sv = lam + cm;
-  double *tau = sv + cm, *y0 = tau + cm, *bad = y0 + p, *lw = bad + p;
+  const int64_t rowBlock = std::max(m, n) * ((p + 3) / 4 * 4);
+  double *tau = sv + cm, *y0 = tau + cm, *bad = y0 + p, *Xr = bad + p, *Yr = Xr + rowBlock;
+  double *lw = Yr + rowBlock;
   auto *iwork = reinterpret_cast<lapack_int *>(lw + c.lworkSvd);
   double *qw = lw + c.lworkSvd + iworkDoubles(cm), *ew = qw + c.lworkQr;
   auto *eiw = reinterpret_cast<lapack_int *>(ew + c.lworkEig);
@@ -535,10 +553,35 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     return res;
   };
 
+  // The block products with A (runtime/Multivector.h), column-major blocks in and out,
+  // row-major in Xr and Yr with the columns padded by zeros to a multiple of 4:
+  // Yc (m×w) = A·X with X n×w, and Zc (n×w) = Aᵀ·Q with Q m×w.
+  auto toRows = [](const double *cols, int64_t rows, int64_t w, int64_t pw, double *out) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < w; ++j) out[i * pw + j] = cols[j * rows + i];
+      for (int64_t j = w; j < pw; ++j) out[i * pw + j] = 0.0;
+    }
+  };
+  auto toCols = [](const double *in, int64_t rows, int64_t w, int64_t pw, double *cols) {
+    for (int64_t j = 0; j < w; ++j)
+      for (int64_t i = 0; i < rows; ++i) cols[j * rows + i] = in[i * pw + j];
+  };
+  auto mulA = [&](const double *X, int64_t w, double *Yc) {
+    const int64_t pw = (w + 3) / 4 * 4;
+    toRows(X, n, w, pw, Xr);
+    matMultivector(A, m, n, Xr, pw, Yr);
+    toCols(Yr, m, w, pw, Yc);
+  };
+  auto mulAt = [&](const double *Q, int64_t w, double *Zc) {
+    const int64_t pw = (w + 3) / 4 * 4;
+    toRows(Q, m, w, pw, Xr);
+    matTMultivector(A, m, n, Xr, pw, Yr);
+    toCols(Yr, n, w, pw, Zc);
+  };
+
   // The first block: Qb[:, :p] = orth(A·Ω).
   int64_t w = std::min(p, K);
-  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(w), N, 1.0, A, N,
-              c.sketch->data(), N, 0.0, Y, M);
+  mulA(c.sketch->data(), w, Y);
   for (int64_t j = 0; j < w; ++j) y0[j] = cblas_dnrm2(M, Y + j * m, 1);
   if (lapack_int info = extend(0, w); info != 0) {
     if (info == kNoBasis) return fallback();
@@ -549,8 +592,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   for (int it = 1;; ++it) {
     const int64_t c0 = cc - w; // the newest block is Qb[:, c0 : cc]
     // Zs[:, c0 : cc] = Aᵀ·Qb[:, c0 : cc]; the Gram matrix's new columns Zsᵀ·Zs[:, c0 : cc].
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, static_cast<blasint>(w), M, 1.0, A,
-                N, Qb + c0 * m, M, 0.0, Zs + c0 * n, N);
+    mulAt(Qb + c0 * m, w, Zs + c0 * n);
     cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(cc),
                 static_cast<blasint>(w), N, 1.0, Zs, N, Zs + c0 * n, N, 0.0, Gm + c0 * cm,
                 static_cast<blasint>(cm));
@@ -560,8 +602,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     // The next block: Y = A·Zs[:, c0 : cc] ⟂ Qb. Its projected part (Y after `project`, until `extend`) is all of
     // (I − Qb·Qbᵀ)·A·Zs, so for a Ritz vector v = Zs·z/σ (z an eigenvector of the Gram
     // matrix Zsᵀ·Zs = B·Bᵀ) the residual A·v − σ·u = Y·z[c0 : cc]/σ costs no product.
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(w), N, 1.0, A, N,
-                Zs + c0 * n, N, 0.0, Y, M);
+    mulA(Zs + c0 * n, w, Y);
     for (int64_t j = 0; j < w; ++j) y0[j] = cblas_dnrm2(M, Y + j * m, 1);
     project(cc, w, 2);
     double est = 0, scale = 0;
@@ -641,8 +682,10 @@ SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 8.0, 400.0));
   const int64_t g = c.guards;
   // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F m×r; Gt r×n; small k×r, g×r blocks; U·S
-  // m×k; the guard topkSvd's workspace, or the tail solve's (complex: the larger).
-  c.workElems = m * n + g * (m + n + 1) + r * m + r * n + 4 * std::max(k, g) * r + m * k +
+  // m×k (m×(k+g) with given guards); the guard topkSvd's workspace, or the tail solve's
+  // (complex: the larger).
+  c.workElems = m * n + g * (m + n + 1) + r * m + r * n + 4 * std::max(k, g) * r +
+                m * (c.givenGuards ? k + g : k) +
                 std::max(c.guard.workElems, solveTailWork(m, n, r, true));
   return c;
 }
@@ -660,7 +703,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   double *F = Vgt + g * n, *Gt = F + m * r;
   const int64_t kg = std::max(k, g);
   double *T1 = Gt + r * n, *T2 = T1 + kg * r, *T3 = T2 + kg * r, *T4 = T3 + kg * r;
-  double *Us = T4 + kg * r, *gw = Us + m * k; // gw: the guards' topkSvd, then the tail solve
+  double *Us = T4 + kg * r;                          // U·S, m×k (m×(k+g) with given guards)
+  double *gw = Us + m * (c.givenGuards ? k + g : k); // the guards' topkSvd, then the tail solve
   const double s0 = s[0] != 0 ? s[0] : 1.0;
 
   // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n).
@@ -717,11 +761,13 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     }
   };
 
-  // A⊥ = A − U·diag(s)·Vt.
+  // A⊥ = A − U·diag(s)·Vt; with given guards directly A₂ = A⊥ − Ug·diag(sg)·Vgt, by one
+  // product over all k + g triplets.
+  const int64_t kd = c.givenGuards ? k + g : k;
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < k; ++j) Us[i * k + j] = U[i * ldu + j] * s[j];
+    for (int64_t j = 0; j < kd; ++j) Us[i * kd + j] = U[i * ldu + j] * s[j];
   std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
-  gemm(false, false, m, n, k, -1.0, Us, k, Vt, n, 1.0, Ap, n);
+  gemm(false, false, m, n, kd, -1.0, Us, kd, Vt, n, 1.0, Ap, n);
 
   std::memset(X, 0, static_cast<size_t>(m * r) * sizeof(double));
   std::memset(Yt, 0, static_cast<size_t>(r * n) * sizeof(double));
@@ -753,12 +799,15 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
       }
     gemm(false, false, m, r, g, 1.0, Ug, g, T3, r, 0.0, X, r);
     gemm(true, false, r, n, g, 1.0, T4, r, Vgt, n, 0.0, Yt, n);
-    // Take the guards out of the right-hand sides and of the operator.
+    // Take the guards out of the right-hand sides and of the operator (given ones are
+    // out of it already).
     gemm(false, false, m, r, g, -1.0, Ug, g, T1, r, 1.0, F, r);
     gemm(true, false, r, n, g, -1.0, T2, r, Vgt, n, 1.0, Gt, n);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < g; ++j) Ug[i * g + j] *= sg[j];
-    gemm(false, false, m, n, g, -1.0, Ug, g, Vgt, n, 1.0, Ap, n);
+    if (!c.givenGuards) {
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < g; ++j) Ug[i * g + j] *= sg[j];
+      gemm(false, false, m, n, g, -1.0, Ug, g, Vgt, n, 1.0, Ap, n);
+    }
   }
   // The tail beyond the guards (and the null space of a non-square A): exact reciprocals
   // 1/(s_j ∓ σ) and 1/s_j where the full rule has L(x) = x/(x² + δ²), δ = ε·s₀, are
