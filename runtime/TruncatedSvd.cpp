@@ -408,14 +408,13 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
   std::vector<double> omega(static_cast<size_t>(n * p));
   gaussianColumns(omega.data(), n, 0, p, topkSeed(m, n, k));
   c.sketch = std::make_shared<const std::vector<double>>(std::move(omega));
-  // Qb m×cm; Zs, P, Vs n×cm; Vk n×k; Uk, W m×k; Y m×p; H cm×p; the Gram matrix, its
-  // eigenvectors, Rb, Zr, VTs cm² each; CholeskyQR2 2·cm² + cm; eigenvalues, σ, tau cm
-  // each; column norms and flags p each; the products' row-major blocks 2·max(m, n)·p4
-  // (p4: p rounded up to a multiple of 4);
-  // LAPACK workspaces.
-  c.workElems = m * cm + 3 * n * cm + n * k + 2 * m * k + m * p + cm * p + 7 * cm * cm +
-                2 * std::max(m, n) * ((p + 3) / 4 * 4) +
-                4 * cm + 2 * p + c.lworkSvd + iworkDoubles(cm) + c.lworkQr + c.lworkEig +
+  // Qb m×cm; Zs, P, Vs n×cm; Vk n×k; Uk, W m×k; Y m×p; H cm×p4 (p4: p rounded up to a
+  // multiple of 4); the Gram matrix, its eigenvectors, Rb, Zr, VTs cm² each; CholeskyQR2
+  // 2·cm² + cm; eigenvalues, σ, tau cm each; column norms and flags p each; the
+  // products' row-major blocks Xr, Yr max(m, n)·p4 each; LAPACK workspaces.
+  const int64_t p4 = (p + 3) / 4 * 4;
+  c.workElems = m * cm + 3 * n * cm + n * k + 2 * m * k + m * p + cm * p4 + 7 * cm * cm +
+                2 * std::max(m, n) * p4 + 4 * cm + 2 * p + c.lworkSvd + iworkDoubles(cm) + c.lworkQr + c.lworkEig +
                 (c.liworkEig * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
   return c;
 }
@@ -427,10 +426,10 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   if (k <= 0) return out;
   gTopkCalls.fetch_add(1, std::memory_order_relaxed);
   double *Qb = work, *Zs = Qb + m * cm, *P = Zs + n * cm, *Vs = P + n * cm, *Vk = Vs + n * cm;
+  const int64_t p4 = (p + 3) / 4 * 4, rowBlock = std::max(m, n) * p4;
   double *Uk = Vk + n * k, *W = Uk + m * k, *Y = W + m * k, *H = Y + m * p;
-  double *Gm = H + cm * p, *Ev = Gm + cm * cm, *Rb = Ev + cm * cm, *Zr = Rb + cm * cm;
+  double *Gm = H + cm * p4, *Ev = Gm + cm * cm, *Rb = Ev + cm * cm, *Zr = Rb + cm * cm;
   double *VTs = Zr + cm * cm, *G = VTs + cm * cm, *lam = G + 2 * cm * cm + cm, *sv = lam + cm;
-  const int64_t rowBlock = std::max(m, n) * ((p + 3) / 4 * 4);
   double *tau = sv + cm, *y0 = tau + cm, *bad = y0 + p, *Xr = bad + p, *Yr = Xr + rowBlock;
   double *lw = Yr + rowBlock;
   auto *iwork = reinterpret_cast<lapack_int *>(lw + c.lworkSvd);
@@ -452,15 +451,31 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     std::memcpy(Vtout, f.Vt.data(), static_cast<size_t>(k * n) * sizeof(double));
     return out;
   };
-  // Y[:, :w] −= Qb[:, :cc]·(Qb[:, :cc]ᵀ·Y[:, :w]), `passes` times (block classical
-  // Gram–Schmidt).
-  auto project = [&](int64_t cc, int64_t w, int passes) {
-    for (int pass = 0; pass < passes && cc > 0; ++pass) {
-      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, static_cast<blasint>(cc),
-                  static_cast<blasint>(w), M, 1.0, Qb, M, Y, M, 0.0, H, static_cast<blasint>(cc));
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, M, static_cast<blasint>(w),
-                  static_cast<blasint>(cc), -1.0, Qb, M, H, static_cast<blasint>(cc), 1.0, Y, M);
+  // The products with A and with the basis go through runtime/Multivector.h: blocks of
+  // a few columns, column-major here, row-major there with the columns padded by zeros
+  // to p4 (a multiple of 4), in Xr, Yr and H.
+  auto toRows = [](const double *cols, int64_t rows, int64_t w, int64_t pw, double *out) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < w; ++j) out[i * pw + j] = cols[j * rows + i];
+      for (int64_t j = w; j < pw; ++j) out[i * pw + j] = 0.0;
     }
+  };
+  auto toCols = [](const double *in, int64_t rows, int64_t w, int64_t pw, double *cols) {
+    for (int64_t j = 0; j < w; ++j)
+      for (int64_t i = 0; i < rows; ++i) cols[j * rows + i] = in[i * pw + j];
+  };
+  // Y[:, :w] −= Qb[:, :cc]·(Qb[:, :cc]ᵀ·Y[:, :w]), `passes` times (block classical
+  // Gram–Schmidt). Qb (m×cc column-major) is the row-major cc×m Qbᵀ.
+  auto project = [&](int64_t cc, int64_t w, int passes) {
+    if (cc == 0 || passes == 0) return;
+    const int64_t pw = (w + 3) / 4 * 4;
+    toRows(Y, m, w, pw, Xr);
+    for (int pass = 0; pass < passes; ++pass) {
+      matMultivector(Qb, cc, m, Xr, pw, H);  // H = Qbᵀ·Y (cc×pw)
+      matTMultivector(Qb, cc, m, H, pw, Yr); // Qb·H (m×pw)
+      for (int64_t i = 0; i < m * pw; ++i) Xr[i] -= Yr[i];
+    }
+    toCols(Xr, m, w, pw, Y);
   };
   // Householder QR of Y[:, :w] into Q (m×w, orthonormal); false when a column of R is
   // at most `rel` times ref[j] (1 without ref): a column dependent on the others or on
@@ -553,19 +568,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     return res;
   };
 
-  // The block products with A (runtime/Multivector.h), column-major blocks in and out,
-  // row-major in Xr and Yr with the columns padded by zeros to a multiple of 4:
   // Yc (m×w) = A·X with X n×w, and Zc (n×w) = Aᵀ·Q with Q m×w.
-  auto toRows = [](const double *cols, int64_t rows, int64_t w, int64_t pw, double *out) {
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < w; ++j) out[i * pw + j] = cols[j * rows + i];
-      for (int64_t j = w; j < pw; ++j) out[i * pw + j] = 0.0;
-    }
-  };
-  auto toCols = [](const double *in, int64_t rows, int64_t w, int64_t pw, double *cols) {
-    for (int64_t j = 0; j < w; ++j)
-      for (int64_t i = 0; i < rows; ++i) cols[j * rows + i] = in[i * pw + j];
-  };
   auto mulA = [&](const double *X, int64_t w, double *Yc) {
     const int64_t pw = (w + 3) / 4 * 4;
     toRows(X, n, w, pw, Xr);
