@@ -189,14 +189,14 @@ struct Engine::Impl {
     for (int k = 0; k < want; ++k) cv.notify_one();
   }
 
-  /// One chunk, timed into the plan's profile when profiling.
-  void exec(const Plan &P, PlanState &S, int32_t inst, int32_t chunk) {
+  /// Chunks [c0, c1) (runChunks), timed into the plan's profile when profiling.
+  void exec(const Plan &P, PlanState &S, int32_t inst, int32_t c0, int32_t c1) {
     if (!profiling) {
-      runChunk(P, P.insts[inst], chunk, S.ptr.data());
+      runChunks(P, P.insts[inst], c0, c1, S.ptr.data());
       return;
     }
     auto t0 = std::chrono::steady_clock::now();
-    runChunk(P, P.insts[inst], chunk, S.ptr.data());
+    runChunks(P, P.insts[inst], c0, c1, S.ptr.data());
     auto t1 = std::chrono::steady_clock::now();
     auto ns = [](auto d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
     S.profNs[inst].fetch_add(ns(t1 - t0), std::memory_order_relaxed);
@@ -216,7 +216,7 @@ struct Engine::Impl {
       const Instruction &I = P.insts[inst];
       bool ok = true;
       try {
-        exec(P, S, inst, chunk);
+        exec(P, S, inst, chunk, chunk + 1);
       } catch (...) {
         fail(std::current_exception());
         ok = false;
@@ -326,7 +326,7 @@ struct Engine::Impl {
   void runSerial(const Plan &P, PlanState &S) {
     for (size_t i = 0; i < P.insts.size(); ++i) {
       const Instruction &I = P.insts[i];
-      for (int32_t c = 0; c < I.nchunks; ++c) exec(P, S, static_cast<int32_t>(i), c);
+      if (I.nchunks > 0) exec(P, S, static_cast<int32_t>(i), 0, I.nchunks); // merged where they can be
       if (P.options.valueCheck != ValueCheck::Off) checkFiniteResults(P, I, S.ptr.data());
     }
   }

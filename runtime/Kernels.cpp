@@ -396,8 +396,10 @@ void runKernel(const ReducePlan &R, const Plan &, const Instruction &in, int32_t
   }
 }
 
-void runKernel(const GemmPlan &g, const Plan &, const Instruction &in, int32_t chunk,
-               double *const *ptr) {
+/// Chunks [k0, k1) of a GEMM. Tiles that are full-width row strips of one batch are one
+/// call (see runChunks).
+void gemmChunks(const GemmPlan &g, const Instruction &in, int32_t k0, int32_t k1,
+                double *const *ptr) {
   const double *A = ptr[in.in[0]], *B = ptr[in.in[1]];
   double *C = ptr[in.out[0]];
   // C[b][r0:r1, c0:c1] = op(A[b])[r0:r1, :] · op(B[b])[:, c0:c1].
@@ -417,15 +419,31 @@ void runKernel(const GemmPlan &g, const Plan &, const Instruction &in, int32_t c
                 static_cast<blasint>(g.lda), bm, static_cast<blasint>(g.ldb), 0.0,
                 c, static_cast<blasint>(g.N));
   };
-  if (g.batchesPerChunk > 0) {
-    auto [b0, b1] = chunkRange(g.batch, g.batchesPerChunk, chunk);
-    for (int64_t b = b0; b < b1; ++b) one(b, 0, g.M, 0, g.N);
-  } else {
+  for (int32_t chunk = k0; chunk < k1; ++chunk) {
+    if (g.batchesPerChunk > 0) {
+      auto [b0, b1] = chunkRange(g.batch, g.batchesPerChunk, chunk);
+      for (int64_t b = b0; b < b1; ++b) one(b, 0, g.M, 0, g.N);
+      continue;
+    }
     const int64_t b = chunk / g.chunksPerBatch, t = chunk % g.chunksPerBatch;
+    if (g.colChunks == 1) {
+      // The strips of batch b from t up to k1 (or the batch's end): one call.
+      const int64_t t1 = std::min<int64_t>(g.chunksPerBatch, t + (k1 - chunk));
+      const int64_t r0 = chunkRange(g.M, g.rowsPerChunk, static_cast<int32_t>(t)).first;
+      const int64_t r1 = chunkRange(g.M, g.rowsPerChunk, static_cast<int32_t>(t1 - 1)).second;
+      one(b, r0, r1, 0, g.N);
+      chunk += static_cast<int32_t>(t1 - t - 1);
+      continue;
+    }
     auto [r0, r1] = chunkRange(g.M, g.rowsPerChunk, static_cast<int32_t>(t / g.colChunks));
     auto [c0, c1] = chunkRange(g.N, g.colsPerChunk, static_cast<int32_t>(t % g.colChunks));
     one(b, r0, r1, c0, c1);
   }
+}
+
+void runKernel(const GemmPlan &g, const Plan &, const Instruction &in, int32_t chunk,
+               double *const *ptr) {
+  gemmChunks(g, in, chunk, chunk + 1, ptr);
 }
 
 /// One chunk: gesdd on the whole matrix.
@@ -492,6 +510,15 @@ void runKernel(const SvdComplementPlan &s, const Plan &plan, const Instruction &
 void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *const *ptr) {
   // One runKernel overload per KernelPlan alternative: a missing one does not compile.
   std::visit([&](const auto &k) { runKernel(k, plan, inst, chunk, ptr); }, inst.plan);
+}
+
+void runChunks(const Plan &plan, const Instruction &inst, int32_t c0, int32_t c1,
+               double *const *ptr) {
+  if (const auto *g = std::get_if<GemmPlan>(&inst.plan)) {
+    gemmChunks(*g, inst, c0, c1, ptr);
+    return;
+  }
+  for (int32_t c = c0; c < c1; ++c) runChunk(plan, inst, c, ptr);
 }
 
 const char *valueCheckFlag(ValueCheck c) {

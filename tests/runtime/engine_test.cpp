@@ -181,6 +181,40 @@ TEST_CASE("engine: large ops split into chunks give identical results for every 
   for (size_t i = 0; i < ref.size(); ++i) CHECK(bitwiseEqual(again[i], r4[i]));
 }
 
+TEST_CASE("engine: width 1 runs a GEMM's row strips as one call, bitwise equal to the strips") {
+  // The engine of width 1 merges the full-width row strips of a GEMM into one BLAS call
+  // (runtime/Kernels.h); wider engines run them one by one. Equal bits need a BLAS
+  // whose row i of C does not depend on the row split. The shapes of a χ = 32 TRG step:
+  // the plaquette GEMM and its two VJP products (1024³ in three layouts, 8 strips), the
+  // K = 32 pairwise contractions and the K = 64 svd VJP product (4 and 8 strips).
+  std::mt19937_64 rng(17);
+  Program p;
+  Builder b(p);
+  auto a = p.addInput("a", Type({1024, 1024}));
+  auto c = p.addInput("c", Type({1024, 1024}));
+  auto l = p.addInput("l", Type({1024, 32}));
+  auto r = p.addInput("r", Type({32, 1024}));
+  auto l2 = p.addInput("l2", Type({1024, 64}));
+  auto r2 = p.addInput("r2", Type({64, 1024}));
+  p.addOutput(b.dotGeneral(a, c, {}, {}, {1}, {0}));  // NN
+  p.addOutput(b.dotGeneral(a, c, {}, {}, {0}, {0}));  // TN
+  p.addOutput(b.dotGeneral(a, c, {}, {}, {1}, {1}));  // NT
+  p.addOutput(b.dotGeneral(l, r, {}, {}, {1}, {0}));  // K = 32
+  p.addOutput(b.dotGeneral(l2, r2, {}, {}, {1}, {0})); // K = 64
+  std::vector<Tensor> in;
+  for (ir::ValueId v : p.inputs) in.push_back(randomTensor(p.type(v), rng));
+  auto plan = rt::prepare(p);
+  const std::string described = rt::describePlan(*plan);
+  CHECK(described.find("M=1024 N=1024 K=1024 NN tiles 128x1024") != std::string::npos);
+  CHECK(described.find("M=1024 N=1024 K=32 NN tiles 256x1024") != std::string::npos);
+  rt::Engine one(1), two(2);
+  auto merged = one.run(*plan, in), strips = two.run(*plan, in);
+  for (size_t i = 0; i < merged.size(); ++i) {
+    INFO("output " << i);
+    CHECK(bitwiseEqual(merged[i], strips[i]));
+  }
+}
+
 TEST_CASE("engine: buffer reuse shrinks the arena of a chain") {
   Program p;
   Builder b(p);
