@@ -320,8 +320,8 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
   iterations = it;
   // y = (G + A₂ᵀ·x)/z_j as rows, Wy = (Gt + Sxᵀ)/z_j: A₂ᵀ·x was accumulated with x from
   // the products of the directions, A₂ᵀ·Σ αᵢpᵢ = Σ αᵢ·A₂ᵀpᵢ, which differs from a product
-  // with the final x by the rounding of the recurrence (of order ε·‖A₂‖·‖x‖, below ε·‖F‖
-  // since ‖A₂‖ < s_j), and saves a product of r columns.
+  // with the final x by rounding of the order of that product's own (ε·‖A₂‖·‖αᵢpᵢ‖ per
+  // iteration), and saves a product of r columns.
   for (int64_t j = 0; j < r; ++j) {
     double *yr = Wy + w * j * n;
     if constexpr (cplx) {
@@ -416,7 +416,8 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
   // products' row-major blocks Xr, Yr max(m, n)·p4 each; LAPACK workspaces.
   const int64_t p4 = (p + 3) / 4 * 4;
   c.workElems = m * cm + 3 * n * cm + n * k + 2 * m * k + m * p + cm * p4 + 7 * cm * cm +
-                2 * std::max(m, n) * p4 + 4 * cm + 2 * p + c.lworkSvd + iworkDoubles(cm) + c.lworkQr + c.lworkEig +
+                2 * std::max(m, n) * p4 + 4 * cm + 2 * p + c.lworkSvd + iworkDoubles(cm) +
+                c.lworkQr + c.lworkEig +
                 (c.liworkEig * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
   return c;
 }
