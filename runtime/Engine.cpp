@@ -1,7 +1,8 @@
 //===- runtime/Engine.cpp - The fixed-width engine -----------------------------===//
 //
-// Width 1: the calling thread runs the instructions in list order, chunk after
-// chunk. No threads, no atomics, no locks.
+// Width 1: the calling thread runs the instructions in list order, each one's chunks
+// in one go (runChunks: a GEMM's row strips become one BLAS call). No threads, no
+// atomics, no locks.
 //
 // Width W > 1: the calling thread and W-1 workers share one ready queue. An
 // instruction enters the queue when its last predecessor finishes; threads claim
@@ -11,7 +12,8 @@
 // of small ops). Idle threads spin for a few microseconds at most, then block on a
 // condition variable. There is no barrier across workers per op. Chunking is fixed
 // by the plan and every chunk is computed the same way whoever runs it, so the
-// outputs are bitwise identical for every width.
+// outputs are bitwise identical for every width (width 1's merged GEMM strips too:
+// see runChunks in runtime/Kernels.h for the BLAS property that takes).
 //
 // The pointer table and counters of a plan are allocated on its first run on this
 // engine and kept (a small cache keyed by plan id). The arena is one buffer per engine,

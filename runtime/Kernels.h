@@ -19,7 +19,9 @@ void runChunk(const Plan &plan, const Instruction &inst, int32_t chunk, double *
 /// engine of width 1 runs every instruction so). That gives the same bits because a
 /// BLAS level-3 driver blocks the sum over K by K alone: row i of C is the same sum in
 /// the same order however the rows are split (OpenBLAS's does; tests/runtime/
-/// engine_test.cpp checks it for the shapes of the TRG programs).
+/// engine_test.cpp checks it for the shapes of the TRG programs). A BLAS that sends
+/// single-row products to its GEMV (newer OpenBLAS does) could differ only where the
+/// last strip is one row.
 void runChunks(const Plan &plan, const Instruction &inst, int32_t c0, int32_t c1,
                double *const *ptr);
 

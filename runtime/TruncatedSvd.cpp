@@ -203,9 +203,10 @@ double broadenedInv(double x, double s0, double eps) {
 /// full rule's Lorentzian Re 1/(x + iδ) = x/(x² + δ²) for every tail triplet and for the
 /// null space; the matrix is complex symmetric, solved by COCG (van der Vorst, Melissen,
 /// IEEE Trans. Magn. 26, 706 (1990): CG with the unconjugated bilinear form).
-/// Complex m-side blocks are std::complex row-major (a real m×2r); n-side blocks are
-/// real (w·r)×n with the real and imaginary parts of row j in rows w·j and w·j + 1, so
-/// that both are plain real GEMMs with A₂. Returns nullptr or why it gave up.
+/// Complex m-side blocks are std::complex row-major (a real m×2r), and so is the n×a
+/// block A₂ᵀ·Pa of an iteration; the final n-side blocks are real (w·r)×n with the real
+/// and imaginary parts of row j in rows w·j and w·j + 1. All products with A₂ are real.
+/// Returns nullptr or why it gave up.
 template <class T>
 const char *solveTail(const SvdComplementConfig &c, const double *Ap, const double *F,
                       const double *Gt, const double *s, double delta, double *X, double *Yt,
@@ -217,9 +218,8 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
   // number of the products' 4-double vectors (runtime/Multivector.h); ap <= r + 3.
   const int64_t rp = r + 3;
   T *Wx = reinterpret_cast<T *>(work), *Rx = Wx + m * r, *Px = Rx + m * r, *Qx = Px + m * r,
-    *Pa = Qx + m * rp, *rho = Pa + m * rp, *alpha = rho + r, *rhoNew = alpha + r, *z = rhoNew + r,
-    *Sx = z + r; // Sx: A₂ᵀ·x, n×r
-  double *Qy = reinterpret_cast<double *>(Sx + n * r), *Wy = Qy + w * rp * n, *fn = Wy + w * r * n,
+    *Pa = Qx + m * rp, *rho = Pa + m * rp, *alpha = rho + r, *rhoNew = alpha + r, *z = rhoNew + r;
+  double *Qy = reinterpret_cast<double *>(z + r), *Wy = Qy + w * rp * n, *fn = Wy + w * r * n,
          *rn = fn + r, *done = rn + r;
   auto *act = reinterpret_cast<int64_t *>(done + r); // r indices
   auto asReal = [](T *p) { return reinterpret_cast<double *>(p); };
@@ -247,7 +247,6 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
       fn[j] += abs2(Rx[i * r + j]);
     }
   std::fill(Wx, Wx + m * r, T(0));
-  std::fill(Sx, Sx + n * r, T(0));
   std::copy(Rx, Rx + m * r, Px);
   for (int64_t j = 0; j < r; ++j) done[j] = fn[j] == 0 ? 1 : 0;
   int it = 0;
@@ -301,10 +300,6 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
         rhoNew[q] += v * v;
         rn[q] += abs2(v);
       }
-    // A₂ᵀ·x along with x: Sx += α·A₂ᵀ·p (Qy holds A₂ᵀ·p, n×ap).
-    const T *QyT = reinterpret_cast<const T *>(Qy);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t q = 0; q < a; ++q) Sx[i * r + act[q]] += alpha[q] * QyT[i * ap + q];
     for (int64_t q = 0; q < a; ++q) {
       const int64_t j = act[q];
       alpha[q] = rho[j] != T(0) ? rhoNew[q] / rho[j] : T(0); // β
@@ -318,28 +313,31 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
       }
   }
   iterations = it;
-  // y = (G + A₂ᵀ·x)/z_j as rows, Wy = (Gt + Sxᵀ)/z_j: A₂ᵀ·x was accumulated with x from
-  // the products of the directions, A₂ᵀ·Σ αᵢpᵢ = Σ αᵢ·A₂ᵀpᵢ, which differs from a product
-  // with the final x by rounding of the order of that product's own (ε·‖A₂‖·‖αᵢpᵢ‖ per
-  // iteration), and saves a product of r columns.
+  // y = (G + A₂ᵀ·x)/z_j, as rows: Qy = xᵀ·A₂, Wy = (Gt + Qy)/z_j. A₂ᵀ·x is a product with
+  // the final x, not the sum Σ αᵢ·A₂ᵀpᵢ the iterations could have accumulated: that sum
+  // drifts from it by the recurrence's rounding (unbounded near a COCG breakdown), and
+  // the residual check below could not see the drift.
+  gemm(true, false, w * r, n, m, 1.0, asReal(Wx), w * r, Ap, n, 0.0, Qy, n);
   for (int64_t j = 0; j < r; ++j) {
+    const double *qr = Qy + w * j * n;
     double *yr = Wy + w * j * n;
     if constexpr (cplx) {
+      const double *qi = qr + n;
       double *yi = yr + n;
       const T inv = 1.0 / z[j];
       for (int64_t i = 0; i < n; ++i) {
-        const T y = (Gt[j * n + i] + Sx[i * r + j]) * inv;
+        const T y = T(Gt[j * n + i] + qr[i], qi[i]) * inv;
         yr[i] = y.real();
         yi[i] = y.imag();
       }
     } else {
-      for (int64_t i = 0; i < n; ++i) yr[i] = (Gt[j * n + i] + Sx[i * r + j]) / s[j];
+      for (int64_t i = 0; i < n; ++i) yr[i] = (Gt[j * n + i] + qr[i]) / s[j];
     }
   }
-  // The residuals of both equations, x·z_j − A₂·y − F (by a product with A₂: the true
-  // residual, of the normal form too, divided by z_j) and y·z_j − A₂ᵀ·x − G (with A₂ᵀ·x
-  // from above: the rounding of the division), against the tolerance (with a margin for
-  // the recurrence's rounding) relative to ‖F_j‖ + ‖G_j‖.
+  // The true residuals of both equations, x·z_j − A₂·y − F and y·z_j − A₂ᵀ·x − G, against
+  // the tolerance (with a margin for the recurrence's rounding) relative to ‖F_j‖ + ‖G_j‖.
+  // The second reuses A₂ᵀ·x from above: it measures the rounding of the division, and the
+  // first, with y built from that A₂ᵀ·x, is the normal form's true residual over z_j.
   gemm(false, true, m, w * r, n, -1.0, Ap, n, Wy, n, 0.0, asReal(Qx), w * r);
   for (int64_t j = 0; j < r; ++j) {
     double res = 0, rhs = 0;
@@ -348,10 +346,15 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
       rhs += F[i * r + j] * F[i * r + j];
     }
     for (int64_t i = 0; i < n; ++i) {
-      T y;
-      if constexpr (cplx) y = T(Wy[2 * j * n + i], Wy[(2 * j + 1) * n + i]);
-      else y = Wy[j * n + i];
-      res += abs2(z[j] * y - Sx[i * r + j] - Gt[j * n + i]);
+      T y, q;
+      if constexpr (cplx) {
+        y = T(Wy[2 * j * n + i], Wy[(2 * j + 1) * n + i]);
+        q = T(Qy[2 * j * n + i], Qy[(2 * j + 1) * n + i]);
+      } else {
+        y = Wy[j * n + i];
+        q = Qy[j * n + i];
+      }
+      res += abs2(z[j] * y - q - Gt[j * n + i]);
       rhs += Gt[j * n + i] * Gt[j * n + i];
     }
     if (std::sqrt(res) > 16 * c.tol * std::sqrt(rhs))
@@ -371,7 +374,7 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
 int64_t solveTailWork(int64_t m, int64_t n, int64_t r, bool cplx) {
   const int64_t w = cplx ? 2 : 1;
   const int64_t rp = r + 3; // the padded active columns (solveTail)
-  return w * (3 * m * r + 2 * m * rp + 4 * r + n * r) + w * (rp + r) * n + 4 * r;
+  return w * (3 * m * r + 2 * m * rp + 4 * r) + w * (rp + r) * n + 4 * r;
 }
 
 } // namespace
