@@ -201,12 +201,18 @@ TEST_CASE("engine: width 1 runs a GEMM's row strips as one call, bitwise equal t
   p.addOutput(b.dotGeneral(a, c, {}, {}, {1}, {1}));  // NT
   p.addOutput(b.dotGeneral(l, r, {}, {}, {1}, {0}));  // K = 32
   p.addOutput(b.dotGeneral(l2, r2, {}, {}, {1}, {0})); // K = 64
+  // Two batches of 4 strips each, the last one ragged (1000 = 3·256 + 232 rows): width 1
+  // merges within a batch only.
+  auto ba = p.addInput("ba", Type({2, 1000, 512}));
+  auto bb = p.addInput("bb", Type({2, 512, 1024}));
+  p.addOutput(b.dotGeneral(ba, bb, {0}, {0}, {2}, {1}));
   std::vector<Tensor> in;
   for (ir::ValueId v : p.inputs) in.push_back(randomTensor(p.type(v), rng));
   auto plan = rt::prepare(p);
   const std::string described = rt::describePlan(*plan);
   CHECK(described.find("M=1024 N=1024 K=1024 NN tiles 128x1024") != std::string::npos);
   CHECK(described.find("M=1024 N=1024 K=32 NN tiles 256x1024") != std::string::npos);
+  CHECK(described.find("B=2 M=1000 N=1024 K=512 NN tiles 256x1024") != std::string::npos);
   rt::Engine one(1), two(2);
   auto merged = one.run(*plan, in), strips = two.run(*plan, in);
   for (size_t i = 0; i < merged.size(); ++i) {
