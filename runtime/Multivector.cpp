@@ -26,8 +26,8 @@ bool useAvx2() {
 #if TESSEL_MULTIVECTOR_AVX2
 #define TESSEL_AVX2 __attribute__((target("avx2,fma")))
 
-// Both products run over blocks of kJ columns of A (the j of the sums) so that the
-// small operand's rows that a block reads (X[j0:j1, :] for A·X) or writes (Z[j0:j1, :]
+// Both products run over blocks of columnBlock(p) columns of A (the j of the sums), so
+// that the small operand's rows a block reads (X[j0:j1, :] for A·X) or writes (Z[j0:j1, :]
 // for Aᵀ·Y) stay in L1 while four rows of A at a time stream past them. Within a
 // block, the columns of X, Y and Z go in chunks of eight (two vectors) and then four.
 // A sum over j continues across blocks through Y in memory: the same chain of FMAs,
