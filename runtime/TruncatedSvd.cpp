@@ -506,15 +506,22 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   // twice; y0 = its column norms before). The QR of a block whose columns are nearly
   // dependent among themselves (Krylov blocks are) multiplies what is left of Qb in them
   // by that dependence, so the orthonormal block is projected once more and factored
-  // again (BCGS2: Barlow and Smoktunowicz, Numer. Math. 123, 395 (2013)). A column at the
-  // rounding level of its norm before (an invariant subspace: A of rank below the basis)
+  // again (BCGS2: Barlow and Smoktunowicz, Numer. Math. 123, 395 (2013)). A column left
+  // with at most 8ε of its norm before (an invariant subspace: A of rank below the basis)
   // is replaced by a Gaussian one, so the basis grows by directions orthogonal to it.
+  // The bar is that low because a remainder of a few ε·√n is not always noise: in a
+  // numerically low-rank A (a tail at the rounding level) it is the correction of the
+  // leading left vectors, which the first block A·Ω fixes only to ε·‖ω‖/|vᵀω|, and
+  // without it the Rayleigh–Ritz residuals stay near the tolerance (itself 8ε·√n). A
+  // noise column kept is harmless: the second projection makes it a direction
+  // orthogonal to the basis like a Gaussian one.
   constexpr lapack_int kNoBasis = std::numeric_limits<lapack_int>::min();
+  constexpr double kDependent = 8 * kEps;
   auto extend = [&](int64_t cc, int64_t w) -> lapack_int {
     double *Q = Qb + cc * m;
     lapack_int info = 0;
     for (int attempt = 0; attempt < 4; ++attempt) {
-      if (qr(Q, w, y0, 1e3 * kEps, info)) {
+      if (qr(Q, w, y0, kDependent, info)) {
         if (cc == 0) return 0;
         std::memcpy(Y, Q, static_cast<size_t>(m * w) * sizeof(double));
         project(cc, w, 1);

@@ -162,6 +162,45 @@ TEST_CASE("svd_topk kernel: rank-deficient A (the Krylov space closes; zero sing
   }
 }
 
+TEST_CASE("svd_topk kernel: numerically low rank (a tail at the rounding level) converges without gesdd") {
+  // A few leading singular values (a multiplet of 1, 2 or 10) over a tail of 1e-16 …
+  // 1e-13: the first block A·Ω fixes the leading left vectors only to ε·‖Ω‖/|vᵀω|, and
+  // the next block's remainder that corrects them is a few ε·√n of its norm, the size
+  // of the residual tolerance itself. Kept as a direction, it lets the Rayleigh–Ritz
+  // step reach the tolerance; dropped as rounding, the leading residual stayed at about
+  // twice the tolerance and every such matrix went to gesdd.
+  std::mt19937_64 rng(16);
+  const int64_t n = 120;
+  for (int64_t mult : {1, 2, 10}) {
+    for (double tail : {1e-16, 1e-14, 1e-13}) {
+      CAPTURE(mult);
+      CAPTURE(tail);
+      std::vector<double> d(n);
+      for (int64_t i = 0; i < n; ++i)
+        d[i] = i < mult ? 1.0 : tail * std::pow(0.95, static_cast<double>(i));
+      Tensor A = withSpectrum(n, n, d, rng);
+      for (int64_t k : {4, 10}) {
+        CAPTURE(k);
+        Topk t = runTopk(A, k);
+        CHECK(t.out.lapackInfo == 0);
+        CHECK_FALSE(t.out.fallback);
+        for (int64_t i = 0; i < k; ++i) CHECK(std::fabs(t.s[i] - d[i]) <= 1e-13);
+        auto [r1, r2] = residuals(A, t, k);
+        const double tol = rt::topkSvdConfig(n, n, k).tol;
+        CHECK(r1 <= 2 * tol);
+        CHECK(r2 <= 2 * tol);
+        auto [eu, ev] = orthonormality(t, n, n, k);
+        CHECK(eu <= 1e-14);
+        CHECK(ev <= 1e-14);
+        // The whole multiplet kept: Aᵀ·Qb has the 10 columns of the range and columns
+        // at the tail's level, too ill-conditioned for CholeskyQR2 even column-scaled,
+        // so the Rayleigh–Ritz step takes its gesdd branch.
+        if (mult == 10 && k == 10) CHECK(t.out.cholQr < t.out.rayleighRitz);
+      }
+    }
+  }
+}
+
 TEST_CASE("svd_topk kernel: a basis that reaches min(m, n) is exact (33x56, k = 10, slow decay)") {
   // A slowly decaying spectrum makes the Krylov basis grow to all 33 columns, where
   // the Rayleigh–Ritz step is a full SVD (gesdd's workspace is not monotone in the
