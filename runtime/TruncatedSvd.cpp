@@ -410,8 +410,10 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
     c.lworkEig = std::max<int64_t>(1, static_cast<int64_t>(wq));
     c.liworkEig = std::max<int64_t>(1, static_cast<int64_t>(iq));
   }
-  std::vector<double> omega(static_cast<size_t>(n * p));
-  gaussianColumns(omega.data(), n, 0, p, topkSeed(m, n, k));
+  // Columns [0, p): the start Ω; [p, 2p): the probe's start (each column its own stream,
+  // so the start is the same as when it was drawn alone).
+  std::vector<double> omega(static_cast<size_t>(2 * n * p));
+  gaussianColumns(omega.data(), n, 0, 2 * p, topkSeed(m, n, k));
   c.sketch = std::make_shared<const std::vector<double>>(std::move(omega));
   // Qb m×cm; Zs, P, Vs n×cm; Vk n×k; Uk, W m×k; Y m×p; H cm×p4 (p4: p rounded up to a
   // multiple of 4); the Gram matrix, its eigenvectors, Rb, Zr, VTs cm² each; CholeskyQR2
@@ -594,6 +596,44 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     matTMultivector(A, m, n, Xr, pw, Yr);
     toCols(Yr, n, w, pw, Zc);
   };
+  // X (len×w, column-major) −= B·(Bᵀ·X) twice, B = the len×k column-major Uk or Vk.
+  auto projectOut = [&](const double *B, int64_t len, double *X, int64_t w) {
+    const auto L = static_cast<blasint>(len), Kk = static_cast<blasint>(k),
+               Wb = static_cast<blasint>(w);
+    for (int pass = 0; pass < 2; ++pass) {
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, Kk, Wb, L, 1.0, B, L, X, L, 0.0, H, Kk);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, L, Wb, Kk, -1.0, B, L, H, Kk, 1.0, X, L);
+    }
+  };
+  // The probe after a passing Rayleigh–Ritz step (Uk, sv, Vk hold the k triplets): a
+  // block Krylov space holds at most p directions of an exactly degenerate multiplet
+  // (A·Aᵀ is a multiple of the identity on it), so a multiplet of more than p copies
+  // among the k leaves the others out, and the triplets found in their place are true
+  // triplets of A with small residuals that no residual test can reject. An independent
+  // Gaussian block x ⟂ V (the sketch's columns p … 2p−1) and one power step of
+  // A⊥ = A − U·S·Vᵀ, y = A⊥·x, z = A⊥ᵀ·y, give ‖A⊥·z‖/‖z‖ <= σ_max(A⊥) (up to ε·√n·σ₁:
+  // y and z are projected off U and V, so the rounding of the products does not reach
+  // back into the kept triplets); a value above s_k by more than the tolerance is a
+  // triplet the basis missed. Three products of p columns; true means fall back. Not
+  // needed when the basis is all of ℝᵐ or the k triplets are all of A's.
+  auto missedTriplet = [&](double s1) {
+    double *X = P, *Z = Vs, *AZ = Qb; // free after the Rayleigh–Ritz step
+    std::memcpy(X, c.sketch->data() + n * p, static_cast<size_t>(n * p) * sizeof(double));
+    projectOut(Vk, n, X, p);
+    mulA(X, p, Y);
+    projectOut(Uk, m, Y, p);
+    mulAt(Y, p, Z);
+    projectOut(Vk, n, Z, p);
+    mulA(Z, p, AZ);
+    projectOut(Uk, m, AZ, p);
+    double est = 0;
+    for (int64_t j = 0; j < p; ++j) {
+      const double zn = cblas_dnrm2(N, Z + j * n, 1);
+      if (zn > 0) est = std::max(est, cblas_dnrm2(M, AZ + j * m, 1) / zn);
+    }
+    out.probe = est;
+    return est > sv[k - 1] + c.tol * s1;
+  };
 
   // The first block: Qb[:, :p] = orth(A·Ω).
   int64_t w = std::min(p, K);
@@ -660,6 +700,10 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
       if (res < 0) return out;
       const double s1 = std::max(sv[0], scaleFloor);
       if (res <= c.tol * s1) {
+        if (cc < m && k < K && missedTriplet(s1)) {
+          out.missed = true;
+          return fallback();
+        }
         out.residual = s1 > 0 ? res / s1 : 0;
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < k; ++j) Uout[i * k + j] = Uk[j * m + i];

@@ -31,10 +31,17 @@
 // 6e-14). A column that the projection leaves at the rounding level (the Krylov space
 // closed: A of rank below the basis) is replaced by a Gaussian one. p = max(min(k, 8),
 // k/6) (a caller may ask for another); the basis is capped at min(K, 6k + p) columns
-// (K = min(m, n)), where the Rayleigh–Ritz step is exact if it reaches K, and the
+// (K = min(m, n)), where the Rayleigh–Ritz step is exact if it reaches m, and the
 // number of blocks at half the flops of a gesdd of A; past either the kernel falls back
-// to gesdd and counts it. Every run is deterministic: the seeds depend only on (m, n,
-// k), and BLAS runs single-threaded.
+// to gesdd and counts it. A block Krylov space holds at most p directions of an exactly
+// degenerate multiplet (rounding adds more only slowly), so a multiplet of more than p
+// copies among the k can come back short, its place taken by smaller true triplets
+// that pass the residual test (Potts models have (q − 1)-fold multiplets). Before it
+// returns, the kernel therefore probes A − U·S·Vᵀ with an independent Gaussian block
+// and one power step (three products of p columns): an estimate of its largest
+// singular value above s_k by more than the tolerance means a missed triplet, and the
+// kernel falls back to gesdd (counted; `missed` in the outcome). Every run is
+// deterministic: the seeds depend only on (m, n, k), and BLAS runs single-threaded.
 //
 // svdComplement: the part of the pullback of A ↦ (U, s, Vt) = top-k SVD that couples
 // the kept triplets to the discarded subspace (Francuz, Schuch, Vanhecke, PRR 7,
@@ -102,6 +109,8 @@ struct TopkSvdOutcome {
   double residual = 0;  ///< max_i ‖A·vᵢ − σᵢ·uᵢ‖ / σ₁ at the stop (0 after a fallback)
   int lapackInfo = 0;   ///< != 0: a LAPACK call failed (the caller reports it)
   int cholQr = 0;       ///< Rayleigh–Ritz steps whose basis CholeskyQR2 factored (the others: gesdd)
+  double probe = 0;     ///< the probe's estimate of σ_max(A − U·S·Vᵀ) (0 when not run)
+  bool missed = false;  ///< the probe found a triplet above s_k that the basis missed (then: fallback)
 };
 
 /// A row-major m×n (finite), U row-major m×k, s[k] descending, Vt row-major k×n.

@@ -201,6 +201,58 @@ TEST_CASE("svd_topk kernel: numerically low rank (a tail at the rounding level) 
   }
 }
 
+TEST_CASE("svd_topk kernel: a multiplet of more than p copies among the k is not lost (the probe)") {
+  // M copies of 1, the rest of the k from 0.8 down, a tail at 0.2 … 0.1. A block
+  // Krylov space holds at most p = 8 directions of an exactly degenerate multiplet (only
+  // rounding adds more, over many blocks), so with M > 8 the basis can lack copies and
+  // the Rayleigh–Ritz step then returns smaller true triplets in their place, with
+  // residuals far below the tolerance: at 64×300 and 300×64, k = M = 24, 16 of the 24
+  // copies came back with the residual test passed. The probe (one power step of
+  // A − U·S·Vᵀ from an independent block) sees a singular value above s_k there and
+  // sends the call to gesdd. Whatever path a case takes (here also the budget's
+  // fallbacks of this slowly decaying tail), the k values are A's.
+  std::mt19937_64 rng(17);
+  int misses = 0;
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{200, 200}, {64, 300}, {300, 64}}) {
+    for (auto [k, M] : {std::pair<int64_t, int64_t>{10, 4}, {10, 8}, {10, 10}, {16, 9}, {16, 12},
+                        {24, 8}, {24, 16}, {24, 24}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      CAPTURE(k);
+      CAPTURE(M);
+      const int64_t K = std::min(m, n);
+      std::vector<double> d(static_cast<size_t>(K));
+      for (int64_t i = 0; i < K; ++i)
+        d[i] = i < M   ? 1.0
+               : i < k ? 0.8 * std::pow(0.97, static_cast<double>(i - M))
+                       : 0.2 * (1.0 - 0.5 * static_cast<double>(i - k) / static_cast<double>(K));
+      Tensor A = withSpectrum(m, n, d, rng);
+      const rt::TruncatedSvdStats before = rt::truncatedSvdStats();
+      Topk t = runTopk(A, k);
+      const rt::TruncatedSvdStats after = rt::truncatedSvdStats();
+      REQUIRE(rt::topkSvdConfig(m, n, k).b0 == 8);
+      CHECK(t.out.lapackInfo == 0);
+      for (int64_t i = 0; i < k; ++i) CHECK(std::fabs(t.s[i] - d[i]) <= 1e-13);
+      auto [r1, r2] = residuals(A, t, k);
+      CHECK(r1 <= 2 * rt::topkSvdConfig(m, n, k).tol);
+      CHECK(r2 <= 2 * rt::topkSvdConfig(m, n, k).tol);
+      if (M <= 8) CHECK_FALSE(t.out.missed);
+      if (t.out.missed) {
+        ++misses;
+        CHECK(t.out.fallback);
+        CHECK(t.out.probe > d[static_cast<size_t>(k)] * 4); // a copy of 1 against the tail's 0.2
+        CHECK(after.topkFallbacks - before.topkFallbacks == 1);
+      } else if (!t.out.fallback && t.out.probe > 0) {
+        // A probe that found nothing measured σ_max(A − U·S·Vᵀ) = d[k] from below.
+        CHECK(t.out.probe <= d[static_cast<size_t>(k)] * (1 + 1e-12));
+        CHECK(t.out.probe >= 0.5 * d[static_cast<size_t>(k)]);
+      }
+      if (k == 24 && M == 24 && m != n) CHECK(t.out.missed);
+    }
+  }
+  CHECK(misses == 2);
+}
+
 TEST_CASE("svd_topk kernel: a basis that reaches min(m, n) is exact (33x56, k = 10, slow decay)") {
   // A slowly decaying spectrum makes the Krylov basis grow to all 33 columns, where
   // the Rayleigh–Ritz step is a full SVD (gesdd's workspace is not monotone in the
