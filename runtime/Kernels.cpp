@@ -496,9 +496,29 @@ void runKernel(const SvdTopkPlan &s, const Plan &plan, const Instruction &in, in
   if (o.lapackInfo != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), o.lapackInfo));
 }
 
-/// One chunk: the whole complement solve (runtime/TruncatedSvd.h).
+/// One chunk: the whole complement solve (runtime/TruncatedSvd.h). A with NaN or inf
+/// is an error, as for svd_topk (the fallback's gesdd cannot take it); a NaN or inf in
+/// the forward's triplets or the cotangents makes X and Yt NaN, as the rule's products
+/// would, without a solve (CG would only break down on it and fall back).
 void runKernel(const SvdComplementPlan &s, const Plan &plan, const Instruction &in, int32_t,
                double *const *ptr) {
+  const SvdComplementConfig &c = s.cfg;
+  const int64_t kg = c.k + (c.givenGuards ? c.guards : 0);
+  auto allFinite = [](const double *d, int64_t n) {
+    bool finite = true;
+    for (int64_t i = 0; i < n; ++i) finite &= std::isfinite(d[i]);
+    return finite;
+  };
+  if (!allFinite(ptr[in.in[0]], c.m * c.n))
+    throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
+  if (!allFinite(ptr[in.in[1]], c.m * kg) || !allFinite(ptr[in.in[2]], kg) ||
+      !allFinite(ptr[in.in[3]], kg * c.n) || !allFinite(ptr[in.in[4]], c.m * c.r) ||
+      !allFinite(ptr[in.in[5]], c.r * c.n)) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::fill(ptr[in.out[0]], ptr[in.out[0]] + c.m * c.r, nan);
+    std::fill(ptr[in.out[1]], ptr[in.out[1]] + c.r * c.n, nan);
+    return;
+  }
   SvdComplementOutcome o =
       svdComplement(s.cfg, s.eps, ptr[in.in[0]], ptr[in.in[1]], ptr[in.in[2]], ptr[in.in[3]],
                     ptr[in.in[4]], ptr[in.in[5]], ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]]);

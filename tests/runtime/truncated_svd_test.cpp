@@ -467,3 +467,65 @@ TEST_CASE("svd_topk_complement kernel: equals the full rule's coupling to the di
     CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks + 1);
   }
 }
+
+TEST_CASE("svd_topk_complement kernel: NaN or inf in A is an error, in a cotangent makes X and Y NaN") {
+  std::mt19937_64 rng(18);
+  const int64_t m = 80, n = 60, k = 6, r = 6;
+  std::vector<double> d(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) d[i] = std::pow(0.7, static_cast<double>(i));
+  Tensor A = withSpectrum(m, n, d, rng);
+  Topk t = runTopk(A, k);
+  ir::Program p;
+  ir::Builder b(p);
+  auto a = p.addInput("A", A.type);
+  auto u = p.addInput("U", Type({m, k}));
+  auto s = p.addInput("s", Type({k}));
+  auto vt = p.addInput("Vt", Type({k, n}));
+  auto gu = p.addInput("gU", Type({m, r}));
+  auto gvt = p.addInput("gVt", Type({r, n}));
+  auto xy = b.svdTopkComplement(a, u, s, vt, gu, gvt, 1e-9, 0);
+  p.addOutput(xy[0]);
+  p.addOutput(xy[1]);
+  std::vector<Tensor> in = {A,
+                            Tensor(Type({m, k}), t.U),
+                            Tensor(Type({k}), t.s),
+                            Tensor(Type({k, n}), t.Vt),
+                            randomTensor(Type({m, r}), rng),
+                            randomTensor(Type({r, n}), rng)};
+  auto plan = rt::prepare(p);
+  rt::Engine e(1);
+  {
+    // The finite run first: the same plan gives finite values.
+    auto got = e.run(*plan, in);
+    for (const Tensor &o : got)
+      for (double x : o.data) REQUIRE(std::isfinite(x));
+  }
+  {
+    auto bad = in;
+    bad[4].data[17] = std::numeric_limits<double>::quiet_NaN();
+    const rt::TruncatedSvdStats before = rt::truncatedSvdStats();
+    auto got = e.run(*plan, bad);
+    const rt::TruncatedSvdStats after = rt::truncatedSvdStats();
+    for (const Tensor &o : got)
+      for (double x : o.data) CHECK(std::isnan(x));
+    CHECK(after.complementCalls == before.complementCalls); // no solve, no fallback
+    CHECK(after.complementFallbacks == before.complementFallbacks);
+    bad = in;
+    bad[5].data[3] = std::numeric_limits<double>::infinity();
+    got = e.run(*plan, bad);
+    for (const Tensor &o : got)
+      for (double x : o.data) CHECK(std::isnan(x));
+  }
+  {
+    auto bad = in;
+    bad[0].data[123] = -std::numeric_limits<double>::infinity();
+    std::string what;
+    try {
+      e.run(*plan, bad);
+    } catch (const Error &err) {
+      what = err.what();
+    }
+    CHECK(what.find("svd_topk_complement") != std::string::npos);
+    CHECK(what.find("input matrix f64[80,60] contains NaN or inf") != std::string::npos);
+  }
+}
