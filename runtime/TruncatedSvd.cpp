@@ -445,6 +445,17 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   auto *eiw = reinterpret_cast<lapack_int *>(ew + c.lworkEig);
   const uint64_t seed = topkSeed(m, n, k);
   const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n);
+  // The scale: the Krylov recurrence and the Gram matrix square σ₁, so for σ₁ outside
+  // about [1e-150, 1e150] they would underflow or overflow (below, the stop test's sums
+  // of squares read 0 and wrong triplets passed it). Where the first block's largest
+  // norm is outside [2⁻³⁰⁰, 2³⁰⁰], every product with A is multiplied by α = 2⁻ᵉ
+  // (exact) to bring it near 1, and the singular values are divided by α at the end;
+  // elsewhere α = 1 and nothing changes.
+  double alpha = 1;
+  auto scaleCols = [&](double *X, int64_t len, int64_t w) {
+    if (alpha != 1)
+      for (int64_t i = 0; i < len * w; ++i) X[i] *= alpha;
+  };
 
   auto fallback = [&]() {
     FullSvd f = fullSvd(A, m, n);
@@ -568,7 +579,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     }
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(k), C, 1.0, Qb, M,
                 VTs, C, 0.0, Uk, M);
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(k), N, 1.0, A, N,
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(k), N, alpha, A, N,
                 Vk, N, 0.0, W, M);
     double res = 0;
     for (int64_t i = 0; i < k; ++i) {
@@ -589,12 +600,14 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
     toRows(X, n, w, pw, Xr);
     matMultivector(A, m, n, Xr, pw, Yr);
     toCols(Yr, m, w, pw, Yc);
+    scaleCols(Yc, m, w);
   };
   auto mulAt = [&](const double *Q, int64_t w, double *Zc) {
     const int64_t pw = (w + 3) / 4 * 4;
     toRows(Q, m, w, pw, Xr);
     matTMultivector(A, m, n, Xr, pw, Yr);
     toCols(Yr, n, w, pw, Zc);
+    scaleCols(Zc, n, w);
   };
   // X (len×w, column-major) −= B·(Bᵀ·X) twice, B = the len×k column-major Uk or Vk.
   auto projectOut = [&](const double *B, int64_t len, double *X, int64_t w) {
@@ -631,14 +644,21 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
       const double zn = cblas_dnrm2(N, Z + j * n, 1);
       if (zn > 0) est = std::max(est, cblas_dnrm2(M, AZ + j * m, 1) / zn);
     }
-    out.probe = est;
+    out.probe = est / alpha;
     return est > sv[k - 1] + c.tol * s1;
   };
 
   // The first block: Qb[:, :p] = orth(A·Ω).
   int64_t w = std::min(p, K);
   mulA(c.sketch->data(), w, Y);
-  for (int64_t j = 0; j < w; ++j) y0[j] = cblas_dnrm2(M, Y + j * m, 1);
+  double ymax = 0;
+  for (int64_t j = 0; j < w; ++j) ymax = std::max(ymax, y0[j] = cblas_dnrm2(M, Y + j * m, 1));
+  if (ymax > 0 && std::isfinite(ymax) && (ymax < 0x1p-300 || ymax > 0x1p300)) {
+    alpha = std::ldexp(1.0, -std::ilogb(ymax));
+    scaleCols(Y, m, w);
+    for (int64_t j = 0; j < w; ++j) y0[j] *= alpha;
+  }
+  scaleFloor *= alpha;
   if (lapack_int info = extend(0, w); info != 0) {
     if (info == kNoBasis) return fallback();
     out.lapackInfo = info;
@@ -707,7 +727,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
         out.residual = s1 > 0 ? res / s1 : 0;
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < k; ++j) Uout[i * k + j] = Uk[j * m + i];
-        std::memcpy(sout, sv, static_cast<size_t>(k) * sizeof(double));
+        for (int64_t i = 0; i < k; ++i) sout[i] = sv[i] / alpha;
         std::memcpy(Vtout, Vk, static_cast<size_t>(k * n) * sizeof(double));
         return out;
       }

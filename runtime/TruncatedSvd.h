@@ -40,7 +40,10 @@
 // returns, the kernel therefore probes A − U·S·Vᵀ with an independent Gaussian block
 // and one power step (three products of p columns): an estimate of its largest
 // singular value above s_k by more than the tolerance means a missed triplet, and the
-// kernel falls back to gesdd (counted; `missed` in the outcome). Every run is
+// kernel falls back to gesdd (counted; `missed` in the outcome). Where the first
+// block's norm is outside [2⁻³⁰⁰, 2³⁰⁰] every product with A is scaled by a power of
+// 2 (exact) so that the squares of σ₁ in the recurrence neither underflow nor overflow:
+// any A from ~1e-300 to ~1e300 converges as at scale 1. Every run is
 // deterministic: the seeds depend only on (m, n, k), and BLAS runs single-threaded.
 //
 // svdComplement: the part of the pullback of A ↦ (U, s, Vt) = top-k SVD that couples

@@ -253,6 +253,43 @@ TEST_CASE("svd_topk kernel: a multiplet of more than p copies among the k is not
   CHECK(misses == 2);
 }
 
+TEST_CASE("svd_topk kernel: any scale of A from 1e-280 to 1e280 (products scaled by a power of 2)") {
+  // The Krylov recurrence and its Gram matrix square σ₁: unscaled, below σ₁ ~ 1e-154
+  // they underflowed and wrong triplets passed the stop test (the sums of squares read
+  // 0); above ~1e155 the Gram matrix overflowed into a LAPACK failure. c·A must give
+  // c·s and the same vectors' quality at every c; at c = 1 nothing is scaled.
+  std::mt19937_64 rng(19);
+  const int64_t m = 200, n = 160, k = 10;
+  std::vector<double> d(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) d[i] = std::pow(0.8, static_cast<double>(i));
+  const Tensor A0 = withSpectrum(m, n, d, rng);
+  const Topk ref = runTopk(A0, k);
+  for (double c : {1e-280, 1e-200, 1e-170, 1e-160, 1e-100, 1.0, 1e100, 1e155, 1e200, 1e280}) {
+    CAPTURE(c);
+    Tensor A = A0;
+    for (double &x : A.data) x *= c;
+    Topk t = runTopk(A, k);
+    CHECK(t.out.lapackInfo == 0);
+    CHECK_FALSE(t.out.fallback);
+    for (int64_t i = 0; i < k; ++i) CHECK(std::fabs(t.s[i] / c - d[i]) <= 1e-13);
+    // The residuals of the triplets against A0 (s/c): scale-free, no underflow in the check.
+    Topk unscaled = t;
+    for (double &x : unscaled.s) x /= c;
+    auto [r1, r2] = residuals(A0, unscaled, k);
+    CHECK(r1 <= 2 * rt::topkSvdConfig(m, n, k).tol);
+    CHECK(r2 <= 2 * rt::topkSvdConfig(m, n, k).tol);
+    auto [eu, ev] = orthonormality(t, m, n, k);
+    CHECK(eu <= 1e-14);
+    CHECK(ev <= 1e-14);
+    if (c == 1e100 || c == 1e-100) {
+      // Inside [2⁻³⁰⁰, 2³⁰⁰] nothing is scaled: c is not a power of 2, but the path (blocks,
+      // basis) is that of c = 1.
+      CHECK(t.out.iterations == ref.out.iterations);
+      CHECK(t.out.sketch == ref.out.sketch);
+    }
+  }
+}
+
 TEST_CASE("svd_topk kernel: a basis that reaches min(m, n) is exact (33x56, k = 10, slow decay)") {
   // A slowly decaying spectrum makes the Krylov basis grow to all 33 columns, where
   // the Rayleigh–Ritz step is a full SVD (gesdd's workspace is not monotone in the
