@@ -765,7 +765,7 @@ SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t
   // m×k (m×(k+g) with given guards); the guard topkSvd's workspace, or the tail solve's
   // (complex: the larger).
   c.workElems = m * n + g * (m + n + 1) + r * m + r * n + 4 * std::max(k, g) * r +
-                m * (c.givenGuards ? k + g : k) +
+                m * (c.givenGuards ? k + g : k) + k +
                 std::max(c.guard.workElems, solveTailWork(m, n, r, true));
   return c;
 }
@@ -784,8 +784,16 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   const int64_t kg = std::max(k, g);
   double *T1 = Gt + r * n, *T2 = T1 + kg * r, *T3 = T2 + kg * r, *T4 = T3 + kg * r;
   double *Us = T4 + kg * r;                          // U·S, m×k (m×(k+g) with given guards)
-  double *gw = Us + m * (c.givenGuards ? k + g : k); // the guards' topkSvd, then the tail solve
+  double *sc = Us + m * (c.givenGuards ? k + g : k); // α·s (k)
+  double *gw = sc + k; // the guards' topkSvd, then the tail solve
   const double s0 = s[0] != 0 ? s[0] : 1.0;
+  // The scale: the CG's inner products go as the fourth power of A's scale, so for s₀
+  // outside [2⁻⁵⁰, 2⁵⁰] the solve works on α·A⊥ and α·s with α = 2⁻ᵉ (exact), whose
+  // solution is X/α, Y/α (the cotangents stay as they are), and multiplies by α at the
+  // end; the full rule (fallback) works unscaled.
+  const double alpha = s0 < 0x1p-50 || s0 > 0x1p50 ? std::ldexp(1.0, -std::ilogb(s0)) : 1.0;
+  const double s0c = alpha * s0;
+  for (int64_t j = 0; j < k; ++j) sc[j] = alpha * s[j];
 
   // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n).
   auto projectCotangents = [&] {
@@ -848,6 +856,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     for (int64_t j = 0; j < kd; ++j) Us[i * kd + j] = U[i * ldu + j] * s[j];
   std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
   gemm(false, false, m, n, kd, -1.0, Us, kd, Vt, n, 1.0, Ap, n);
+  if (alpha != 1)
+    for (int64_t i = 0; i < m * n; ++i) Ap[i] *= alpha;
 
   std::memset(X, 0, static_cast<size_t>(m * r) * sizeof(double));
   std::memset(Yt, 0, static_cast<size_t>(r * n) * sizeof(double));
@@ -856,10 +866,10 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     // The forward's triplets k … k+g−1 of A are the top g of A⊥.
     for (int64_t i = 0; i < m; ++i)
       std::memcpy(Ug + i * g, U + i * ldu + k, static_cast<size_t>(g) * sizeof(double));
-    std::memcpy(sg, s + k, static_cast<size_t>(g) * sizeof(double));
+    for (int64_t i = 0; i < g; ++i) sg[i] = alpha * s[k + i];
     std::memcpy(Vgt, Vt + k * n, static_cast<size_t>(g * n) * sizeof(double));
   } else if (g > 0) {
-    out.guard = topkSvd(c.guard, Ap, Ug, sg, Vgt, gw, s[0]);
+    out.guard = topkSvd(c.guard, Ap, Ug, sg, Vgt, gw, s0c);
     if (out.guard.lapackInfo != 0) {
       out.lapackInfo = out.guard.lapackInfo;
       return out;
@@ -873,7 +883,7 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     for (int64_t i = 0; i < g; ++i)
       for (int64_t j = 0; j < r; ++j) {
         const double sp = 0.5 * (T1[i * r + j] + T2[i * r + j]), sm = 0.5 * (T1[i * r + j] - T2[i * r + j]);
-        const double lm = broadenedInv(s[j] - sg[i], s0, eps), lp = broadenedInv(s[j] + sg[i], s0, eps);
+        const double lm = broadenedInv(sc[j] - sg[i], s0c, eps), lp = broadenedInv(sc[j] + sg[i], s0c, eps);
         T3[i * r + j] = sp * lm + sm * lp;
         T4[i * r + j] = sp * lm - sm * lp;
       }
@@ -894,19 +904,24 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   // relatively (δ/x)² apart; where every such x is at least 10⁵·δ (a difference
   // <= 1e-10) the tail is solved in real arithmetic, otherwise with the complex shift
   // s_j + iδ, whose real part is the Lorentzian itself.
-  if (g < K - k && !(s[r - 1] > tailBound)) {
+  if (g < K - k && !(sc[r - 1] > tailBound)) {
     fullRule("the guards do not reach below the cut");
     return out;
   }
-  const double delta = eps * s0;
+  const double delta = eps * s0c;
   const double minGap = std::max(1e5 * delta, std::numeric_limits<double>::min());
   const double below = g < K - k ? tailBound : 0.0;
-  out.broadenedTail = !(s[r - 1] - below >= minGap);
+  out.broadenedTail = !(sc[r - 1] - below >= minGap);
   if (out.broadenedTail) gComplementBroadened.fetch_add(1, std::memory_order_relaxed);
   const char *why = out.broadenedTail
-                        ? solveTail<std::complex<double>>(c, Ap, F, Gt, s, delta, X, Yt, gw, out.iterations)
-                        : solveTail<double>(c, Ap, F, Gt, s, delta, X, Yt, gw, out.iterations);
-  if (why != nullptr) fullRule(why);
+                        ? solveTail<std::complex<double>>(c, Ap, F, Gt, sc, delta, X, Yt, gw, out.iterations)
+                        : solveTail<double>(c, Ap, F, Gt, sc, delta, X, Yt, gw, out.iterations);
+  if (why != nullptr) {
+    fullRule(why);
+  } else if (alpha != 1) {
+    for (int64_t i = 0; i < m * r; ++i) X[i] *= alpha;
+    for (int64_t i = 0; i < r * n; ++i) Yt[i] *= alpha;
+  }
   return out;
 }
 

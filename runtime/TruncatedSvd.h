@@ -74,7 +74,8 @@
 // CG meets a direction of non-positive curvature (breaks down), exceeds its budget
 // (half a gesdd's flops) or leaves a true residual above its tolerance, the kernel
 // computes the same numbers from a full gesdd of A (the full rule) and counts the
-// fallback.
+// fallback. For s₀ outside [2⁻⁵⁰, 2⁵⁰] the solve works on A and s scaled by a power of
+// 2 (its inner products go as the fourth power of the scale) and scales X, Y back.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -566,3 +566,47 @@ TEST_CASE("svd_topk_complement kernel: NaN or inf in A is an error, in a cotange
     CHECK(what.find("input matrix f64[80,60] contains NaN or inf") != std::string::npos);
   }
 }
+
+TEST_CASE("svd_topk_complement kernel: the same X and Y at any scale of A (1e-200 to 1e200)") {
+  // X·S − A⊥·Y = F, Y·S − A⊥ᵀ·X = G with c·A (so c·S, c·A⊥) and the same cotangents
+  // gives X/c, Y/c: the same iterations and c·X, c·Y equal to c = 1's. Unscaled, the CG's inner products (fourth power of c) left [1e-75, 1e76] to a full
+  // gesdd under a misleading reason ("not positive definite").
+  std::mt19937_64 rng(20);
+  const int64_t m = 120, n = 100, k = 8, r = 8;
+  std::vector<double> d(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) d[i] = std::pow(0.8, static_cast<double>(i));
+  const Tensor A0 = withSpectrum(m, n, d, rng);
+  const Tensor gU = randomTensor(Type({m, r}), rng), gVt = randomTensor(Type({r, n}), rng);
+  for (int64_t given : {0, 4}) {
+    CAPTURE(given);
+    auto solve = [&](double c, rt::SvdComplementOutcome &o) {
+      Tensor A = A0;
+      for (double &x : A.data) x *= c;
+      Topk t = runTopk(A, k + given);
+      rt::SvdComplementConfig cfg = rt::svdComplementConfig(m, n, k, r, given);
+      std::vector<double> work(static_cast<size_t>(cfg.workElems)), X(static_cast<size_t>(m * r)),
+          Yt(static_cast<size_t>(r * n));
+      o = rt::svdComplement(cfg, 1e-9, A.data.data(), t.U.data(), t.s.data(), t.Vt.data(),
+                            gU.data.data(), gVt.data.data(), X.data(), Yt.data(), work.data());
+      X.insert(X.end(), Yt.begin(), Yt.end());
+      return X;
+    };
+    rt::SvdComplementOutcome o1;
+    const std::vector<double> ref = solve(1.0, o1);
+    REQUIRE_FALSE(o1.fallback);
+    double scale = 0;
+    for (double x : ref) scale = std::max(scale, std::fabs(x));
+    for (double c : {1e-200, 1e-80, 1e-20, 1e20, 1e80, 1e200}) {
+      CAPTURE(c);
+      rt::SvdComplementOutcome o;
+      const std::vector<double> got = solve(c, o);
+      CHECK(o.lapackInfo == 0);
+      CHECK_FALSE(o.fallback);
+      CHECK(o.iterations == o1.iterations);
+      double diff = 0;
+      for (size_t i = 0; i < ref.size(); ++i) diff = std::max(diff, std::fabs(c * got[i] - ref[i]));
+      if (o.fallback) MESSAGE(std::string(o.fallbackReason));
+      CHECK(diff <= 1e-12 * scale);
+    }
+  }
+}
