@@ -95,6 +95,16 @@ bool isElementwise(OpKind k) {
   }
 }
 
+bool isCheapElementwise(OpKind k) {
+  switch (k) {
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Neg: case OpKind::Abs:
+  case OpKind::Sign: case OpKind::Maximum: case OpKind::Compare: case OpKind::Select:
+    return true;
+  default:
+    return false;
+  }
+}
+
 void canonicalizeAttrs(OpKind kind, AttrList &attrs) {
   std::vector<NamedAttr> out;
   for (const AttrSpec &s : opInfo(kind).attrs) {

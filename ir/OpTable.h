@@ -48,6 +48,10 @@ std::string closestOpName(llvm::StringRef name);
 const std::vector<OpKind> &allOpKinds();
 
 bool isElementwise(OpKind kind); ///< unary, binary, compare and select
+/// An elementwise op of a few cycles per element (add, sub, mul, neg, abs, sign,
+/// maximum, compare, select: no division, no square root, no transcendental), cheaper
+/// to redo inside a reader's loop than to write and read back as a buffer.
+bool isCheapElementwise(OpKind kind);
 
 /// True if `table` has exactly one entry per op of ops.def, in its order. Per-op rule
 /// tables (VJP, lowering, ...) are arrays of entries with a `kind` member, checked

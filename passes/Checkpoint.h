@@ -9,8 +9,8 @@
 // A policy decides which forward values the backward may read ("saveable") and which
 // it must recompute:
 //
-//   store      every forward value is saveable but broadcasts (see below): nothing else
-//              is recomputed;
+//   store      every forward value is saveable but broadcasts and cheap unary ops (see
+//              below): nothing else is recomputed;
 //   recompute  only the region's inputs are saveable: the backward clones the forward
 //              ops it needs (JAX `nothing_saveable`);
 //   save-svd   the region's inputs and the results of every `svd` (and `svd_topk`) are saveable, the
@@ -19,7 +19,10 @@
 //
 // Under every policy a broadcast_in_dim that expands a saved operand is not saved: the
 // backward redoes it from the operand (a copy, or for a scalar a value fused into its
-// reader's loop), which holds the same information in fewer bytes.
+// reader's loop), which holds the same information in fewer bytes. Nor is a cheap unary
+// op (abs, neg, sign: ir::isCheapElementwise) of a saved operand: the backward redoes
+// it inside its readers' loops, a few instructions per element against the bytes of a
+// saved copy.
 //
 // Recomputation clones forward ops verbatim (same kind, attributes and operands, the
 // operands themselves clones or saved values), so the recomputed values are bitwise

@@ -325,16 +325,11 @@ struct Fusion {
     // input, and not an output. The loops then read its operands instead of its buffer,
     // which must not make any buffer but one, no larger than the one removed, live
     // longer (its operands are read up to its last reader).
-    auto cheap = [](OpKind k) {
-      return k == OpKind::Compare || k == OpKind::Select || k == OpKind::Add ||
-             k == OpKind::Sub || k == OpKind::Mul || k == OpKind::Neg || k == OpKind::Abs ||
-             k == OpKind::Sign || k == OpKind::Maximum;
-    };
     bool anyDup = false;
     for (size_t i = 0; i < prog.ops.size(); ++i) {
       const ir::Op &op = prog.ops[i];
       const ir::ValueId v = op.results.empty() ? 0 : op.results[0];
-      if (!cheap(op.kind) || inline_[v] || steps[v] != 1) continue;
+      if (!ir::isCheapElementwise(op.kind) || inline_[v] || steps[v] != 1) continue;
       int32_t taken = 0;
       for (int32_t rd : readers[v]) {
         const ir::Op &R = prog.ops[rd];

@@ -98,6 +98,13 @@ int countKind(const ir::Program &p, OpKind k) {
   return c;
 }
 
+/// Recomputed (remat) ops of kind k.
+int countRemat(const ir::Program &p, OpKind k) {
+  int c = 0;
+  for (const ir::Op &op : p.ops) c += op.remat && op.kind == k;
+  return c;
+}
+
 ir::Program checkpointed(const ir::Program &g, RematPolicy pol, int64_t regions,
                          CheckpointStats *st = nullptr) {
   ir::Program h = g;
@@ -137,17 +144,22 @@ TEST_CASE("checkpoint: gradients bitwise identical under store, save-svd and rec
       }
       // Every clone is tagged, originals are not; svds are never recomputed under
       // save-svd; store recomputes the broadcasts (β's, then per step those of sqrt(s)
-      // and of the normalisation m) and nothing else.
+      // and of the normalisation m) and the |T| of each normalisation (a cheap unary op
+      // of a saved value), nothing else.
       int remat = 0;
       for (const ir::Op &op : h.ops) {
         bool tagged = op.remat;
         remat += tagged;
         if (tagged && pol == RematPolicy::SaveSvd) CHECK(op.kind != OpKind::Svd);
-        if (tagged && pol == RematPolicy::Store) CHECK(op.kind == OpKind::BroadcastInDim);
+        if (tagged && pol == RematPolicy::Store)
+          CHECK((op.kind == OpKind::BroadcastInDim || op.kind == OpKind::Abs));
       }
       CHECK(remat == st.recomputedOps);
       CHECK(int64_t(h.ops.size()) == int64_t(g.ops.size()) + st.recomputedOps);
-      if (pol == RematPolicy::Store) CHECK(st.recomputedOps == 2 * steps + 1);
+      if (pol == RematPolicy::Store) {
+        CHECK(st.recomputedOps == 3 * steps + 1);
+        CHECK(countRemat(h, OpKind::Abs) == steps);
+      }
       else if (regions <= steps) CHECK(st.recomputedOps > 0);
       // One region per forward op: every value a later op reads is a region input.
       if (regions == 1000) CHECK(st.regions == st.forwardOps);
@@ -276,11 +288,15 @@ TEST_CASE("splitVjp: staged forward/backward give the whole-program gradients bi
     switch (pol) {
     case RematPolicy::Store:
       CHECK(bwdSvds == 0);
-      // Only broadcasts are redone, from their saved (smaller) operands.
+      // Only broadcasts and |T| are redone, from their saved operands (smaller, or T
+      // itself, which the backward reads anyway).
       CHECK(fb.recomputedOps > 0);
       for (const ir::Op &op : fb.backward.ops)
-        if (op.remat) CHECK(op.kind == OpKind::BroadcastInDim);
-      for (const Residual &r : fb.residuals) CHECK(r.originOp != "broadcast_in_dim");
+        if (op.remat) CHECK((op.kind == OpKind::BroadcastInDim || op.kind == OpKind::Abs));
+      for (const Residual &r : fb.residuals) {
+        CHECK(r.originOp != "broadcast_in_dim");
+        CHECK(r.originOp != "abs");
+      }
       bytes[2] = fb.residualBytes();
       break;
     case RematPolicy::SaveSvd:
