@@ -369,27 +369,42 @@ namespace {
 /// of A (top-(k + given) with `given` guards from it), by the engine and by the
 /// reference (the definition through a full SVD); returns the largest difference
 /// relative to the largest reference entry.
-double complementVsReference(const Tensor &A, int64_t k, int64_t r, std::mt19937_64 &rng,
-                             int64_t given = 0, double eps = 1e-9) {
+/// The program (A, U, s, Vt, gU, gVt) -> (X, Yt) of one svd_topk_complement with r
+/// cotangent columns, and its inputs: A, the kernel's top-(k + given) SVD of A, and
+/// Gaussian cotangents.
+struct ComplementCase {
+  ir::Program p;
+  std::vector<Tensor> in;
+};
+ComplementCase complementCase(const Tensor &A, int64_t k, int64_t r, std::mt19937_64 &rng,
+                              int64_t given, double eps) {
   const int64_t m = A.type.shape[0], n = A.type.shape[1], w = k + given;
   Topk t = runTopk(A, w);
-  ir::Program p;
-  ir::Builder b(p);
-  auto a = p.addInput("A", A.type);
-  auto u = p.addInput("U", Type({m, w}));
-  auto s = p.addInput("s", Type({w}));
-  auto vt = p.addInput("Vt", Type({w, n}));
-  auto gu = p.addInput("gU", Type({m, r}));
-  auto gvt = p.addInput("gVt", Type({r, n}));
+  ComplementCase c;
+  ir::Builder b(c.p);
+  auto a = c.p.addInput("A", A.type);
+  auto u = c.p.addInput("U", Type({m, w}));
+  auto s = c.p.addInput("s", Type({w}));
+  auto vt = c.p.addInput("Vt", Type({w, n}));
+  auto gu = c.p.addInput("gU", Type({m, r}));
+  auto gvt = c.p.addInput("gVt", Type({r, n}));
   auto xy = b.svdTopkComplement(a, u, s, vt, gu, gvt, eps, given);
-  p.addOutput(xy[0]);
-  p.addOutput(xy[1]);
-  std::vector<Tensor> in = {A,
-                            Tensor(Type({m, w}), t.U),
-                            Tensor(Type({w}), t.s),
-                            Tensor(Type({w, n}), t.Vt),
-                            randomTensor(Type({m, r}), rng),
-                            randomTensor(Type({r, n}), rng)};
+  c.p.addOutput(xy[0]);
+  c.p.addOutput(xy[1]);
+  c.in = {A,
+          Tensor(Type({m, w}), t.U),
+          Tensor(Type({w}), t.s),
+          Tensor(Type({w, n}), t.Vt),
+          randomTensor(Type({m, r}), rng),
+          randomTensor(Type({r, n}), rng)};
+  return c;
+}
+
+double complementVsReference(const Tensor &A, int64_t k, int64_t r, std::mt19937_64 &rng,
+                             int64_t given = 0, double eps = 1e-9) {
+  ComplementCase cc = complementCase(A, k, r, rng, given, eps);
+  const ir::Program &p = cc.p;
+  const std::vector<Tensor> &in = cc.in;
   auto ref = rt::evaluateReference(p, in);
   rt::Engine e(1);
   auto got = e.run(*rt::prepare(p), in);
@@ -510,26 +525,9 @@ TEST_CASE("svd_topk_complement kernel: NaN or inf in A is an error, in a cotange
   const int64_t m = 80, n = 60, k = 6, r = 6;
   std::vector<double> d(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) d[i] = std::pow(0.7, static_cast<double>(i));
-  Tensor A = withSpectrum(m, n, d, rng);
-  Topk t = runTopk(A, k);
-  ir::Program p;
-  ir::Builder b(p);
-  auto a = p.addInput("A", A.type);
-  auto u = p.addInput("U", Type({m, k}));
-  auto s = p.addInput("s", Type({k}));
-  auto vt = p.addInput("Vt", Type({k, n}));
-  auto gu = p.addInput("gU", Type({m, r}));
-  auto gvt = p.addInput("gVt", Type({r, n}));
-  auto xy = b.svdTopkComplement(a, u, s, vt, gu, gvt, 1e-9, 0);
-  p.addOutput(xy[0]);
-  p.addOutput(xy[1]);
-  std::vector<Tensor> in = {A,
-                            Tensor(Type({m, k}), t.U),
-                            Tensor(Type({k}), t.s),
-                            Tensor(Type({k, n}), t.Vt),
-                            randomTensor(Type({m, r}), rng),
-                            randomTensor(Type({r, n}), rng)};
-  auto plan = rt::prepare(p);
+  const ComplementCase cc = complementCase(withSpectrum(m, n, d, rng), k, r, rng, 0, 1e-9);
+  const std::vector<Tensor> &in = cc.in;
+  auto plan = rt::prepare(cc.p);
   rt::Engine e(1);
   {
     // The finite run first: the same plan gives finite values.
