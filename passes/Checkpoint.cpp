@@ -175,8 +175,7 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
     // Likewise a cheap unary op (abs, neg, sign) of a saved value: redone in its
     // readers' loops it costs a few instructions per element, saved it costs its bytes
     // and a pass to write them (TRG: |T| of the normalisation, 8 MiB per χ = 32 step).
-    if (def.operands.size() == 1 && ir::isElementwise(def.kind) &&
-        ir::isCheapElementwise(def.kind) && saved(def.operands[0]))
+    if (def.operands.size() == 1 && ir::isCheapElementwise(def.kind) && saved(def.operands[0]))
       return false;
     if (cfg.policy == RematPolicy::Store) return true;
     if (boundary[v]) return true;

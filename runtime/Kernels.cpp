@@ -446,6 +446,13 @@ void runKernel(const GemmPlan &g, const Plan &, const Instruction &in, int32_t c
   gemmChunks(g, in, chunk, chunk + 1, ptr);
 }
 
+/// Whether d[0 .. n) are all finite (no NaN, no ±inf): one branch-free pass.
+bool allFinite(const double *d, int64_t n) {
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) finite &= std::isfinite(d[i]);
+  return finite;
+}
+
 /// One chunk: gesdd on the whole matrix.
 void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_t,
                double *const *ptr) {
@@ -463,7 +470,7 @@ void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_
       finite &= std::isfinite(x);
     }
   } else {
-    for (int64_t i = 0; i < mn; ++i) finite &= std::isfinite(a[i]);
+    finite = allFinite(a, mn);
   }
   if (!finite) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
   auto *iwork = reinterpret_cast<lapack_int *>(work + s.lwork);
@@ -489,9 +496,8 @@ void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_
 void runKernel(const SvdTopkPlan &s, const Plan &plan, const Instruction &in, int32_t,
                double *const *ptr) {
   const double *A = ptr[in.in[0]];
-  const int64_t mn = s.cfg.m * s.cfg.n;
-  for (int64_t i = 0; i < mn; ++i)
-    if (!std::isfinite(A[i])) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
+  if (!allFinite(A, s.cfg.m * s.cfg.n))
+    throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
   TopkSvdOutcome o = topkSvd(s.cfg, A, ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]], ptr[in.out[3]]);
   if (o.lapackInfo != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), o.lapackInfo));
 }
@@ -504,11 +510,6 @@ void runKernel(const SvdComplementPlan &s, const Plan &plan, const Instruction &
                double *const *ptr) {
   const SvdComplementConfig &c = s.cfg;
   const int64_t kg = c.k + (c.givenGuards ? c.guards : 0);
-  auto allFinite = [](const double *d, int64_t n) {
-    bool finite = true;
-    for (int64_t i = 0; i < n; ++i) finite &= std::isfinite(d[i]);
-    return finite;
-  };
   if (!allFinite(ptr[in.in[0]], c.m * c.n))
     throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
   if (!allFinite(ptr[in.in[1]], c.m * kg) || !allFinite(ptr[in.in[2]], kg) ||
