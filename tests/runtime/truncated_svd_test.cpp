@@ -365,13 +365,9 @@ TEST_CASE("svd_topk kernel: a flat spectrum falls back to gesdd, counted, with t
 
 namespace {
 
-/// svd_topk_complement of (A, U, s, Vt, gU, gVt), (U, s, Vt) = the kernel's top-k SVD
-/// of A (top-(k + given) with `given` guards from it), by the engine and by the
-/// reference (the definition through a full SVD); returns the largest difference
-/// relative to the largest reference entry.
 /// The program (A, U, s, Vt, gU, gVt) -> (X, Yt) of one svd_topk_complement with r
-/// cotangent columns, and its inputs: A, the kernel's top-(k + given) SVD of A, and
-/// Gaussian cotangents.
+/// cotangent columns, and its inputs: A, the kernel's top-(k + given) SVD of A (the
+/// last `given` triplets are the guards), and Gaussian cotangents.
 struct ComplementCase {
   ir::Program p;
   std::vector<Tensor> in;
@@ -400,6 +396,8 @@ ComplementCase complementCase(const Tensor &A, int64_t k, int64_t r, std::mt1993
   return c;
 }
 
+/// complementCase's program by the engine and by the reference (the definition through
+/// a full SVD); returns the largest difference relative to the largest reference entry.
 double complementVsReference(const Tensor &A, int64_t k, int64_t r, std::mt19937_64 &rng,
                              int64_t given = 0, double eps = 1e-9) {
   ComplementCase cc = complementCase(A, k, r, rng, given, eps);
