@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <sstream>
 
@@ -170,12 +171,17 @@ double onsagerLnZ(double beta) {
 
 OnsagerValues onsager(double beta) {
   checkBeta(beta);
-  if (beta == kIsingBetaC)
-    throw Error("onsager: d2(lnZ/N)/dbeta2 diverges at beta_c = 0.44068679350977147; use a "
-                "nearby beta");
   OnsagerValues v;
   v.beta = beta;
   v.lnZ = onsagerLnZ(beta);
+  if (beta == kIsingBetaC) {
+    // 2t² − 1 = 0 and K = ∞: the energy's limit is finite, coth(2β_c) = √2 (the product
+    // (2t² − 1)·K vanishes like |β − β_c|·ln|β − β_c|); only c diverges.
+    v.dlnZ = std::sqrt(2.0);
+    v.energy = -v.dlnZ;
+    v.d2lnZ = v.specificHeat = INFINITY;
+    return v;
+  }
   const double x = 2 * beta;
   const double t = std::tanh(x);
   const double coth = 1 / t;
@@ -196,6 +202,18 @@ OnsagerValues onsager(double beta) {
                    (ke.KminusE - oneMinusT2 * (kPi / 2 + twoT2m1 * K));
   v.d2lnZ = v.specificHeat / (beta * beta);
   return v;
+}
+
+double pottsBetaC(int q) { return std::log1p(std::sqrt(static_cast<double>(q))); }
+
+std::optional<double> pottsCriticalEnergy(int q) {
+  if (q < 2 || q > 4) return std::nullopt;
+  return -(1 + 1 / std::sqrt(static_cast<double>(q)));
+}
+
+bool isPottsBetaC(int q, double beta) {
+  const double bc = pottsBetaC(q);
+  return std::fabs(beta - bc) <= 4 * std::numeric_limits<double>::epsilon() * bc;
 }
 
 } // namespace tessel::frontend

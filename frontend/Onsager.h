@@ -22,6 +22,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <optional>
+
 namespace tessel::frontend {
 
 /// β_c = ½ ln(1 + √2), the critical inverse temperature.
@@ -37,9 +39,22 @@ struct OnsagerValues {
   double specificHeat = 0; ///< c = β² d²(lnZ/N)/dβ²
 };
 
-/// Exact values at `beta`. Throws tessel::Error if beta is not finite or ≤ 0, or if
-/// beta is exactly β_c (where d² diverges: the value is +inf; use a nearby β).
+/// Exact values at `beta`. At β_c exactly (kIsingBetaC) the energy is its finite limit
+/// u = −√2 (d(lnZ/N)/dβ = √2) and d², c are +inf (they diverge logarithmically). Throws
+/// tessel::Error if beta is not finite or ≤ 0.
 OnsagerValues onsager(double beta);
+
+/// The critical point of the q-state Potts model (J = 1, energy −J·δ(σ_i, σ_j) per bond):
+/// β_c = ln(1 + √q) (Potts 1952; Baxter, J. Phys. C 6, L445 (1973)).
+double pottsBetaC(int q);
+/// The exact internal energy per site of the q-state Potts model at β_c, for q ≤ 4 (a
+/// continuous transition): u_c = −(1 + 1/√q) (Baxter, Exactly Solved Models, §12.7; the
+/// two bonds per site of the square lattice). For q > 4 the transition is first order and
+/// the two coexisting phases have different energies: returns nothing.
+std::optional<double> pottsCriticalEnergy(int q);
+/// Whether `beta` is pottsBetaC(q) to within 4 ulp (a β_c typed with 16 significant digits
+/// counts).
+bool isPottsBetaC(int q, double beta);
 
 /// Exact lnZ/N alone (well defined at β_c too). Throws tessel::Error for beta ≤ 0.
 double onsagerLnZ(double beta);

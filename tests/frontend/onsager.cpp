@@ -71,9 +71,16 @@ TEST_CASE("onsager: elliptic integrals and limits") {
   CHECK(std::fabs(onsagerLnZ(1e-8) - std::log(2.0)) < 1e-14);
   // Low temperature: lnZ/N -> 2 beta (ground state energy -2 per site).
   CHECK(std::fabs(onsagerLnZ(5.0) - 10.0) < 1e-8);
-  // Exactly at beta_c lnZ/N is finite; d2 diverges and onsager() refuses.
+  // Exactly at beta_c lnZ/N and the energy u = -sqrt(2) are finite; d2 and c diverge.
   CHECK(std::isfinite(onsagerLnZ(kIsingBetaC)));
-  CHECK_THROWS_AS(onsager(kIsingBetaC), tessel::Error);
+  const OnsagerValues c = onsager(kIsingBetaC);
+  CHECK(std::fabs(c.energy + std::sqrt(2.0)) < 1e-15);
+  CHECK(c.dlnZ == -c.energy);
+  CHECK(std::isinf(c.d2lnZ));
+  CHECK(std::isinf(c.specificHeat));
+  // Next to beta_c the general formula gives the same limit (the log singularity of K is
+  // multiplied by 2t^2 - 1 = O(beta - beta_c)).
+  CHECK(std::fabs(onsager(kIsingBetaC * (1 + 1e-12)).energy + std::sqrt(2.0)) < 1e-9);
   CHECK_THROWS_AS(onsager(0.0), tessel::Error);
   CHECK_THROWS_AS(onsager(-0.1), tessel::Error);
   CHECK_THROWS_AS(onsager(NAN), tessel::Error);
@@ -104,4 +111,20 @@ TEST_CASE("onsager: deep in the ordered phase d2 keeps its digits, and no beta o
     CHECK(v.dlnZ == 2.0);
     CHECK(v.d2lnZ == 0.0);
   }
+}
+
+TEST_CASE("onsager: the Potts critical energy, and q = 2 against Onsager at beta_c") {
+  // The q = 2 Potts model is the Ising model at beta/2 plus beta per site (docs/trg.md
+  // §8.2), so its critical energy follows from Onsager's u(beta_c) = -sqrt(2):
+  // u_Potts = -(1 + sqrt(2)/2) at beta = 2 beta_c = ln(1 + sqrt 2).
+  CHECK(pottsBetaC(2) == doctest::Approx(2 * kIsingBetaC).epsilon(1e-15));
+  CHECK(*pottsCriticalEnergy(2) ==
+        doctest::Approx(-(1 + 0.5 * onsager(kIsingBetaC).dlnZ)).epsilon(1e-15));
+  CHECK(*pottsCriticalEnergy(3) == doctest::Approx(-1.5773502691896257).epsilon(1e-15));
+  CHECK(*pottsCriticalEnergy(4) == -1.5);
+  CHECK(!pottsCriticalEnergy(5)); // first order: two energies coexist at beta_c
+  // beta_c typed with 16 significant digits still counts; a neighbour does not.
+  CHECK(isPottsBetaC(3, 1.005052538742381));
+  CHECK(isPottsBetaC(3, pottsBetaC(3)));
+  CHECK(!isPottsBetaC(3, 1.00505253874));
 }
