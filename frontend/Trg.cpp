@@ -262,6 +262,20 @@ Tensor traceTrgClosure(const Tensor &T) {
   return lntr;
 }
 
+TrgStepTrace traceTrgLimitClosure(const Tensor &T, int64_t dout, const TrgStepOptions &opts) {
+  ir::Builder &b = T.builder();
+  if (T.rank() != 4)
+    throw ShapeError("trg limit closure: T must be f64[D,D,D,D], got " + T.type().str());
+  TrgStepOptions so = opts;
+  so.outputKeptSingularValues = true;
+  TrgStepTrace s = traceTrgStep(T, dout, so);
+  b.setLoc("trg limit closure " + std::to_string(T.shape()[0]) + ": 2 ln m + ln|T'| - ln|T|");
+  auto lnNorm = [](const Tensor &t) { return (t * t).sum().log() * 0.5; };
+  s.ltail = (s.logm * 2.0 + lnNorm(s.Tn) - lnNorm(T)).named("ltail");
+  b.setLoc("");
+  return s;
+}
+
 namespace {
 /// The init tensor of `model` on fresh inputs model.parameters() of `tr`, and those
 /// inputs (params[0] = β, params[1] = h with a field).
@@ -291,6 +305,9 @@ ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts) 
   if (opts.outputSingularValues) {
     tr.output(s.sa, "sa");
     tr.output(s.sb, "sb");
+  } else if (opts.outputLeadingSingularValues) {
+    tr.output(s.sa.slice({0}, {dout}), "sa");
+    tr.output(s.sb.slice({0}, {dout}), "sb");
   }
   if (opts.outputSvdInputs) {
     tr.output(s.Ma, "Ma");
@@ -307,6 +324,16 @@ ir::Program buildTrgClosure(int64_t d) {
   return tr.take();
 }
 
+ir::Program buildTrgLimitClosure(int64_t d, int64_t dout, const TrgStepOptions &opts) {
+  if (d < 1) throw Error("trg limit closure: D must be >= 1, got " + std::to_string(d));
+  Tracer tr("trg_limit_closure_" + std::to_string(d) + "_" + std::to_string(dout));
+  Tensor T = tr.input("T", {d, d, d, d});
+  TrgStepTrace s = traceTrgLimitClosure(T, dout, opts);
+  tr.output(s.ltail, "ltail");
+  tr.output(s.skept, "skept");
+  return tr.take();
+}
+
 ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts,
                           const TrgModel &model) {
   if (ranks.empty()) throw Error("trg whole: needs at least one step");
@@ -319,7 +346,10 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   // the staged driver on the host, so the two modes agree to the last bits).
   Tensor lnz;
   std::vector<Tensor> kept;
-  for (size_t n = 0; n < ranks.size(); ++n) {
+  // With the limit closure the last rank is its step's.
+  const size_t chain = ranks.size() - (opts.limitClosure ? 1 : 0);
+  if (chain == 0) throw Error("trg whole: the limit closure needs at least one step before it");
+  for (size_t n = 0; n < chain; ++n) {
     TrgStepOptions stepOpts = opts;
     stepOpts.stepNumber = static_cast<int>(n + 1);
     TrgStepTrace s = traceTrgStep(T, ranks[n], stepOpts);
@@ -329,9 +359,18 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
     if (opts.outputKeptSingularValues) kept.push_back(s.skept.reshape({1, 2}));
     T = s.Tn;
   }
-  Tensor lntr = traceTrgClosure(T);
+  Tensor lntr;
+  if (opts.limitClosure) {
+    TrgStepOptions closureOpts = opts;
+    closureOpts.stepNumber = static_cast<int>(chain + 1);
+    TrgStepTrace c = traceTrgLimitClosure(T, ranks.back(), closureOpts);
+    lntr = c.ltail;
+    if (opts.outputKeptSingularValues) kept.push_back(c.skept.reshape({1, 2}));
+  } else {
+    lntr = traceTrgClosure(T);
+  }
   b.setLoc("trg whole: accumulate closure");
-  lnz = lnz + lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
+  lnz = lnz + lntr * std::ldexp(1.0, -static_cast<int>(chain));
   b.setLoc("trg whole: initial tensor scale");
   lnz = lnz + beta * 2.0; // trgInitLogScale: 2β (+ ln cosh(βh) in a field)
   if (model.hasField()) lnz = lnz + logCosh(beta * params[1]);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <type_traits>
@@ -95,6 +96,13 @@ struct TrgDriver::Impl {
   /// With profiling on: one engine per program (the engine keeps per-plan counters
   /// only for the few plans it has cached, and the TRG sweeps use ~20 plans).
   std::vector<std::unique_ptr<rt::Engine>> profEngines;
+  /// TrgDriver::setProgress's callback (none: no calls).
+  TrgProgressCallback progress;
+  void stepDone(const char *phase, size_t step, size_t steps, bool atMost = false) {
+    if (progress) progress(TrgProgressStep{phase, step, steps, atMost});
+  }
+  /// Whole mode with a derived schedule: the staged value driver that derives it.
+  std::unique_ptr<TrgDriver> planner;
   /// The runs of the current evaluation, for its planned peak bytes.
   LiveBytesLedger ledger;
   int64_t lastPeakBytes = 0;
@@ -114,16 +122,39 @@ struct TrgDriver::Impl {
     Split split;    ///< its VJP split into forward and backward (--grad)
     Second second;  ///< P' and P'' (--second)
   };
-  StagedClass init, closure;
+  StagedClass init;
   std::map<std::pair<int64_t, int64_t>, StagedClass> stepClasses;
+  /// Per final bond dimension D: the closure (the trace, or the limit closure with
+  /// stepsAuto).
+  std::map<std::pair<int64_t, int64_t>, StagedClass> closures;
+  /// With stepsAuto: the D' of the limit closure's step (0: the trace closure).
+  int64_t closureRank = 0;
+  /// ranks, and with stepsAuto the limit closure's D' after them (TrgDriver::ranks()).
+  std::vector<int64_t> allRanks;
+  /// Per (D, D'): the probe that outputs the D' leading singular values of the step's
+  /// SVDs (spectrum-derived schedule).
+  std::map<std::pair<int64_t, int64_t>, int> probes;
+  /// The β whose schedule `ranks` holds (spectrum-derived schedules, --steps auto).
+  std::optional<double> plannedBeta;
+  /// Whether the schedule is derived from the spectrum at each β (no --ranks given).
+  bool autoRanks = false;
+  /// Extra time of the last plan: probe runs and compiles of new classes (ms).
+  double planExtraMs = 0;
+  /// Whether the last --steps auto plan met its stop criterion within o.steps steps.
+  bool converged = true;
 
   explicit Impl(TrgOptions opts) : o(std::move(opts)) {
     validateTrgOptions(o);
     if (o.field == 0) o.field = 0; // -0 is h = 0 (and prints as 0)
     params = o.model.parameters();
-    ranks = o.ranks.empty() ? trgDefaultRanks(o.chi, o.steps, o.model.states()) : o.ranks;
-    dims.push_back(o.model.states());
-    for (int64_t r : ranks) dims.push_back(r);
+    autoRanks = o.ranks.empty();
+    // The initial schedule: the one given, or the structural one (docs/trg.md §2.4), which
+    // the spectrum confirms at ordinary β; with --steps auto its first steps hold every
+    // class of a run (from step ~5 on all are χ -> χ).
+    ranks = !autoRanks ? o.ranks
+                       : trgDefaultRanks(o.chi, o.stepsAuto ? std::min(o.steps, 12) : o.steps,
+                                         o.model.states());
+    setDims();
     std::string pipe = trgPipeline(o);
     passes::Pipeline user = passes::Pipeline::parse(pipe, "--passes");
     checkTrgPipelineFlags(user, o.passOptions);
@@ -131,15 +162,47 @@ struct TrgDriver::Impl {
     if (!o.reference) engine = std::make_unique<rt::Engine>(o.width);
     if (o.mode == TrgMode::Staged) compileStaged();
     else compileWhole();
-    if (o.second) {
-      if (o.mode == TrgMode::Staged) compileSecondStaged();
-      else compileSecond();
-    }
+    if (o.second && o.mode == TrgMode::Whole) compileSecond();
   }
 
   void noteGroup(const std::string &g) {
     if (!groupUses.count(g)) groupOrder.push_back(g);
     ++groupUses[g];
+  }
+
+  void setDims() {
+    dims.assign(1, o.model.states());
+    for (int64_t r : ranks) dims.push_back(r);
+  }
+
+  /// The structural D' of step n + 1 (docs/trg.md §2.4) given dims[0..n].
+  int64_t structuralRank(size_t n) const {
+    const int64_t bound = n == 0 ? dims[0] : squareSaturated(dims[n - 1]);
+    return std::min({squareSaturated(dims[n]), o.chi, bound});
+  }
+
+  /// Per group, how many steps of the current schedule use it.
+  int usesOf(const std::string &g) const {
+    if (planned() && !plannedBeta) return 0; // the schedule is derived at each β
+    if (g == "init" || g == "whole" || g == "second") return 1;
+    if (g.rfind("closure", 0) == 0) return 1;
+    int k = 0;
+    for (size_t n = 0; n < ranks.size(); ++n) k += classGroup(dims[n], dims[n + 1]) == g;
+    return k;
+  }
+
+  std::string closureGroup(int64_t D, int64_t Dp) const {
+    return Dp ? "limit closure " + std::to_string(D) + "->" + std::to_string(Dp)
+              : "closure " + std::to_string(D);
+  }
+  /// The closure of the current schedule (compiled when first needed).
+  StagedClass &closure() { return closureClass(dims.back(), closureRank); }
+  /// The closure's cotangents for weight w: its value's, and the limit closure's skept.
+  std::vector<ir::Tensor> closureCotangents(double w) const {
+    std::vector<ir::Tensor> c;
+    c.push_back(ir::Tensor::scalar(w));
+    if (closureRank) c.push_back(ir::Tensor::zeros(ir::Type({2})));
+    return c;
   }
 
   /// Runs the pipeline on `p` in place; returns the wall time in ms.
@@ -249,27 +312,70 @@ struct TrgDriver::Impl {
     }
   }
 
-  void compileStaged() {
+  TrgStepOptions stepOptions() const {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = true;
+    return so;
+  }
+
+  /// The value program of step class (D, D'), compiled (with its VJP split for --grad
+  /// and its second-order programs for --second) when first needed.
+  StagedClass &stepClass(int64_t D, int64_t Dp) {
+    StagedClass &sc = stepClasses[{D, Dp}];
+    if (sc.value >= 0) return sc;
+    const std::string g = classGroup(D, Dp);
+    noteGroup(g);
+    const TrgStepOptions so = stepOptions();
+    compileStagedProgram(g, [&] { return buildTrgStep(D, Dp, so); }, {"T"}, sc.value, &sc.split);
+    if (o.second)
+      sc.second = compileSecondOf(g, [&] { return buildTrgStep(D, Dp, so); }, {"T"}, "Tn");
+    return sc;
+  }
+
+  StagedClass &closureClass(int64_t D, int64_t Dp) {
+    StagedClass &c = closures[{D, Dp}];
+    if (c.value >= 0) return c;
+    const std::string g = closureGroup(D, Dp);
+    noteGroup(g);
+    const TrgStepOptions so = stepOptions();
+    auto build = [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D); };
+    compileStagedProgram(g, build, {"T"}, c.value, &c.split);
+    if (o.second) c.second = compileSecondOf(g, build, {"T"}, "");
+    return c;
+  }
+
+  /// Compiles what the current schedule needs and has not been compiled.
+  void ensureStaged() {
+    for (size_t n = 0; n < ranks.size(); ++n) stepClass(dims[n], dims[n + 1]);
+    closureClass(dims.back(), closureRank);
+    allRanks = ranks;
+    if (closureRank) allRanks.push_back(closureRank);
+  }
+
+  void compileStaged() {
     noteGroup("init");
     compileStagedProgram("init", [&] { return buildTrgInit(o.model); }, params, init.value,
                          &init.split);
-    for (size_t n = 0; n < ranks.size(); ++n) {
-      auto key = std::make_pair(dims[n], dims[n + 1]);
-      std::string g = classGroup(key.first, key.second);
-      noteGroup(g);
-      StagedClass &sc = stepClasses[key];
-      if (sc.value >= 0) continue;
-      compileStagedProgram(g, [&] { return buildTrgStep(key.first, key.second, so); }, {"T"},
-                           sc.value, &sc.split);
-    }
-    std::string g = "closure " + std::to_string(dims.back());
-    noteGroup(g);
-    int64_t D = dims.back();
-    compileStagedProgram(g, [D] { return buildTrgClosure(D); }, {"T"}, closure.value,
-                         &closure.split);
+    if (o.second)
+      init.second = compileSecondOf("init", [&] { return buildTrgInit(o.model); }, params, "T0");
+    ensureStaged();
+  }
+
+  /// The probe of class (D, D'): its D' leading singular values, as the run computes them.
+  int probeOf(int64_t D, int64_t Dp) {
+    auto [it, fresh] = probes.try_emplace({D, Dp}, -1);
+    if (!fresh) return it->second;
+    TrgStepOptions so = stepOptions();
+    so.outputLeadingSingularValues = true;
+    auto t0 = Clock::now();
+    ir::Program p = buildTrgStep(D, Dp, so);
+    const double traceMs = msSince(t0);
+    const size_t traced = p.ops.size();
+    const double passMs = runPasses(p);
+    noteGroup("spectrum probe");
+    it->second = add("spectrum probe", "value", std::move(p), traced, traceMs, passMs);
+    return it->second;
   }
 
   void compileWhole() {
@@ -278,6 +384,7 @@ struct TrgDriver::Impl {
     so.outputKeptSingularValues = true;
     noteGroup("whole");
     auto t0 = Clock::now();
+    so.limitClosure = o.stepsAuto;
     ir::Program p = buildTrgWhole(ranks, so, o.model);
     double traceMs = msSince(t0);
     size_t traced = p.ops.size();
@@ -298,6 +405,7 @@ struct TrgDriver::Impl {
     } else {
       wholeValue = add("whole", "value", std::move(p), traced, traceMs, passMs);
     }
+    allRanks = ranks;
   }
 
   /// P' = grad(P, vjp, wrt x) and P'' = grad(P', vjp, wrt {x, ct_y}) for one program
@@ -340,26 +448,6 @@ struct TrgDriver::Impl {
     return s;
   }
 
-  /// Staged d²: reverse mode over the chain of program calls of the first-order sweep
-  /// (see second()). Per program: its VJP and the VJP of its VJP.
-  void compileSecondStaged() {
-    TrgStepOptions so;
-    so.svdEps = o.svdEps;
-    so.outputKeptSingularValues = true;
-    init.second = compileSecondOf("init", [&] { return buildTrgInit(o.model); }, params, "T0");
-    for (size_t n = 0; n < ranks.size(); ++n) {
-      auto key = std::make_pair(dims[n], dims[n + 1]);
-      StagedClass &sc = stepClasses[key];
-      if (sc.second.vjp >= 0) continue;
-      sc.second = compileSecondOf(
-          classGroup(key.first, key.second),
-          [&] { return buildTrgStep(key.first, key.second, so); }, {"T"}, "Tn");
-    }
-    int64_t D = dims.back();
-    closure.second = compileSecondOf("closure " + std::to_string(D),
-                                     [D] { return buildTrgClosure(D); }, {"T"}, "");
-  }
-
   /// The Hessian rows of lnZ/N = VJPs of grad(whole) (whole mode): inputs (params...,
   /// seed...), outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...).
   void compileSecond() {
@@ -367,6 +455,7 @@ struct TrgDriver::Impl {
     so.svdEps = o.svdEps;
     noteGroup("second");
     auto t0 = Clock::now();
+    so.limitClosure = o.stepsAuto;
     ir::Program p = buildTrgWhole(ranks, so, o.model);
     double traceMs = msSince(t0);
     double passMs = runPasses(p);
@@ -470,19 +559,28 @@ struct TrgDriver::Impl {
       throw Error("error: trg: beta must be finite and > 0, got " + formatDouble(beta));
   }
 
+  /// Refuses a kept singular value ≤ rankTol of step n + 1 (n = ranks.size(): the limit
+  /// closure's step).
   void checkKept(size_t n, const double *s, TrgResult &r) const {
+    const int64_t D = dims[std::min(n, ranks.size())],
+                  Dp = n < ranks.size() ? dims[n + 1] : closureRank;
     r.keptSingularValues.push_back({s[0], s[1]});
     for (int k = 0; k < 2; ++k)
       if (!(s[k] > o.rankTol)) {
         const char *m = k == 0 ? "a" : "b";
-        throw Error("error: trg: step " + std::to_string(n + 1) + " (" +
-                    std::to_string(dims[n]) + "->" + std::to_string(dims[n + 1]) +
-                    ", beta = " + formatDouble(r.beta) + "): the smallest kept singular value s" + m +
-                    "[" + std::to_string(dims[n + 1] - 1) + "] = " + formatDouble(s[k]) +
-                    " of M" + m + " is <= tol = " + formatDouble(o.rankTol) +
-                    "; it is an exact zero and its derivative would be infinite. Keep fewer "
-                    "singular values in this step with --ranks (D' < " +
-                    std::to_string(dims[n + 1]) + "), or --ranks auto");
+        throw Error("error: trg: step " + std::to_string(n + 1) + " (" + std::to_string(D) +
+                    "->" + std::to_string(Dp) + ", beta = " + formatDouble(r.beta) +
+                    "): the smallest kept singular value s" + m + "[" + std::to_string(Dp - 1) +
+                    "] = " + formatDouble(s[k]) + " of M" + m + " is <= tol = " +
+                    formatDouble(o.rankTol) +
+                    "; it is an exact zero and its derivative would be infinite. " +
+                    (autoRanks ? "The schedule was derived from the value sweep's SVDs, whose "
+                                 "kept values were > tol: this run's SVDs (another program) "
+                                 "differ there at the noise level"
+                               : "Keep fewer singular values in this step with --ranks (D' < " +
+                                     std::to_string(Dp) +
+                                     "), or leave --ranks out: the schedule is then derived "
+                                     "from the spectrum"));
       }
   }
 
@@ -601,26 +699,255 @@ struct TrgDriver::Impl {
   /// The Hessian rows second() computes: β's, and h's with TrgOptions::susceptibility.
   size_t hessianRows() const { return o.susceptibility ? 2 : 1; }
 
+  /// Keeps one singular value fewer in step n + 1 (n = ranks.size(): the limit closure's
+  /// step) and lowers the later steps to what that allows (min(D², χ, rank bound)).
+  void lowerRank(size_t n) {
+    if (n == ranks.size()) {
+      --closureRank;
+    } else {
+      --ranks[n];
+      --dims[n + 1];
+      for (size_t m = n + 1; m < ranks.size(); ++m) dims[m + 1] = ranks[m] = std::min(ranks[m], structuralRank(m));
+      if (closureRank) closureRank = std::min(closureRank, structuralRank(ranks.size()));
+    }
+    allRanks = ranks;
+    if (closureRank) allRanks.push_back(closureRank);
+  }
+
+  /// Whether the schedule (and with --steps auto the number of steps) is decided per β
+  /// by a value sweep: no --ranks given (--steps auto needs that).
+  bool planned() const { return autoRanks; }
+
+  /// The value sweep, which also decides the schedule where it is not given: step n + 1
+  /// runs class (D, D') with the structural D'; when a kept singular value is ≤ rankTol
+  /// the probe of that class counts those > rankTol among its D' leading ones, and the
+  /// step runs again with that many (docs/trg.md §2.4). So the run's own SVDs decide,
+  /// and a β whose structural schedule holds pays nothing for it. With --steps auto
+  /// it coarse-grains until the infinite-lattice estimate stops changing (§3.1).
   TrgResult valueStaged(double beta) {
     TrgResult r = newResult(beta);
-    ir::Tensor T = std::move(call(init.value, "init", beta, paramInputs(beta))[0]);
-    double lnz = 0;
-    for (size_t n = 0; n < ranks.size(); ++n) {
-      auto out = call(stepClasses.at({dims[n], dims[n + 1]}).value, stepName(n), beta, std::move(T));
-      checkKept(n, out[2].data.data(), r);
-      r.logm.push_back(out[0].data[0]);
-      lnz += out[0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
-      T = std::move(out[1]);
+    // Planned once per β: a repeated run at the same β keeps the schedule.
+    const bool plan = planned() && !(plannedBeta && *plannedBeta == beta);
+    if (plan) {
+      planExtraMs = 0;
+      plannedBeta.reset();
+      ranks.clear();
+      closureRank = 0;
+      setDims();
     }
-    double lntr = call(closure.value, "closure", beta, std::move(T))[0].data[0];
-    lnz += lntr * std::ldexp(1.0, -static_cast<int>(ranks.size()));
+    // The run at (β, h), and with --steps auto and derivatives a companion per parameter
+    // whose derivative is reported (β; h where h ≠ 0), at p + δ: the change of its
+    // finite difference says when the derivative's tail has converged too (§3.1).
+    std::vector<PlanChain> ch(1);
+    ch[0].beta = beta;
+    ch[0].h = o.field;
+    const TrgLogScale scale = logScale(beta);
+    ch[0].offset = scale.value;
+    if (plan && o.stepsAuto && o.grad) {
+      PlanChain c = ch[0];
+      c.delta = 0x1p-20 * beta;
+      c.beta += c.delta;
+      c.offset = scale.dbeta;
+      ch.push_back(c);
+      if (o.model.hasField() && o.field != 0) {
+        c = ch[0];
+        c.delta = 0x1p-20 * std::fabs(o.field);
+        c.h += c.delta;
+        c.offset = scale.dh;
+        ch.push_back(c);
+      }
+    }
+    for (PlanChain &c : ch) {
+      c.T = std::move(call(init.value, "init", c.beta,
+                           trgParameterInputs(o.model, c.beta, c.h))[0]);
+      c.nu = lnNorm(c.T);
+    }
+    int still = 0;
+    if (plan) converged = !o.stepsAuto;
+    for (size_t n = 0;; ++n) {
+      if (plan) {
+        if (n == static_cast<size_t>(o.steps)) break;
+        ranks.push_back(structuralRank(n));
+        dims.push_back(ranks.back());
+      } else if (n == ranks.size()) {
+        break;
+      }
+      stepDone("value", n + 1, plan ? static_cast<size_t>(o.steps) : ranks.size(), plan && o.stepsAuto);
+      std::vector<ir::Tensor> out =
+          call(stepClass(dims[n], dims[n + 1]).value, stepName(n), beta, ch[0].T);
+      // Keep only what the step's own SVDs put above tol; near tol, values at the
+      // noise level can differ between the probe's svd_topk{D'} and the step's own
+      // svd_topk{keep}, so this repeats until the kept values hold.
+      auto t0 = Clock::now();
+      while (plan && !(out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol)) {
+        const int64_t keep = std::min(countKept(n, beta, ch[0].T), dims[n + 1] - 1);
+        if (keep < 1) break; // checkKept names the value
+        ranks[n] = dims[n + 1] = keep;
+        out = call(stepClass(dims[n], keep).value, stepName(n), beta, ch[0].T);
+        planExtraMs += msSince(t0);
+      }
+      checkKept(n, out[2].data.data(), r);
+      for (size_t j = 0; j < ch.size(); ++j) {
+        PlanChain &c = ch[j];
+        auto t1 = Clock::now();
+        if (j > 0) out = call(stepClass(dims[n], dims[n + 1]).value, stepName(n), c.beta, c.T);
+        c.advance(n, out[0].data[0], std::move(out[1]));
+        if (j > 0) planExtraMs += msSince(t1);
+      }
+      r.logm.push_back(ch[0].logm);
+      if (plan && o.stepsAuto) {
+        still = n > 0 && stepConverged(n, ch) ? still + 1 : 0;
+        if (still >= kTrgStepsAutoStill || n + 1 == static_cast<size_t>(o.steps)) {
+          // Step n becomes the limit closure's step, on its input T_n.
+          converged = still >= kTrgStepsAutoStill;
+          closureRank = ranks.back();
+          ranks.pop_back();
+          dims.pop_back();
+          r.logm.pop_back();
+          break;
+        }
+      }
+    }
+    if (plan) {
+      auto t0 = Clock::now();
+      const size_t before = progs.size();
+      ensureStaged();
+      if (progs.size() > before) planExtraMs += msSince(t0);
+      plannedBeta = beta;
+    }
+    PlanChain &c = ch[0];
+    ir::Tensor &TN = plan && o.stepsAuto ? c.prevT : c.T;
+    double lnz = plan && o.stepsAuto ? c.prevLnz : c.lnz;
+    std::vector<ir::Tensor> cl = call(closure().value, "closure", beta, std::move(TN));
+    if (closureRank) checkKept(ranks.size(), cl[1].data.data(), r);
+    lnz += cl[0].data[0] * std::ldexp(1.0, -static_cast<int>(ranks.size()));
     lnz += logScale(beta).value;
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     return r;
   }
 
+  /// ln ‖T‖ (Frobenius), invariant under the bond gauge.
+  static double lnNorm(const ir::Tensor &T) {
+    double s = 0;
+    for (double v : T.data) s += v * v;
+    return 0.5 * std::log(s);
+  }
+
+  /// A chain of the planning sweep: the run itself, or a companion at a parameter
+  /// shifted by `delta` (β or h). γ_n = ln‖T_{n+1}‖ − 2·ln‖T_n‖ + 2·ln m_n is the
+  /// gauge-invariant growth ln‖step(T_n/‖T_n‖)‖; the infinite lattice's estimate after
+  /// step n is E_n = ln‖T_0‖ + Σ_{k<n} γ_k/2^{k+1} + γ_n/2^n (docs/trg.md §3.1), so
+  /// E_n − E_{n−1} = (γ_n − γ_{n−1})/2^n.
+  struct PlanChain {
+    double beta = 0, h = 0, delta = 0;
+    /// What the initial tensor's scale adds: to lnZ/N (the run), to the derivative in
+    /// the shifted parameter (a companion).
+    double offset = 0;
+    ir::Tensor T, prevT;         ///< T_{n+1}, T_n
+    double nu = 0, prevNu = 0;   ///< ln‖T_{n+1}‖, ln‖T_n‖
+    double lnz = 0, prevLnz = 0; ///< Σ_{k≤n} ln m_k/2^k, and Σ_{k<n}
+    double logm = 0;             ///< ln m_n
+    double gamma = 0, prevGamma = 0;           ///< γ_n, γ_{n−1}
+    double gammaSize = 0, prevGammaSize = 0;   ///< Σ of |terms| of γ (for its rounding)
+    void advance(size_t n, double lm, ir::Tensor next) {
+      prevNu = nu;
+      nu = lnNorm(next);
+      prevGamma = gamma;
+      prevGammaSize = gammaSize;
+      gamma = nu - 2 * prevNu + 2 * lm;
+      gammaSize = std::fabs(nu) + 2 * std::fabs(prevNu) + 2 * std::fabs(lm);
+      prevLnz = lnz;
+      lnz += lm * std::ldexp(1.0, -static_cast<int>(n));
+      logm = lm;
+      prevT = std::move(T);
+      T = std::move(next);
+    }
+    /// E_n: Σ_{k<n} ln m_k/2^k + (2·ln m_n + ln‖T_{n+1}‖ − ln‖T_n‖)/2^n, what the limit
+    /// closure on T_n gives.
+    double estimate(size_t n) const {
+      return prevLnz + (2 * logm + nu - prevNu) * std::ldexp(1.0, -static_cast<int>(n));
+    }
+  };
+
+  /// --steps auto: whether step n (≥ 1) left the estimate E of the run, and the finite
+  /// difference (E_c − E)/δ of each companion, unchanged to kTrgStepsAutoTol. The change
+  /// (γ_n − γ_{n−1})/2^n is formed from the γ's, not from the sums, so that its rounding
+  /// falls with 2^-n; a companion's change must also be resolvable above that rounding.
+  bool stepConverged(size_t n, const std::vector<PlanChain> &ch) const {
+    const double w = std::ldexp(1.0, -static_cast<int>(n));
+    const double eps = std::numeric_limits<double>::epsilon();
+    const PlanChain &r = ch[0];
+    const double e = r.estimate(n), de = w * (r.gamma - r.prevGamma);
+    const double lnz = e + r.offset; // lnZ/N, for its scale
+    if (!(std::fabs(de) <= kTrgStepsAutoTol * std::fabs(lnz))) return false;
+    for (size_t j = 1; j < ch.size(); ++j) {
+      const PlanChain &c = ch[j];
+      const double g = (c.estimate(n) - e) / c.delta + c.offset; // the derivative, for its scale
+      const double change = (w * (c.gamma - c.prevGamma) - de) / c.delta;
+      const double noise =
+          w * 2 * eps * (c.gammaSize + c.prevGammaSize + r.gammaSize + r.prevGammaSize) / c.delta;
+      const double bar = kTrgStepsAutoTol * std::fabs(g);
+      if (!(noise <= bar && std::fabs(change) <= bar)) return false;
+    }
+    return true;
+  }
+
+
+  /// How many of the D' leading singular values of step n + 1's two SVDs (on its input
+  /// T) exceed rankTol; throws when none does.
+  int64_t countKept(size_t n, double beta, ir::Tensor &T) {
+    std::vector<ir::Tensor> sv = call(probeOf(dims[n], dims[n + 1]), stepName(n), beta, T);
+    int64_t keep = dims[n + 1];
+    for (size_t k : {size_t(3), size_t(4)}) {
+      int64_t c = 0;
+      for (double v : sv[k].data) c += v > o.rankTol;
+      keep = std::min(keep, c);
+    }
+    if (keep < 1)
+      throw Error("error: trg: step " + std::to_string(n + 1) + " (" + std::to_string(dims[n]) +
+                  "->?, beta = " + formatDouble(beta) + "): no singular value of Ma and Mb is > tol = " +
+                  formatDouble(o.rankTol) + " (the largest are " + formatDouble(sv[3].data[0]) +
+                  " and " + formatDouble(sv[4].data[0]) + ")");
+    return keep;
+  }
+
+  /// Before a derivative sweep at β: the value sweep decides the schedule there (once
+  /// per β), and the classes it needs are compiled.
+  void planFor(double beta) {
+    if (!planned() || (plannedBeta && *plannedBeta == beta)) return;
+    if (o.mode == TrgMode::Staged) {
+      valueStaged(beta);
+      return;
+    }
+    planWhole(beta);
+  }
+
+  /// Whole mode with a derived schedule or --steps auto: a staged value sweep (of its own
+  /// value programs) decides, and the whole programs are compiled anew when it differs.
+  void planWhole(double beta) {
+    if (!planner) {
+      TrgOptions po = o;
+      po.mode = TrgMode::Staged;
+      po.grad = po.second = po.susceptibility = false;
+      po.pipeline = trgPipeline(o);
+      po.passOptions = {};
+      planner = std::make_unique<TrgDriver>(po);
+    }
+    auto t0 = Clock::now();
+    planner->value(beta);
+    if (planner->ranks() != ranks) {
+      ranks = planner->ranks();
+      setDims();
+      compileWhole();
+      if (o.second) compileSecond();
+    }
+    planExtraMs = msSince(t0);
+    plannedBeta = beta;
+  }
+
   TrgResult valueWhole(double beta) {
+    planFor(beta);
     TrgResult r = newResult(beta);
     auto out = run(wholeValue, paramInputs(beta), "whole program", beta);
     for (size_t n = 0; n < ranks.size(); ++n) checkKept(n, out[1].data.data() + 2 * n, r);
@@ -637,22 +964,20 @@ struct TrgDriver::Impl {
   }
 
   TrgResult gradStaged(double beta) {
+    planFor(beta);
     TrgResult r = newResult(beta);
     const size_t N = ranks.size();
-    auto stepSplit = [&](size_t n) -> const Split & { return stepClasses.at({dims[n], dims[n + 1]}).split; };
+    auto stepSplit = [&](size_t n) -> const Split & { return stepClass(dims[n], dims[n + 1]).split; };
     // The chain T_0 .. T_N (init's output 0, step n's input 0 and output 1, the
     // closure's input 0) at positions 1 .. N+1: a backward at position p reads its
     // forward's input at p and its output at p + 1 (init: p = 0, step n: n + 1,
     // closure: N + 1).
+    // The readers are counted as the forward runs, since a derived schedule may still
+    // change there (see below).
     Chain chain;
     chain.T.resize(N + 2);
     chain.readers.assign(N + 2, 0);
     chain.readers[1] += readsOf(init.split, -1, 0);
-    for (size_t n = 0; n < N; ++n) {
-      chain.readers[n + 1] += readsOf(stepSplit(n), 0, -1);
-      chain.readers[n + 2] += readsOf(stepSplit(n), -1, 1);
-    }
-    chain.readers[N + 1] += readsOf(closure.split, 0, -1);
 
     // Forward sweep: keep only what the backward sweep reads.
     std::vector<ir::Tensor> initIn = paramInputs(beta);
@@ -663,9 +988,20 @@ struct TrgDriver::Impl {
     std::vector<Kept> kept(N);
     double lnz = 0;
     for (size_t n = 0; n < N; ++n) {
-      const Split &sp = stepSplit(n);
+      stepDone("value+grad: forward", n + 1, N);
       std::vector<ir::Tensor> in = single(std::move(T));
-      std::vector<ir::Tensor> out = run(sp.fwd, in, stepName(n), beta);
+      std::vector<ir::Tensor> out = run(stepSplit(n).fwd, in, stepName(n), beta);
+      // The value sweep derived the schedule with the value programs; this forward
+      // (svd_topk with guards) can put a kept value at the noise level on the other side
+      // of tol after many steps, where the chains differ in their smallest directions.
+      // Then this step keeps one value fewer, as the value sweep would have.
+      while (autoRanks && dims[n + 1] > 1 && !(out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol)) {
+        lowerRank(n);
+        out = run(stepClass(dims[n], dims[n + 1]).split.fwd, in, stepName(n), beta);
+      }
+      const Split &sp = stepSplit(n);
+      chain.readers[n + 1] += readsOf(sp, 0, -1);
+      chain.readers[n + 2] += readsOf(sp, -1, 1);
       checkKept(n, out[2].data.data(), r);
       r.logm.push_back(out[0].data[0]);
       lnz += out[0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
@@ -674,10 +1010,17 @@ struct TrgDriver::Impl {
       T = std::move(out[1]);
     }
     std::vector<ir::Tensor> clIn = single(std::move(T));
-    std::vector<ir::Tensor> clOut = run(closure.split.fwd, clIn, "closure", beta);
+    std::vector<ir::Tensor> clOut = run(closure().split.fwd, clIn, "closure", beta);
+    while (closureRank > 1 && autoRanks &&
+           !(clOut[1].data[0] > o.rankTol && clOut[1].data[1] > o.rankTol)) {
+      lowerRank(N);
+      clOut = run(closureClass(dims.back(), closureRank).split.fwd, clIn, "closure", beta);
+    }
+    if (closureRank) checkKept(N, clOut[1].data.data(), r);
+    chain.readers[N + 1] += readsOf(closure().split, 0, -1);
     lnz += clOut[0].data[0] * std::ldexp(1.0, -static_cast<int>(N));
     lnz += logScale(beta).value;
-    Kept clKept = keepResiduals(closure.split, clIn, clOut, 0, -1);
+    Kept clKept = keepResiduals(closure().split, clIn, clOut, 0, -1);
     if (chain.readers[N + 1] > 0) chain.T[N + 1] = std::move(clIn[0]);
     clIn.clear();
     clOut.clear();
@@ -685,11 +1028,12 @@ struct TrgDriver::Impl {
     r.lnZ = lnz;
     // Backward sweep.
     ir::Tensor ct = std::move(
-        run(closure.split.bwd,
-            backwardInputs(closure.split, clKept, chain, N + 1,
-                           single(scalar(std::ldexp(1.0, -static_cast<int>(N))))),
+        run(closure().split.bwd,
+            backwardInputs(closure().split, clKept, chain, N + 1,
+                           closureCotangents(std::ldexp(1.0, -static_cast<int>(N)))),
             "closure", beta)[0]);
     for (size_t n = N; n-- > 0;) {
+      stepDone("value+grad: backward", N - n, N);
       const Split &sp = stepSplit(n);
       std::vector<ir::Tensor> cts;
       cts.push_back(scalar(std::ldexp(1.0, -static_cast<int>(n)))); // ct_logm
@@ -724,6 +1068,7 @@ struct TrgDriver::Impl {
   /// forward sweep with the plain VJPs (T̄_n += S'_n(T_n; 0, T̄_{n+1}, 0)) and I'. Each row
   /// reuses the first two sweeps; the last one takes the tensors it reads last.
   TrgResult secondStaged(double beta) {
+    planFor(beta);
     TrgResult r = newResult(beta);
     const size_t N = ranks.size(), np = params.size();
     auto pow2 = [](size_t n) { return std::ldexp(1.0, -static_cast<int>(n)); };
@@ -734,22 +1079,29 @@ struct TrgDriver::Impl {
     T[0] = std::move(call(init.value, "init", beta, paramInputs(beta))[0]);
     double lnz = 0;
     for (size_t n = 0; n < N; ++n) {
+      stepDone("second: forward", n + 1, N);
       auto out = call(step(n).value, stepName(n), beta, T[n]);
       checkKept(n, out[2].data.data(), r);
       r.logm.push_back(out[0].data[0]);
       lnz += out[0].data[0] * pow2(n);
       T[n + 1] = std::move(out[1]);
     }
-    lnz += call(closure.value, "closure", beta, T[N])[0].data[0] * pow2(N);
+    {
+      std::vector<ir::Tensor> cl = call(closure().value, "closure", beta, T[N]);
+      if (closureRank) checkKept(N, cl[1].data.data(), r);
+      lnz += cl[0].data[0] * pow2(N);
+    }
     lnz += logScale(beta).value;
     checkFinite("lnZ/N", lnz, beta);
     r.lnZ = lnz;
     // Backward sweep (first derivative), keeping every cotangent c_n.
     std::vector<ir::Tensor> c(N + 1);
-    c[N] = std::move(call(closure.second.vjp, "closure", beta, T[N], scalar(pow2(N)))[0]);
-    for (size_t n = N; n-- > 0;)
+    c[N] = std::move(call(closure().second.vjp, "closure", beta, T[N], closureCotangents(pow2(N)))[0]);
+    for (size_t n = N; n-- > 0;) {
+      stepDone("second: backward", N - n, N);
       c[n] = std::move(call(step(n).second.vjp, stepName(n), beta, T[n], scalar(pow2(n)), c[n + 1],
                             zeros2())[0]);
+    }
     std::vector<double> g;
     for (const ir::Tensor &t : call(init.second.vjp, "init", beta, paramInputs(beta), c[0]))
       g.push_back(t.data[0]);
@@ -767,18 +1119,20 @@ struct TrgDriver::Impl {
       ir::Tensor cbar = std::move(oi[static_cast<size_t>(init.second.outGradCt)]);
       oi.clear();
       for (size_t n = 0; n < N; ++n) {
+        stepDone("second: reverse of the backward", n + 1, N);
         const Second &sc = step(n).second;
         auto os = call(sc.vjp2, stepName(n), beta, T[n], scalar(pow2(n)), Pass{c[n + 1], last},
                        zeros2(), std::move(cbar));
         accumulate(Tbar[n], std::move(os[static_cast<size_t>(sc.outGrad)]));
         cbar = std::move(os[static_cast<size_t>(sc.outGradCt)]);
       }
-      auto oc = call(closure.second.vjp2, "closure", beta, Pass{T[N], last}, scalar(pow2(N)),
+      auto oc = call(closure().second.vjp2, "closure", beta, Pass{T[N], last}, closureCotangents(pow2(N)),
                      std::move(cbar));
-      accumulate(Tbar[N], std::move(oc[static_cast<size_t>(closure.second.outGrad)]));
+      accumulate(Tbar[N], std::move(oc[static_cast<size_t>(closure().second.outGrad)]));
       oc.clear();
       // Reverse over the forward sweep (logm is not used by g: zero cotangent).
       for (size_t n = N; n-- > 0;) {
+        stepDone("second: reverse of the forward", N - n, N);
         auto ov = call(step(n).second.vjp, stepName(n), beta, Pass{T[n], last}, scalar(0.0),
                        std::move(Tbar[n + 1]), zeros2());
         accumulate(Tbar[n], std::move(ov[0]));
@@ -791,6 +1145,7 @@ struct TrgDriver::Impl {
   }
 
   TrgResult gradWhole(double beta) {
+    planFor(beta);
     TrgResult r = newResult(beta);
     const size_t N = ranks.size();
     std::vector<ir::Tensor> in = paramInputs(beta);
@@ -810,7 +1165,7 @@ struct TrgDriver::Impl {
   /// second() in whole mode: the value program (for the rank check), then per Hessian row
   /// the VJP of grad(whole) with that row's seed.
   TrgResult secondWhole(double beta) {
-    TrgResult r = valueWhole(beta);
+    TrgResult r = valueWhole(beta); // plans the schedule at β
     const size_t np = params.size();
     for (size_t row = 0; row < hessianRows(); ++row) {
       std::vector<ir::Tensor> in = paramInputs(beta);
@@ -833,7 +1188,10 @@ TrgDriver::TrgDriver(TrgOptions opts) : impl_(std::make_unique<Impl>(std::move(o
 TrgDriver::~TrgDriver() = default;
 
 const TrgOptions &TrgDriver::options() const { return impl_->o; }
-const std::vector<int64_t> &TrgDriver::ranks() const { return impl_->ranks; }
+const std::vector<int64_t> &TrgDriver::ranks() const { return impl_->allRanks; }
+bool TrgDriver::stepsConverged() const { return impl_->converged; }
+void TrgDriver::setProgress(TrgProgressCallback cb) { impl_->progress = std::move(cb); }
+double TrgDriver::planExtraMs() const { return impl_->planExtraMs; }
 const std::vector<TrgProgramInfo> &TrgDriver::programs() const { return impl_->progs; }
 
 TrgResult TrgDriver::value(double beta) {
@@ -868,7 +1226,7 @@ std::vector<TrgGroupInfo> TrgDriver::groups() const {
   for (const std::string &g : impl_->groupOrder) {
     TrgGroupInfo gi;
     gi.group = g;
-    gi.uses = impl_->groupUses.at(g);
+    gi.uses = impl_->usesOf(g);
     for (const TrgProgramInfo &p : impl_->progs)
       if (p.group == g) {
         gi.ops += p.ops;

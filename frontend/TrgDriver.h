@@ -40,6 +40,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,9 +82,18 @@ struct TrgOptions {
   /// Hessian for h); needs `second` and a model with a field.
   bool susceptibility = false;
   int64_t chi = 16;
+  /// Steps of a finite lattice of 2^steps sites; with stepsAuto the most steps.
   int steps = 20;
-  /// Truncation schedule (ranks[n] = D' of step n+1); empty =
-  /// trgDefaultRanks(chi, steps, model.states()).
+  /// Coarse-grain until the infinite lattice's lnZ/N stops changing (docs/trg.md §3.1):
+  /// the run ends with the limit closure 2·ln max|T_N| instead of the torus's trace, and
+  /// stops after the step at which the estimate Σ_{n<N} ln m_n/2^n + 2·ln m_N/2^N has
+  /// changed by ≤ kTrgStepsAutoTol relative kTrgStepsAutoStill times in a row (at most
+  /// `steps` steps). Needs a derived schedule (ranks empty).
+  bool stepsAuto = false;
+  /// Truncation schedule (ranks[n] = D' of step n+1). Empty: derived from the spectrum
+  /// at each β by the value sweep (docs/trg.md §2.4): the structural
+  /// trgDefaultRanks, except where a kept singular value is ≤ rankTol; then that step
+  /// keeps those > rankTol among the D' its own SVD computes.
   std::vector<int64_t> ranks;
   TrgMode mode = TrgMode::Staged;
   /// Residual policy of the backward programs (docs/trg.md §6).
@@ -129,18 +139,23 @@ std::string trgPipeline(const TrgOptions &o);
 
 /// The most TRG steps a run takes: 2^steps sites must be a finite double.
 inline constexpr int kTrgMaxSteps = 1023;
+/// --steps auto: the most steps (its estimate has converged by ~55 steps at every β
+/// measured, docs/trg.md §3.1), the relative change that counts as none (2^-53, one
+/// rounding of lnZ/N), and how many steps in a row must show no change.
+inline constexpr int kTrgStepsAutoMax = 80;
+inline constexpr double kTrgStepsAutoTol = 0x1p-53;
+inline constexpr int kTrgStepsAutoStill = 2;
 
 /// Throws tessel::Error naming the flag and the allowed values for an invalid option
 /// (chi < 2, steps outside [1, kTrgMaxSteps], width < 1, bad ranks, a field that is not
 /// finite or given to the Potts model, q outside [2, kTrgMaxPottsQ], ...).
 void validateTrgOptions(const TrgOptions &o);
 
-/// The schedule of docs/trg.md §2.4 from values: a forward pass at `beta` in which step n+1
-/// keeps D' = min(D², χ, #{sa > tol}, #{sb > tol}) singular values (each step class is
-/// traced, optimised with `pipeline` (empty = the default) and prepared on the fly).
-/// For the Ising model at χ = 16 and moderate β this equals trgDefaultRanks; at low
-/// temperature (e.g. β = 2) it keeps fewer values where the spectrum falls below tol.
-/// Throws tessel::Error for β ≤ 0 or bad χ/steps.
+/// The schedule of docs/trg.md §2.4 from values: the one a run without a given schedule
+/// (TrgOptions::ranks empty) derives in its value sweep at `beta` (steps N, the
+/// pipeline's SVDs: `pipeline` empty = the default). Step n+1 keeps min(D², χ, rank
+/// bound), or where one of its kept singular values is ≤ tol, those of its own SVDs that
+/// are > tol. Throws tessel::Error for β ≤ 0 or bad χ/steps.
 std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps,
                                     double tol = kTrgRankTol, const std::string &pipeline = "",
                                     const TrgModel &model = {}, double field = 0);
@@ -170,7 +185,9 @@ struct TrgProgramInfo {
 /// Compile figures of one group (a step class, init, closure or the whole program).
 struct TrgGroupInfo {
   std::string group;
-  int uses = 0; ///< steps of this class (1 for init/closure/whole)
+  /// Steps of this class in the last evaluation's schedule (1 for init/closure/whole); 0
+  /// before the first evaluation of a derived schedule.
+  int uses = 0;
   size_t ops = 0;
   double compileMs = 0, prepareMs = 0;
   /// Largest peak live bytes (rt::peakLiveBytes) of the group's prepared programs
@@ -193,6 +210,16 @@ struct TrgResult {
   std::vector<std::array<double, 2>> keptSingularValues; ///< (sa[D'-1], sb[D'-1]) per step
 };
 
+/// One step of a staged sweep, for progress reports: the sweep ("value", "value+grad:
+/// forward", "second: backward", ...), this step's number (1-based, in the sweep's
+/// order) and the sweep's steps (with `atMost`: a bound, --steps auto decides on the way).
+struct TrgProgressStep {
+  const char *phase;
+  size_t step, steps;
+  bool atMost;
+};
+using TrgProgressCallback = std::function<void(const TrgProgressStep &)>;
+
 class TrgDriver {
 public:
   /// Validates the options, then traces, optimises and prepares every program the
@@ -203,8 +230,20 @@ public:
   TrgDriver &operator=(const TrgDriver &) = delete;
 
   const TrgOptions &options() const;
-  /// The schedule in use (ranks[n] = D' of step n+1).
+  /// The schedule of the last evaluation (ranks[n] = D' of step n+1; its length is the
+  /// number of steps); before any, the one the constructor compiled.
   const std::vector<int64_t> &ranks() const;
+  /// Calls `cb` before each step of every staged sweep (not in whole mode), on the calling
+  /// thread; an exception it throws ends the evaluation (how the Python binding stops
+  /// on Ctrl-C). Empty: no calls.
+  void setProgress(TrgProgressCallback cb);
+  /// --steps auto: whether the last evaluation's estimate met the stop criterion within
+  /// TrgOptions::steps steps (always true without --steps auto).
+  bool stepsConverged() const;
+  /// The time the last evaluation's planning (derived schedule) added: probe runs and
+  /// compiles of classes the constructor had not compiled (ms; 0 when the structural
+  /// schedule held).
+  double planExtraMs() const;
 
   /// lnZ/N (forward only). Throws tessel::Error for β ≤ 0 or not finite, for a kept
   /// singular value ≤ rankTol (naming the step), or a non-finite result.

@@ -143,13 +143,13 @@ std::string TopkCounts::text() const {
 }
 
 std::optional<double> TrgBetaMeasurement::dlnZ() const {
-  return gradTimes.have ? grad.dlnZ : std::nullopt;
+  return gradTimes.have || secondTimes.have ? grad.dlnZ : std::nullopt;
 }
 std::optional<double> TrgBetaMeasurement::d2lnZ() const {
   return secondTimes.have ? second.d2lnZ : std::nullopt;
 }
 std::optional<double> TrgBetaMeasurement::dlnZdh() const {
-  return gradTimes.have ? grad.dlnZdh : std::nullopt;
+  return gradTimes.have || secondTimes.have ? grad.dlnZdh : std::nullopt;
 }
 std::optional<double> TrgBetaMeasurement::d2lnZdbetadh() const {
   return secondTimes.have ? second.d2lnZdbetadh : std::nullopt;
@@ -174,13 +174,16 @@ void trgExactValues(TrgBetaMeasurement &m, const TrgModel &model, double field) 
     scale = 0.5;
     shift = 1;
   } else {
+    // q = 3, 4: only the energy at β_c is known in closed form.
+    const std::optional<double> uc = pottsCriticalEnergy(model.q);
+    if (uc && isPottsBetaC(model.q, m.beta)) m.exactDlnZ = -*uc;
     return;
   }
   const double b = scale * m.beta;
   m.exactLnZ = onsagerLnZ(b) + shift * m.beta;
-  if (b == kIsingBetaC) return; // the derivatives diverge exactly at β_c
   const OnsagerValues ex = onsager(b);
   m.exactDlnZ = scale * ex.dlnZ + shift;
+  if (!std::isfinite(ex.d2lnZ)) return; // β_c: d² and c diverge
   m.exactD2lnZ = scale * scale * ex.d2lnZ;
   m.exactSpecificHeat = m.beta * m.beta * *m.exactD2lnZ;
 }
@@ -203,9 +206,16 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
           repeat, progress, what);
     });
   };
-  kind(m.valueTimes, m.valueMemory, m.value, "value", &TrgDriver::value);
-  if (opts.grad) kind(m.gradTimes, m.gradMemory, m.grad, "value+grad", &TrgDriver::valueAndGrad);
+  // Timed runs (repeat > 0) time every kind the driver has; otherwise one run of the
+  // highest order gives every requested number (second order returns lnZ/N and the first
+  // derivatives too).
+  const bool all = repeat > 0;
+  if (all || !opts.grad) kind(m.valueTimes, m.valueMemory, m.value, "value", &TrgDriver::value);
+  if (opts.grad && (all || !opts.second))
+    kind(m.gradTimes, m.gradMemory, m.grad, "value+grad", &TrgDriver::valueAndGrad);
   if (opts.second) kind(m.secondTimes, m.secondMemory, m.second, "second", &TrgDriver::second);
+  if (!m.valueTimes.have) m.value = opts.second ? m.second : m.grad;
+  if (!m.gradTimes.have && opts.second) m.grad = m.second;
   m.loadAfter = rt::readLoadAverage();
   m.topk = TopkCounts::between(svdBefore, rt::truncatedSvdStats());
 
@@ -225,8 +235,11 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["q"] = opts.model.states();
   j["field"] = opts.model.hasField() ? nlohmann::json(opts.field) : nlohmann::json(nullptr);
   j["chi"] = opts.chi;
-  j["steps"] = opts.steps;
-  j["sites"] = std::ldexp(1.0, opts.steps);
+  const int steps = static_cast<int>(drv.ranks().size());
+  j["steps"] = steps;
+  j["lattice"] = opts.stepsAuto ? "infinite" : "periodic";
+  j["steps_converged"] = drv.stepsConverged();
+  j["sites"] = opts.stepsAuto ? nlohmann::json(nullptr) : nlohmann::json(std::ldexp(1.0, steps));
   j["mode"] = trgModeName(opts.mode);
   j["checkpoint"] = ctx.checkpoint;
   j["order"] = ctx.order;

@@ -85,9 +85,11 @@ void trgExactValues(TrgBetaMeasurement &m, const TrgModel &model, double field);
 /// Called before each run: what ("value", "value+grad (warm-up)", ...), run k of n.
 using TrgProgress = std::function<void(const std::string &what, int64_t k, int64_t n)>;
 
-/// Runs the driver at `beta`: value, then value+grad (if the driver was built with
-/// grad), then second order (if with second), each once, once more untimed and then
-/// `repeat` timed times (repeat = 0: the first run only). `rssBase` is the process's
+/// Runs the driver at `beta`. With repeat > 0: value, then value+grad (if the driver was
+/// built with grad), then second order (if with second), each once, once more untimed
+/// and then `repeat` timed times. With repeat = 0 only the highest order runs, once:
+/// its result gives lnZ/N and every lower derivative (value and grad then hold it too,
+/// and their times are absent). `rssBase` is the process's
 /// resident bytes before the first run of the sweep (rt::residentBytes()). Throws what
 /// the driver throws (tessel::Error naming the step and β).
 TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, int64_t rssBase,

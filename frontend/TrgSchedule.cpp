@@ -58,8 +58,11 @@ void validateTrgOptions(const TrgOptions &o) {
                 "beyond ~60 steps lnZ/N no longer changes in double precision)");
   if (o.width < 1)
     throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
-  if (!(o.svdEps >= 0) || !std::isfinite(o.svdEps))
-    throw Error("error: --eps: the svd broadening must be finite and >= 0, got " + formatDouble(o.svdEps));
+  if (!(o.svdEps >= 0) || !(o.svdEps <= kTrgMaxSvdEps))
+    throw Error("error: --eps: the svd broadening must be in [0, " + formatDouble(kTrgMaxSvdEps) +
+                "], got " + formatDouble(o.svdEps) +
+                " (it removes the coupling of singular values closer than eps*s0: above 1e-6 "
+                "it biases d(lnZ/N)/dbeta by more than 1e-11 relative; docs/trg.md section 5)");
   if (!(o.rankTol >= 0) || !std::isfinite(o.rankTol))
     throw Error("error: rank tolerance must be finite and >= 0, got " + formatDouble(o.rankTol));
   checkTrgModel(o.model);
@@ -72,6 +75,9 @@ void validateTrgOptions(const TrgOptions &o) {
                 " model has no field to differentiate by (only ising)");
   if (o.susceptibility && !o.second)
     throw Error("error: --susceptibility needs the second-order programs (--second)");
+  if (o.stepsAuto && !o.ranks.empty())
+    throw Error("error: --ranks gives the number of steps (one rank per step); with a given "
+                "schedule use --steps N, not --steps auto");
   if (!o.ranks.empty()) {
     if (static_cast<int>(o.ranks.size()) != o.steps)
       throw Error("error: --ranks has " + std::to_string(o.ranks.size()) +
@@ -90,49 +96,19 @@ std::vector<ir::Tensor> trgParameterInputs(const TrgModel &model, double beta, d
 std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps, double tol,
                                     const std::string &pipeline, const TrgModel &model,
                                     double field) {
-  TrgOptions chk;
-  chk.model = model;
-  chk.field = field;
-  chk.chi = chi;
-  chk.steps = steps;
-  chk.rankTol = tol;
-  validateTrgOptions(chk);
+  TrgOptions o;
+  o.model = model;
+  o.field = field;
+  o.chi = chi;
+  o.steps = steps;
+  o.rankTol = tol;
+  o.pipeline = pipeline;
   if (!std::isfinite(beta) || beta <= 0)
     throw Error("error: trg: beta must be finite and > 0, got " + formatDouble(beta));
-  passes::PassManager pm(
-      passes::Pipeline::parse(pipeline.empty() ? defaultTrgPipeline(chk.order) : pipeline,
-                              "--passes"));
-  rt::Engine engine(1);
-  auto runStep = [&](const ir::Tensor &T, int64_t D, int64_t Dp) {
-    TrgStepOptions so;
-    so.outputSingularValues = true;
-    ir::Program p = buildTrgStep(D, Dp, so);
-    pm.run(p);
-    return engine.run(*rt::prepare(p), {T});
-  };
-  ir::Program init = buildTrgInit(model);
-  pm.run(init);
-  ir::Tensor T = std::move(engine.run(*rt::prepare(init), trgParameterInputs(model, beta, field))[0]);
-  std::vector<int64_t> ranks;
-  int64_t D = model.states();
-  for (int n = 0; n < steps; ++n) {
-    int64_t Dmax = std::min(squareSaturated(D), chi);
-    auto out = runStep(T, D, Dmax);
-    int64_t keep = Dmax;
-    for (int k : {2, 3}) {
-      int64_t cnt = 0;
-      for (double s : out[static_cast<size_t>(k)].data) cnt += s > tol;
-      keep = std::min(keep, cnt);
-    }
-    if (keep < 1)
-      throw Error("error: trg: step " + std::to_string(n + 1) + " at beta = " + formatDouble(beta) +
-                  ": no singular value above tol = " + formatDouble(tol));
-    if (keep < Dmax) out = runStep(T, D, keep);
-    ranks.push_back(keep);
-    T = std::move(out[1]);
-    D = keep;
-  }
-  return ranks;
+  // The value sweep of a driver without a given schedule derives it (TrgOptions::ranks).
+  TrgDriver d(o);
+  d.value(beta);
+  return d.ranks();
 }
 
 std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vector<int64_t> &ranks,

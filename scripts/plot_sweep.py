@@ -15,9 +15,10 @@ failed β values ('# beta = ... failed' comments) are skipped.
 Other models (`--field`, `--model potts`; the model is read from the '# tessel trg:' line): the
 exact curves are drawn only where they hold, the Ising model at h = 0 and the q = 2 Potts model
 (Ising at β/2: lnZ/N + β, u/2 − 1, the same c), and the dashed line marks the
-model's β_c (ln(1 + √q) for Potts). A run in a field adds a row with the magnetization
+model's β_c (ln(1 + √q) for Potts). A run in a field h ≠ 0 adds a row with the magnetization
 m = (1/β) ∂(lnZ/N)/∂h, beside Yang's spontaneous magnetization m₀ = (1 − sinh⁻⁴ 2β)^{1/8}
-(h → 0⁺, β > β_c), and the susceptibility χ_m (with --susceptibility).
+(h → 0⁺, β > β_c), and the susceptibility χ_m (with --susceptibility); at h = 0 there is no
+such row (m = 0 there by symmetry).
 
 The exact curves are computed here, independently of tessel (square lattice, infinite volume,
 L. Onsager, Phys. Rev. 65, 117 (1944)), with x = 2β, t = tanh x, k = 2 sinh x / cosh² x:
@@ -162,7 +163,10 @@ def main() -> int:
         ("energy per site u", col["energy_per_site"], "energy"),
         ("specific heat c", col["specific_heat"], "heat"),
     ]
-    field_cols = "magnetization" in col and np.isfinite(col["magnetization"]).any()
+    # The magnetization and susceptibility rows only in a field: at h = 0 the Z2 symmetry
+    # makes m = 0 exactly, which is not Yang's m₀ (the h → 0⁺ limit) and would look wrong.
+    field_cols = (model == "ising" and field != 0 and "magnetization" in col
+                  and np.isfinite(col["magnetization"]).any())
     if field_cols:
         panels += [("magnetization m", col["magnetization"], "m"),
                    ("susceptibility χ_m", col.get("susceptibility", np.full_like(beta, np.nan)), None)]

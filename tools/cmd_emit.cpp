@@ -88,6 +88,14 @@ ir::Program buildProgram(const EmitArgs &a) {
     requirePositive(a.d, "--d");
     return frontend::buildTrgClosure(a.d);
   }
+  if (a.what == "trg-limit-closure") {
+    requirePositive(a.d, "--d");
+    const int64_t dout = a.dout > 0 ? a.dout : a.d;
+    int64_t d2 = 0;
+    if (!__builtin_mul_overflow(a.d, a.d, &d2) && dout > d2)
+      throw Error("error: --dout " + std::to_string(dout) + " exceeds --d^2 = " + std::to_string(d2));
+    return frontend::buildTrgLimitClosure(a.d, dout, opts);
+  }
   if (a.what == "trg") {
     if (a.chi < 2) throw Error("error: --chi must be >= 2, got " + std::to_string(a.chi));
     if (a.steps < 1) throw Error("error: --steps must be >= 1, got " + std::to_string(a.steps));
@@ -101,7 +109,7 @@ ir::Program buildProgram(const EmitArgs &a) {
     return frontend::buildTrgWhole(ranks, opts, model);
   }
   throw Error("error: emit: unknown program '" + a.what +
-              "' (allowed: trg-step, trg-init, trg-closure, trg)");
+              "' (allowed: trg-step, trg-init, trg-closure, trg-limit-closure, trg)");
 }
 
 void runEmit(const EmitArgs &a) {
@@ -134,21 +142,27 @@ void addEmitCommand(CLI::App &app) {
       "                              with --q Q the q-state Potts model:\n"
       "                              (%beta: f64[]) -> (%T0: f64[Q,Q,Q,Q])\n"
       "  trg-closure --d D           (%T: f64[D,D,D,D]) -> (%lntr: f64[]) = ln sum T[i,j,i,j]\n"
+      "  trg-limit-closure --d D [--dout K]\n"
+      "                              the infinite lattice's closure (--steps auto):\n"
+      "                              (%T) -> (%ltail: f64[], %skept: f64[2]) =\n"
+      "                              2 ln max|T| + ln|T'| - ln|T|, T' the step D -> K\n"
+      "                              (K = D by default; docs/trg.md section 3.1)\n"
       "  trg --chi X --steps N       (%beta: f64[], %h: f64[]) -> (%lnz: f64[]) = lnZ/N,\n"
       "                              all steps (Potts with --q Q: (%beta: f64[]) -> ...);\n"
       "                              default ranks min(D^2, chi, exact rank bound):\n"
       "                              2,4,4,16,16,... for chi = 16\n"
       "The output is the traced program (einsums not yet ordered); pipe it to\n"
       "`tessel opt` or `tessel verify -`.");
-  cmd->add_option("program", args->what, "trg-step | trg-init | trg-closure | trg")
+  cmd->add_option("program", args->what, "trg-step | trg-init | trg-closure | trg-limit-closure | trg")
       ->required()
-      ->check(CLI::IsMember({"trg-step", "trg-init", "trg-closure", "trg"}));
+      ->check(CLI::IsMember({"trg-step", "trg-init", "trg-closure", "trg-limit-closure", "trg"}));
   cmd->add_option("--q", args->q,
                   "trg-init, trg: the q-state Potts model with Q states (2..20) instead of the "
                   "Ising model in a field (docs/trg.md section 8)");
   cmd->add_option("--din", args->din, "trg-step: input bond dimension D (>= 1)");
-  cmd->add_option("--dout", args->dout, "trg-step: kept bond dimension D' (1 <= D' <= D^2)");
-  cmd->add_option("--d", args->d, "trg-closure: bond dimension D (>= 1)");
+  cmd->add_option("--dout", args->dout,
+                  "trg-step, trg-limit-closure: kept bond dimension D' (1 <= D' <= D^2)");
+  cmd->add_option("--d", args->d, "trg-closure, trg-limit-closure: bond dimension D (>= 1)");
   cmd->add_option("--chi", args->chi, "trg: maximal bond dimension chi (>= 2; default 16)");
   CLI::Option *steps =
       cmd->add_option("--steps", args->steps,

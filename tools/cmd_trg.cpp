@@ -52,7 +52,8 @@ struct TrgArgs {
   std::string beta;
   std::string betaRange;
   int64_t chi = 16;
-  int64_t steps = 20;
+  std::string steps = "auto";
+  bool stepsGiven = false;
   std::string ranks;
   bool grad = false;
   bool second = false;
@@ -61,7 +62,10 @@ struct TrgArgs {
   std::string checkpoint = "store";
   std::string order = "pairwise";
   int64_t width = 1;
-  int64_t repeat = 10;
+  /// Timed runs per β; unset: kDefaultRepeat for one β in the table or JSON, else 0
+  /// (a sweep or --csv prints no steady timings).
+  int64_t repeat = 0;
+  bool repeatGiven = false;
   double eps = frontend::kTrgSvdEps;
   bool json = false;
   bool csv = false;
@@ -95,6 +99,12 @@ void checkBetaValue(double b, const std::string &flag) {
 /// sweep this long already takes minutes; the bound keeps a mistyped N from allocating
 /// without end.
 constexpr int64_t kMaxBetaValues = 100000;
+
+/// Steady runs per β when --repeat is not given and one β is timed.
+constexpr int64_t kDefaultRepeat = 10;
+/// The most steady runs per β: each is a whole evaluation, so 10⁶ of even the smallest
+/// run is minutes; the bound keeps a mistyped count from running for days.
+constexpr int64_t kMaxRepeat = 1000000;
 
 std::vector<double> parseBetas(const TrgArgs &a) {
   if (!a.beta.empty() && !a.betaRange.empty())
@@ -152,13 +162,22 @@ int toInt(int64_t v, const std::string &flag) {
 frontend::TrgOptions makeOptions(const TrgArgs &a) {
   // chi, steps, width, eps and ranks are checked by the driver (validateTrgOptions).
   frontend::TrgOptions o;
-  if (a.repeat < 0)
-    throw Error("error: --repeat must be an integer >= 0, got " + std::to_string(a.repeat));
+  if (a.repeat < 0 || a.repeat > kMaxRepeat)
+    throw Error("error: --repeat must be an integer in [0, " + std::to_string(kMaxRepeat) +
+                "], got " + std::to_string(a.repeat));
   o.model = frontend::parseTrgModel(a.model, a.qGiven ? std::optional<int64_t>(a.q) : std::nullopt);
   o.field = a.field == 0 ? 0.0 : a.field; // -0 is h = 0
   o.susceptibility = a.susceptibility;
   o.chi = a.chi;
-  o.steps = toInt(a.steps, "--steps");
+  const bool givenRanks = !a.ranks.empty() && a.ranks != "auto";
+  if (a.steps == "auto" && givenRanks && !a.stepsGiven) {
+    o.steps = toInt(static_cast<int64_t>(splitOn(a.ranks, ',').size()), "--ranks");
+  } else if (a.steps == "auto") {
+    o.stepsAuto = true;
+    o.steps = frontend::kTrgStepsAutoMax;
+  } else {
+    o.steps = toInt(parseIntArg(a.steps, "--steps"), "--steps");
+  }
   o.mode = frontend::parseTrgMode(a.mode);
   o.svd = frontend::parseTrgSvd(a.svd);
   o.checkpoint = parseFlag("--checkpoint", [&] { return passes::parseRematPolicy(a.checkpoint); });
@@ -180,15 +199,52 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
 
 //--- Timing --------------------------------------------------------------------------
 
-/// A progress line on stderr, only when stderr is a terminal.
+std::string fmt(const char *f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// A progress line on stderr, only when stderr is a terminal: the β, the run, the sweep
+/// and its step, and the time left in that sweep (from its steps so far); redrawn at
+/// most ten times a second.
 struct Progress {
   bool on = false;
-  size_t nbeta = 1;
-  void show(size_t ib, double beta, const std::string &what, int64_t k, int64_t n) const {
+  size_t nbeta = 1, ib = 0;
+  double beta = 0;
+  std::string run; ///< "value+grad run 1/11"
+  std::string phase;
+  Clock::time_point phaseStart, lastDraw;
+  void startRun(size_t i, double b, const std::string &what, int64_t k, int64_t n) {
+    ib = i;
+    beta = b;
+    run = what + " run " + std::to_string(k) + "/" + std::to_string(n);
+    phase.clear();
+    draw("");
+  }
+  void step(const frontend::TrgProgressStep &s) {
     if (!on) return;
-    std::fprintf(stderr, "\r\033[Ktessel trg: beta %zu/%zu (%s): %s run %lld/%lld", ib + 1, nbeta,
-                 formatDouble(beta).c_str(), what.c_str(), static_cast<long long>(k),
-                 static_cast<long long>(n));
+    const auto now = Clock::now();
+    if (phase != s.phase) {
+      phase = s.phase;
+      phaseStart = now;
+    }
+    if (now - lastDraw < std::chrono::milliseconds(100) && s.step > 1) return;
+    std::string t = phase + " step " + std::to_string(s.step) + (s.atMost ? " (at most " : "/") +
+                    std::to_string(s.steps) + (s.atMost ? ")" : "");
+    const double done = static_cast<double>(s.step - 1);
+    if (done >= 2 && !s.atMost) {
+      const double sec = std::chrono::duration<double>(now - phaseStart).count();
+      t += ", ~" + fmt("%.1f", sec / done * static_cast<double>(s.steps - s.step + 1)) +
+           " s left in this sweep";
+    }
+    draw(t);
+  }
+  void draw(const std::string &t) {
+    if (!on) return;
+    lastDraw = Clock::now();
+    std::fprintf(stderr, "\r\033[Ktessel trg: beta %zu/%zu (%s): %s%s%s", ib + 1, nbeta,
+                 formatDouble(beta).c_str(), run.c_str(), t.empty() ? "" : ": ", t.c_str());
     std::fflush(stderr);
   }
   void clear() const {
@@ -200,11 +256,6 @@ struct Progress {
 
 //--- Report ----------------------------------------------------------------------------
 
-std::string fmt(const char *f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string ranksStr(const std::vector<int64_t> &r) {
   std::string s;
@@ -238,13 +289,32 @@ std::string modelText(const frontend::TrgOptions &o) {
   return "potts, q = " + std::to_string(o.model.q);
 }
 
+/// "infinite lattice (--steps auto: ...)" or "1048576 sites (2^20, periodic)".
+std::string latticeText(const frontend::TrgOptions &o) {
+  if (o.stepsAuto)
+    return "infinite (--steps auto: coarse-grain until lnZ/N stops changing, at most " +
+           std::to_string(o.steps) + " steps, then the fixed point's remaining steps in "
+           "closed form)";
+  return fmt("%.15g", std::ldexp(1.0, o.steps)) + " sites (2^" + std::to_string(o.steps) +
+         ", periodic)";
+}
+
+/// The schedule as given, or how it is derived.
+std::string ranksText(const frontend::TrgOptions &o, const frontend::TrgDriver &drv) {
+  if (!o.ranks.empty()) return ranksStr(drv.ranks()) + " (given)";
+  return "from the spectrum at each beta: min(D^2, chi, rank bound) per step, fewer where "
+         "the step's own SVD has singular values <= " + formatDouble(o.rankTol);
+}
+
 /// What the exact columns hold for this model (frontend::trgExactValues).
 std::string exactText(const frontend::TrgOptions &o) {
   if (o.model.hasField())
     return o.field == 0 ? "exact = Onsager's infinite lattice"
                         : "no exact values in a field (Onsager's solution is for h = 0)";
   if (o.model.q == 2) return "exact = Onsager's infinite lattice at beta/2, plus beta (q = 2 Potts is Ising)";
-  return "no exact values for q >= 3 (the critical point is beta_c = ln(1 + sqrt(q)))";
+  if (o.model.q <= 4)
+    return "exact = the energy u_c = -(1 + 1/sqrt(q)) at beta_c = ln(1 + sqrt(q)) only (Baxter)";
+  return "no exact values for q > 4 (a first-order transition at beta_c = ln(1 + sqrt(q)))";
 }
 
 /// Writes the SVD inputs of the largest size (Ma, Mb of every step with D = max D) of a
@@ -350,15 +420,12 @@ void runTrg(TrgArgs &a) {
   std::ostream quiet(nullptr); // pass instrumentation of ranks other than 0
   std::vector<double> betas;
   frontend::TrgOptions opts;
-  double probeMs = -1;
   std::unique_ptr<frontend::TrgDriver> drv;
   // Every rank parses and compiles; a failure there is reported once (Sweep::agree).
   std::string compileError;
   try {
-    // A field breaks the Z2 symmetry: below T_c the spectrum of the fixed point falls to
-    // one dominant value, and the structural schedule would keep exact zeros. Derive it.
-    if (a.ranks.empty() && a.field != 0) a.ranks = "auto";
     betas = parseBetas(a);
+    if (!a.repeatGiven) a.repeat = betas.size() == 1 && !a.csv ? kDefaultRepeat : 0;
     sweep.begin(betas.size());
     opts = makeOptions(a);
     if (sweep.rank() != 0) {
@@ -375,14 +442,6 @@ void runTrg(TrgArgs &a) {
     }
     if (a.flags.printPipeline && sweep.rank() == 0)
       std::cerr << "pipeline: " << passes::Pipeline::parse(frontend::trgPipeline(opts)).str() << "\n";
-    if (a.ranks == "auto") {
-      // docs/trg.md §2.4 from values: a forward pass counts the singular values, at the
-      // first beta here and at every further one in the loop below.
-      auto t0 = Clock::now();
-      opts.ranks = frontend::deriveTrgRanks(betas[0], opts.chi, opts.steps, opts.rankTol,
-                                            opts.pipeline, opts.model, opts.field);
-      probeMs = rt::msSince(t0);
-    }
     drv = std::make_unique<frontend::TrgDriver>(opts); // compile + prepare (timed inside)
     if (!a.dumpSvdInputs.empty() && sweep.rank() == 0)
       dumpSvdInputs(a.dumpSvdInputs, betas[0], *drv, opts);
@@ -397,27 +456,27 @@ void runTrg(TrgArgs &a) {
   warnOversubscribed(sweep, opts.width);
   const std::string blas = frontend::TrgDriver::blas();
   Progress prog;
-  prog.on = sweep.rank() == 0 && !a.noProgress && isatty(STDERR_FILENO) &&
-            (betas.size() > 1 || a.repeat > 20 || opts.chi > 16);
+  prog.on = sweep.rank() == 0 && !a.noProgress && isatty(STDERR_FILENO);
   prog.nbeta = betas.size();
+  if (prog.on) drv->setProgress([&prog](const frontend::TrgProgressStep &s) { prog.step(s); });
 
   const bool table = !a.json && !a.csv;
   frontend::TopkCounts topkTotal;
   if (a.csv && sweep.rank() == 0) {
     // A comment line with the configuration, then the header: numpy.loadtxt(..., delimiter=",",
     // skiprows=2), pandas.read_csv(..., comment="#") and gnuplot read it as it is.
-    std::cout << "# tessel trg: " << modelText(opts) << ", chi = " << opts.chi << ", steps = "
-              << opts.steps << " (" << fmt("%.15g", std::ldexp(1.0, opts.steps))
-              << " sites, periodic), mode = " << frontend::trgModeName(opts.mode)
+    std::cout << "# tessel trg: " << modelText(opts) << ", chi = " << opts.chi << ", "
+              << latticeText(opts) << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
-              << ", ranks = " << ranksStr(drv->ranks()) << "; " << exactText(opts)
-              << "; nan = not computed\n"
+              << ", ranks = " << ranksText(opts, *drv) << "; " << exactText(opts)
+              << "; nan = not computed; no timings (--json or the table give them, with "
+                 "--repeat N)\n"
               << csvHeader() << "\n";
     std::cout.flush();
   }
   if (table && sweep.rank() == 0) {
     std::cout << "tessel trg: " << modelText(opts) << ", chi = " << opts.chi
-              << ", steps = " << opts.steps
+              << ", steps = " << (opts.stepsAuto ? std::string("auto") : std::to_string(opts.steps))
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
               << ", width = " << opts.width << "\n";
@@ -425,14 +484,8 @@ void runTrg(TrgArgs &a) {
       std::cout << "  mpi        " << sweep.size() << " ranks (beta number i on rank i mod "
                 << sweep.size() << "; each compiles and prepares once; compile and prepare "
                 << "below are rank 0's)\n";
-    std::cout << "  lattice    " << fmt("%.15g", std::ldexp(1.0, opts.steps)) << " sites (2^" << opts.steps
-              << ", periodic); " << exactText(opts) << "\n";
-    std::cout << "  ranks      " << ranksStr(drv->ranks());
-    if (probeMs >= 0)
-      std::cout << " (from the singular values > " << formatDouble(opts.rankTol)
-                << " at beta = " << formatDouble(betas[0])
-                << "; probe " << fmt("%.3f", probeMs) << " ms)";
-    std::cout << "\n";
+    std::cout << "  lattice    " << latticeText(opts) << "; " << exactText(opts) << "\n";
+    std::cout << "  ranks      " << ranksText(opts, *drv) << "\n";
     std::cout << "  passes     "
               << frontend::trgPipeline(opts)
               << "\n";
@@ -449,13 +502,19 @@ void runTrg(TrgArgs &a) {
               << drv->totalOps() << " ops in " << drv->programs().size() << " programs)\n";
     for (const auto &g : drv->groups()) {
       char line[200];
+      // Uses are known once a derived schedule has run (the β blocks give it).
+      const std::string uses = g.uses ? "x" + std::to_string(g.uses) : "";
       std::snprintf(line, sizeof line,
-                    "    %-14s x%-3d %6zu ops  compile %8.3f ms  prepare %8.3f ms  peak live %s\n",
-                    g.group.c_str(), g.uses, g.ops, g.compileMs, g.prepareMs, frontend::formatBytes(g.peakLiveBytes).c_str());
+                    "    %-14s %-4s %6zu ops  compile %8.3f ms  prepare %8.3f ms  peak live %s\n",
+                    g.group.c_str(), uses.c_str(), g.ops, g.compileMs, g.prepareMs, frontend::formatBytes(g.peakLiveBytes).c_str());
       std::cout << line;
     }
     std::cout << "  prepare    " << fmt("%.3f", drv->prepareMs()) << " ms\n";
     std::cout << "  engine     width " << opts.width << " | BLAS " << blas << "\n";
+    if (a.repeat == 0)
+      std::cout << "  timings    first run only" << (betas.size() > 1 ? " (a sweep" : " (")
+                << (betas.size() > 1 ? "; " : "") << "--repeat N adds N steady runs per beta "
+                << "after a warm-up)\n";
     if (a.second)
       std::cout << "  note       d2(lnZ/N)/dbeta2: "
                 << (opts.mode == frontend::TrgMode::Staged
@@ -472,29 +531,9 @@ void runTrg(TrgArgs &a) {
   // One β: its report (table block, JSON line or CSV row) into `os`.
   auto runBeta = [&](size_t ib, std::ostream &os) {
     const double beta = betas[ib];
-    if (a.ranks == "auto" && ib > 0) {
-      // The spectrum changes with beta (at low temperature fewer values stay above tol):
-      // derive the schedule again and recompile when it differs.
-      auto t0 = Clock::now();
-      std::vector<int64_t> ranks =
-          frontend::deriveTrgRanks(beta, opts.chi, opts.steps, opts.rankTol, opts.pipeline,
-                                   opts.model, opts.field);
-      probeMs = rt::msSince(t0);
-      if (ranks != drv->ranks()) {
-        opts.ranks = ranks;
-        drv = std::make_unique<frontend::TrgDriver>(opts);
-        if (a.profile) drv->setProfiling(true);
-        if (table)
-          os << "  ranks      " << ranksStr(ranks) << " (from the singular values > "
-             << formatDouble(opts.rankTol) << " at beta = " << formatDouble(beta) << "; probe "
-             << fmt("%.3f", probeMs) << " ms; recompiled: compile "
-             << fmt("%.3f", drv->compileMs()) << " ms, prepare " << fmt("%.3f", drv->prepareMs())
-             << " ms)\n";
-      }
-    }
     const frontend::TrgBetaMeasurement m = frontend::measureTrgBeta(
         *drv, beta, a.repeat, rssBase,
-        [&](const std::string &what, int64_t k, int64_t n) { prog.show(ib, beta, what, k, n); });
+        [&](const std::string &what, int64_t k, int64_t n) { prog.startRun(ib, beta, what, k, n); });
     topkTotal.add(m.topk);
     prog.clear();
     const std::optional<double> exLnZ = m.exactLnZ, exD1 = m.exactDlnZ, exD2 = m.exactD2lnZ,
@@ -505,7 +544,8 @@ void runTrg(TrgArgs &a) {
     const frontend::TrgResult &rv = m.value;
 
     if (a.csv) {
-      auto num = [](const std::optional<double> &v) { return v ? fmt("%.17g", *v) : std::string("nan"); };
+      // Shortest round-trip form: 0.3, not 0.29999999999999999.
+      auto num = [](const std::optional<double> &v) { return v ? formatDouble(*v) : std::string("nan"); };
       std::optional<double> e1, ee1, c, ec;
       if (d1) e1 = -*d1;
       if (exD1) ee1 = -*exD1;
@@ -523,7 +563,7 @@ void runTrg(TrgArgs &a) {
       ctx.order = a.order;
       ctx.rank = sweep.rank();
       ctx.mpiRanks = sweep.size();
-      ctx.ranksProbeMs = probeMs;
+      ctx.ranksProbeMs = drv->planExtraMs();
       ctx.repeat = a.repeat;
       ctx.blas = blas;
       ctx.rssBase = rssBase;
@@ -535,6 +575,13 @@ void runTrg(TrgArgs &a) {
     if (sweep.size() > 1)
       os << "  rank " << sweep.rank() << " of " << sweep.size() << ", width " << opts.width;
     os << "\n";
+    os << "  steps             " << drv->ranks().size()
+       << (opts.stepsAuto ? (drv->stepsConverged() ? " (converged: infinite lattice)"
+                                                   : " (NOT converged within the step limit: "
+                                                     "an estimate of the infinite lattice)")
+                          : " (" + fmt("%.15g", std::ldexp(1.0, static_cast<int>(drv->ranks().size()))) +
+                                " sites)")
+       << "; ranks " << ranksStr(drv->ranks()) << "\n";
     os << "  lnZ/N             " << fmt("%.15g", rv.lnZ);
     if (exLnZ) os << "  exact " << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ);
     os << "\n";
@@ -560,12 +607,16 @@ void runTrg(TrgArgs &a) {
     if (dhh)
       os << "  d2(lnZ/N)/dh2     " << fmt("%.15g", *dhh) << "\n  susceptibility    "
          << fmt("%.15g", *chim) << "  (chi_m = (1/beta) d2(lnZ/N)/dh2)\n";
-    os << "  run value         " << frontend::runTimesText(m.valueTimes) << "\n";
-    if (opts.grad) os << "  run value+grad    " << frontend::runTimesText(m.gradTimes) << "\n";
-    if (opts.second) os << "  run second        " << frontend::runTimesText(m.secondTimes) << "\n";
-    os << "  memory value      " << frontend::peakMemoryText(m.valueMemory, rssBase) << "\n";
-    if (opts.grad) os << "  memory value+grad " << frontend::peakMemoryText(m.gradMemory, rssBase) << "\n";
-    if (opts.second) os << "  memory second     " << frontend::peakMemoryText(m.secondMemory, rssBase) << "\n";
+    // Without --repeat only the highest order ran (it gives every lower one).
+    if (m.valueTimes.have) os << "  run value         " << frontend::runTimesText(m.valueTimes) << "\n";
+    if (m.gradTimes.have) os << "  run value+grad    " << frontend::runTimesText(m.gradTimes) << "\n";
+    if (m.secondTimes.have) os << "  run second        " << frontend::runTimesText(m.secondTimes) << "\n";
+    if (m.valueTimes.have)
+      os << "  memory value      " << frontend::peakMemoryText(m.valueMemory, rssBase) << "\n";
+    if (m.gradTimes.have)
+      os << "  memory value+grad " << frontend::peakMemoryText(m.gradMemory, rssBase) << "\n";
+    if (m.secondTimes.have)
+      os << "  memory second     " << frontend::peakMemoryText(m.secondMemory, rssBase) << "\n";
     os << "  loadavg           before " << rt::formatLoadAverage(m.loadBefore) << " | after "
        << rt::formatLoadAverage(m.loadAfter) << "\n";
     if (m.topk.calls + m.topk.complementCalls > 0) os << "  svd_topk          " << m.topk.text() << "\n";
@@ -675,12 +726,17 @@ void addTrgCommand(CLI::App &app) {
                   "sweep A:B:N: N values from A to B inclusive (N >= 2 unless A = B; "
                   "exclusive with --beta)");
   cmd->add_option("--chi", args->chi, "maximal bond dimension chi (integer >= 2; default 16)");
-  cmd->add_option("--steps", args->steps, "number of TRG steps (integer >= 1; default 20)");
+  CLI::Option *steps = cmd->add_option("--steps", args->steps,
+                  "auto (default): the infinite lattice - coarse-grain until lnZ/N stops "
+                  "changing in double precision (two steps in a row; at most 80), then sum the "
+                  "fixed point's remaining steps in closed form; or N (integer >= 1): a "
+                  "periodic lattice of 2^N sites (the seeds' runs: --steps 20)")
+      ->check(nonEmpty);
   cmd->add_option("--ranks", args->ranks,
-                  "truncation schedule D'_1,...,D'_N overriding the default rule "
-                  "min(D^2, chi, exact rank bound) = 2,4,4,16,16,... for chi = 16; 'auto' = "
-                  "count the singular values > 1e-12 in a forward pass at each beta (recompiling "
-                  "when the schedule changes; the default with --field != 0)");
+                  "truncation schedule D'_1,...,D'_N (needs --steps N). Default ('auto'): at "
+                  "each beta the value sweep itself decides: min(D^2, chi, exact rank bound) "
+                  "(2,4,4,16,16,... for chi = 16), and where a step's own SVDs keep a singular "
+                  "value <= 1e-12 that step keeps only those above (compiling the new class)");
   cmd->add_flag("--grad", args->grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (reverse over the "
@@ -698,9 +754,11 @@ void addTrgCommand(CLI::App &app) {
                   "contraction order of the plaquette einsum: chain, pairwise (default), "
                   "greedy, optimal, auto (optimal up to 8 operands, else greedy)");
   cmd->add_option("--width", args->width, "engine width, threads (integer >= 1; default 1)");
-  cmd->add_option("--repeat", args->repeat,
-                  "steady-state runs after the first run and one warm-up (default 10; 0 = "
-                  "first run only)");
+  CLI::Option *repeat = cmd->add_option(
+      "--repeat", args->repeat,
+      "steady-state runs after the first run and one warm-up, per beta (integer in [0, 1e6]; "
+      "default 10 for one beta in the table or --json, 0 = first run only for a sweep and "
+      "for --csv, which print no steady timings)");
   cmd->add_option("--eps", args->eps,
                   "Lorentzian broadening of the svd reverse rule, relative to each SVD's largest "
                   "singular value (default 1e-9: above the noise floor of the singular-value "
@@ -725,8 +783,10 @@ void addTrgCommand(CLI::App &app) {
                           "after grad/checkpoint (default: "
                           "order{strategy=<--order>},pad-sink,cse,dce; grad and checkpoint "
                           "are not allowed: trg runs them itself)");
-  cmd->callback([args, q] {
+  cmd->callback([args, q, repeat, steps] {
     args->qGiven = q->count() > 0;
+    args->stepsGiven = steps->count() > 0;
+    args->repeatGiven = repeat->count() > 0;
     runTrg(*args);
   });
 }

@@ -461,14 +461,14 @@ NB_MODULE(_tessel, m) {
         nb::dict d;
         d["beta"] = beta;
         d["lnZ_per_site"] = frontend::onsagerLnZ(beta);
-        if (beta != frontend::kIsingBetaC) {
-          const frontend::OnsagerValues v = frontend::onsager(beta);
-          d["dlnZ_dbeta"] = v.dlnZ;
-          d["energy_per_site"] = v.energy;
+        const frontend::OnsagerValues v = frontend::onsager(beta);
+        d["dlnZ_dbeta"] = v.dlnZ;
+        d["energy_per_site"] = v.energy;
+        if (std::isfinite(v.d2lnZ)) {
           d["d2lnZ_dbeta2"] = v.d2lnZ;
           d["specific_heat"] = v.specificHeat;
         } else {
-          d["dlnZ_dbeta"] = d["energy_per_site"] = d["d2lnZ_dbeta2"] = d["specific_heat"] = nb::none();
+          d["d2lnZ_dbeta2"] = d["specific_heat"] = nb::none(); // diverge at β_c
         }
         return d;
       },
@@ -480,17 +480,18 @@ NB_MODULE(_tessel, m) {
       "trg",
       [](const std::vector<double> &betas, const std::string &model, std::optional<int64_t> q,
          double field,
-         bool susceptibility, int64_t chi, int steps, bool grad, bool second,
+         bool susceptibility, int64_t chi, int steps, bool stepsAuto, bool grad, bool second,
          const std::string &mode, const std::string &checkpoint, const std::string &order,
-         const std::string &svd, int width, std::optional<std::vector<int64_t>> ranks, bool autoRanks,
-         int64_t repeat, double eps, int valueCheck) {
+         const std::string &svd, int width, std::optional<std::vector<int64_t>> ranks,
+         int64_t repeat, double eps, int valueCheck, nb::object progress) {
         frontend::TrgOptions o;
         o.model = frontend::parseTrgModel(model, q);
         o.field = field;
         o.susceptibility = susceptibility;
         second = second || susceptibility;
         o.chi = chi;
-        o.steps = steps;
+        o.steps = stepsAuto ? frontend::kTrgStepsAutoMax : steps;
+        o.stepsAuto = stepsAuto;
         o.mode = frontend::parseTrgMode(mode);
         o.svd = frontend::parseTrgSvd(svd);
         o.checkpoint = passes::parseRematPolicy(checkpoint);
@@ -508,43 +509,39 @@ NB_MODULE(_tessel, m) {
         std::vector<nlohmann::json> reports;
         {
           nb::gil_scoped_release release;
-          double probeMs = -1;
-          std::unique_ptr<frontend::TrgDriver> drv;
+          // The driver derives the schedule at each β itself (no ranks given).
+          frontend::TrgDriver drv(o);
+          // Before every step: Ctrl-C (a pending SIGINT) ends the call with
+          // KeyboardInterrupt within a step, and `progress` (if not None) is called with
+          // (beta, phase, step, steps, at_most).
+          double currentBeta = 0;
+          drv.setProgress([&](const frontend::TrgProgressStep &st) {
+            nb::gil_scoped_acquire acquire;
+            if (PyErr_CheckSignals() != 0) throw nb::python_error();
+            if (!progress.is_none())
+              progress(currentBeta, st.phase, st.step, st.steps, st.atMost);
+          });
           const std::string blas = frontend::TrgDriver::blas();
-          int64_t rssBase = 0;
+          const int64_t rssBase = rt::residentBytes(); // once per sweep, as tessel trg
           for (size_t i = 0; i < betas.size(); ++i) {
-            if (autoRanks) {
-              auto t0 = Clock::now();
-              std::vector<int64_t> r = frontend::deriveTrgRanks(betas[i], o.chi, o.steps, o.rankTol,
-                                                                "", o.model, o.field);
-              probeMs = msSince(t0);
-              if (!drv || r != drv->ranks()) {
-                o.ranks = r;
-                drv.reset();
-              }
-            }
-            if (!drv) {
-              const bool first = i == 0;
-              drv = std::make_unique<frontend::TrgDriver>(o);
-              if (first) rssBase = rt::residentBytes(); // once per sweep, as tessel trg
-            }
-            frontend::TrgBetaMeasurement meas = frontend::measureTrgBeta(*drv, betas[i], repeat, rssBase);
+            currentBeta = betas[i];
+            frontend::TrgBetaMeasurement meas = frontend::measureTrgBeta(drv, betas[i], repeat, rssBase);
             frontend::TrgReportContext ctx;
             ctx.checkpoint = checkpoint;
             ctx.order = order;
-            ctx.ranksProbeMs = probeMs;
+            ctx.ranksProbeMs = drv.planExtraMs();
             ctx.repeat = repeat;
             ctx.blas = blas;
             ctx.rssBase = rssBase;
-            reports.push_back(frontend::trgBetaJson(meas, *drv, ctx));
+            reports.push_back(frontend::trgBetaJson(meas, drv, ctx));
           }
         }
         nb::list out;
         for (const nlohmann::json &j : reports) out.append(jsonToPython(j));
         return out;
       },
-      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "grad"_a, "second"_a, "mode"_a, "checkpoint"_a, "order"_a,
-      "svd"_a, "width"_a, "ranks"_a.none(), "auto_ranks"_a, "repeat"_a, "eps"_a, "value_check"_a);
+      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "steps_auto"_a, "grad"_a, "second"_a, "mode"_a, "checkpoint"_a, "order"_a,
+      "svd"_a, "width"_a, "ranks"_a.none(), "repeat"_a, "eps"_a, "value_check"_a, "progress"_a.none());
 
   bindTracing(m);
 }

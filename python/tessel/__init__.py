@@ -32,7 +32,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -266,8 +266,9 @@ def onsager(beta: float) -> dict[str, Optional[float]]:
     """Onsager's exact solution of the square-lattice Ising model (J = 1, no field), per site.
 
     Returns ``lnZ_per_site``, ``dlnZ_dbeta``, ``energy_per_site`` (= −dlnZ/dβ, units of J),
-    ``d2lnZ_dbeta2`` and ``specific_heat`` (c = β² d²lnZ/dβ², units of k_B); the
-    derivatives are None at β_c exactly, where they diverge. Source: L. Onsager, Phys.
+    ``d2lnZ_dbeta2`` and ``specific_heat`` (c = β² d²lnZ/dβ², units of k_B). At β_c
+    exactly (``ISING_BETA_C``) the energy is its finite limit −√2 and the second
+    derivative and c, which diverge there, are None. Source: L. Onsager, Phys.
     Rev. 65, 117 (1944), evaluated with complete elliptic integrals.
 
     Raises:
@@ -278,19 +279,21 @@ def onsager(beta: float) -> dict[str, Optional[float]]:
 
 def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising",
         q: Optional[int] = None, field: float = 0.0, susceptibility: bool = False,
-        chi: int = 16, steps: int = 20, grad: bool = False, second: bool = False,
+        chi: int = 16, steps: Union[int, str] = "auto", grad: bool = False, second: bool = False,
         mode: str = "staged",
         checkpoint: str = "store", order: str = "pairwise", svd: str = "truncated",
         width: int = 1, ranks: Union[None, str, Sequence[int]] = None, repeat: int = 0,
         eps: float = _tessel.TRG_SVD_EPS, check_nan: bool = False,
-        check_inf: bool = False) -> Union[dict[str, Any], list[dict[str, Any]]]:
+        check_inf: bool = False,
+        progress: Union[bool, Callable[..., Any]] = False) -> Union[dict[str, Any], list[dict[str, Any]]]:
     """TRG (Levin–Nave) of the 2D Ising model (or the q-state Potts model), as
     ``tessel trg ... --json``.
 
     Compiles and prepares the programs once, then per β computes lnZ/N (and with
-    ``grad`` d(lnZ/N)/dβ, with ``second`` also d²(lnZ/N)/dβ²) on a periodic lattice of
-    2^steps sites, beside the exact values where they are known (Onsager: Ising at
-    h = 0, and Potts with q = 2). J = 1, k_B = 1, β = 1/T, h in units of J.
+    ``grad`` d(lnZ/N)/dβ, with ``second`` also d²(lnZ/N)/dβ²) on the infinite lattice
+    (``steps="auto"``) or a periodic lattice of 2^steps sites, beside the exact values
+    where they are known (Onsager: Ising at h = 0; Potts with q = 2; the Potts energy at
+    β_c for q = 3, 4). J = 1, k_B = 1, β = 1/T, h in units of J.
 
     Args:
         beta: one β > 0, or a sequence/array of them.
@@ -299,9 +302,13 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         field: h of the Ising model. With ``grad`` the report has ``dlnZ_dh`` and the
             magnetization m = (1/β)·∂(lnZ/N)/∂h, with ``second`` also ``d2lnZ_dbeta_dh``;
             ``susceptibility`` adds ``d2lnZ_dh2`` and χ_m = (1/β)·∂²(lnZ/N)/∂h² (one more
-            reverse sweep; implies ``second``). A field ≠ 0 breaks the Z2 symmetry: the
-            schedule is then derived from the singular values unless ``ranks`` is given.
-        chi: bond dimension χ (≥ 2). steps: TRG steps (lattice of 2^steps sites).
+            reverse sweep; implies ``second``).
+        chi: bond dimension χ (≥ 2).
+        steps: ``"auto"`` (the default: the infinite lattice; coarse-grain until lnZ/N
+            stops changing in double precision, at most 80 steps, then sum the fixed
+            point's remaining steps in closed form; the report's ``steps`` says how many
+            ran and ``steps_converged`` whether the criterion was met) or an int N ≥ 1 (a
+            periodic lattice of 2^N sites, as ``tessel trg --steps N``).
         grad, second: also the first / first and second derivative in β (reverse mode
             through every SVD).
         mode: ``staged`` (one program per step class) or ``whole`` (one program).
@@ -309,12 +316,19 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             ``save-svd``). order: contraction order of the plaquette einsum.
         svd: ``truncated`` (svd_topk: only the kept triplets) or ``full`` (LAPACK gesdd).
             ``second`` uses the full SVD (the report's ``svd`` field says which ran).
-        width: engine width (threads). ranks: the truncation schedule (D' per step),
-            ``"auto"`` (from the singular values at each β), or None (the default rule;
-            ``"auto"`` with a field ≠ 0).
+        width: engine width (threads). ranks: the truncation schedule (D' per step; the
+            number of steps is then its length), or None / ``"auto"`` (the default: at
+            each β the value sweep keeps min(D², χ, rank bound) per step, and fewer where
+            its own SVDs have singular values ≤ 1e-12).
         repeat: timed runs after one warm-up (0 = the first run only).
         eps: Lorentzian broadening of the svd reverse rule (relative).
         check_nan, check_inf: stop at the first NaN (or NaN/inf) with the op named.
+        progress: ``True`` shows a progress bar per sweep (tqdm if it is installed,
+            otherwise a line on stderr), a callable is called before every TRG step as
+            ``progress(beta, phase, step, steps, at_most)`` (``phase`` e.g.
+            ``"value+grad: backward"``; ``at_most``: ``steps`` is a bound, ``steps="auto"``
+            decides on the way). Ctrl-C interrupts the call within one step either way
+            (KeyboardInterrupt).
 
     Returns:
         For one β a dict, for several a list of dicts, with the fields of
@@ -338,8 +352,13 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     if b.dtype.kind not in "iuf" or b.ndim > 1 or b.size == 0:
         raise Error(f"trg: beta must be a number or a non-empty 1-d sequence of numbers, got {beta!r}")
     betas = [float(x) for x in np.atleast_1d(b.astype(np.float64))]
-    for name, v in (("chi", chi), ("steps", steps), ("width", width), ("repeat", repeat)):
+    for name, v in (("chi", chi), ("width", width), ("repeat", repeat)):
         _check_int(name, v)
+    steps_auto = isinstance(steps, str)
+    if steps_auto and steps != "auto":
+        raise Error(f"trg: steps must be an int >= 1 or 'auto', got {steps!r}")
+    if not steps_auto:
+        _check_int("steps", steps)
     for name, v in (("mode", mode), ("checkpoint", checkpoint), ("order", order), ("svd", svd)):
         _check_str(name, v)
     _check_str("model", model)
@@ -357,20 +376,65 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     for name, v in (("grad", grad), ("second", second), ("susceptibility", susceptibility)):
         if not isinstance(v, (bool, np.bool_)):
             raise Error(f"trg: {name} must be True or False, got {v!r}")
-    if ranks is None and field != 0:
-        ranks = "auto"
     auto = isinstance(ranks, str)
     if auto and ranks != "auto":
         raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
     explicit = None if (ranks is None or auto) else [int(r) for r in ranks]
+    if explicit is not None and steps_auto:
+        steps_auto, steps = False, len(explicit)  # the schedule gives the number of steps
     check = 2 if check_inf else 1 if check_nan else 0
+    if progress is True:
+        callback = _progress_display()
+    elif progress is False or progress is None:
+        callback = None
+    elif callable(progress):
+        callback = progress
+    else:
+        raise Error(f"trg: progress must be True, False or a callable, got {progress!r}")
     try:
-        reports = _tessel.trg(betas, model, q, float(field), bool(susceptibility), chi, steps,
-                              grad, second, mode, checkpoint, order, svd, width, explicit, auto,
-                              repeat, float(eps), check)
+        reports = _tessel.trg(betas, model, q, float(field), bool(susceptibility), chi,
+                              0 if steps_auto else steps, steps_auto, grad, second, mode,
+                              checkpoint, order, svd, width, explicit, repeat, float(eps), check,
+                              callback)
     except Error as e:
         raise type(e)(_python_option_names(str(e))) from None
+    finally:
+        if callback is not None and hasattr(callback, "close"):
+            callback.close()
     return reports[0] if scalar else reports
+
+
+class _progress_display:
+    """``trg(progress=True)``: a tqdm bar per sweep if tqdm is installed, else a line on stderr."""
+
+    def __init__(self) -> None:
+        try:
+            from tqdm.auto import tqdm  # optional
+        except ImportError:
+            tqdm = None
+        self._tqdm, self._bar, self._key = tqdm, None, None
+
+    def __call__(self, beta: float, phase: str, step: int, steps: int, at_most: bool) -> None:
+        key = (beta, phase)
+        if self._tqdm is not None:
+            if key != self._key:
+                self.close()
+                self._bar = self._tqdm(total=steps, desc=f"beta {beta:g}: {phase}", leave=False)
+                self._key = key
+            self._bar.update(1)
+            return
+        self._key = key
+        bound = f"at most {steps}" if at_most else str(steps)
+        sys.stderr.write(f"\r\033[Ktessel.trg: beta {beta:g}: {phase} step {step}/{bound}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self._tqdm is None and self._key is not None:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 # The library reports option errors with the command line's flag names.

@@ -14,7 +14,7 @@ SEED_LNZ_03 = 0.790559063800966
 
 
 def test_one_beta_value_and_gradient():
-    r = tessel.trg(0.3, grad=True)
+    r = tessel.trg(0.3, grad=True, steps=20)
     assert isinstance(r, dict)
     assert abs(r["lnZ_per_site"] - SEED_LNZ_03) < 1e-13
     exact = tessel.onsager(0.3)
@@ -26,10 +26,33 @@ def test_one_beta_value_and_gradient():
     assert r["energy_per_site"] == -r["dlnZ_dbeta"]
     assert r["d2lnZ_dbeta2"] is None and r["specific_heat"] is None
     assert r["chi"] == 16 and r["steps"] == 20 and r["sites"] == 2.0 ** 20
+    assert r["lattice"] == "periodic"
     assert r["svd"] == "truncated" and r["svd_topk"]["calls"] > 0
     assert r["rank"] == 0 and r["mpi_ranks"] == 1
-    assert r["timing_ms"]["compile"] > 0 and r["timing_ms"]["value"]["first"] > 0
-    assert r["timing_ms"]["value"]["median"] is None  # repeat = 0
+    # repeat = 0: one run of the highest order gives lnZ/N and the derivative
+    assert r["timing_ms"]["compile"] > 0 and r["timing_ms"]["value_and_grad"]["first"] > 0
+    assert r["timing_ms"]["value"] is None
+    assert r["timing_ms"]["value_and_grad"]["median"] is None
+
+
+def test_the_default_is_the_infinite_lattice():
+    # steps="auto": coarse-grain until lnZ/N and d/dbeta stop changing, then the fixed
+    # point's remaining steps in closed form. Against long finite tori (their 2^N sites
+    # differ from the infinite lattice by far less than rounding at beta = 0.3, 2^-N ln 2
+    # in lnZ/N at beta = 0.6, which the limit drops).
+    for beta in (0.3, 0.6):
+        inf = tessel.trg(beta, grad=True, chi=8)
+        torus = tessel.trg(beta, grad=True, chi=8, steps=50)
+        assert inf["lattice"] == "infinite" and inf["sites"] is None and inf["steps_converged"]
+        assert 20 <= inf["steps"] <= 80 and len(inf["ranks"]) == inf["steps"]
+        offset = np.log(2) / 2 ** 50 if beta > tessel.ISING_BETA_C else 0.0
+        assert abs(inf["lnZ_per_site"] - (torus["lnZ_per_site"] - offset)) < 4e-16 * inf["lnZ_per_site"]
+        assert abs(inf["dlnZ_dbeta"] - torus["dlnZ_dbeta"]) < 1e-13 * inf["dlnZ_dbeta"]
+    # Deep in the ordered phase the torus keeps its two ground states' ln 2 / N.
+    cold = tessel.trg(5.0)
+    assert cold["lnZ_per_site"] == pytest.approx(10.0, rel=1e-15)
+    assert tessel.trg(5.0, steps=20)["lnZ_per_site"] - cold["lnZ_per_site"] == pytest.approx(
+        np.log(2) / 2 ** 20, rel=1e-6)
 
 
 def test_derivative_agrees_with_a_finite_difference_of_the_value():
@@ -49,7 +72,12 @@ def test_sweep_with_second_order():
         assert abs(r["specific_heat"] - r["exact_specific_heat"]) < 0.05
         assert r["timing_ms"]["second"]["n"] == 2
     at_bc = tessel.trg(tessel.ISING_BETA_C, chi=4, steps=6)
-    assert at_bc["exact_dlnZ_dbeta"] is None and at_bc["exact_lnZ_per_site"] > 0
+    # At beta_c the energy is finite (u = -sqrt 2); only d2 and c diverge.
+    assert at_bc["exact_dlnZ_dbeta"] == pytest.approx(2 ** 0.5, rel=1e-15)
+    assert at_bc["exact_d2lnZ_dbeta2"] is None and at_bc["exact_lnZ_per_site"] > 0
+    ons = tessel.onsager(tessel.ISING_BETA_C)
+    assert ons["energy_per_site"] == pytest.approx(-(2 ** 0.5), rel=1e-15)
+    assert ons["specific_heat"] is None
 
 
 def test_modes_and_options_agree():
@@ -59,7 +87,8 @@ def test_modes_and_options_agree():
     assert abs(whole["lnZ_per_site"] - staged["lnZ_per_site"]) < 1e-13
     assert abs(whole["dlnZ_dbeta"] - staged["dlnZ_dbeta"]) < 1e-10 * abs(staged["dlnZ_dbeta"])
     auto = tessel.trg(0.4, chi=8, steps=10, ranks="auto")
-    assert auto["ranks"] == staged["ranks"] and auto["ranks_probe_ms"] > 0
+    # The value sweep derives the schedule; the structural one held: nothing extra ran.
+    assert auto["ranks"] == staged["ranks"] and auto["ranks_probe_ms"] == 0
     given = tessel.trg(0.4, chi=8, steps=10, ranks=staged["ranks"])
     assert given["lnZ_per_site"] == staged["lnZ_per_site"]
 
@@ -73,7 +102,8 @@ def test_modes_and_options_agree():
     (dict(beta=0.3, chi=1), "chi"),
     (dict(beta=0.3, ranks="sometimes"), "ranks must be"),
     (dict(beta=0.3, steps=2, ranks=[2, 99]), "rank 99 of step 2"),
-    (dict(beta=0.3, ranks=[2, 4]), "2 entries"),
+    (dict(beta=0.3, steps=3, ranks=[2, 4]), "2 entries"),
+    (dict(beta=0.3, steps="forever"), "steps must be"),
     (dict(beta=0.3, repeat=-1), "repeat"),
 ])
 def test_bad_options_raise_errors_naming_them(kwargs, match):
@@ -167,3 +197,37 @@ def test_potts_q2_is_ising_at_half_beta():
 def test_model_options_raise_errors(kwargs, match):
     with pytest.raises(tessel.Error, match=match):
         tessel.trg(0.4, chi=4, steps=2, **kwargs)
+
+
+def test_progress_callback_and_interrupt():
+    # The callback sees every step of every sweep, in order, with the sweep's length.
+    calls = []
+    tessel.trg(0.4, chi=4, steps=6, grad=True,
+               progress=lambda *a: calls.append(a))
+    phases = [c[1] for c in calls]
+    assert phases[:6] == ["value"] * 6 and [c[2] for c in calls[:6]] == list(range(1, 7))
+    assert "value+grad: forward" in phases and "value+grad: backward" in phases
+    assert all(c[0] == 0.4 and 1 <= c[2] <= c[3] for c in calls)
+    # steps="auto": the value sweep's length is a bound.
+    auto = []
+    tessel.trg(0.4, chi=4, progress=lambda *a: auto.append(a))
+    assert auto and all(a[4] for a in auto if a[1] == "value")
+    # An exception from the callback (as Ctrl-C raises KeyboardInterrupt) ends the call.
+    def stop(*a):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        tessel.trg(0.4, chi=4, steps=6, progress=stop)
+    with pytest.raises(tessel.Error, match="progress must be"):
+        tessel.trg(0.4, progress=3)
+
+
+def test_ctrl_c_interrupts_a_long_call():
+    # A real SIGINT during 10^6 repeats (hours of work): the call ends with
+    # KeyboardInterrupt at the next step instead of finishing the sweep first.
+    import signal
+    import threading
+    timer = threading.Timer(0.5, lambda: signal.raise_signal(signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        tessel.trg(0.4, chi=4, steps=6, repeat=10 ** 6)
+    timer.cancel()

@@ -15,6 +15,7 @@
 
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
+#include "frontend/TrgMeasure.h"
 #include "ir/Diagnostics.h"
 #include "../passes/pass_testutil.h"
 
@@ -397,14 +398,18 @@ TEST_CASE("trg driver: the schedule from singular values (docs/trg.md §2.4)") {
   for (double beta : {0.3, 0.5})
     CHECK(deriveTrgRanks(beta, 16, 6) == trgDefaultRanks(16, 6));
   CHECK(deriveTrgRanks(0.4, 3, 5) == trgDefaultRanks(3, 5));
-  // At low temperature the spectrum of step 4 falls below tol: the rule's schedule
-  // stops with an error naming the step, the derived one keeps fewer values and runs.
+  // At low temperature the spectrum of step 4 falls below tol: the structural schedule,
+  // given, stops with an error naming the step and how to fix it; the derived one (no
+  // schedule given, the default) keeps fewer values and runs.
   TrgOptions o;
   o.steps = 6;
+  o.ranks = trgDefaultRanks(16, 6);
   TrgDriver rule(o);
   CHECK_THROWS_WITH_AS(rule.value(2.0), doctest::Contains("step 4 (4->16"), Error);
+  CHECK_THROWS_WITH_AS(rule.value(2.0), doctest::Contains("or leave --ranks out"), Error);
   o.ranks = deriveTrgRanks(2.0, 16, 6);
   CHECK(o.ranks[3] < 16);
+  o.ranks.clear();
   o.grad = true;
   TrgDriver derived(o);
   TrgResult r = derived.valueAndGrad(2.0);
@@ -416,6 +421,7 @@ TEST_CASE("trg driver: the schedule from singular values (docs/trg.md §2.4)") {
   REQUIRE(r.dlnZ);
   CHECK(std::fabs(*r.dlnZ - ex.dlnZ) < 1e-13);
   for (auto s : r.keptSingularValues) CHECK(std::min(s[0], s[1]) > 1e-12);
+  CHECK(derived.ranks() == deriveTrgRanks(2.0, 16, 6));
   CHECK_THROWS_AS(deriveTrgRanks(0.0, 16, 6), Error);
 }
 
@@ -489,4 +495,67 @@ TEST_CASE("trg driver: --grad widens each step's svd_topk by its complement's gu
     (disable ? dNarrow : dWide) = *d.valueAndGrad(0.4).dlnZ;
   }
   CHECK(std::fabs(dWide - dNarrow) <= 1e-12 * std::fabs(dNarrow));
+}
+
+TEST_CASE("trg driver: --steps auto is the infinite lattice (docs/trg.md §3.1)") {
+  // Deep in the ordered phase the truncation error at chi = 8 is far below 1e-13, so the
+  // infinite lattice is Onsager's to rounding; a torus of 2^N sites adds its two ground
+  // states' ln 2 / 2^N (docs/trg.md §3).
+  TrgOptions o;
+  o.chi = 8;
+  o.grad = true;
+  o.stepsAuto = true;
+  o.steps = kTrgStepsAutoMax;
+  TrgDriver inf(o);
+  const TrgResult r = inf.valueAndGrad(2.0);
+  CHECK(inf.stepsConverged());
+  const OnsagerValues ex = onsager(2.0);
+  INFO("lnZ/N " << r.lnZ << " vs Onsager " << ex.lnZ << "; steps " << inf.ranks().size());
+  CHECK(std::fabs(r.lnZ - ex.lnZ) < 2e-15 * ex.lnZ);
+  CHECK(std::fabs(*r.dlnZ - ex.dlnZ) < 1e-13);
+  TrgOptions t = o;
+  t.stepsAuto = false;
+  t.steps = 20;
+  const double torus = TrgDriver(t).value(2.0).lnZ;
+  CHECK(std::fabs(torus - r.lnZ - std::log(2.0) / (1 << 20)) < 1e-14);
+  // beta = 400: every step is at the ordered fixed point; lnZ/N = 2 beta exactly.
+  const TrgResult cold = inf.valueAndGrad(400.0);
+  CHECK(cold.lnZ == 800.0);
+  CHECK(*cold.dlnZ == 2.0);
+  // Next to T_c (the slowest convergence): the value and derivative equal a 60-step
+  // torus's (its finite-size shift there is ~2^-30 relative) to 1e-13.
+  const TrgResult c = inf.valueAndGrad(0.44);
+  t.steps = 60;
+  const TrgResult ct = TrgDriver(t).valueAndGrad(0.44);
+  CHECK(std::fabs(c.lnZ - ct.lnZ) < 1e-14);
+  CHECK(std::fabs(*c.dlnZ - *ct.dlnZ) < 1e-13 * *ct.dlnZ);
+  CHECK(inf.ranks().size() > 20);
+}
+
+TEST_CASE("trg driver: the derived schedule follows the run's own SVDs (Potts q = 3 at beta_c)") {
+  // With the truncated SVD a probe of full SVDs kept a value that svd_topk put at 4e-18 by
+  // step 29 (chi = 24, 30 steps); the run's own programs derive the schedule now.
+  TrgOptions o;
+  o.model = parseTrgModel("potts", 3);
+  o.chi = 24;
+  o.steps = 30;
+  o.grad = true;
+  TrgDriver d(o);
+  const TrgResult r = d.valueAndGrad(pottsBetaC(3));
+  for (auto s : r.keptSingularValues) CHECK(std::min(s[0], s[1]) > 1e-12);
+  // The energy at beta_c against Baxter's u_c = -(1 + 1/sqrt 3): chi = 24 leaves 1.07e-2
+  // there (measured; TRG converges slowly in chi at a critical point).
+  CHECK(std::fabs(-*r.dlnZ - *pottsCriticalEnergy(3)) < 1.5e-2);
+  // The report's exact column holds u_c at beta_c typed with 16 digits, nothing elsewhere.
+  TrgBetaMeasurement m;
+  m.beta = 1.005052538742381;
+  trgExactValues(m, o.model, 0);
+  REQUIRE(m.exactDlnZ);
+  CHECK(*m.exactDlnZ == 1 + 1 / std::sqrt(3.0));
+  CHECK(!m.exactLnZ);
+  CHECK(!m.exactD2lnZ);
+  m = TrgBetaMeasurement{};
+  m.beta = 1.0;
+  trgExactValues(m, o.model, 0);
+  CHECK(!m.exactDlnZ);
 }

@@ -138,7 +138,7 @@ TEST_CASE("trg field: a field below T_c needs the schedule derived from the spec
   o.chi = 8;
   o.steps = 20;
   o.ranks = trgDefaultRanks(8, 20);
-  CHECK_THROWS_WITH_AS(TrgDriver(o).value(0.5), doctest::Contains("--ranks auto"), Error);
+  CHECK_THROWS_WITH_AS(TrgDriver(o).value(0.5), doctest::Contains("leave --ranks out"), Error);
   o.ranks = deriveTrgRanks(0.5, 8, 20, o.rankTol, "", o.model, 1e-3);
   CHECK(o.ranks != trgDefaultRanks(8, 20));
   CHECK_NOTHROW(TrgDriver(o).valueAndGrad(0.5));

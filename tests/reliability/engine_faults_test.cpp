@@ -376,8 +376,8 @@ TEST_CASE("reliability: trg: a LAPACK failure or a NaN names the step; --check-n
                            std::pair{frontend::TrgMode::Whole, frontend::TrgSvd::Full},
                            std::pair{frontend::TrgMode::Staged, frontend::TrgSvd::Truncated},
                            std::pair{frontend::TrgMode::Whole, frontend::TrgSvd::Truncated}}) {
-    CAPTURE(frontend::trgModeName(mode));
-    CAPTURE(frontend::trgSvdName(svd));
+    INFO("mode " << std::string(frontend::trgModeName(mode)) << ", svd "
+                 << std::string(frontend::trgSvdName(svd)));
     frontend::TrgOptions o;
     o.chi = 16;
     o.steps = 6;
@@ -404,10 +404,19 @@ TEST_CASE("reliability: trg: a LAPACK failure or a NaN names the step; --check-n
         FAIL("no error");
       } catch (const Error &e) {
         std::string msg = e.what();
-        CHECK(msg.rfind(where, 0) == 0);
+        INFO("message: " << msg);
+        // svd_topk: step 6, or already step 5 where its Krylov basis of that step passed
+        // 16 columns (the iteration count depends on the CPU's BLAS kernels).
+        auto either = [&](std::string s) {
+          if (msg.find(s) != std::string::npos || full) return s;
+          const size_t at = s.find("step 6");
+          if (at != std::string::npos) s.replace(at, 6, "step 5");
+          return s;
+        };
+        CHECK(msg.rfind(either(where), 0) == 0);
         CHECK(msg.find("beta = 0.4") != std::string::npos);
         CHECK(msg.find("LAPACK dgesdd failed on f64[256,256] (info = 7") != std::string::npos);
-        CHECK(msg.find(svdLoc) != std::string::npos);
+        CHECK(msg.find(either(svdLoc)) != std::string::npos);
       }
     }
     if (full) {

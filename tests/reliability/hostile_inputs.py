@@ -439,10 +439,11 @@ CASES = [
          Exact("error: --beta-range: N = 1 gives one value, but A = 0.3 and B = 0.6 differ (use N >= 2 "
                "for a sweep from A to B, or --beta 0.3)")),
     Case("trg-beta-subnormal", "trg", "--beta 1e-320 is a number (was 'is not a number')",
-         ["trg", "--beta", "1e-320", "--chi", "4", "--steps", "2", "--repeat", "0"],
+         ["trg", "--beta", "1e-320", "--chi", "4", "--steps", "2", "--ranks", "2,4", "--repeat", "0"],
          Exact("error: trg: step 1 (2->2, beta = 1e-320): the smallest kept singular value sa[1] = 0 of Ma "
                "is <= tol = 1e-12; it is an exact zero and its derivative would be infinite. Keep fewer "
-               "singular values in this step with --ranks (D' < 2), or --ranks auto")),
+               "singular values in this step with --ranks (D' < 2), or leave --ranks out: the schedule "
+               "is then derived from the spectrum")),
     Case("trg-beta-underflow", "trg", "--beta 1e-400 reads as 0",
          ["trg", "--beta", "1e-400"],
          Exact("error: --beta: '1e-400' is out of the range of f64 (it would read as 0)")),
