@@ -251,9 +251,9 @@ Tensor concatenate(llvm::ArrayRef<Tensor> parts, int64_t axis) {
   return acc;
 }
 
-SvdResult svd(const Tensor &a, double eps) {
+SvdResult svd(const Tensor &a, double eps, const std::string &gauge) {
   ir::Builder &b = builderOf(a, "svd");
-  auto r = traced(b, [&] { return b.svd(a.id(), eps); });
+  auto r = traced(b, [&] { return b.svd(a.id(), eps, gauge); });
   return {Tensor(b, r[0]), Tensor(b, r[1]), Tensor(b, r[2])};
 }
 

@@ -138,7 +138,9 @@ Tensor concatenate(llvm::ArrayRef<Tensor> parts, int64_t axis);
 struct SvdResult {
   Tensor U, s, Vt;
 };
-SvdResult svd(const Tensor &a, double eps = 1e-12);
+/// The svd op; `gauge` its attribute ("bond": the loss is invariant under an orthogonal
+/// gauge of the bond between U·diag(√s) and diag(√s)·Vt, ops.def).
+SvdResult svd(const Tensor &a, double eps = 1e-12, const std::string &gauge = "none");
 
 /// Owns a Program and its Builder; the entry point of tracing.
 class Tracer {

@@ -197,12 +197,14 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
 
   // 3. Full SVDs.
   loc("svd Ma");
-  SvdResult A = svd(Ma, opts.svdEps);
+  // The half-tensors U·√s and √s·Vt meet again only across the new bond, so lnZ/N does
+  // not change under an orthogonal gauge of that bond (docs/trg.md §5).
+  SvdResult A = svd(Ma, opts.svdEps, "bond");
   A.U.named("Ua");
   A.s.named("sa");
   A.Vt.named("Vta");
   loc("svd Mb");
-  SvdResult B = svd(Mb, opts.svdEps);
+  SvdResult B = svd(Mb, opts.svdEps, "bond");
   B.U.named("Ub");
   B.s.named("sb");
   B.Vt.named("Vtb");

@@ -67,6 +67,7 @@ passes::Pipeline gradPipeline(const passes::GradOptions &go) {
   g.set("vjp", go.vjp ? "true" : "false");
   g.set("keep-outputs", go.keepOutputs ? "true" : "false");
   g.set("svd-blocks", go.svdBlocks ? "true" : "false");
+  g.set("bond-gauge", go.bondGauge ? "true" : "false");
   pl.passes.push_back(std::move(g));
   return pl;
 }
@@ -86,6 +87,14 @@ struct TrgDriver::Impl {
   TrgOptions o;
   /// The inputs of init (and of the whole program): model.parameters().
   std::vector<std::string> params;
+  /// What the first-order programs differentiate by: params, but β alone for the Ising
+  /// model at h = 0 with svd_topk. There ∂/∂h = 0 exactly by the Z2 symmetry, and
+  /// svd_topk (a randomized Krylov method stopped at a residual tolerance, with its
+  /// complement solve) breaks that symmetry at its tolerance; below T_c the odd (field)
+  /// direction is relevant and the chain doubles that error every step (3e-10 after 24
+  /// steps at β = 0.5, χ = 16; after 60 the chain has flowed to one ordered state and
+  /// returns β·m₀). LAPACK's full SVD keeps it to rounding (docs/trg.md §8.1).
+  std::vector<std::string> gradParams;
   std::vector<int64_t> ranks;
   std::vector<int64_t> dims; // dims[n] = D of the input of step n+1; dims[N] = final D
   std::vector<TrgProgramInfo> progs;
@@ -147,6 +156,9 @@ struct TrgDriver::Impl {
     validateTrgOptions(o);
     if (o.field == 0) o.field = 0; // -0 is h = 0 (and prints as 0)
     params = o.model.parameters();
+    gradParams = params;
+    if (o.model.hasField() && o.field == 0 && trgSvdUsed(o) == TrgSvd::Truncated)
+      gradParams.resize(1); // β
     autoRanks = o.ranks.empty();
     // The initial schedule: the one given, or the structural one (docs/trg.md §2.4), which
     // the spectrum confirms at ordinary β; with --steps auto its first steps hold every
@@ -155,6 +167,7 @@ struct TrgDriver::Impl {
                        : trgDefaultRanks(o.chi, o.stepsAuto ? std::min(o.steps, 12) : o.steps,
                                          o.model.states());
     setDims();
+    if (autoRanks && o.stepsAuto) closureRank = structuralRank(ranks.size()); // the limit closure's
     std::string pipe = trgPipeline(o);
     passes::Pipeline user = passes::Pipeline::parse(pipe, "--passes");
     checkTrgPipelineFlags(user, o.passOptions);
@@ -290,6 +303,7 @@ struct TrgDriver::Impl {
       go.wrt = wrt;
       go.vjp = true;
       go.keepOutputs = true;
+      go.bondGauge = true; // first order only: these programs are not differentiated again
       ir::Program g = p;
       double gradMs = runGrad(g, go, /*firstOrder=*/true);
       auto t1 = Clock::now();
@@ -355,7 +369,7 @@ struct TrgDriver::Impl {
 
   void compileStaged() {
     noteGroup("init");
-    compileStagedProgram("init", [&] { return buildTrgInit(o.model); }, params, init.value,
+    compileStagedProgram("init", [&] { return buildTrgInit(o.model); }, gradParams, init.value,
                          &init.split);
     if (o.second)
       init.second = compileSecondOf("init", [&] { return buildTrgInit(o.model); }, params, "T0");
@@ -393,9 +407,10 @@ struct TrgDriver::Impl {
       // value_and_grad with a zero cotangent for %skept: outputs (lnz, skept, grad_beta[,
       // grad_h]).
       passes::GradOptions go;
-      go.wrt = params;
+      go.wrt = gradParams;
       go.vjp = true;
       go.keepOutputs = true;
+      go.bondGauge = true;
       ir::Program g = p;
       double gradMs = runGrad(g, go, /*firstOrder=*/true, o.checkpoint);
       size_t gTraced = g.ops.size();
@@ -673,11 +688,12 @@ struct TrgDriver::Impl {
     return r;
   }
 
-  /// Stores the first derivatives g (in the order of `params`) and, with h, one row of
-  /// the Hessian (`row` 0: β's, 1: h's; entries in the order of `params`). `scale`: add
-  /// the initial tensor's scale (the staged programs leave it out; the whole program
-  /// includes it).
-  void setDerivatives(TrgResult &r, const double *g, const double *h, size_t row, bool scale) const {
+  /// Stores the first derivatives g (in the order of `params`; `withH`: g holds ∂/∂h
+  /// after ∂/∂β) and, with h, one row of the Hessian (`row` 0: β's, 1: h's; entries in
+  /// the order of `params`). `scale`: add the initial tensor's scale (the staged programs
+  /// leave it out; the whole program includes it).
+  void setDerivatives(TrgResult &r, const double *g, const double *h, size_t row, bool scale,
+                      bool withH) const {
     TrgLogScale sc;
     if (scale) sc = logScale(r.beta);
     auto put = [&](std::optional<double> &at, double v, const char *what) {
@@ -686,7 +702,7 @@ struct TrgDriver::Impl {
     };
     const bool field = o.model.hasField();
     put(r.dlnZ, g[0] + sc.dbeta, "d(lnZ/N)/dbeta");
-    if (field) put(r.dlnZdh, g[1] + sc.dh, "d(lnZ/N)/dh");
+    if (field && withH) put(r.dlnZdh, g[1] + sc.dh, "d(lnZ/N)/dh");
     if (!h) return;
     if (row == 0) {
       put(r.d2lnZ, h[0] + sc.dbeta2, "d2(lnZ/N)/dbeta2");
@@ -694,6 +710,59 @@ struct TrgDriver::Impl {
     } else {
       put(r.d2lnZdh2, h[1] + sc.dh2, "d2(lnZ/N)/dh2");
     }
+  }
+
+  /// The smallest gap s_0 − s_1 of the two leading singular values of any step's Ma or Mb
+  /// at β (both kept), relative to s_0, and the step (1-based): a sweep of the probe
+  /// programs (each also advances the chain), the limit closure's step included. Below
+  /// T_c that pair is the two ordered states (even and odd under the spin flip, which the
+  /// field couples); above T_c the leading value is single. Multiplets further down
+  /// (the lattice's own symmetries) have one charge and are not coupled by h.
+  std::pair<double, size_t> smallestKeptGap(double beta) {
+    if (init.value < 0)
+      compileStagedProgram("init", [&] { return buildTrgInit(o.model); }, params, init.value,
+                           nullptr);
+    std::vector<ir::Tensor> sweep = call(init.value, "init", beta, paramInputs(beta));
+    ir::Tensor T = std::move(sweep[0]);
+    std::pair<double, size_t> best{INFINITY, 0};
+    const size_t last = ranks.size() + (closureRank ? 1 : 0);
+    for (size_t n = 0; n < last; ++n) {
+      const int64_t D = dims[std::min(n, ranks.size())], Dp = n < ranks.size() ? dims[n + 1] : closureRank;
+      std::vector<ir::Tensor> out = call(probeOf(D, Dp), stepName(n), beta, T);
+      for (size_t k : {size_t(3), size_t(4)}) {
+        const std::vector<double> &sv = out[k].data;
+        if (sv.size() < 2) continue;
+        const double gap = (sv[0] - sv[1]) / sv[0];
+        if (gap < best.first) best = {gap, n + 1};
+      }
+      T = std::move(out[1]);
+    }
+    return best;
+  }
+
+  /// Second order in the field's direction through the leading pair of kept singular
+  /// values closer than kTrgMinPairGap (below T_c: the two ordered states) is rounding
+  /// divided by the gap squared: ∂²/∂β∂h and ∂²/∂h² are then refused (left empty, with
+  /// the reason), and the first derivatives are those of the first-order sweep.
+  void refuseFieldSecondOrder(TrgResult &r) {
+    if (!o.model.hasField() || !(r.d2lnZdbetadh || r.d2lnZdh2)) return;
+    const auto [gap, step] = smallestKeptGap(r.beta);
+    if (!(gap < kTrgMinPairGap)) return;
+    r.d2lnZdbetadh.reset();
+    r.d2lnZdh2.reset();
+    // The first derivatives of the second-order sweep come from VJPs built for being
+    // differentiated again (the general rule), which divide that pair's rounding by its
+    // gap: take them from the first-order sweep, whose rule has no such division (the
+    // bond gauge, docs/trg.md §5).
+    const TrgResult g = o.mode == TrgMode::Staged ? gradStaged(r.beta) : gradWhole(r.beta);
+    r.dlnZ = g.dlnZ;
+    r.dlnZdh = g.dlnZdh;
+    r.refused = "d2/dbeta dh and d2/dh2 refused: the two leading singular values of step " +
+                std::to_string(step) + " are " + formatDouble(gap) + " of s0 apart (< " +
+                formatDouble(kTrgMinPairGap) +
+                ": the two ordered states below T_c), and second derivatives in h through that "
+                "pair are rounding divided by the gap squared (docs/trg.md section 8.1); a field "
+                "h != 0 that splits the pair, or fewer steps, gives them";
   }
 
   /// The Hessian rows second() computes: β's, and h's with TrgOptions::susceptibility.
@@ -1047,7 +1116,7 @@ struct TrgDriver::Impl {
                  "init", beta);
     std::vector<double> gs;
     for (const ir::Tensor &t : g) gs.push_back(t.data[0]);
-    setDerivatives(r, gs.data(), nullptr, 0, true);
+    setDerivatives(r, gs.data(), nullptr, 0, true, gradParams.size() > 1);
     return r;
   }
 
@@ -1139,7 +1208,7 @@ struct TrgDriver::Impl {
       }
       auto of = call(init.second.vjp, "init", beta, paramInputs(beta), std::move(Tbar[0]));
       for (size_t j = 0; j < np; ++j) h[j] += of[j].data[0];
-      setDerivatives(r, g.data(), h.data(), row, true);
+      setDerivatives(r, g.data(), h.data(), row, true, true);
     }
     return r;
   }
@@ -1157,8 +1226,8 @@ struct TrgDriver::Impl {
     r.lnZ = out[0].data[0];
     // The whole program includes the initial tensor's scale: no host terms.
     std::vector<double> gs;
-    for (size_t j = 0; j < params.size(); ++j) gs.push_back(out[2 + j].data[0]);
-    setDerivatives(r, gs.data(), nullptr, 0, false);
+    for (size_t j = 0; j < gradParams.size(); ++j) gs.push_back(out[2 + j].data[0]);
+    setDerivatives(r, gs.data(), nullptr, 0, false, gradParams.size() > 1);
     return r;
   }
 
@@ -1176,7 +1245,7 @@ struct TrgDriver::Impl {
         g[j] = out[j].data[0];
         h[j] = out[np + j].data[0];
       }
-      setDerivatives(r, g.data(), h.data(), row, false);
+      setDerivatives(r, g.data(), h.data(), row, false, true);
     }
     return r;
   }
@@ -1214,9 +1283,11 @@ TrgResult TrgDriver::second(double beta) {
   impl_->checkBeta(beta);
   if (!impl_->o.second)
     throw Error("error: trg: second needs the second-order program (TrgOptions::second)");
-  return impl_->evaluate([&] {
+  TrgResult r = impl_->evaluate([&] {
     return impl_->o.mode == TrgMode::Staged ? impl_->secondStaged(beta) : impl_->secondWhole(beta);
   });
+  impl_->refuseFieldSecondOrder(r);
+  return r;
 }
 
 int64_t TrgDriver::plannedPeakBytes() const { return impl_->lastPeakBytes; }

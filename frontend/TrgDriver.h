@@ -145,6 +145,12 @@ inline constexpr int kTrgMaxSteps = 1023;
 inline constexpr int kTrgStepsAutoMax = 80;
 inline constexpr double kTrgStepsAutoTol = 0x1p-53;
 inline constexpr int kTrgStepsAutoStill = 2;
+/// Second derivatives in the field h pass through the singular vectors of the leading
+/// pair of each step's SVDs (below T_c the two ordered states, which h couples), and
+/// their rounding (~ε·s₀) is divided by the pair's gap squared: below this gap (relative
+/// to s₀; ε/gap² ≈ 5e-7) TrgDriver::second leaves ∂²/∂β∂h and ∂²/∂h² empty and says why
+/// (TrgResult::refused). At β = 0.5, χ = 16 the pair reaches it at step 4 or 5.
+inline constexpr double kTrgMinPairGap = 2e-5;
 
 /// Throws tessel::Error naming the flag and the allowed values for an invalid option
 /// (chi < 2, steps outside [1, kTrgMaxSteps], width < 1, bad ranks, a field that is not
@@ -206,6 +212,9 @@ struct TrgResult {
   std::optional<double> dlnZdh;      ///< ∂(lnZ/N)/∂h (valueAndGrad, second)
   std::optional<double> d2lnZdbetadh; ///< ∂²(lnZ/N)/∂β∂h (second)
   std::optional<double> d2lnZdh2;     ///< ∂²(lnZ/N)/∂h² (second with susceptibility)
+  /// Why ∂²/∂β∂h and ∂²/∂h² are empty although second() ran (a kept pair of singular
+  /// values closer than kTrgMinPairGap; docs/trg.md §8.1); empty otherwise.
+  std::string refused;
   std::vector<double> logm;      ///< ln m_n per step (m_n = max|T| divided out)
   std::vector<std::array<double, 2>> keptSingularValues; ///< (sa[D'-1], sb[D'-1]) per step
 };

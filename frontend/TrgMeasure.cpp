@@ -266,6 +266,7 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["d2lnZ_dbeta_dh"] = optNumber(m.d2lnZdbetadh());
   j["d2lnZ_dh2"] = optNumber(m.d2lnZdh2());
   j["susceptibility"] = optNumber(m.susceptibility());
+  j["refused"] = m.second.refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.second.refused);
   nlohmann::json t;
   t["compile"] = roundToMicroseconds(drv.compileMs());
   t["prepare"] = roundToMicroseconds(drv.prepareMs());

@@ -87,8 +87,8 @@ ValueId Builder::einsum(llvm::StringRef spec, llvm::ArrayRef<ValueId> operands) 
   return create(OpKind::Einsum, operands, {{"spec", Attr::str(spec.str())}});
 }
 
-llvm::SmallVector<ValueId, 1> Builder::svd(ValueId a, double eps) {
-  return createMulti(OpKind::Svd, {a}, {{"eps", Attr::f64(eps)}});
+llvm::SmallVector<ValueId, 1> Builder::svd(ValueId a, double eps, llvm::StringRef gauge) {
+  return createMulti(OpKind::Svd, {a}, {{"eps", Attr::f64(eps)}, {"gauge", Attr::str(gauge.str())}});
 }
 
 llvm::SmallVector<ValueId, 1> Builder::svdTopk(ValueId a, int64_t k, double eps) {

@@ -73,7 +73,8 @@ public:
                      llvm::ArrayRef<int64_t> rhsContract);
   ValueId einsum(llvm::StringRef spec, llvm::ArrayRef<ValueId> operands);
   /// Returns {U, s, Vt}.
-  llvm::SmallVector<ValueId, 1> svd(ValueId a, double eps = 1e-12);
+  /// `gauge`: the op's gauge attribute ("none" or "bond", ops.def).
+  llvm::SmallVector<ValueId, 1> svd(ValueId a, double eps = 1e-12, llvm::StringRef gauge = "none");
   /// Returns {U, s, Vt} of the k leading triplets.
   llvm::SmallVector<ValueId, 1> svdTopk(ValueId a, int64_t k, double eps = 1e-12);
   /// Returns {X, Yt} (ir/ops.def, svd_topk_complement).

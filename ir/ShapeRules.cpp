@@ -243,6 +243,10 @@ Result ruleSvd(OpKind k, Types ops, const AttrList &a) {
   double eps = a.getF64("eps");
   if (!(eps >= 0) || !std::isfinite(eps))
     fail(k, "eps must be finite and >= 0, got " + text::formatDouble(eps));
+  const std::string &gauge = a.getStr("gauge");
+  if (gauge != "none" && gauge != "bond" && gauge != "bond-vjp")
+    fail(k, "gauge must be \"none\", \"bond\" or \"bond-vjp\", got " +
+                text::quoteString(gauge.size() > 40 ? gauge.substr(0, 40) + "..." : gauge));
   if (ops[0].rank() != 2) fail(k, "operand must be a matrix, got " + ops[0].str());
   int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = std::min(m, n);
   return {Type({m, kk}), Type({kk}), Type({kk, n})};

@@ -132,7 +132,8 @@ std::vector<ValueId> reverseSweep(const Program &p, Program &r, Builder &b,
     if (!anyNeeded) continue;
     vjp::VjpRule rule = vjp::vjpRuleOrThrow(op.kind);
     b.setLoc("vjp " + (op.loc.empty() ? std::string(ir::opName(op.kind)) : op.loc));
-    vjp::OperandCotangents oc = rule(vjp::VjpCall{b, op, resultCts, needed, opts.svdBlocks});
+    vjp::OperandCotangents oc =
+        rule(vjp::VjpCall{b, op, resultCts, needed, opts.svdBlocks, opts.bondGauge});
     for (size_t j = 0; j < op.operands.size(); ++j)
       if (needed[j] && j < oc.size() && oc[j] != kNoValue) accumulate(op.operands[j], oc[j]);
   }
@@ -181,6 +182,14 @@ Program grad(const Program &p, const GradOptions &opts) {
   const std::vector<ValueId> wrt = resolveWrt(p, opts);
   if (!opts.vjp) checkScalarLoss(p);
   const std::vector<char> active = activeValues(p, wrt);
+  for (const ir::Op &op : p.ops)
+    if ((op.kind == ir::OpKind::Svd || op.kind == ir::OpKind::SvdTopk) &&
+        op.attrs.getStr("gauge") == "bond-vjp" && active[op.operands[0]])
+      throw Error(std::string("grad: ") + ir::opName(op.kind) +
+                  (op.loc.empty() ? "" : " (" + op.loc + ")") +
+                  " has gauge = \"bond-vjp\": this program holds a VJP built with "
+                  "grad{bond-gauge=true}, whose derivative is not the svd rule's; differentiate "
+                  "the original program twice with bond-gauge=false");
   Program r = p; // the forward part, unchanged
   Builder b(r);
   const std::vector<ValueId> ct = reverseSweep(p, r, b, active, opts);
@@ -196,6 +205,14 @@ Program grad(const Program &p, const GradOptions &opts) {
   if (!opts.keepOutputs) r.outputs.clear();
   for (ValueId g : grads) r.addOutput(g);
   eraseDeadOps(r);
+  // gauge = "bond" promised that the loss reads U and Vt only through the balanced
+  // factors; the rules just emitted read them directly, so the promise does not hold for
+  // this program: "none" (its grad takes svd's general rule), or "bond-vjp" where this
+  // grad used it (GradOptions::bondGauge; such a program is not differentiated again).
+  for (ir::Op &op : r.ops)
+    if ((op.kind == ir::OpKind::Svd || op.kind == ir::OpKind::SvdTopk) &&
+        op.attrs.getStr("gauge") == "bond")
+      op.attrs.set("gauge", ir::Attr::str(opts.bondGauge ? "bond-vjp" : "none"));
   return r;
 }
 

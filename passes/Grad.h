@@ -31,6 +31,14 @@ struct GradOptions {
   /// β = 0.4, 20 steps, d²(lnZ/N)/dβ² = 5.3790169235 (block) vs 5.3790169236 (full) vs
   /// 5.379017 (finite difference). false = always the full rule (for comparisons).
   bool svdBlocks = true;
+  /// Use the promise of svd and svd_topk ops with gauge = "bond" (ops.def): their rule
+  /// couples two kept triplets without 1/(s_j − s_i) (docs/trg.md §5, "A bond gauge"),
+  /// which keeps a gauge-invariant first derivative exact where a kept pair is tied to
+  /// rounding (below T_c: ∂(lnZ/N)/∂h = 0 to 1e-15 instead of 1e-8). That form equals
+  /// the general one only for cotangents the promise constrains, so its own derivative is
+  /// not the rule's: those ops get gauge = "bond-vjp", and grad refuses to differentiate
+  /// a program that has one (differentiate the original twice without this option).
+  bool bondGauge = false;
 };
 
 /// Reverse-mode transform (JAX ad.py style, one VJP rule per op keyed by op kind, in

@@ -64,6 +64,9 @@ void declareGradOptions(PassOptionBinder<GradOptions> &b) {
          "carry cotangents and that saves at least 2^15 multiply-adds (k*k*r products "
          "instead of k*k*k: so small svds keep the full rule either way); false = always "
          "the full rule");
+  b.flag("bond-gauge", &GradOptions::bondGauge,
+         "use svd's gauge = \"bond\" promise in its rule (exact first derivatives through "
+         "tied kept pairs; the result must not be differentiated again)");
 }
 
 bool runGradPass(ir::Program &p, const GradOptions &o, PassStatistics &stats) {

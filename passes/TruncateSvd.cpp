@@ -45,8 +45,10 @@ bool runTruncateSvd(ir::Program &p, const TruncateSvdOptions &opts, TruncateSvdS
     }
     if (all || k == 0 || K < opts.minSize || 100 * k > opts.maxKPercent * K) continue;
     const double eps = op.attrs.getF64("eps");
+    const std::string gauge = op.attrs.getStr("gauge");
     op.kind = ir::OpKind::SvdTopk;
-    op.attrs = ir::AttrList{{"k", ir::Attr::i64(k)}, {"eps", ir::Attr::f64(eps)}};
+    op.attrs = ir::AttrList{{"k", ir::Attr::i64(k)}, {"eps", ir::Attr::f64(eps)},
+                            {"gauge", ir::Attr::str(gauge)}};
     p.values[op.results[0]].type = ir::Type({m, k});
     p.values[op.results[1]].type = ir::Type({k});
     p.values[op.results[2]].type = ir::Type({k, n});

@@ -29,6 +29,8 @@ struct VjpCall {
   llvm::ArrayRef<bool> needed;
   /// GradOptions::svdBlocks: the svd rule may use its block form.
   bool svdBlocks = true;
+  /// GradOptions::bondGauge: the svd rule may use the op's gauge = "bond" promise.
+  bool bondGauge = false;
 };
 
 /// Cotangent per operand, of the operand's type; kNoValue = zero / not computed.

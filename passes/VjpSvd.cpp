@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 
+#include <functional>
+
 #include "passes/VjpRules.h"
 
 namespace tessel::passes::vjp {
@@ -109,6 +111,41 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
 // tolerance (runtime/TruncatedSvd.h).
 // References: J. Townsend, "Differentiating the SVD" (2016); Z.-Q. Wan, S.-X. Zhang,
 // arXiv:1909.02659; H.-J. Liao et al., PRX 9, 031041 (2019).
+namespace {
+
+/// 1.0 at (i, j) of a `kr` matrix where i, j < q and i != j (two kept triplets), else 0.
+ValueId keptOffDiagonal(Builder &b, const Shape &kr, int64_t q) {
+  ValueId i = b.iota(kr, 0), j = b.iota(kr, 1);
+  ValueId lim = b.broadcastScalar(b.scalar(static_cast<double>(q)), kr);
+  return b.mul(b.mul(b.compare(i, lim, "LT"), b.compare(j, lim, "LT")), b.compare(i, j, "NE"));
+}
+
+/// gauge = "bond": ½(a + b)_ij / (s_j − s_i) for two kept triplets i != j < q, formed
+/// without the difference (docs/trg.md §5, "A bond gauge"). With K = G + H, a loss that
+/// is invariant under U√s -> U√s·O, √s·Vt -> Oᵀ·√s·Vt (O orthogonal) has
+/// K_ij·√s_i/√s_j = K_ji·√s_j/√s_i (the cotangents of the two factors, projected on the
+/// generator of O, cancel), and then
+///   ½(a + b)_ij / (s_j − s_i) = (K_ij/√s_j + K_ji/√s_i) / (2(√s_i + √s_j)),
+/// finite at a tie, where the difference form divides rounding noise by the gap.
+/// `inv`: x -> 1/x, 0 at x = 0. Returns the q×q block (its diagonal is not used).
+ValueId bondGaugeCoupling(Builder &b, ValueId G, ValueId H, ValueId s, int64_t q,
+                          const std::function<ValueId(ValueId)> &inv) {
+  const Shape qq{q, q};
+  ValueId K = kNone;
+  for (ValueId X : {G, H})
+    if (X != kNone) {
+      ValueId blk = b.slice(X, {0, 0}, {q, q});
+      K = K == kNone ? blk : b.add(K, blk);
+    }
+  ValueId rs = b.unary(OpKind::Sqrt, b.slice(s, {0}, {q}));
+  ValueId t = b.mul(K, b.broadcastInDim(inv(rs), qq, {1})); // K_ij / √s_j
+  ValueId num = b.add(t, b.transpose(t, {1, 0}));
+  ValueId den = b.add(b.broadcastInDim(rs, qq, {0}), b.broadcastInDim(rs, qq, {1}));
+  return b.mul(b.mul(b.broadcastScalar(b.scalar(0.5), qq), num), inv(den));
+}
+
+} // namespace
+
 OperandCotangents vjpSvd(const VjpCall &c) {
   Builder &b = c.b;
   ValueId U = c.op.results[0], s = c.op.results[1], Vt = c.op.results[2];
@@ -132,6 +169,7 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   // SVD keeping 2 stays in the full form.
   const int64_t saved = (m * k * k + m * k * n) - (m * k * r + r * (k - r) * n + 2 * m * r * n);
   const bool block = c.svdBlocks && 2 * r <= k && saved >= (int64_t(1) << 15);
+  const int64_t kept = r; // the triplets that carry cotangents
   if (!block) r = k;
   const int64_t rest = k - r;
   Shape kr{k, r}, mr{m, r};
@@ -190,6 +228,10 @@ OperandCotangents vjpSvd(const VjpCall &c) {
     ValueId diff = aCols == kNone ? b.neg(bCols) : bCols == kNone ? aCols : b.sub(aCols, bCols);
     ValueId sj = b.broadcastInDim(sr, kr, {1}), si = b.broadcastInDim(s, kr, {0});
     ValueId S = b.mul(b.mul(half, sum), broadenedInv(b.sub(sj, si)));
+    if (c.bondGauge && c.op.attrs.getStr("gauge") == "bond" && kept > 1)
+      S = b.select(keptOffDiagonal(b, kr, kept), b.pad(bondGaugeCoupling(b, UtgU, VtgV, s, kept, invOrZero),
+                                                       {0, 0}, {k - kept, r - kept}),
+                   S);
     ValueId Z = b.mul(b.mul(half, diff), broadenedInv(b.add(sj, si)));
     C = b.add(S, Z);
     if (rest > 0) {

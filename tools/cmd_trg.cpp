@@ -604,6 +604,7 @@ void runTrg(TrgArgs &a) {
       os << "  d(lnZ/N)/dh       " << fmt("%.15g", *dh) << "\n  magnetization     "
          << fmt("%.15g", *mag) << "  (m = (1/beta) d(lnZ/N)/dh)\n";
     if (dbh) os << "  d2(lnZ/N)/dbetadh " << fmt("%.15g", *dbh) << "\n";
+    if (!m.second.refused.empty()) os << "  refused           " << m.second.refused << "\n";
     if (dhh)
       os << "  d2(lnZ/N)/dh2     " << fmt("%.15g", *dhh) << "\n  susceptibility    "
          << fmt("%.15g", *chim) << "  (chi_m = (1/beta) d2(lnZ/N)/dh2)\n";

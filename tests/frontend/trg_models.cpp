@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <functional>
+#include <vector>
 
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
@@ -219,4 +220,71 @@ TEST_CASE("trg models: bad options are errors naming the option") {
     // Every spin along the field: lnZ/N = 2β + β|h| (the ground state), exactly enough.
     CHECK(relErr(r.lnZ, 2 * 50.0 + 50.0 * 1e3) < 1e-14);
   }
+}
+
+TEST_CASE("trg field: at h = 0 below T_c the h derivatives are 0 to rounding, or refused") {
+  // d/dh at h = 0 is exactly 0 by the Z2 symmetry. Below T_c the two leading singular
+  // values of every step pair up (the two ordered states) until their gap is rounding;
+  // the first-order rule with the bond gauge (docs/trg.md §5) keeps d/dh at rounding
+  // there (it was -1.9e-8 at 16 steps and -1.2e-3 with eps = 0 at beta = 0.6). Second
+  // derivatives in h through that pair are rounding over the gap squared: refused, with
+  // the step and the gap named. chi = 16, full SVDs (second order).
+  for (double beta : {0.5, 0.6})
+    for (int steps : {12, 16, 20, 24}) {
+      INFO("beta = " << beta << ", steps = " << steps);
+      TrgOptions o;
+      o.chi = 16;
+      o.steps = steps;
+      o.second = o.grad = o.susceptibility = true;
+      TrgDriver drv(o);
+      const TrgResult r = drv.second(beta);
+      REQUIRE(r.dlnZ);
+      REQUIRE(r.dlnZdh);
+      CHECK(std::fabs(*r.dlnZdh) <= 1e-10 * std::fabs(*r.dlnZ));
+      CHECK(!r.d2lnZdh2);
+      CHECK(!r.d2lnZdbetadh);
+      CHECK(r.refused.find("the two leading singular values of step") != std::string::npos);
+      CHECK(r.d2lnZ); // beta's row is unaffected (the pair is even under it)
+    }
+}
+
+TEST_CASE("trg field: chi_m at h = 0 below T_c is beta N m^2 of the finite lattice") {
+  // Where the ordered pair is still split (6 and 8 steps at beta = 0.5, chi = 16), chi_m
+  // by AD equals a Richardson-extrapolated second difference of the driver's lnZ/N in h
+  // (steps x/(beta N m0) and half that, x = 0.03: the ln cosh(beta h N m) curvature's x^2
+  // bias cancels) to 1e-6, approaches beta N m0^2 (Yang's m0; the finite lattice's m
+  // exceeds it: +1.4% at 8x8 sites, +0.36% at 16x16), and d2/dbeta dh is 0 to rounding.
+  const double beta = 0.5, m0 = std::pow(1 - std::pow(std::sinh(2 * beta), -4), 0.125);
+  std::vector<double> offYang;
+  for (int steps : {6, 8}) {
+    INFO("steps = " << steps);
+    TrgOptions o;
+    o.chi = 16;
+    o.steps = steps;
+    o.ranks = trgDefaultRanks(16, steps);
+    o.second = o.grad = o.susceptibility = true;
+    const TrgResult r = TrgDriver(o).second(beta);
+    REQUIRE(r.d2lnZdh2);
+    REQUIRE(r.d2lnZdbetadh);
+    CHECK(std::fabs(*r.d2lnZdbetadh) <= 1e-10 * std::fabs(*r.d2lnZ));
+    const double N = std::ldexp(1.0, steps), d = 0.03 / (beta * N * m0);
+    TrgOptions v = o;
+    v.second = v.grad = v.susceptibility = false;
+    v.svd = TrgSvd::Full;
+    auto lnz = [&](double h) {
+      v.field = h;
+      return TrgDriver(v).value(beta).lnZ;
+    };
+    const double l0 = lnz(0);
+    auto second = [&](double dd) { return (lnz(dd) + lnz(-dd) - 2 * l0) / (dd * dd); };
+    const double fd = (4 * second(d / 2) - second(d)) / 3;
+    const double chi = *r.d2lnZdh2 / beta;
+    INFO("chi_m " << chi << ", difference " << fd / beta << ", beta N m0^2 " << beta * N * m0 * m0);
+    CHECK(relErr(*r.d2lnZdh2, fd) < 1e-6);
+    offYang.push_back(chi / (beta * N * m0 * m0) - 1);
+  }
+  CHECK(offYang[0] > 0);
+  CHECK(offYang[0] < 2e-2);
+  CHECK(offYang[1] > 0);
+  CHECK(offYang[1] < offYang[0] / 2);
 }

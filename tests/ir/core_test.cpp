@@ -28,10 +28,13 @@ TEST_CASE("op table: every op has a unique name, a shape rule and parseable attr
   CHECK_FALSE(opKindByName("matmul").has_value());
   const OpInfo &svd = opInfo(OpKind::Svd);
   CHECK(svd.numResults == 3);
-  REQUIRE(svd.attrs.size() == 1);
+  REQUIRE(svd.attrs.size() == 2);
   CHECK(svd.attrs[0].name == "eps");
   REQUIRE(svd.attrs[0].defaultValue.has_value());
   CHECK(svd.attrs[0].defaultValue->getF64() == 1e-12);
+  CHECK(svd.attrs[1].name == "gauge");
+  REQUIRE(svd.attrs[1].defaultValue.has_value());
+  CHECK(svd.attrs[1].defaultValue->getStr() == "none");
 }
 
 TEST_CASE("shape rules: results and errors naming the op and both shapes") {
@@ -129,7 +132,7 @@ TEST_CASE("op check: the text reader, the JSON reader and the verifier say the s
     std::string pointer; // the JSON reader's pointer
   };
   const Type m22({2, 2}), v2({2});
-  const AttrList eps = {{"eps", Attr::f64(1e-12)}};
+  const AttrList eps = {{"eps", Attr::f64(1e-12)}, {"gauge", Attr::str("none")}};
   std::vector<Case> cases = {
       {oneOp({m22}, OpKind::Transpose, {{"perm", Attr::i64s({1, 1})}}, {m22}),
        "transpose: perm [1, 1] repeats axis 1", "transpose", "/ops/0"},
@@ -141,7 +144,7 @@ TEST_CASE("op check: the text reader, the JSON reader and the verifier say the s
        "compare: direction 'XX' is not one of EQ, NE, LT, LE, GT, GE", "compare", "/ops/0"},
       {oneOp({m22}, OpKind::Einsum, {{"spec", Attr::str("ij")}}, {m22}),
        "einsum: einsum spec 'ij' needs an explicit '->' output", "einsum", "/ops/0"},
-      {oneOp({m22}, OpKind::Svd, {{"eps", Attr::f64(INFINITY)}}, {m22, v2, m22}),
+      {oneOp({m22}, OpKind::Svd, {{"eps", Attr::f64(INFINITY)}, {"gauge", Attr::str("none")}}, {m22, v2, m22}),
        "attribute 'eps' of 'svd' must be finite, got inf (nan and inf are allowed only inside "
        "dense<...> constants)",
        "inf", "/ops/0/attrs/eps"},

@@ -152,7 +152,7 @@ TEST_CASE("text: canonical form of a hand-built program (golden)") {
       "  %0 = abs %T : f64[4,4,4,4]\n"
       "  %m = reduce_max %0 {axes = [0, 1, 2, 3]} : f64[]\n"
       "  %Ma = reshape %T {shape = [16, 16]} : f64[16,16]\n"
-      "  %U, %s, %Vt = svd %Ma {eps = 1e-12} : f64[16,16], f64[16], f64[16,16] "
+      "  %U, %s, %Vt = svd %Ma {eps = 1e-12, gauge = \"none\"} : f64[16,16], f64[16], f64[16,16] "
       "loc(\"step: svd Ma\")\n"
       "  %c = constant {value = dense<[[1, 2], [3, 4]]> : f64[2,2]} : f64[2,2]\n"
       "  %1 = compare %m, %m {direction = \"GT\"} : f64[]\n"
@@ -225,7 +225,7 @@ TEST_CASE("text: doubles round-trip bit-exactly; nan/inf only in constants") {
   CHECK(text.find("dense<[[0.1, 0.3333333333333333, -0, 5e-324], "
                   "[1.7976931348623157e+308, 2.2250738585072014e-308, -1e-12, "
                   "123456789012345680], [inf, -inf, nan, 2]]> : f64[3,4]") != std::string::npos);
-  CHECK(text.find("{eps = 0.30000000000000004}") != std::string::npos);
+  CHECK(text.find("{eps = 0.30000000000000004, gauge = \"none\"}") != std::string::npos);
   Program q = parseProgram(text);
   CHECK(printProgram(q) == text);
   const Tensor &t = q.ops[0].attrs.getTensor("value");
@@ -243,7 +243,7 @@ TEST_CASE("text: doubles round-trip bit-exactly; nan/inf only in constants") {
   Program s;
   Builder bs(s);
   bs.svd(s.addInput("M", Type({2, 2})), 1.0);
-  CHECK(printProgram(s).find("{eps = 1.0}") != std::string::npos);
+  CHECK(printProgram(s).find("{eps = 1.0, gauge = \"none\"}") != std::string::npos);
   // Scalar and empty constants.
   Program e;
   Builder be(e);
@@ -578,7 +578,7 @@ TEST_CASE("dot: nodes for inputs, ops and outputs; edges labelled with values") 
   std::string dot = printDot(p);
   CHECK(dot.rfind("digraph \"ex_svd\" {\n", 0) == 0);
   CHECK(dot.find("in0 [shape=invhouse") != std::string::npos);
-  CHECK(dot.find("op0 [shape=box, label=\"svd\\neps = 1e-10\\nexample svd\"]") !=
+  CHECK(dot.find("op0 [shape=box, label=\"svd\\neps = 1e-10\\ngauge = \\\"none\\\"\\nexample svd\"]") !=
         std::string::npos);
   CHECK(dot.find("in0 -> op0 [label=\"%M : f64[6,4]\"];") != std::string::npos);
   CHECK(dot.find("op0 -> out1 [label=\"%1 : f64[4]\"];") != std::string::npos);

@@ -457,3 +457,76 @@ TEST_CASE("grad svd: any scale: c·A gives the same gradient and a 1/c-scaled He
   }
   CHECK(maxAbsDiff(h1, fd) < 1e-8 * hscale);
 }
+
+namespace {
+
+/// L = ⟨C, X·Y⟩ + ⟨D, X·Xᵀ⟩ + ⟨E, Yᵀ·Y⟩ with X = U[:, :2]·diag(√s[:2]) and
+/// Y = diag(√s[:2])·Vt[:2, :] of svd{gauge = "bond"} of a 4×4 input: invariant under
+/// X -> X·O, Y -> Oᵀ·Y for orthogonal O, the promise gauge = "bond" makes.
+Program bondLoss() {
+  Program p;
+  Builder b(p);
+  ValueId a = p.addInput("a", Type({4, 4}));
+  auto r = b.svd(a, 1e-12, "bond");
+  ValueId rs = b.unary(OpKind::Sqrt, b.slice(r[1], {0}, {2}));
+  ValueId X = b.mul(b.slice(r[0], {0, 0}, {4, 2}), b.broadcastInDim(rs, {4, 2}, {1}));
+  ValueId Y = b.mul(b.slice(r[2], {0, 0}, {2, 4}), b.broadcastInDim(rs, {2, 4}, {0}));
+  ValueId L = inner(b, randomMat(4, 4, 7), b.dotGeneral(X, Y, {}, {}, {1}, {0}));
+  L = b.add(L, inner(b, randomMat(4, 4, 8), b.dotGeneral(X, X, {}, {}, {1}, {1})));
+  L = b.add(L, inner(b, randomMat(4, 4, 9), b.dotGeneral(Y, Y, {}, {}, {0}, {0})));
+  p.addOutput(L);
+  return p;
+}
+
+Mat asMat(const Tensor &t) {
+  Mat r(t.type.shape[0], t.type.shape[1]);
+  r.a = t.data;
+  return r;
+}
+
+std::vector<Tensor> bondGrad(const Program &p, const Mat &A, bool bondGauge) {
+  GradOptions o;
+  o.wrt = {"a"};
+  o.keepOutputs = false;
+  o.bondGauge = bondGauge;
+  Program g = grad(p, o);
+  verifyOrThrow(g);
+  return tessel::rt::evaluateReference(g, {A.tensor()});
+}
+
+} // namespace
+
+TEST_CASE("grad svd: gauge = bond couples kept pairs without 1/(s_j - s_i), exactly") {
+  std::mt19937_64 rng(5);
+  Mat Q1 = randomOrthogonal(4, rng), Q2 = randomOrthogonal(4, rng);
+  const Program p = bondLoss();
+  // Separated values: the bond form and the general rule agree to rounding.
+  Mat A = usvt(Q1, {3.0, 2.0, 1.0, 0.5}, Q2);
+  checkGrad(bondGrad(p, A, true), asMat(bondGrad(p, A, false)[0]), 1e-13);
+  // A kept pair tied to 1e-13: the general rule divides its rounding by the gap (and
+  // with eps drops the term); the bond form equals the gradient at a gap of 1e-3
+  // continued to the tie, to 1e-6 (the loss is smooth there).
+  Mat tied = usvt(Q1, {2.0, 2.0 - 1e-13, 1.0, 0.5}, Q2);
+  Mat near = usvt(Q1, {2.0, 2.0 - 1e-3, 1.0, 0.5}, Q2);
+  Mat nearer = usvt(Q1, {2.0, 2.0 - 5e-4, 1.0, 0.5}, Q2);
+  const Mat gNear = asMat(bondGrad(p, near, false)[0]), gNearer = asMat(bondGrad(p, nearer, false)[0]);
+  Mat limit = gNearer;
+  for (size_t i = 0; i < limit.a.size(); ++i) limit.a[i] = 2 * gNearer.a[i] - gNear.a[i];
+  checkGrad(bondGrad(p, tied, true), limit, 1e-6);
+  CHECK(maxAbsDiff(asMat(bondGrad(p, tied, false)[0]).a, limit.a) > 1e-3);
+  // The VJP made with the promise is not differentiated again.
+  GradOptions o;
+  o.wrt = {"a"};
+  o.vjp = true;
+  o.bondGauge = true;
+  Program g = grad(p, o);
+  bool marked = false;
+  for (const Op &op : g.ops) marked |= op.kind == OpKind::Svd && op.attrs.getStr("gauge") == "bond-vjp";
+  CHECK(marked);
+  CHECK_THROWS_WITH_AS(grad(g, o), doctest::Contains("gauge = \"bond-vjp\""), tessel::Error);
+  // Without the option the promise is dropped (a second grad takes the general rule).
+  o.bondGauge = false;
+  Program g2 = grad(p, o);
+  for (const Op &op : g2.ops)
+    if (op.kind == OpKind::Svd) CHECK(op.attrs.getStr("gauge") == "none");
+}
