@@ -26,14 +26,17 @@
 // Compile = trace (frontend builders) + passes (the pipeline, default
 // `order{strategy=S},pad-sink,cse,dce`, applied to every program before grad and to
 // every program after); prepare = rt::prepare. Both happen in the constructor and are
-// timed per program; runs never compile. grad and checkpoint run through the same
+// timed per program; a run compiles only a step class its derived schedule meets for the
+// first time (below). grad and checkpoint run through the same
 // PassManager as the pipeline, as required passes (passes/PassManager.h), so its print,
 // dump, statistics and timing flags show them and --bisect-limit never skips them.
 //
-// Rank schedule: TrgOptions::ranks, or trgDefaultRanks(χ, steps). Every run checks the
-// smallest kept singular values of each step (output %skept) and throws tessel::Error
-// naming the step and the value when one is ≤ rankTol (its reverse rule would divide
-// by ~0: docs/trg.md §2.4, §5).
+// Rank schedule: TrgOptions::ranks, or derived at each β by the value sweep from its own
+// SVDs (the structural trgDefaultRanks where every kept value is > rankTol, fewer where
+// not; docs/trg.md §2.4), which with TrgOptions::stepsAuto also decides the number of
+// steps (the infinite lattice, §3.1). Every run checks the smallest kept singular values
+// of each step (output %skept) and throws tessel::Error naming the step and the value
+// when one is ≤ rankTol (its reverse rule would divide by ~0: docs/trg.md §2.4, §5).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
