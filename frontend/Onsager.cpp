@@ -160,8 +160,38 @@ double ellipticEFromKp(double kp) {
   return ke.K - ke.KminusE;
 }
 
+namespace {
+
+/// Below this β the closed forms lose digits (d/dβ and d² cancel like 1/β² there) and the
+/// high-temperature series is used instead.
+constexpr double kSeriesBeta = 0.02;
+
+/// The high-temperature series of the square lattice, t = tanh β (the closed polygons of
+/// the lattice; Domb, Adv. Phys. 9, 149 (1960)):
+///   lnZ/N = ln 2 + 2 ln cosh β + t⁴ + 2t⁶ + (9/2)t⁸ + 12t¹⁰ + (112/3)t¹² + O(130 t¹⁴),
+/// checked against a 40-digit evaluation of Onsager's integral (remainder 130·t¹⁴: 2e-22
+/// at β = 0.02). Returns {lnZ/N, d/dβ, d²/dβ²}.
+std::array<double, 3> highTemperatureSeries(double beta) {
+  const double t = std::tanh(beta), s = 1 - t * t; // dt/dβ = 1 − t²
+  static constexpr std::array<std::pair<int, double>, 5> a = {
+      {{4, 1.0}, {6, 2.0}, {8, 4.5}, {10, 12.0}, {12, 112.0 / 3}}};
+  // 2 ln cosh β = −ln(1 − t²) (no overflow; log1p keeps the digits of small t).
+  double f = std::log(2.0) - std::log1p(-t * t), d1 = 2 * t, d2 = 2 * s;
+  for (auto it = a.rbegin(); it != a.rend(); ++it) { // smallest terms first
+    const int n = it->first;
+    const double c = it->second, tn2 = std::pow(t, n - 2);
+    f += c * tn2 * t * t;
+    d1 += c * n * tn2 * t * s;
+    d2 += c * n * ((n - 1) * tn2 * s - 2 * tn2 * t * t) * s;
+  }
+  return {f, d1, d2};
+}
+
+} // namespace
+
 double onsagerLnZ(double beta) {
   checkBeta(beta);
+  if (beta < kSeriesBeta) return highTemperatureSeries(beta)[0];
   double x = 2 * beta;
   double kp = complementaryModulus(x);
   // ln(2 cosh x) = x + ln(1 + e^{−2x}) (no overflow for large β).
@@ -174,6 +204,14 @@ OnsagerValues onsager(double beta) {
   OnsagerValues v;
   v.beta = beta;
   v.lnZ = onsagerLnZ(beta);
+  if (beta < kSeriesBeta) {
+    const std::array<double, 3> f = highTemperatureSeries(beta);
+    v.dlnZ = f[1];
+    v.energy = -v.dlnZ;
+    v.d2lnZ = f[2];
+    v.specificHeat = beta * beta * v.d2lnZ;
+    return v;
+  }
   if (beta == kIsingBetaC) {
     // 2t² − 1 = 0 and K = ∞: the energy's limit is finite, coth(2β_c) = √2 (the product
     // (2t² − 1)·K vanishes like |β − β_c|·ln|β − β_c|); only c diverges.

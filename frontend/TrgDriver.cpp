@@ -758,11 +758,12 @@ struct TrgDriver::Impl {
     r.dlnZ = g.dlnZ;
     r.dlnZdh = g.dlnZdh;
     r.refused = "d2/dbeta dh and d2/dh2 refused: the two leading singular values of step " +
-                std::to_string(step) + " are " + formatDouble(gap) + " of s0 apart (< " +
+                std::to_string(step) + " are " +
+                (gap > 0 ? formatDouble(gap) + " of s0 apart" : std::string("equal")) + " (< " +
                 formatDouble(kTrgMinPairGap) +
-                ": the two ordered states below T_c), and second derivatives in h through that "
-                "pair are rounding divided by the gap squared (docs/trg.md section 8.1); a field "
-                "h != 0 that splits the pair, or fewer steps, gives them";
+                " of s0: the two ordered states below T_c), and second derivatives in h through "
+                "that pair are rounding divided by the gap squared (docs/trg.md section 8.1); a "
+                "field h != 0 that splits the pair, or a smaller lattice (--steps N), gives them";
   }
 
   /// The Hessian rows second() computes: β's, and h's with TrgOptions::susceptibility.

@@ -235,6 +235,7 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["q"] = opts.model.states();
   j["field"] = opts.model.hasField() ? nlohmann::json(opts.field) : nlohmann::json(nullptr);
   j["chi"] = opts.chi;
+  j["eps"] = opts.svdEps;
   const int steps = static_cast<int>(drv.ranks().size());
   j["steps"] = steps;
   j["lattice"] = opts.stepsAuto ? "infinite" : "periodic";

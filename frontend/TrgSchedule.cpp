@@ -51,7 +51,7 @@ void validateTrgOptions(const TrgOptions &o) {
   if (o.chi < 2)
     throw Error("error: --chi must be an integer >= 2, got " + std::to_string(o.chi));
   if (o.steps < 1)
-    throw Error("error: --steps must be an integer >= 1, got " + std::to_string(o.steps));
+    throw Error("error: --steps must be an integer >= 1 (or auto), got " + std::to_string(o.steps));
   if (o.steps > kTrgMaxSteps)
     throw Error("error: --steps must be <= " + std::to_string(kTrgMaxSteps) + ", got " +
                 std::to_string(o.steps) + " (the lattice's 2^steps sites must be a finite double; "

@@ -278,7 +278,8 @@ std::string ranksStr(const std::vector<int64_t> &r) {
 std::string csvHeader() {
   return "beta,temperature,lnZ_per_site,exact_lnZ_per_site,dlnZ_dbeta,exact_dlnZ_dbeta,"
          "energy_per_site,exact_energy_per_site,d2lnZ_dbeta2,exact_d2lnZ_dbeta2,specific_heat,"
-         "exact_specific_heat,field,dlnZ_dh,magnetization,d2lnZ_dbeta_dh,d2lnZ_dh2,susceptibility";
+         "exact_specific_heat,field,dlnZ_dh,magnetization,d2lnZ_dbeta_dh,d2lnZ_dh2,susceptibility,"
+         "steps";
 }
 
 std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
@@ -479,7 +480,7 @@ void runTrg(TrgArgs &a) {
               << ", steps = " << (opts.stepsAuto ? std::string("auto") : std::to_string(opts.steps))
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
-              << ", width = " << opts.width << "\n";
+              << ", width = " << opts.width << ", eps = " << formatDouble(opts.svdEps) << "\n";
     if (sweep.size() > 1)
       std::cout << "  mpi        " << sweep.size() << " ranks (beta number i on rank i mod "
                 << sweep.size() << "; each compiles and prepares once; compile and prepare "
@@ -554,7 +555,8 @@ void runTrg(TrgArgs &a) {
          << num(d1) << "," << num(exD1) << "," << num(e1) << "," << num(ee1) << "," << num(d2)
          << "," << num(exD2) << "," << num(c) << "," << num(exC) << ","
          << (opts.model.hasField() ? num(opts.field) : std::string("nan")) << "," << num(dh) << ","
-         << num(mag) << "," << num(dbh) << "," << num(dhh) << "," << num(chim) << "\n";
+         << num(mag) << "," << num(dbh) << "," << num(dhh) << "," << num(chim) << ","
+         << drv->ranks().size() << "\n";
       return;
     }
     if (a.json) {
@@ -603,6 +605,10 @@ void runTrg(TrgArgs &a) {
     if (dh)
       os << "  d(lnZ/N)/dh       " << fmt("%.15g", *dh) << "\n  magnetization     "
          << fmt("%.15g", *mag) << "  (m = (1/beta) d(lnZ/N)/dh)\n";
+    else if (d1 && opts.model.hasField())
+      os << "  d(lnZ/N)/dh       not computed at h = 0 with svd_topk (0 by symmetry; its "
+            "tolerance breaks the symmetry below T_c: --second or --svd full computes it, "
+            "docs/trg.md section 8.1)\n";
     if (dbh) os << "  d2(lnZ/N)/dbetadh " << fmt("%.15g", *dbh) << "\n";
     if (!m.second.refused.empty()) os << "  refused           " << m.second.refused << "\n";
     if (dhh)
@@ -714,8 +720,10 @@ void addTrgCommand(CLI::App &app) {
                        ->check(nonEmpty);
   cmd->add_option("--field", args->field,
                   "magnetic field h of the Ising model, in units of J (default 0); with --grad "
-                  "also d(lnZ/N)/dh and the magnetization m = (1/beta) d(lnZ/N)/dh, with "
-                  "--second also d2(lnZ/N)/dbeta dh")
+                  "also d(lnZ/N)/dh and the magnetization m = (1/beta) d(lnZ/N)/dh (at h = 0 "
+                  "only with --second or --svd full: it is 0 there by symmetry), with "
+                  "--second also d2(lnZ/N)/dbeta dh (refused, with the reason, where the two "
+                  "ordered states' singular values are tied below T_c)")
       ->check(nonEmpty);
   cmd->add_flag("--susceptibility", args->susceptibility,
                 "also compute d2(lnZ/N)/dh2 and the susceptibility chi_m = (1/beta) "
@@ -731,10 +739,11 @@ void addTrgCommand(CLI::App &app) {
                   "auto (default): the infinite lattice - coarse-grain until lnZ/N stops "
                   "changing in double precision (two steps in a row; at most 80), then sum the "
                   "fixed point's remaining steps in closed form; or N (integer >= 1): a "
-                  "periodic lattice of 2^N sites (the seeds' runs: --steps 20)")
+                  "periodic lattice of 2^N sites (e.g. --steps 20: 1048576 sites)")
       ->check(nonEmpty);
   cmd->add_option("--ranks", args->ranks,
-                  "truncation schedule D'_1,...,D'_N (needs --steps N). Default ('auto'): at "
+                  "truncation schedule D'_1,...,D'_N (the number of steps is its length; with "
+                  "--steps N it must have N entries). Default ('auto'): at "
                   "each beta the value sweep itself decides: min(D^2, chi, exact rank bound) "
                   "(2,4,4,16,16,... for chi = 16), and where a step's own SVDs keep a singular "
                   "value <= 1e-12 that step keeps only those above (compiling the new class)");

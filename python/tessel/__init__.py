@@ -279,7 +279,7 @@ def onsager(beta: float) -> dict[str, Optional[float]]:
 
 def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising",
         q: Optional[int] = None, field: float = 0.0, susceptibility: bool = False,
-        chi: int = 16, steps: Union[int, str] = "auto", grad: bool = False, second: bool = False,
+        chi: int = 16, steps: Union[None, int, str] = None, grad: bool = False, second: bool = False,
         mode: str = "staged",
         checkpoint: str = "store", order: str = "pairwise", svd: str = "truncated",
         width: int = 1, ranks: Union[None, str, Sequence[int]] = None, repeat: int = 0,
@@ -304,11 +304,12 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             ``susceptibility`` adds ``d2lnZ_dh2`` and χ_m = (1/β)·∂²(lnZ/N)/∂h² (one more
             reverse sweep; implies ``second``).
         chi: bond dimension χ (≥ 2).
-        steps: ``"auto"`` (the default: the infinite lattice; coarse-grain until lnZ/N
+        steps: None or ``"auto"`` (the default: the infinite lattice; coarse-grain until lnZ/N
             stops changing in double precision, at most 80 steps, then sum the fixed
             point's remaining steps in closed form; the report's ``steps`` says how many
             ran and ``steps_converged`` whether the criterion was met) or an int N ≥ 1 (a
-            periodic lattice of 2^N sites, as ``tessel trg --steps N``).
+            periodic lattice of 2^N sites, as ``tessel trg --steps N``). With ``ranks``
+            given, None means its length and ``"auto"`` is an error.
         grad, second: also the first / first and second derivative in β (reverse mode
             through every SVD).
         mode: ``staged`` (one program per step class) or ``whole`` (one program).
@@ -354,6 +355,9 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     betas = [float(x) for x in np.atleast_1d(b.astype(np.float64))]
     for name, v in (("chi", chi), ("width", width), ("repeat", repeat)):
         _check_int(name, v)
+    steps_given = steps is not None
+    if steps is None:
+        steps = "auto"
     steps_auto = isinstance(steps, str)
     if steps_auto and steps != "auto":
         raise Error(f"trg: steps must be an int >= 1 or 'auto', got {steps!r}")
@@ -381,6 +385,9 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
     explicit = None if (ranks is None or auto) else [int(r) for r in ranks]
     if explicit is not None and steps_auto:
+        if steps_given:
+            raise Error("trg: ranks gives the number of steps (one rank per step); with a given "
+                        "schedule use steps=N, not steps='auto'")
         steps_auto, steps = False, len(explicit)  # the schedule gives the number of steps
     check = 2 if check_inf else 1 if check_nan else 0
     if progress is True:
@@ -424,6 +431,8 @@ class _progress_display:
             self._bar.update(1)
             return
         self._key = key
+        if not sys.stderr.isatty():
+            return  # no control codes in a log file
         bound = f"at most {steps}" if at_most else str(steps)
         sys.stderr.write(f"\r\033[Ktessel.trg: beta {beta:g}: {phase} step {step}/{bound}")
         sys.stderr.flush()
@@ -432,7 +441,7 @@ class _progress_display:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        elif self._tqdm is None and self._key is not None:
+        elif self._tqdm is None and self._key is not None and sys.stderr.isatty():
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
 

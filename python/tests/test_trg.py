@@ -104,6 +104,7 @@ def test_modes_and_options_agree():
     (dict(beta=0.3, steps=2, ranks=[2, 99]), "rank 99 of step 2"),
     (dict(beta=0.3, steps=3, ranks=[2, 4]), "2 entries"),
     (dict(beta=0.3, steps="forever"), "steps must be"),
+    (dict(beta=0.3, steps="auto", ranks=[2, 4]), "ranks gives the number of steps"),
     (dict(beta=0.3, repeat=-1), "repeat"),
 ])
 def test_bad_options_raise_errors_naming_them(kwargs, match):
