@@ -99,7 +99,6 @@ struct TrgDriver::Impl {
   std::vector<int64_t> dims; // dims[n] = D of the input of step n+1; dims[N] = final D
   std::vector<TrgProgramInfo> progs;
   std::vector<std::string> groupOrder;
-  std::map<std::string, int> groupUses;
   std::unique_ptr<passes::PassManager> pm;
   std::unique_ptr<rt::Engine> engine;
   /// With profiling on: one engine per program (the engine keeps per-plan counters
@@ -179,8 +178,7 @@ struct TrgDriver::Impl {
   }
 
   void noteGroup(const std::string &g) {
-    if (!groupUses.count(g)) groupOrder.push_back(g);
-    ++groupUses[g];
+    if (std::find(groupOrder.begin(), groupOrder.end(), g) == groupOrder.end()) groupOrder.push_back(g);
   }
 
   void setDims() {

@@ -37,6 +37,7 @@
 #include "tools/Commands.h"
 #include "tools/PassFlags.h"
 #include "tools/Sweep.h"
+#include "tools/TrgProgress.h"
 
 namespace tessel::tools {
 namespace {
@@ -204,55 +205,6 @@ std::string fmt(const char *f, double v) {
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-
-/// A progress line on stderr, only when stderr is a terminal: the β, the run, the sweep
-/// and its step, and the time left in that sweep (from its steps so far); redrawn at
-/// most ten times a second.
-struct Progress {
-  bool on = false;
-  size_t nbeta = 1, ib = 0;
-  double beta = 0;
-  std::string run; ///< "value+grad run 1/11"
-  std::string phase;
-  Clock::time_point phaseStart, lastDraw;
-  void startRun(size_t i, double b, const std::string &what, int64_t k, int64_t n) {
-    ib = i;
-    beta = b;
-    run = what + " run " + std::to_string(k) + "/" + std::to_string(n);
-    phase.clear();
-    draw("");
-  }
-  void step(const frontend::TrgProgressStep &s) {
-    if (!on) return;
-    const auto now = Clock::now();
-    if (phase != s.phase) {
-      phase = s.phase;
-      phaseStart = now;
-    }
-    if (now - lastDraw < std::chrono::milliseconds(100) && s.step > 1) return;
-    std::string t = phase + " step " + std::to_string(s.step) + (s.atMost ? " (at most " : "/") +
-                    std::to_string(s.steps) + (s.atMost ? ")" : "");
-    const double done = static_cast<double>(s.step - 1);
-    if (done >= 2 && !s.atMost) {
-      const double sec = std::chrono::duration<double>(now - phaseStart).count();
-      t += ", ~" + fmt("%.1f", sec / done * static_cast<double>(s.steps - s.step + 1)) +
-           " s left in this sweep";
-    }
-    draw(t);
-  }
-  void draw(const std::string &t) {
-    if (!on) return;
-    lastDraw = Clock::now();
-    std::fprintf(stderr, "\r\033[Ktessel trg: beta %zu/%zu (%s): %s%s%s", ib + 1, nbeta,
-                 formatDouble(beta).c_str(), run.c_str(), t.empty() ? "" : ": ", t.c_str());
-    std::fflush(stderr);
-  }
-  void clear() const {
-    if (!on) return;
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
-  }
-};
 
 //--- Report ----------------------------------------------------------------------------
 
