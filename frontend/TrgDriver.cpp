@@ -881,6 +881,7 @@ struct TrgDriver::Impl {
           ranks.pop_back();
           dims.pop_back();
           r.logm.pop_back();
+          r.keptSingularValues.pop_back(); // checked again as the closure's below
           break;
         }
       }
