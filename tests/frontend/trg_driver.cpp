@@ -509,6 +509,9 @@ TEST_CASE("trg driver: --steps auto is the infinite lattice (docs/trg.md §3.1)"
   TrgDriver inf(o);
   const TrgResult r = inf.valueAndGrad(2.0);
   CHECK(inf.stepsConverged());
+  // One kept pair per step, the limit closure's step last.
+  CHECK(r.keptSingularValues.size() == inf.ranks().size());
+  CHECK(inf.value(2.0).keptSingularValues.size() == inf.ranks().size());
   const OnsagerValues ex = onsager(2.0);
   INFO("lnZ/N " << r.lnZ << " vs Onsager " << ex.lnZ << "; steps " << inf.ranks().size());
   CHECK(std::fabs(r.lnZ - ex.lnZ) < 2e-15 * ex.lnZ);
