@@ -129,4 +129,32 @@ std::string RunPassesFlag::apply(ir::Program &p) const {
   return "passes " + pipeline + buf;
 }
 
+std::string displayOutputName(const std::string &name) {
+  std::string clipped = ir::text::clipForMessage(name, 200);
+  return ir::text::isBareName(clipped) ? clipped : ir::text::quoteString(clipped);
+}
+
+std::string npyFileName(const std::string &name) {
+  static const char *hex = "0123456789ABCDEF";
+  std::string file;
+  for (size_t i = 0; i < name.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '-' || c == '+' || (c == '.' && i > 0);
+    if (plain) {
+      file += static_cast<char>(c);
+    } else {
+      file += '%';
+      file += hex[c >> 4];
+      file += hex[c & 15];
+    }
+  }
+  file += ".npy";
+  if (file.size() > 255)
+    throw Error("error: output " + displayOutputName(name) + ": its file name would be " +
+                std::to_string(file.size()) + " bytes, above the 255-byte limit of a file "
+                "name; rename the output (or run without --output-dir to print it)");
+  return file;
+}
+
 } // namespace tessel::tools

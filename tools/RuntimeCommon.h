@@ -73,4 +73,16 @@ struct RunPassesFlag {
 std::vector<ir::Tensor> loadProgramInputs(const ir::Program &p, const std::vector<std::string> &args,
                                           int64_t randomSeed = -1);
 
+/// How `tessel run` shows an output's name: bare when it is an IR bare name
+/// ([A-Za-z0-9_.]+), else quoted with escapes as the IR printer writes it (control bytes
+/// and invalid UTF-8 never reach the terminal), clipped to a few hundred bytes.
+std::string displayOutputName(const std::string &name);
+
+/// The file name `tessel run --output-dir` writes output `name` to: `<name>.npy`, with
+/// every byte outside [A-Za-z0-9_+-.] and a leading '.' written as %XX (so "/", "..",
+/// NUL and control bytes cannot leave the directory or cut the name, and distinct names
+/// give distinct files). Throws tessel::Error when the result exceeds the 255-byte limit
+/// of a file name.
+std::string npyFileName(const std::string &name);
+
 } // namespace tessel::tools

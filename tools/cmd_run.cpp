@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "runtime/Npy.h"
 #include "runtime/Runtime.h"
 #include "runtime/Stats.h"
@@ -68,7 +69,8 @@ void addRunCommand(CLI::App &app) {
       "Prepare a program and run it on an engine of fixed width. Inputs come from NumPy "
       ".npy files (little-endian float64, C order) or, for small ones, inline JSON "
       "(NAME=0.4, NAME=[[1,2],[3,4]]). Outputs are written as DIR/<output name>.npy with "
-      "--output-dir, else printed (values of up to 16 elements, a summary otherwise). "
+      "--output-dir (bytes other than letters, digits and _+-. and a leading '.' as %XX; "
+      "two outputs that would share a file are an error), else printed (values of up to 16 elements, a summary otherwise). "
       "Timings: prepare, the first run, and with --repeat N the steady state over N runs "
       "after one warm-up (min/median/p90/max), plus the width, the BLAS library and its "
       "thread count and the load average before and after. A missing, unknown, "
@@ -136,21 +138,41 @@ void addRunCommand(CLI::App &app) {
     std::string loadAfter = rt::loadAverage();
 
     std::string text;
+    // Every output's file (or printed label) first, so a collision is an error before
+    // anything is written: two outputs must not share a file.
+    std::vector<std::string> labels(outs.size()), files(outs.size());
+    std::map<std::string, size_t> byFile, byName;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      std::string name = p.outputName(i);
+      labels[i] = displayOutputName(name);
+      if (!opts->outputDir.empty()) {
+        files[i] = npyFileName(name);
+        auto [it, fresh] = byFile.emplace(files[i], i);
+        if (!fresh)
+          throw Error("error: outputs " + std::to_string(it->second) + " (" +
+                      labels[it->second] + ") and " + std::to_string(i) + " (" + labels[i] +
+                      ") would both be written to " + files[i] +
+                      "; give the program's outputs distinct names");
+      } else if (!byName.emplace(name, i).second) {
+        labels[i] += " (output " + std::to_string(i) + ")";
+      }
+    }
     if (!opts->outputDir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(opts->outputDir, ec);
       if (ec) throw Error("error: --output-dir: cannot create '" + opts->outputDir + "': " + ec.message());
     }
-    std::map<std::string, int> used;
     for (size_t i = 0; i < outs.size(); ++i) {
-      std::string name = p.outputName(i);
-      if (used[name]++) name += "_" + std::to_string(i);
       if (!opts->outputDir.empty()) {
-        std::string path = (std::filesystem::path(opts->outputDir) / (name + ".npy")).string();
+        std::string path = (std::filesystem::path(opts->outputDir) / files[i]).string();
         rt::writeNpy(path, outs[i]);
-        text += "output " + name + ": " + outs[i].type.str() + " -> " + path + "\n";
+        // The path as written; quoted only when --output-dir itself holds bytes a
+        // terminal should not see raw.
+        std::string shown = ir::text::quoteString(path);
+        if (shown == "\"" + path + "\"") shown = path;
+        text += "output " + labels[i] + ": " + outs[i].type.str() + " -> " + shown + "\n";
       } else {
-        text += "output " + name + ": " + outs[i].type.str() + " = " + formatTensorShort(outs[i]) + "\n";
+        text += "output " + labels[i] + ": " + outs[i].type.str() + " = " + formatTensorShort(outs[i]) + "\n";
       }
     }
     if (!passesLine.empty()) text += passesLine + "\n";
