@@ -196,7 +196,15 @@ double onsagerLnZ(double beta) {
   double kp = complementaryModulus(x);
   // ln(2 cosh x) = x + ln(1 + e^{−2x}) (no overflow for large β).
   double lnc = x + std::log1p(std::exp(-2 * x));
-  return lnc + onsagerIntegral(kp);
+  double lnZ = lnc + onsagerIntegral(kp);
+  if (!std::isfinite(lnZ)) // 2β itself overflows (β above ~9e307): refuse, no silent inf
+  {
+    std::ostringstream os;
+    os.precision(17);
+    os << "onsager: lnZ/N = 2*beta + O(e^(-4 beta)) overflows a double at beta = " << beta;
+    throw Error(os.str());
+  }
+  return lnZ;
 }
 
 OnsagerValues onsager(double beta) {

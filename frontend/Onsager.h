@@ -56,7 +56,8 @@ std::optional<double> pottsCriticalEnergy(int q);
 /// counts).
 bool isPottsBetaC(int q, double beta);
 
-/// Exact lnZ/N alone (well defined at β_c too). Throws tessel::Error for beta ≤ 0.
+/// Exact lnZ/N alone (well defined at β_c too). Throws tessel::Error for beta ≤ 0 and
+/// where lnZ/N ≈ 2β overflows a double (β above ~9e307).
 double onsagerLnZ(double beta);
 
 /// Complete elliptic integrals of the first and second kind, K(k) and E(k), given the

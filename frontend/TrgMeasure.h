@@ -85,6 +85,11 @@ void trgExactValues(TrgBetaMeasurement &m, const TrgModel &model, double field);
 /// Called before each run: what ("value", "value+grad (warm-up)", ...), run k of n.
 using TrgProgress = std::function<void(const std::string &what, int64_t k, int64_t n)>;
 
+/// The most timed repeats per β (`tessel trg --repeat`, `tessel.trg(repeat=)`): each is a
+/// whole evaluation, so 10⁶ of even the smallest run is minutes; the bound keeps a
+/// mistyped count from running for days.
+inline constexpr int64_t kTrgMaxRepeat = 1000000;
+
 /// Runs the driver at `beta`. With repeat > 0: value, then value+grad (if the driver was
 /// built with grad), then second order (if with second), each once, once more untimed
 /// and then `repeat` timed times. With repeat = 0 only the highest order runs, once:

@@ -422,6 +422,9 @@ SourcePos offsetToPos(const std::string &text, size_t off, const std::string &fi
 } // namespace
 
 std::string programToJson(const Program &p, int indent) {
+  if (indent < -1 || indent > kMaxJsonIndent)
+    throw Error("error: JSON indent must be between -1 (one line) and " +
+                std::to_string(kMaxJsonIndent) + ", got " + std::to_string(indent));
   std::vector<std::string> names = text::printedNames(p);
   auto nameOf = [&](ValueId v) -> std::string {
     return v < names.size() ? names[v] : text::prefixedNumber("?", v);

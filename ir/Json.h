@@ -14,8 +14,12 @@ inline constexpr int kJsonVersion = 1;
 /// deeper input is rejected while parsing, with the position of the first bracket beyond.
 inline constexpr int kMaxJsonDepth = 64;
 
+/// Largest indentation programToJson accepts (spaces per level; -1 = one line).
+inline constexpr int kMaxJsonIndent = 16;
+
 /// Serialises a program to JSON (nlohmann-json), constants in full.
-/// text -> JSON -> text is the identity.
+/// text -> JSON -> text is the identity. Throws tessel::Error for an indent outside
+/// [-1, kMaxJsonIndent].
 std::string programToJson(const Program &p, int indent = 1);
 
 /// Reads the JSON form. Throws tessel::Error naming the JSON path of the problem

@@ -43,7 +43,7 @@ void addDumpCommand(CLI::App &app) {
   opts->elide.addTo(*cmd);
   cmd->add_flag("--no-loc", opts->noLoc, "text: omit loc(\"...\") source locations");
   cmd->add_option("--indent", opts->indent, "json: spaces per indentation level (-1 = one line)")
-      ->check(CLI::Range(-1, 16))
+      ->check(CLI::Range(-1, ir::kMaxJsonIndent))
       ->capture_default_str();
   cmd->callback([opts]() {
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));

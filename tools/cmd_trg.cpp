@@ -103,9 +103,7 @@ constexpr int64_t kMaxBetaValues = 100000;
 
 /// Steady runs per β when --repeat is not given and one β is timed.
 constexpr int64_t kDefaultRepeat = 10;
-/// The most steady runs per β: each is a whole evaluation, so 10⁶ of even the smallest
-/// run is minutes; the bound keeps a mistyped count from running for days.
-constexpr int64_t kMaxRepeat = 1000000;
+constexpr int64_t kMaxRepeat = frontend::kTrgMaxRepeat;
 
 std::vector<double> parseBetas(const TrgArgs &a) {
   if (!a.beta.empty() && !a.betaRange.empty())

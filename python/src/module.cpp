@@ -502,7 +502,9 @@ NB_MODULE(_tessel, m) {
         o.svdEps = eps;
         o.valueCheck = static_cast<rt::ValueCheck>(valueCheck);
         if (ranks) o.ranks = *ranks;
-        if (repeat < 0) throw Error("trg: repeat must be >= 0, got " + std::to_string(repeat));
+        if (repeat < 0 || repeat > frontend::kTrgMaxRepeat)
+          throw Error("trg: repeat must be an integer in [0, " +
+                      std::to_string(frontend::kTrgMaxRepeat) + "], got " + std::to_string(repeat));
         for (double b : betas)
           if (!(b > 0) || !std::isfinite(b))
             throw Error("trg: beta must be finite and > 0, got " + ir::text::formatDouble(b));

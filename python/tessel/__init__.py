@@ -149,6 +149,9 @@ def _names(wrt: Union[None, str, Sequence[str]]) -> list[str]:
         return []
     if isinstance(wrt, str):
         return [w.strip() for w in wrt.split(",") if w.strip()]
+    if not isinstance(wrt, (list, tuple)) or not all(isinstance(w, str) for w in wrt):
+        raise Error(f"wrt must be an input name, a comma-separated string or a list of names, "
+                    f"got {wrt!r:.80}")
     return list(wrt)
 
 
@@ -383,6 +386,11 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     auto = isinstance(ranks, str)
     if auto and ranks != "auto":
         raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
+    if not (ranks is None or auto):
+        if isinstance(ranks, (int, float, np.number)):
+            raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
+        for r in ranks:
+            _check_int("ranks entry", r)
     explicit = None if (ranks is None or auto) else [int(r) for r in ranks]
     if explicit is not None and steps_auto:
         if steps_given:
@@ -457,6 +465,9 @@ def _python_option_names(message: str) -> str:
 def _check_int(name: str, v: Any) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise Error(f"{name} must be an integer, got {v!r}")
+    if not -2**63 <= int(v) < 2**63:
+        shown = repr(v) if len(repr(v)) <= 24 else f"{repr(v)[:12]}...({len(repr(v))} digits)"
+        raise Error(f"{name} = {shown} is out of range (a 64-bit integer)")
 
 
 def _check_str(name: str, v: Any) -> None:
