@@ -42,9 +42,13 @@ Tensor isingBondFactor(const Tensor &beta) {
   b.setLoc("trg init: cosh, sinh");
   // The factor e^(2β) of T0 is taken out (trgInitLogScale), so nothing overflows for any
   // β a double holds.
+  // s² = (1 − q)/2 is written tanh β·(1 + q)/2: 1 − q would cancel for small β (to
+  // relative ε/β, and to exactly 0 below β ≈ 1e-16, where s and its derivative vanish),
+  // while tanh β is β to rounding there and saturates at 1 for large β.
   Tensor q = (beta * -2.0).exp().named("q");
-  Tensor c = ((q + 1.0) * 0.5).sqrt().named("c");
-  Tensor s = ((1.0 - q) * 0.5).sqrt().named("s");
+  Tensor half1q = ((q + 1.0) * 0.5).named("(1+q)/2");
+  Tensor c = half1q.sqrt().named("c");
+  Tensor s = (beta.tanh() * half1q).sqrt().named("s");
   b.setLoc("trg init: W");
   // W[a, i], a = spin (+1 -> 0, -1 -> 1), i = bond index.
   Tensor colC(b, b.constant(ir::Tensor(ir::Type({2, 2}), {1, 0, 1, 0})));

@@ -586,7 +586,7 @@ struct TrgDriver::Impl {
                     "): the smallest kept singular value s" + m + "[" + std::to_string(Dp - 1) +
                     "] = " + formatDouble(s[k]) + " of M" + m + " is <= tol = " +
                     formatDouble(o.rankTol) +
-                    "; it is an exact zero and its derivative would be infinite. " +
+                    "; it is a zero of the spectrum to rounding and its derivative would be infinite. " +
                     (autoRanks ? "The schedule was derived from the value sweep's SVDs, whose "
                                  "kept values were > tol: this run's SVDs (another program) "
                                  "differ there at the noise level"

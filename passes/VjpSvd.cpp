@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include <functional>
+#include <limits>
 
 #include "passes/VjpRules.h"
 
@@ -68,9 +69,10 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
 //   M_ij = ½(a + b)_ij · 1/(s_j − s_i)  +  ½(a − b)_ij · 1/(s_j + s_i),
 // and each factor 1/x is broadened relative to the matrix's scale:
 //   1/x -> L(x) = x/(x² + (ε·s₀)²),   s₀ = s[0] = ‖A‖₂ (held constant by stop_gradient),
-// computed as (y/(y² + ε²))/s₀ with y = x/s₀, so that nothing is squared that could
-// overflow or underflow: c·A gives the same gradient and a 1/c-scaled derivative of it
-// for any c > 0. Only the first factor is singular at a tie s_i = s_j, where its
+// and a term num·L(x) is computed as (num/s₀)·ℓ(y), y = x/s₀, ℓ(y) = 1/(y + ε²/y),
+// so that nothing is squared that could overflow or underflow (not ε² for ε down to 0,
+// not 1/s₀ for a subnormal A): c·A gives the same gradient and a 1/c-scaled derivative
+// of it for any c > 0 a double represents. Only the first factor is singular at a tie s_i = s_j, where its
 // numerator vanishes for a loss that does not depend on the basis inside the degenerate
 // subspace; the second, 1/(s_j + s_i), is finite there and kept (its broadening matters
 // only where both singular values are at the noise level, i.e. in the null space). So
@@ -83,8 +85,8 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
 // 1/noise (kTrgSvdEps in frontend/Trg.h; docs/trg.md, "The size of ε").
 // Each L is multiplied by a (x != 0) mask: the same values, but a zero
 // derivative at exact zeros (the diagonal and exact ties), so the rule's own derivative
-// (second order) does not pick up the broadening's slope 1/(ε·s₀)² there; with ε = 0
-// the mask also avoids 0/0.
+// (second order) does not pick up the broadening's slope 1/(ε·s₀)² there; y + (y == 0)
+// in place of y keeps the division at y = 0 finite.
 //
 // Truncated cotangents (block form). When only the first r ≤ k/2 columns of Ū, rows of
 // V̄t and entries of s̄ can be nonzero — they are the VJP (a pad) of the slice that
@@ -195,16 +197,27 @@ OperandCotangents vjpSvd(const VjpCall &c) {
     ValueId mask = b.compare(x, zero, "NE");
     return b.mul(b.div(splat(b, 1.0, xs), b.add(x, b.compare(x, zero, "EQ"))), mask);
   };
-  // x -> L(x) = x/(x² + (ε·s₀)²), as (y/(y² + ε²))/s₀ with y = x/s₀; 0 at x = 0.
-  auto broadenedInv = [&](ValueId x) {
-    if (eps == 0) return invOrZero(x);
+  // x -> ℓ(x/s₀), with ℓ(y) = y/(y² + ε²) computed as (y ≠ 0)/(y + ε²/y): nothing is
+  // squared but ε itself, and where ε² is not a normal double (ε below ~1e-154) ε²/y is
+  // ε·(ε/y), so the broadening never underflows into 0/0; y + (y == 0) keeps the division
+  // at y = 0 finite and the (y ≠ 0) numerator makes ℓ and its derivative 0 there. A
+  // cotangent term num·L(x) is built as overScale(num)·ell(x) = (num/s₀)·ℓ(x/s₀): 1/s₀
+  // alone overflows for a subnormal s₀.
+  auto ell = [&](ValueId x) {
     Shape xs = shapeOf(b, x);
-    ValueId scale = b.broadcastScalar(scaleOf(), xs);
-    ValueId y = b.div(x, scale);
-    ValueId den = b.add(b.mul(y, y), splat(b, eps * eps, xs));
-    ValueId mask = b.compare(y, splat(b, 0.0, xs), "NE");
-    return b.mul(b.div(b.div(y, den), scale), mask);
+    ValueId y = b.div(x, b.broadcastScalar(scaleOf(), xs));
+    ValueId zero = splat(b, 0.0, xs);
+    ValueId yz = b.add(y, b.compare(y, zero, "EQ"));
+    ValueId den = yz;
+    if (eps != 0) {
+      const bool normalSquare = eps * eps >= std::numeric_limits<double>::min();
+      ValueId e2y = normalSquare ? b.div(splat(b, eps * eps, xs), yz)
+                                 : b.mul(splat(b, eps, xs), b.div(splat(b, eps, xs), yz));
+      den = b.add(yz, e2y);
+    }
+    return b.div(b.compare(y, zero, "NE"), den);
   };
+  auto overScale = [&](ValueId num) { return b.div(num, b.broadcastScalar(scaleOf(), shapeOf(b, num))); };
 
   // The first r columns of a = G − Gᵀ and b = H − Hᵀ: X − [X[:r, :r]ᵀ ; 0].
   auto antisymCols = [&](ValueId X) {
@@ -227,12 +240,12 @@ OperandCotangents vjpSvd(const VjpCall &c) {
     ValueId sum = aCols == kNone ? bCols : bCols == kNone ? aCols : b.add(aCols, bCols);
     ValueId diff = aCols == kNone ? b.neg(bCols) : bCols == kNone ? aCols : b.sub(aCols, bCols);
     ValueId sj = b.broadcastInDim(sr, kr, {1}), si = b.broadcastInDim(s, kr, {0});
-    ValueId S = b.mul(b.mul(half, sum), broadenedInv(b.sub(sj, si)));
+    ValueId S = b.mul(overScale(b.mul(half, sum)), ell(b.sub(sj, si)));
     if (c.bondGauge && c.op.attrs.getStr("gauge") == "bond" && kept > 1)
       S = b.select(keptOffDiagonal(b, kr, kept), b.pad(bondGaugeCoupling(b, UtgU, VtgV, s, kept, invOrZero),
                                                        {0, 0}, {k - kept, r - kept}),
                    S);
-    ValueId Z = b.mul(b.mul(half, diff), broadenedInv(b.add(sj, si)));
+    ValueId Z = b.mul(overScale(b.mul(half, diff)), ell(b.add(sj, si)));
     C = b.add(S, Z);
     if (rest > 0) {
       auto lowerT = [&](ValueId X) { return b.transpose(b.slice(X, {r, 0}, {k, r}), {1, 0}); };
@@ -255,12 +268,12 @@ OperandCotangents vjpSvd(const VjpCall &c) {
     Yt = xy[1];
   }
   bool uProj = !topk && gU != kNone && m > k, vProj = !topk && gVt != kNone && n > k;
-  ValueId sinv = (uProj || vProj) ? broadenedInv(sr) : kNone;
+  ValueId sinv = (uProj || vProj) ? ell(sr) : kNone; // times overScale(…) at each use
   ValueId left = C == kNone ? kNone : b.dotGeneral(U, C, {}, {}, {1}, {0}); // [m,r]
   if (uProj) {
     // (I − UUᵀ)·Ū·diag(1/s) = (Ū − U·(UᵀŪ))·diag(1/s), first r columns
     ValueId P = b.sub(gUr, b.dotGeneral(U, UtgU, {}, {}, {1}, {0}));
-    left = add(left, b.mul(P, b.broadcastInDim(sinv, mr, {1})));
+    left = add(left, b.mul(overScale(P), b.broadcastInDim(sinv, mr, {1})));
   }
   if (X != kNone) left = add(left, X);
   ValueId right = R == kNone ? kNone
@@ -268,7 +281,7 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   if (vProj) {
     // diag(1/s)·(V̄t − (VᵀV̄)ᵀ·Vt), first r rows
     ValueId Q = b.sub(gVtr, b.dotGeneral(VtgV, Vt, {}, {}, {0}, {0}));
-    right = add(right, b.mul(b.broadcastInDim(sinv, Shape{r, n}, {0}), Q));
+    right = add(right, b.mul(b.broadcastInDim(sinv, Shape{r, n}, {0}), overScale(Q)));
   }
   if (Yt != kNone) right = add(right, Yt);
   ValueId Vtr = leading(b, Vt, 0, r), Ur = leading(b, U, 1, r);

@@ -496,9 +496,16 @@ void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_
 void runKernel(const SvdTopkPlan &s, const Plan &plan, const Instruction &in, int32_t,
                double *const *ptr) {
   const double *A = ptr[in.in[0]];
-  if (!allFinite(A, s.cfg.m * s.cfg.n))
-    throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
-  TopkSvdOutcome o = topkSvd(s.cfg, A, ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]], ptr[in.out[3]]);
+  // One pass for both: finite, and max|A_ij| (the scale topkSvd works at).
+  bool finite = true;
+  double maxAbs = 0;
+  for (int64_t i = 0; i < s.cfg.m * s.cfg.n; ++i) {
+    finite &= std::isfinite(A[i]);
+    maxAbs = std::max(maxAbs, std::fabs(A[i]));
+  }
+  if (!finite) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
+  TopkSvdOutcome o = topkSvd(s.cfg, A, ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]],
+                             ptr[in.out[3]], 0, maxAbs);
   if (o.lapackInfo != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), o.lapackInfo));
 }
 

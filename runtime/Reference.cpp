@@ -364,10 +364,13 @@ Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in,
   Results f = thinSvd(p, op, A);
   const std::vector<double> &Uf = f[0].data, &sf = f[1].data, &Vtf = f[2].data;
   const double s0 = s.data[0] != 0 ? s.data[0] : 1.0;
-  auto L = [&](double x) {
+  // num·L(x) with L(x) = x/(x² + (ε·s₀)²): as (num/s₀)·y/(y² + ε²), y = x/s₀, the
+  // fraction as 1/(y + ε²/y) with ε²/y = ε·(ε/y), so that no square under- or
+  // overflows and 1/s₀ is never formed (a subnormal s₀).
+  auto timesL = [&](double num, double x) {
     if (x == 0) return 0.0;
     const double y = x / s0;
-    return (y / (y * y + eps * eps)) / s0;
+    return (num / s0) / (y + eps * (eps / y));
   };
   // F (m×r) and Gt (r×n).
   std::vector<double> F(gU.data), Gt(gVt.data);
@@ -392,8 +395,8 @@ Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in,
       for (int64_t q = 0; q < m; ++q) a += Uf[q * K + i] * F[q * r + j];
       for (int64_t q = 0; q < n; ++q) bb += Vtf[i * n + q] * Gt[j * n + q];
       const double sp = 0.5 * (a + bb), sm = 0.5 * (a - bb);
-      const double lm = L(s.data[j] - sf[i]), lp = L(s.data[j] + sf[i]);
-      const double x = sp * lm + sm * lp, y = sp * lm - sm * lp;
+      const double pm = timesL(sp, s.data[j] - sf[i]), mp = timesL(sm, s.data[j] + sf[i]);
+      const double x = pm + mp, y = pm - mp;
       for (int64_t q = 0; q < m; ++q) {
         X[q * r + j] += Uf[q * K + i] * x;
         Fn[q * r + j] -= Uf[q * K + i] * a;
@@ -404,11 +407,10 @@ Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in,
       }
     }
   for (int64_t j = 0; j < r; ++j) {
-    const double ls = L(s.data[j]);
     if (m > K)
-      for (int64_t q = 0; q < m; ++q) X[q * r + j] += Fn[q * r + j] * ls;
+      for (int64_t q = 0; q < m; ++q) X[q * r + j] += timesL(Fn[q * r + j], s.data[j]);
     if (n > K)
-      for (int64_t q = 0; q < n; ++q) Yt[j * n + q] += Gn[j * n + q] * ls;
+      for (int64_t q = 0; q < n; ++q) Yt[j * n + q] += timesL(Gn[j * n + q], s.data[j]);
   }
   return out;
 }

@@ -106,6 +106,13 @@ FullSvd fullSvd(const double *A, int64_t m, int64_t n) {
   const int64_t K = std::min(m, n);
   FullSvd f;
   std::vector<double> a(A, A + m * n);
+  // gesdd scales a tiny matrix itself, but a subnormal one has lost bits it cannot get
+  // back and fails to converge (info > 0): factor 2⁻ᵉ·A (exact) and scale s back.
+  double mx = 0;
+  for (double x : a) mx = std::max(mx, std::fabs(x));
+  const double alpha = svdWorkingScale(mx);
+  if (alpha != 1)
+    for (double &x : a) x *= alpha;
   f.U.assign(static_cast<size_t>(m * K), 0.0);
   f.s.assign(static_cast<size_t>(K), 0.0);
   f.Vt.assign(static_cast<size_t>(K * n), 0.0);
@@ -117,6 +124,8 @@ FullSvd fullSvd(const double *A, int64_t m, int64_t n) {
                                f.s.data(), f.Vt.data(), static_cast<lapack_int>(n), f.U.data(),
                                static_cast<lapack_int>(K), work.data(),
                                static_cast<lapack_int>(lwork), iwork);
+  if (alpha != 1)
+    for (double &x : f.s) x /= alpha;
   return f;
 }
 
@@ -188,12 +197,14 @@ bool cholQr2(const double *W, int64_t m, int64_t b, double *Q, double *R, double
   return true;
 }
 
-/// The full rule's broadened reciprocal: L(x) = (y/(y² + ε²))/s₀ with y = x/s₀, 0 at
-/// x = 0 (passes/VjpSvd.cpp builds the same expression in IR).
-double broadenedInv(double x, double s0, double eps) {
-  if (x == 0) return 0;
-  const double y = x / s0;
-  return (y / (y * y + eps * eps)) / s0;
+/// The full rule's broadened reciprocal, dimensionless: for y = x/s₀,
+/// ℓ(y) = y/(y² + ε²) computed as 1/(y + ε·(ε/y)) (nothing squared: no underflow of ε²
+/// or y², so ε down to 0 and any scale give the same ℓ), 0 at y = 0. A cotangent term
+/// num·L(x) is (num/s₀)·ℓ(x/s₀): 1/s₀ alone would overflow for a subnormal s₀
+/// (passes/VjpSvd.cpp builds the same expression in IR).
+double broadenedRecip(double y, double eps) {
+  if (y == 0) return 0;
+  return 1.0 / (y + eps * (eps / y));
 }
 
 /// The tail solve of svdComplement for the r columns at once, by conjugate gradients on
@@ -379,6 +390,18 @@ int64_t solveTailWork(int64_t m, int64_t n, int64_t r, bool cplx) {
 
 } // namespace
 
+namespace {
+/// 1 where x is within [lo, hi], zero or not finite; otherwise the power of two 2⁻ᵉ that
+/// brings x near 1, its exponent clamped to ±1000 so that it is itself a normal double
+/// (a subnormal x, down to 2⁻¹⁰⁷⁴, still lands within 2⁻⁷⁴ of 1).
+double powerOfTwoScale(double x, double lo, double hi) {
+  if (!(x > 0) || !std::isfinite(x) || (x >= lo && x <= hi)) return 1.0;
+  return std::ldexp(1.0, std::clamp(-std::ilogb(x), -1000, 1000));
+}
+} // namespace
+
+double svdWorkingScale(double maxAbs) { return powerOfTwoScale(maxAbs, 0x1p-300, 0x1p300); }
+
 //===----------------------------------------------------------------------===//
 // topkSvd
 
@@ -428,7 +451,7 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
 }
 
 TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, double *sout,
-                       double *Vtout, double *work, double scaleFloor) {
+                       double *Vtout, double *work, double scaleFloor, double aMaxAbs) {
   TopkSvdOutcome out;
   const int64_t m = c.m, n = c.n, k = c.k, cm = c.bmax, p = c.b0, K = std::min(m, n);
   if (k <= 0) return out;
@@ -447,14 +470,18 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n);
   // The scale: the Krylov recurrence and the Gram matrix square σ₁, so for σ₁ outside
   // about [1e-150, 1e150] they would underflow or overflow (below, the stop test's sums
-  // of squares read 0 and wrong triplets passed it). Where the first block's largest
-  // norm is outside [2⁻³⁰⁰, 2³⁰⁰], every product with A is multiplied by α = 2⁻ᵉ
-  // (exact) to bring it near 1, and the singular values are divided by α at the end;
-  // elsewhere α = 1 and nothing changes.
-  double alpha = 1;
-  auto scaleCols = [&](double *X, int64_t len, int64_t w) {
+  // of squares read 0 and wrong triplets passed it). Where max|A_ij| is outside
+  // [2⁻³⁰⁰, 2³⁰⁰], every product with A is one with α·A, α = 2⁻ᵉ (exact; the block is
+  // scaled before the product, so a subnormal A loses no more bits than it has), and
+  // the singular values are divided by α at the end; elsewhere α = 1 and nothing changes.
+  if (aMaxAbs < 0) {
+    aMaxAbs = 0;
+    for (int64_t i = 0; i < m * n; ++i) aMaxAbs = std::max(aMaxAbs, std::fabs(A[i]));
+  }
+  const double alpha = svdWorkingScale(aMaxAbs);
+  auto scaleRows = [&](double *X, int64_t rows, int64_t pw) {
     if (alpha != 1)
-      for (int64_t i = 0; i < len * w; ++i) X[i] *= alpha;
+      for (int64_t i = 0; i < rows * pw; ++i) X[i] *= alpha;
   };
 
   auto fallback = [&]() {
@@ -598,16 +625,16 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   auto mulA = [&](const double *X, int64_t w, double *Yc) {
     const int64_t pw = (w + 3) / 4 * 4;
     toRows(X, n, w, pw, Xr);
+    scaleRows(Xr, n, pw);
     matMultivector(A, m, n, Xr, pw, Yr);
     toCols(Yr, m, w, pw, Yc);
-    scaleCols(Yc, m, w);
   };
   auto mulAt = [&](const double *Q, int64_t w, double *Zc) {
     const int64_t pw = (w + 3) / 4 * 4;
     toRows(Q, m, w, pw, Xr);
+    scaleRows(Xr, m, pw);
     matTMultivector(A, m, n, Xr, pw, Yr);
     toCols(Yr, n, w, pw, Zc);
-    scaleCols(Zc, n, w);
   };
   // X (len×w, column-major) −= B·(Bᵀ·X) twice, B = the len×k column-major Uk or Vk.
   auto projectOut = [&](const double *B, int64_t len, double *X, int64_t w) {
@@ -651,13 +678,7 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   // The first block: Qb[:, :p] = orth(A·Ω).
   int64_t w = std::min(p, K);
   mulA(c.sketch->data(), w, Y);
-  double ymax = 0;
-  for (int64_t j = 0; j < w; ++j) ymax = std::max(ymax, y0[j] = cblas_dnrm2(M, Y + j * m, 1));
-  if (ymax > 0 && std::isfinite(ymax) && (ymax < 0x1p-300 || ymax > 0x1p300)) {
-    alpha = std::ldexp(1.0, -std::ilogb(ymax));
-    scaleCols(Y, m, w);
-    for (int64_t j = 0; j < w; ++j) y0[j] *= alpha;
-  }
+  for (int64_t j = 0; j < w; ++j) y0[j] = cblas_dnrm2(M, Y + j * m, 1);
   scaleFloor *= alpha;
   if (lapack_int info = extend(0, w); info != 0) {
     if (info == kNoBasis) return fallback();
@@ -791,7 +812,7 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   // outside [2⁻⁵⁰, 2⁵⁰] the solve works on α·A⊥ and α·s with α = 2⁻ᵉ (exact), whose
   // solution is X/α, Y/α (the cotangents stay as they are), and multiplies by α at the
   // end; the full rule (fallback) works unscaled.
-  const double alpha = s0 < 0x1p-50 || s0 > 0x1p50 ? std::ldexp(1.0, -std::ilogb(s0)) : 1.0;
+  const double alpha = powerOfTwoScale(s0, 0x1p-50, 0x1p50);
   const double s0c = alpha * s0;
   for (int64_t j = 0; j < k; ++j) sc[j] = alpha * s[j];
 
@@ -824,8 +845,10 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
       gemm(false, true, t, r, n, 1.0, f.Vt.data() + k * n, n, Gt, n, 0.0, bb.data(), r);
       for (int64_t i = 0; i < t; ++i)
         for (int64_t j = 0; j < r; ++j) {
-          const double sp = 0.5 * (a[i * r + j] + bb[i * r + j]), sm = 0.5 * (a[i * r + j] - bb[i * r + j]);
-          const double lm = broadenedInv(s[j] - f.s[k + i], s0, eps), lp = broadenedInv(s[j] + f.s[k + i], s0, eps);
+          const double sp = 0.5 * (a[i * r + j] + bb[i * r + j]) / s0,
+                       sm = 0.5 * (a[i * r + j] - bb[i * r + j]) / s0;
+          const double lm = broadenedRecip((s[j] - f.s[k + i]) / s0, eps),
+                       lp = broadenedRecip((s[j] + f.s[k + i]) / s0, eps);
           x[i * r + j] = sp * lm + sm * lp;
           y[i * r + j] = sp * lm - sm * lp;
         }
@@ -839,9 +862,9 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
       gemm(true, false, r, n, t, -1.0, bb.data(), r, f.Vt.data() + k * n, n, 1.0, Yt, n);
     }
     for (int64_t j = 0; j < r; ++j) {
-      const double ls = broadenedInv(s[j], s0, eps);
-      for (int64_t i = 0; i < m; ++i) X[i * r + j] *= m > K ? ls : 0.0;
-      for (int64_t i = 0; i < n; ++i) Yt[j * n + i] *= n > K ? ls : 0.0;
+      const double ls = broadenedRecip(s[j] / s0, eps);
+      for (int64_t i = 0; i < m; ++i) X[i * r + j] = m > K ? X[i * r + j] / s0 * ls : 0.0;
+      for (int64_t i = 0; i < n; ++i) Yt[j * n + i] = n > K ? Yt[j * n + i] / s0 * ls : 0.0;
     }
     if (t > 0) {
       gemm(false, false, m, r, t, 1.0, f.U.data() + k, K, x.data(), r, 1.0, X, r);
@@ -849,15 +872,17 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     }
   };
 
-  // A⊥ = A − U·diag(s)·Vt; with given guards directly A₂ = A⊥ − Ug·diag(sg)·Vgt, by one
+  // α·A⊥ = α·A − U·diag(α·s)·Vt (scaled first, so a tiny or subnormal A loses nothing
+  // in the products); with given guards directly α·A₂ = α·A⊥ − Ug·diag(α·sg)·Vgt, by one
   // product over all k + g triplets.
   const int64_t kd = c.givenGuards ? k + g : k;
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < kd; ++j) Us[i * kd + j] = U[i * ldu + j] * s[j];
-  std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
-  gemm(false, false, m, n, kd, -1.0, Us, kd, Vt, n, 1.0, Ap, n);
+    for (int64_t j = 0; j < kd; ++j) Us[i * kd + j] = U[i * ldu + j] * (alpha * s[j]);
   if (alpha != 1)
-    for (int64_t i = 0; i < m * n; ++i) Ap[i] *= alpha;
+    for (int64_t i = 0; i < m * n; ++i) Ap[i] = alpha * A[i];
+  else
+    std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
+  gemm(false, false, m, n, kd, -1.0, Us, kd, Vt, n, 1.0, Ap, n);
 
   std::memset(X, 0, static_cast<size_t>(m * r) * sizeof(double));
   std::memset(Yt, 0, static_cast<size_t>(r * n) * sizeof(double));
@@ -882,8 +907,10 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     gemm(false, true, g, r, n, 1.0, Vgt, n, Gt, n, 0.0, T2, r);
     for (int64_t i = 0; i < g; ++i)
       for (int64_t j = 0; j < r; ++j) {
-        const double sp = 0.5 * (T1[i * r + j] + T2[i * r + j]), sm = 0.5 * (T1[i * r + j] - T2[i * r + j]);
-        const double lm = broadenedInv(sc[j] - sg[i], s0c, eps), lp = broadenedInv(sc[j] + sg[i], s0c, eps);
+        const double sp = 0.5 * (T1[i * r + j] + T2[i * r + j]) / s0c,
+                     sm = 0.5 * (T1[i * r + j] - T2[i * r + j]) / s0c;
+        const double lm = broadenedRecip((sc[j] - sg[i]) / s0c, eps),
+                     lp = broadenedRecip((sc[j] + sg[i]) / s0c, eps);
         T3[i * r + j] = sp * lm + sm * lp;
         T4[i * r + j] = sp * lm - sm * lp;
       }
@@ -913,14 +940,28 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   const double below = g < K - k ? tailBound : 0.0;
   out.broadenedTail = !(sc[r - 1] - below >= minGap);
   if (out.broadenedTail) gComplementBroadened.fetch_add(1, std::memory_order_relaxed);
+  // The solve is linear in the cotangents, but CG's inner products square them: the
+  // right-hand sides (and the guards' part of X, Yt, which the solve adds to) are
+  // brought to unit scale by γ = 2⁻ᵉ (exact) and the result divided by γ.
+  double cmax = 0;
+  for (int64_t i = 0; i < m * r; ++i) cmax = std::max(cmax, std::fabs(F[i]));
+  for (int64_t i = 0; i < r * n; ++i) cmax = std::max(cmax, std::fabs(Gt[i]));
+  const double gamma = powerOfTwoScale(cmax, 0x1p-50, 0x1p50);
+  if (gamma != 1) {
+    for (double *B : {F, X})
+      for (int64_t i = 0; i < m * r; ++i) B[i] *= gamma;
+    for (double *B : {Gt, Yt})
+      for (int64_t i = 0; i < r * n; ++i) B[i] *= gamma;
+  }
   const char *why = out.broadenedTail
                         ? solveTail<std::complex<double>>(c, Ap, F, Gt, sc, delta, X, Yt, gw, out.iterations)
                         : solveTail<double>(c, Ap, F, Gt, sc, delta, X, Yt, gw, out.iterations);
   if (why != nullptr) {
-    fullRule(why);
-  } else if (alpha != 1) {
-    for (int64_t i = 0; i < m * r; ++i) X[i] *= alpha;
-    for (int64_t i = 0; i < r * n; ++i) Yt[i] *= alpha;
+    fullRule(why); // from the unscaled cotangents again
+  } else if (alpha != 1 || gamma != 1) {
+    const double back = alpha / gamma;
+    for (int64_t i = 0; i < m * r; ++i) X[i] *= back;
+    for (int64_t i = 0; i < r * n; ++i) Yt[i] *= back;
   }
   return out;
 }

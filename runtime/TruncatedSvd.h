@@ -122,8 +122,16 @@ struct TopkSvdOutcome {
 /// heap (the only allocation).
 /// The residual tolerance is cfg.tol·max(σ₁, scale): a caller that factors a deflated
 /// matrix passes the scale of the original one (its accuracy needs no more).
+/// `aMaxAbs` = max|A_ij| when the caller has it (the kernel, from its finiteness pass),
+/// negative to compute it here: where it is outside [2⁻³⁰⁰, 2³⁰⁰] the products run on
+/// 2⁻ᵉ·A (exact), so every scale a double represents, subnormal included, gives the
+/// triplets of A to rounding.
 TopkSvdOutcome topkSvd(const TopkSvdConfig &cfg, const double *A, double *U, double *s,
-                       double *Vt, double *work, double scale = 0);
+                       double *Vt, double *work, double scale = 0, double aMaxAbs = -1);
+
+/// The exact power of two α = 2⁻ᵉ that brings `maxAbs` to [1, 2), or 1 where `maxAbs`
+/// is within [2⁻³⁰⁰, 2³⁰⁰], zero or not finite (the scale the SVD kernels work at).
+double svdWorkingScale(double maxAbs);
 
 /// Sizes fixed at prepare for svdComplement.
 struct SvdComplementConfig {

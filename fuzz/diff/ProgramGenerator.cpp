@@ -193,6 +193,26 @@ private:
 
   Val any() { return pool_[pick(pool_.size())]; }
 
+  /// The SVD rules' scale sweep: with probability 1/4 the matrix is multiplied by 2^e,
+  /// e ∈ {−540, −700, −1000} (σ near 1e-163 … 1e-301, where σ² underflows and the
+  /// kernels must work at a scale of their own), and unscale() multiplies the op's
+  /// results back by 2^−e. Both exact: the value is that of the unscaled matrix but
+  /// for how h of reconstruction() sees s. Returns e (0: not scaled).
+  int tinyScale(Val &m) {
+    if (!chance(0.25)) return 0;
+    static const int exps[] = {-540, -700, -1000};
+    const int e = exps[pick(3)];
+    const double c = std::ldexp(1.0, e);
+    m = Val{b_.mul(m.id, splat(c, shapeOf(m))), m.exact, m.bound * c, m.lo * c};
+    return e;
+  }
+  Val unscale(Val v, int e) {
+    if (e == 0) return v;
+    const double c = std::ldexp(1.0, -e);
+    return Val{b_.mul(v.id, splat(c, shapeOf(v))), false, v.bound * c, 0};
+  }
+
+
   /// An exact value of the pool, or a fresh input.
   Val anyExact() {
     std::vector<size_t> c;
@@ -644,20 +664,21 @@ bool Gen::svdTopk() {
     Val noise = input(Type(ms), true);
     m = Val{b_.add(m.id, noise.id), m.exact, m.bound + 1, 0};
   }
+  const int e = tinyScale(m);
   const double sBound = m.bound * std::sqrt(static_cast<double>(std::max<int64_t>(1, rows * cols)));
   const size_t form = pick(out_.differentiable && K >= 2 ? 3 : 2);
   if (form == 0) {
     auto usv = b_.svdTopk(m.id, 1 + static_cast<int64_t>(pick(static_cast<size_t>(K))));
-    push(Val{usv[1], false, sBound, 0});
+    push(unscale(Val{usv[1], false, sBound, 0}, e));
   } else if (form == 2) {
     // The r < K leading triplets of a generic matrix: basis independent while
     // s[r-1] > s[r]; its gradient goes through svd_topk_complement.
     const int64_t r = 1 + static_cast<int64_t>(pick(static_cast<size_t>(K - 1)));
     auto usv = b_.svdTopk(m.id, r);
-    push(reconstruction(usv[0], usv[1], usv[2], sBound));
+    push(unscale(reconstruction(usv[0], usv[1], usv[2], sBound), e));
   } else {
     auto usv = b_.svdTopk(m.id, K);
-    push(reconstruction(usv[0], usv[1], usv[2], sBound));
+    push(unscale(reconstruction(usv[0], usv[1], usv[2], sBound), e));
   }
   return true;
 }
@@ -672,22 +693,24 @@ bool Gen::svd() {
     Val noise = input(Type(ms), true);
     m = Val{b_.add(m.id, noise.id), m.exact, m.bound + 1, 0};
   }
-  static const double epss[] = {1e-12, 1e-12, 1e-9, 0.0, 1e-6};
-  auto usv = b_.svd(m.id, epss[pick(5)]);
+  const int e = tinyScale(m);
+  // Broadenings down to one whose square underflows (1e-200) and none at all.
+  static const double epss[] = {1e-12, 1e-12, 1e-9, 0.0, 1e-6, 1e-200};
+  auto usv = b_.svd(m.id, epss[pick(6)]);
   const int64_t rows = ms[0], cols = ms[1], k = std::min(rows, cols);
   const double sBound = m.bound * std::sqrt(static_cast<double>(std::max<int64_t>(1, rows * cols)));
   size_t form = pick(out_.differentiable && k >= 2 ? 3 : 2);
   if (form == 0) {
-    push(Val{usv[1], false, sBound, 0});
+    push(unscale(Val{usv[1], false, sBound, 0}, e));
   } else if (form == 1) {
-    push(reconstruction(usv[0], usv[1], usv[2], sBound));
+    push(unscale(reconstruction(usv[0], usv[1], usv[2], sBound), e));
   } else {
     // Truncated to the r leading triplets: basis independent while s[r-1] > s[r].
     int64_t r = 1 + static_cast<int64_t>(pick(static_cast<size_t>(k - 1)));
     ValueId u = b_.slice(usv[0], {0, 0}, {rows, r});
     ValueId s = b_.slice(usv[1], {0}, {r});
     ValueId vt = b_.slice(usv[2], {0, 0}, {r, cols});
-    push(reconstruction(u, s, vt, sBound));
+    push(unscale(reconstruction(u, s, vt, sBound), e));
   }
   return true;
 }

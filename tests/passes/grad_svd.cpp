@@ -530,3 +530,97 @@ TEST_CASE("grad svd: gauge = bond couples kept pairs without 1/(s_j - s_i), exac
   for (const Op &op : g2.ops)
     if (op.kind == OpKind::Svd) CHECK(op.attrs.getStr("gauge") == "none");
 }
+
+namespace {
+/// e = ⟨rank-k truncation of a, w⟩ through svd_topk (or svd and slices): its gradient
+/// does not depend on the scale of a.
+Program truncationLoss(int64_t m, int64_t n, int64_t k, bool topk) {
+  Program p;
+  Builder b(p);
+  ValueId a = p.addInput("a", Type({m, n}));
+  ValueId w = p.addInput("w", Type({m, n}));
+  ValueId u, s, vt;
+  if (topk) {
+    auto usv = b.svdTopk(a, k, 1e-9);
+    u = usv[0], s = usv[1], vt = usv[2];
+  } else {
+    auto usv = b.svd(a, 1e-9);
+    u = b.slice(usv[0], {0, 0}, {m, k});
+    s = b.slice(usv[1], {0}, {k});
+    vt = b.slice(usv[2], {0, 0}, {k, n});
+  }
+  ValueId us = b.mul(u, b.broadcastInDim(s, Shape{m, k}, {1}));
+  ValueId r = b.dotGeneral(us, vt, {}, {}, {1}, {0});
+  p.addOutput(b.reduceSum(b.mul(r, w), {0, 1}));
+  verifyOrThrow(p);
+  return p;
+}
+} // namespace
+
+TEST_CASE("grad svd_topk and svd: the engine's gradient of a truncation is the same at every scale, subnormal included") {
+  // Unscaled, the complement solve's CG squared cotangents of the size of A: below
+  // ~1e-160 its inner products underflowed and the gradient came out 39-77% off with
+  // exit 0; at 1e-310 the Krylov products of the subnormal A lost its bits and the
+  // scale 2^1027 meant to restore them overflowed, a "dgesdd failed (info = 3)".
+  const int64_t m = 64, n = 48, k = 4;
+  const Mat A0 = randomMat(m, n, 31), W = randomMat(m, n, 32);
+  for (bool topk : {true, false}) {
+    CAPTURE(topk);
+    GradOptions o;
+    o.wrt = {"a"};
+    o.keepOutputs = false;
+    Program g = grad(truncationLoss(m, n, k, topk), o);
+    auto plan = rt::prepare(g);
+    rt::Engine e(1);
+    const std::vector<double> g1 = e.run(*plan, {A0.tensor(), W.tensor()})[0].data;
+    double scale = 0;
+    for (double v : g1) scale = std::max(scale, std::abs(v));
+    REQUIRE(scale > 0.1);
+    for (double c : {1e-100, 1e-160, 1e-200, 1e-300, 1e-310, 1e100, 1e200, 1e300}) {
+      CAPTURE(c);
+      const Tensor A = scaled(A0, c).tensor();
+      std::vector<double> got = e.run(*plan, {A, W.tensor()})[0].data;
+      std::vector<double> ref = rt::evaluateReference(g, {A, W.tensor()})[0].data;
+      REQUIRE(allFinite(got));
+      // A subnormal A has lost bits (at 1e-310 about 11 of 52): the gradient moves by
+      // their rounding, ~1e-12 here; elsewhere only the kernels' own rounding.
+      const double tol = c < 1e-305 ? 1e-10 : 1e-12;
+      CHECK(maxAbsDiff(got, g1) <= tol * scale);
+      CHECK(maxAbsDiff(ref, g1) <= tol * scale);
+    }
+  }
+}
+
+TEST_CASE("grad svd: a broadening whose square underflows (eps < 1e-154) or 0 gives no NaN at a tie") {
+  // L = ⟨U·Vt, B⟩ at A = 3·I: every pair of singular values is tied, and the gradient
+  // is (B − Bᵀ)/6 for any broadening. With L(x) = x/(x² + ε²) built as written, ε² = 0
+  // for ε below ~1e-162 made it 0/0 at x = 0, masked to 0·NaN = NaN.
+  const int64_t n = 4;
+  Mat A(n, n), B = randomMat(n, n, 33);
+  for (int64_t i = 0; i < n; ++i) A(i, i) = 3;
+  for (double eps : {1e-12, 1e-160, 1e-200, 1e-300, 0.0}) {
+    CAPTURE(eps);
+    Program p;
+    {
+      Builder b(p);
+      ValueId a = p.addInput("a", Type({n, n}));
+      ValueId bb = p.addInput("b", Type({n, n}));
+      auto usv = b.svd(a, eps);
+      ValueId polar = b.dotGeneral(usv[0], usv[2], {}, {}, {1}, {0});
+      p.addOutput(b.reduceSum(b.mul(polar, bb), {0, 1}));
+      verifyOrThrow(p);
+    }
+    GradOptions o;
+    o.wrt = {"a"};
+    o.keepOutputs = false;
+    Program g = grad(p, o);
+    std::vector<double> want(static_cast<size_t>(n * n));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) want[i * n + j] = (B(i, j) - B(j, i)) / 6;
+    rt::Engine e(1);
+    std::vector<double> got = e.run(*rt::prepare(g), {A.tensor(), B.tensor()})[0].data;
+    std::vector<double> ref = rt::evaluateReference(g, {A.tensor(), B.tensor()})[0].data;
+    CHECK(maxAbsDiff(got, want) <= 1e-15);
+    CHECK(maxAbsDiff(ref, want) <= 1e-15);
+  }
+}

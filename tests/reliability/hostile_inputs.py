@@ -441,8 +441,8 @@ CASES = [
                "for a sweep from A to B, or --beta 0.3)")),
     Case("trg-beta-subnormal", "trg", "--beta 1e-320 is a number (was 'is not a number')",
          ["trg", "--beta", "1e-320", "--chi", "4", "--steps", "2", "--ranks", "2,4", "--repeat", "0"],
-         Exact("error: trg: step 1 (2->2, beta = 1e-320): the smallest kept singular value sa[1] = 0 of Ma "
-               "is <= tol = 1e-12; it is an exact zero and its derivative would be infinite. Keep fewer "
+         Exact("error: trg: step 1 (2->2, beta = 1e-320): the smallest kept singular value sa[1] = 1.414e-320 of Ma "
+               "is <= tol = 1e-12; it is a zero of the spectrum to rounding and its derivative would be infinite. Keep fewer "
                "singular values in this step with --ranks (D' < 2), or leave --ranks out: the schedule "
                "is then derived from the spectrum")),
     Case("trg-beta-underflow", "trg", "--beta 1e-400 reads as 0",
