@@ -1,6 +1,8 @@
 //===- tools/main.cpp - The tessel command-line driver --------------------------===//
+#include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <cstring>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -63,6 +65,23 @@ int reportUsageError(const CLI::App &app, const CLI::ParseError &e) {
   return 1;
 }
 
+/// The exit status once stdout is flushed: a write that failed (a full disk, a closed
+/// descriptor: `> /dev/full`, `>&-`) makes an exit that would have been 0 an error, so no
+/// output is lost silently. A closed pipe ends the process by SIGPIPE before this, as
+/// `| head -1` expects.
+int flushStdout(int code) {
+  std::cout.flush();
+  errno = 0;
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || std::cout.fail();
+  if (failed && code == 0) {
+    const int err = errno;
+    std::cerr << "error: cannot write to standard output"
+              << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n";
+    return 1;
+  }
+  return code;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -91,11 +110,10 @@ int main(int argc, char **argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     // --help and --version exit 0; bad flags exit 1 with CLI11's message after "error: ".
-    if (e.get_exit_code() == 0) return app.exit(e);
+    if (e.get_exit_code() == 0) return flushStdout(app.exit(e));
     return reportUsageError(app, e);
   } catch (const tessel::tools::ExitStatus &e) {
-    std::cout.flush();
-    return e.code;
+    return flushStdout(e.code);
   } catch (const tessel::Error &e) {
     std::cout.flush();
     const std::string msg = withErrorTag(e.what());
@@ -106,5 +124,5 @@ int main(int argc, char **argv) {
     std::cerr << "tessel: internal error: " << e.what() << "\n";
     return 2;
   }
-  return 0;
+  return flushStdout(0);
 }
