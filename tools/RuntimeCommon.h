@@ -44,7 +44,7 @@ struct PrepareFlags {
 /// The pipeline `tessel run` and `tessel prepare` apply before preparing, as XLA's
 /// compiler simplifies every program it is given: the algebraic clean-ups the grad
 /// transform invites (multiplications by a broadcast 1 and the like: passes/Fold.h),
-/// then CSE and DCE. Exact except for the sign of a zero in x + 0 (passes/Fold.h).
+/// then CSE and DCE. Exact except for the sign of a zero in x + 0 and 0 - x (passes/Fold.h).
 inline constexpr const char *kRunPipeline = "fold,cse,dce";
 
 /// --passes of `tessel run` and `tessel prepare`: the pipeline applied to the program
@@ -56,7 +56,7 @@ struct RunPassesFlag {
     cmd.add_option("--passes", pipeline,
                    "pass pipeline applied before prepare (default: " + std::string(kRunPipeline) +
                        ": algebraic folds such as x*1 -> x that the grad transform leaves, then "
-                       "CSE and DCE; exact but for the sign of a zero in x + 0; '' = run the "
+                       "CSE and DCE; exact but for the sign of a zero in x + 0 and 0 - x; '' = run the "
                        "program exactly as given; `tessel opt --list-passes` lists the passes)")
         ->capture_default_str();
   }

@@ -127,8 +127,12 @@ std::vector<double> parseBetas(const TrgArgs &a) {
       throw Error("error: --beta-range: N = 1 gives one value, but A = " + formatDouble(lo) +
                   " and B = " + formatDouble(hi) + " differ (use N >= 2 for a sweep from A to B, "
                   "or --beta " + formatDouble(lo) + ")");
+    // lo + (hi − lo)·t with t = i/(N − 1) ∈ [0, 1] (never (hi − lo)·i, which overflows
+    // for B near the largest double), and B itself as the last point.
     for (int64_t i = 0; i < n; ++i)
-      betas.push_back(n == 1 ? lo : lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(n - 1));
+      betas.push_back(n == 1 || i == n - 1
+                          ? (n == 1 ? lo : hi)
+                          : lo + (hi - lo) * (static_cast<double>(i) / static_cast<double>(n - 1)));
     return betas;
   }
   std::string list = a.beta.empty() ? "0.3" : a.beta;

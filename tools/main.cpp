@@ -2,12 +2,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "llvm/ADT/StringRef.h"
 #include "tools/Commands.h"
 
@@ -82,6 +86,33 @@ int flushStdout(int code) {
   return code;
 }
 
+/// CLI11 reads an integer flag with strtoll and keeps its saturated value: `--chi
+/// 99999999999999999999` ran with chi = 2⁶³ − 1. Every integer option of every command
+/// (type INT or UINT) gets a check that the digits fit first.
+void checkIntegerRanges(CLI::App &app) {
+  for (CLI::App *cmd : app.get_subcommands([](CLI::App *) { return true; }))
+    for (CLI::Option *opt : cmd->get_options()) {
+      const std::string type = opt->get_type_name();
+      if (type != "INT" && type != "UINT") continue;
+      const bool isUnsigned = type == "UINT";
+      opt->check(CLI::Validator(
+          [isUnsigned](std::string &v) -> std::string {
+            llvm::StringRef digits(v);
+            digits.consume_front("+") || digits.consume_front("-");
+            if (digits.empty() || digits.find_first_not_of("0123456789") != llvm::StringRef::npos)
+              return ""; // not a plain integer: CLI11's own conversion reports it
+            errno = 0;
+            char *end = nullptr;
+            if (isUnsigned && !llvm::StringRef(v).startswith("-")) (void)std::strtoull(v.c_str(), &end, 10);
+            else (void)std::strtoll(v.c_str(), &end, 10);
+            if (errno == ERANGE)
+              return tessel::ir::text::clipForMessage(v) + " is out of the range of a 64-bit integer";
+            return "";
+          },
+          "", "64-bit integer range"));
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -105,6 +136,26 @@ int main(int argc, char **argv) {
   addBenchCommand(app);
   addTrgCommand(app);
   addOpsCommand(app);
+  checkIntegerRanges(app);
+
+  // `--flag=` (an empty value) is the empty string, as `--flag ''` is: CLI11 would take
+  // the next argument as the value instead (`tessel opt --passes= prog.tir`).
+  std::vector<std::string> args(argv, argv + argc);
+  std::vector<std::string> fixed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (i > 0 && a.size() > 3 && a.starts_with("--") && a.ends_with("=") &&
+        a.find('=') == a.size() - 1) {
+      fixed.push_back(a.substr(0, a.size() - 1));
+      fixed.push_back("");
+    } else {
+      fixed.push_back(a);
+    }
+  }
+  std::vector<char *> fixedArgv;
+  for (std::string &a : fixed) fixedArgv.push_back(a.data());
+  argc = static_cast<int>(fixedArgv.size());
+  argv = fixedArgv.data();
 
   try {
     app.parse(argc, argv);

@@ -445,6 +445,17 @@ CASES = [
                "is <= tol = 1e-12; it is a zero of the spectrum to rounding and its derivative would be infinite. Keep fewer "
                "singular values in this step with --ranks (D' < 2), or leave --ranks out: the schedule "
                "is then derived from the spectrum")),
+    Case("trg-chi-int64-overflow", "trg", "--chi 99999999999999999999 ran with chi = 2^63 - 1",
+         ["trg", "--chi", "99999999999999999999", "--beta", "0.4"],
+         Exact("error: --chi: 99999999999999999999 is out of the range of a 64-bit integer\n"
+               "Run 'tessel trg --help' for the options.")),
+    Case("run-uint-overflow", "cli", "--profile-top 2^64 saturated",
+         ["run", "prog.tir", "--input", "x=[[1,2,3],[4,5,6]]", "--profile-top=18446744073709551616"],
+         Exact("error: --profile-top: 18446744073709551616 is out of the range of a 64-bit integer\n"
+               "Run 'tessel run --help' for the options."), {"prog.tir": NEG23}),
+    Case("trg-beta-range-near-max", "trg", "--beta-range 0.3:1e308:3 ended at inf (A + (B-A)*i overflowed)",
+         ["trg", "--beta-range", "0.3:1e308:3", "--chi", "4", "--steps", "2", "--repeat", "0", "--json"],
+         r"error: trg: lnZ/N is not finite \(inf\) at beta = 1e\+308\n"),
     Case("trg-beta-underflow", "trg", "--beta 1e-400 reads as 0",
          ["trg", "--beta", "1e-400"],
          Exact("error: --beta: '1e-400' is out of the range of f64 (it would read as 0)")),
