@@ -113,7 +113,7 @@ GradCheckResult gradCheck(const Program &p, const std::vector<Tensor> &point,
   if (opts.stencil != 3 && opts.stencil != 5)
     throw Error("error: gradcheck: stencil must be 3 or 5 points, got " + std::to_string(opts.stencil));
   if (point.size() != p.inputs.size())
-    throw Error("error: gradcheck: program @" + p.name + " has " + std::to_string(p.inputs.size()) +
+    throw Error("error: gradcheck: program " + ir::text::atName(p.name) + " has " + std::to_string(p.inputs.size()) +
                 " inputs but " + std::to_string(point.size()) + " values were given");
   for (size_t i = 0; i < point.size(); ++i)
     if (point[i].type != p.type(p.inputs[i]) ||
@@ -127,7 +127,7 @@ GradCheckResult gradCheck(const Program &p, const std::vector<Tensor> &point,
     for (ir::ValueId in : p.inputs) wrt.push_back(p.value(in).name);
   for (const std::string &n : wrt)
     if (p.inputIndex(n) < 0)
-      throw Error("error: gradcheck: --wrt: program @" + p.name + " has no input named '%" + n + "'");
+      throw Error("error: gradcheck: --wrt: program " + ir::text::atName(p.name) + " has no input named '" + ir::text::percentName(n) + "'");
 
   std::mt19937_64 rng(opts.seed);
   GradCheckResult r;

@@ -274,7 +274,7 @@ Tensor Tracer::input(const std::string &name, llvm::ArrayRef<int64_t> shape) {
 
 void Tracer::output(const Tensor &t, const std::string &name) {
   if (!t.valid() || &t.builder() != &b_)
-    throw Error("output: tensor does not belong to program @" + p_->name);
+    throw Error("output: tensor does not belong to program " + ir::text::atName(p_->name));
   if (!name.empty()) p_->setName(t.id(), name);
   p_->addOutput(t.id());
 }

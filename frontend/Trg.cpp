@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 
 namespace tessel::frontend {
 namespace {
@@ -93,7 +94,7 @@ TrgModel parseTrgModel(const std::string &name, std::optional<int64_t> q) {
     return m;
   }
   if (name != "potts")
-    throw Error("error: --model: unknown model '" + name + "' (allowed: ising, potts)");
+    throw Error("error: --model: unknown model '" + ir::text::clipForMessage(name) + "' (allowed: ising, potts)");
   if (!q) throw Error("error: --model potts needs --q (the number of states, e.g. --q 3)");
   checkPottsQ(*q);
   m.kind = TrgModel::Kind::Potts;

@@ -32,7 +32,7 @@ ir::ValueId cotangentInput(const ir::Program &p, const ir::Program &vjp, const s
     if (p.outputName(i) == output && vjp.gradSignature &&
         vjp.gradSignature->cotangents == p.outputs.size())
       return vjp.inputs[vjp.inputs.size() - p.outputs.size() + i];
-  throw Error("internal error: trg: @" + vjp.name + " has no cotangent of output '" + output + "'");
+  throw Error("internal error: trg: " + ir::text::atName(vjp.name) + " has no cotangent of output '" + output + "'");
 }
 
 std::string classGroup(int64_t din, int64_t dout) {
@@ -271,7 +271,7 @@ struct TrgDriver::Impl {
         // An einsum left in the program means the pipeline lost its order pass.
         const bool einsum = std::any_of(p.ops.begin(), p.ops.end(),
                                         [](const ir::Op &op) { return op.kind == ir::OpKind::Einsum; });
-        throw Error("error: trg: " + info.group + " (" + info.role + "), program @" + p.name + ": " +
+        throw Error("error: trg: " + info.group + " (" + info.role + "), program " + ir::text::atName(p.name) + ": " +
                     msg +
                     (einsum ? "\nnote: in tessel trg the pipeline (--passes, --disable-pass, "
                               "--bisect-limit) must run the order pass on every program"
@@ -453,7 +453,7 @@ struct TrgDriver::Impl {
     Second s;
     size_t want = x.size() + (ctOf.empty() ? 0 : 1);
     if (d2.outputs.size() != want || d2.inputIndex(x[0]) != 0)
-      throw Error("internal error: trg: unexpected signature of @" + d2.name);
+      throw Error("internal error: trg: unexpected signature of " + ir::text::atName(d2.name));
     s.outGrad = 0;
     if (!ctOf.empty()) s.outGradCt = static_cast<int>(x.size());
     s.vjp = add(group, "second: vjp", std::move(d1), traced1, traceMs, passMs + gMs + p1Ms);
@@ -1385,7 +1385,7 @@ std::string TrgDriver::profileReport(size_t top) const {
     r += line;
   }
   for (size_t i = 0; i < es.size() && i < 3; ++i) {
-    r += "== " + es[i].p->group + " (" + es[i].p->role + "): @" + es[i].p->program.name + "\n" +
+    r += "== " + es[i].p->group + " (" + es[i].p->role + "): " + ir::text::atName(es[i].p->program.name) + "\n" +
          es[i].table;
     if (r.back() != '\n') r += "\n";
   }

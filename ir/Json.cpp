@@ -425,6 +425,18 @@ std::string programToJson(const Program &p, int indent) {
   if (indent < -1 || indent > kMaxJsonIndent)
     throw Error("error: JSON indent must be between -1 (one line) and " +
                 std::to_string(kMaxJsonIndent) + ", got " + std::to_string(indent));
+  // JSON text holds only valid UTF-8; the text form holds any byte (\xHH). A name that
+  // is not UTF-8 is refused by name rather than written with U+FFFD in its place (which
+  // would read back as another program).
+  auto checkUtf8 = [](const std::string &what, const std::string &s) {
+    if (auto at = text::findInvalidUtf8(s))
+      throw Error("error: JSON: " + what + " is not valid UTF-8 (byte " + std::to_string(*at) +
+                  "), which a JSON string cannot hold; rename it, or use the text form "
+                  "(tessel dump --format text), which can");
+  };
+  checkUtf8("the program name " + text::atName(p.name), p.name);
+  for (const ValueInfo &v : p.values) checkUtf8("the value name " + text::percentName(v.name), v.name);
+  for (const Op &op : p.ops) checkUtf8("the loc " + text::quoteString(text::clipForMessage(op.loc, 200)), op.loc);
   std::vector<std::string> names = text::printedNames(p);
   auto nameOf = [&](ValueId v) -> std::string {
     return v < names.size() ? names[v] : text::prefixedNumber("?", v);
@@ -477,7 +489,12 @@ std::string programToJson(const Program &p, int indent) {
     root["grad"] = {{"primal_outputs", g->primalOutputs}, {"wrt", std::move(wrt)},
                     {"cotangents", g->cotangents}};
   }
-  return root.dump(indent, ' ', false, ojson::error_handler_t::replace) + "\n";
+  try {
+    return root.dump(indent, ' ', false, ojson::error_handler_t::strict) + "\n";
+  } catch (const ojson::type_error &) {
+    throw Error("error: JSON: a string attribute is not valid UTF-8, which a JSON string "
+                "cannot hold; use the text form (tessel dump --format text)");
+  }
 }
 
 namespace {

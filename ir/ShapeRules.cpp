@@ -31,9 +31,14 @@ using Rule = Result (*)(OpKind, Types, const AttrList &);
   throw ShapeError(std::string(opName(k)) + ": " + msg);
 }
 
+/// "[a, b, c]"; a list of more than 16 entries shows its first 12 and its size
+/// ("[0, 0, …, 0, ...] (300000 entries)"), so a message stays one line.
 std::string list(llvm::ArrayRef<int64_t> v) {
+  constexpr size_t kShown = 12;
+  const bool clip = v.size() > 16;
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < (clip ? kShown : v.size()); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  if (clip) return s + ", ...] (" + std::to_string(v.size()) + " entries)";
   return s + "]";
 }
 
@@ -218,14 +223,14 @@ Result ruleEinsum(OpKind k, Types ops, const AttrList &a) {
     fail(k, e.what());
   }
   if (spec.inputs.size() != ops.size())
-    fail(k, "spec '" + a.getStr("spec") + "' has " + std::to_string(spec.inputs.size()) +
+    fail(k, "spec '" + text::clipForMessage(a.getStr("spec")) + "' has " + std::to_string(spec.inputs.size()) +
                 " operands but the op has " + std::to_string(ops.size()));
   std::map<char, int64_t> size;
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string &labels = spec.inputs[i];
     if (static_cast<int>(labels.size()) != ops[i].rank())
       fail(k, "operand " + std::to_string(i) + " has type " + ops[i].str() + " but subscripts '" +
-                  labels + "' name " + std::to_string(labels.size()) + " dimensions");
+                  text::clipForMessage(labels) + "' name " + std::to_string(labels.size()) + " dimensions");
     for (size_t j = 0; j < labels.size(); ++j) {
       auto [it, fresh] = size.emplace(labels[j], ops[i].shape[j]);
       if (!fresh && it->second != ops[i].shape[j])
@@ -406,18 +411,25 @@ EinsumSpec parseEinsumSpec(llvm::StringRef spec) {
   llvm::SmallVector<llvm::StringRef, 8> parts;
   lhs.split(parts, ',', -1, true);
   auto isLabel = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  // The offending character whole (a multi-byte UTF-8 one too, or \xHH for a byte that
+  // starts none), quoted as the IR printer quotes strings.
+  auto notALabel = [&](llvm::StringRef part, size_t i) {
+    const size_t len = std::max<size_t>(1, text::utf8SequenceLength(part, i));
+    const std::string ch = text::quoteString(part.substr(i, len));
+    const bool ascii = static_cast<unsigned char>(part[i]) < 0x80;
+    return ShapeError(quoted + ": " + ch + " is not an index letter (a-z, A-Z" +
+                      (ascii ? ")" : "; einsum labels are ASCII letters, 52 at most)"));
+  };
   for (llvm::StringRef p : parts) {
     p = p.trim();
-    for (char c : p)
-      if (!isLabel(c))
-        throw ShapeError(quoted + ": '" + std::string(1, c) + "' is not an index letter (a-z, A-Z)");
+    for (size_t i = 0; i < p.size(); ++i)
+      if (!isLabel(p[i])) throw notALabel(p, i);
     out.inputs.push_back(p.str());
   }
   rhs = rhs.trim();
   for (size_t i = 0; i < rhs.size(); ++i) {
     char c = rhs[i];
-    if (!isLabel(c))
-      throw ShapeError(quoted + ": '" + std::string(1, c) + "' is not an index letter (a-z, A-Z)");
+    if (!isLabel(c)) throw notALabel(rhs, i);
     if (rhs.find(c, i + 1) != llvm::StringRef::npos)
       throw ShapeError(quoted + ": output index '" + std::string(1, c) + "' repeats");
     bool found = false;

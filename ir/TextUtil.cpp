@@ -101,6 +101,35 @@ std::string clipForMessage(llvm::StringRef s, size_t max) {
   return s.substr(0, cut).str() + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
+std::string atName(llvm::StringRef name) {
+  return "@" + (isBareName(name) ? clipForMessage(name) : quoteString(clipForMessage(name)));
+}
+
+std::string percentName(llvm::StringRef name) {
+  return "%" + (isBareName(name) ? clipForMessage(name) : quoteString(clipForMessage(name)));
+}
+
+std::string clipLongLines(llvm::StringRef msg, size_t max) {
+  std::string out;
+  const size_t half = max / 2;
+  while (!msg.empty()) {
+    auto [line, rest] = msg.split('\n');
+    const bool hadNewline = line.size() < msg.size();
+    if (line.size() <= max) {
+      out += line.str();
+    } else {
+      size_t head = half, tail = line.size() - half;
+      while (head > 0 && (static_cast<unsigned char>(line[head]) & 0xC0) == 0x80) --head;
+      while (tail < line.size() && (static_cast<unsigned char>(line[tail]) & 0xC0) == 0x80) ++tail;
+      out += line.substr(0, head).str() + " ...(" + std::to_string(line.size()) +
+             "-byte line clipped)... " + line.substr(tail).str();
+    }
+    if (hadNewline) out += '\n';
+    msg = rest;
+  }
+  return out;
+}
+
 std::optional<size_t> findJsonNestingBeyond(llvm::StringRef s, int maxDepth) {
   int depth = 0;
   bool inString = false;

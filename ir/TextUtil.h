@@ -41,6 +41,12 @@ std::string formatType(const Type &t);
 /// [A-Za-z0-9_.]. Other names are written quoted, `%"a b"`.
 bool isBareName(llvm::StringRef s);
 
+/// How a message or a report names a program, `@name` (`@"a b"` with escapes when not
+/// bare; a name over 64 bytes clipped with its size), and a value, `%name`: never a raw
+/// control byte.
+std::string atName(llvm::StringRef name);
+std::string percentName(llvm::StringRef name);
+
 /// Double-quoted string with escapes: \" \\ \n \t \r, \xHH for other control bytes,
 /// DEL and bytes that are not part of valid UTF-8 (so the output is always valid
 /// UTF-8 and reads back to the same bytes).
@@ -65,6 +71,12 @@ std::string echoSourceLine(llvm::StringRef text, size_t lineStart);
 /// otherwise its first `max` bytes (cut back to a UTF-8 boundary) followed by
 /// "...(N bytes)", so a 4 MB name makes a one-line message.
 std::string clipForMessage(llvm::StringRef s, size_t max = 64);
+
+/// `msg` with every line longer than `max` bytes cut to its first and last max/2 bytes
+/// (at UTF-8 boundaries) around " ...(N-byte line clipped)... ": the last guard that keeps
+/// a diagnostic a few short lines whatever a flag or a name held, with the end of each
+/// line (often what to do) kept.
+std::string clipLongLines(llvm::StringRef msg, size_t max = 480);
 
 /// Byte offset of the first '[' or '{' of the JSON text `s` that opens a level deeper
 /// than `maxDepth` (brackets inside strings do not count), or nullopt when the nesting

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/TextUtil.h"
 #include "ir/Printer.h"
 #include "ir/OpCheck.h"
 #include "llvm/ADT/StringSet.h"
@@ -111,7 +112,7 @@ std::vector<std::string> verify(const Program &p) {
 void verifyOrThrow(const Program &p) {
   std::vector<std::string> errs = verify(p);
   if (errs.empty()) return;
-  std::string msg = "error: program @" + p.name + " failed verification:";
+  std::string msg = "error: program " + ir::text::atName(p.name) + " failed verification:";
   for (const std::string &e : errs) msg += "\n  " + e;
   throw VerifyError(msg);
 }

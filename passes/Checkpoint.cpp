@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "ir/TextUtil.h"
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -287,17 +288,17 @@ std::vector<ValueId> residualValues(const Program &h, const std::vector<char> &i
 
 size_t countPrimalOutputs(const Program &p) {
   if (!p.gradSignature)
-    throw Error("error: checkpoint: program @" + p.name +
+    throw Error("error: checkpoint: program " + ir::text::atName(p.name) +
                 " is not a gradient program (it has no grad(...) signature): run grad first, "
                 "e.g. --passes='grad{wrt=beta},checkpoint'");
   const size_t grads = p.gradSignature->wrt.size();
   if (grads == 0 || grads > p.outputs.size() ||
       p.gradSignature->primalOutputs != p.outputs.size() - grads)
-    throw Error("error: checkpoint: program @" + p.name + " has a grad signature with " +
+    throw Error("error: checkpoint: program " + ir::text::atName(p.name) + " has a grad signature with " +
                 std::to_string(grads) + " gradients for its " +
                 std::to_string(p.outputs.size()) + " outputs");
   if (p.gradSignature->primalOutputs == 0)
-    throw Error("error: checkpoint: program @" + p.name +
+    throw Error("error: checkpoint: program " + ir::text::atName(p.name) +
                 " has no primal outputs before its gradients: run grad with "
                 "keep-outputs=true");
   return p.outputs.size() - grads;
@@ -313,7 +314,7 @@ size_t primalOutputCount(const Program &p, int64_t requested) {
   if (requested < 0) return countPrimalOutputs(p);
   if (requested == 0 || size_t(requested) >= p.outputs.size())
     throw Error("error: checkpoint: " + std::to_string(requested) +
-                " primal outputs requested, program @" + p.name + " has " +
+                " primal outputs requested, program " + ir::text::atName(p.name) + " has " +
                 std::to_string(p.outputs.size()) +
                 " outputs (need at least one primal and one gradient output)");
   return size_t(requested);
@@ -394,15 +395,15 @@ ForwardBackward::backwardInputs(const std::vector<ir::Tensor> &forwardInputs,
                                 const std::vector<ir::Tensor> &cotangents) const {
   if (forwardInputs.size() != forward.inputs.size())
     throw Error("error: backwardInputs: " + std::to_string(forwardInputs.size()) +
-                " forward inputs given, @" + forward.name + " has " +
+                " forward inputs given, " + ir::text::atName(forward.name) + " has " +
                 std::to_string(forward.inputs.size()));
   if (forwardOutputs.size() != forward.outputs.size())
     throw Error("error: backwardInputs: " + std::to_string(forwardOutputs.size()) +
-                " forward outputs given, @" + forward.name + " has " +
+                " forward outputs given, " + ir::text::atName(forward.name) + " has " +
                 std::to_string(forward.outputs.size()));
   if (cotangents.size() != numCotangents)
     throw Error("error: backwardInputs: " + std::to_string(cotangents.size()) +
-                " cotangents given, @" + backward.name + " takes " +
+                " cotangents given, " + ir::text::atName(backward.name) + " takes " +
                 std::to_string(numCotangents));
   std::vector<ir::Tensor> in;
   in.reserve(residuals.size() + cotangents.size());
@@ -415,7 +416,7 @@ ForwardBackward::backwardInputs(const std::vector<ir::Tensor> &forwardInputs,
 
 std::string ForwardBackward::describeResiduals() const {
   std::ostringstream os;
-  os << "residuals of @" << forward.name << " under policy " << rematPolicyName(policy) << ": "
+  os << "residuals of " << ir::text::atName(forward.name) << " under policy " << rematPolicyName(policy) << ": "
      << residuals.size() << " values, " << residualBytes() << " bytes";
   if (recomputedOps) os << ", " << recomputedOps << " ops recomputed in the backward";
   os << "\n";
@@ -462,7 +463,7 @@ ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolic
 ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrimalInputs,
                               RematPolicy policy) {
   if (g.outputs.size() < numPrimal || g.inputs.size() < numPrimalInputs)
-    throw Error("internal: gradient program @" + g.name + " does not keep the primal outputs");
+    throw Error("internal: gradient program " + ir::text::atName(g.name) + " does not keep the primal outputs");
 
   RematConfig cfg;
   cfg.policy = policy;

@@ -21,6 +21,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "passes/Rewrite.h"
 #include "passes/VjpRules.h"
 
@@ -43,7 +44,7 @@ std::string uniqueName(const Program &p, const std::string &base) {
 std::string inputList(const Program &p) {
   std::string s;
   for (size_t i = 0; i < p.inputs.size(); ++i)
-    s += (i ? ", %" : "%") + p.value(p.inputs[i]).name;
+    s += (i ? ", " : "") + ir::text::percentName(p.value(p.inputs[i]).name);
   return s.empty() ? "none" : s;
 }
 
@@ -54,7 +55,7 @@ std::vector<ValueId> resolveWrt(const Program &p, const GradOptions &opts) {
   for (const std::string &name : opts.wrt) {
     int idx = p.inputIndex(name);
     if (idx < 0)
-      throw Error("grad: wrt: program @" + p.name + " has no input named '%" + name +
+      throw Error("grad: wrt: program " + ir::text::atName(p.name) + " has no input named '" + ir::text::percentName(name) +
                   "' (inputs: " + inputList(p) + ")");
     ValueId v = p.inputs[static_cast<size_t>(idx)];
     if (std::find(wrt.begin(), wrt.end(), v) != wrt.end())
@@ -67,7 +68,7 @@ std::vector<ValueId> resolveWrt(const Program &p, const GradOptions &opts) {
 /// Without vjp the program needs exactly one scalar output (the loss).
 void checkScalarLoss(const Program &p) {
   if (p.outputs.size() != 1)
-    throw Error("grad: program @" + p.name + " has " + std::to_string(p.outputs.size()) +
+    throw Error("grad: program " + ir::text::atName(p.name) + " has " + std::to_string(p.outputs.size()) +
                 " outputs; without vjp the program needs exactly one scalar output "
                 "(use vjp to pass a cotangent per output)");
   const ir::Type &t = p.type(p.outputs[0]);

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "ir/TextUtil.h"
 #include "ir/Diagnostics.h"
 #include "ir/Verifier.h"
 #include "llvm/ADT/SmallVector.h"
@@ -280,14 +281,14 @@ bool DisablePassInstrumentation::shouldRun(PassRecord &pass, const ir::Program &
 
 bool BisectInstrumentation::shouldRun(PassRecord &pass, const ir::Program &p) {
   if (pass.required) {
-    log_ << "BISECT: running required pass " << pass.invocation << " on program @" << p.name
+    log_ << "BISECT: running required pass " << pass.invocation << " on program " << ir::text::atName(p.name)
          << " (not counted)\n";
     return true;
   }
   ++executions_;
   const bool run = executions_ <= limit_;
   log_ << "BISECT: " << (run ? "running" : "NOT running") << " pass (" << executions_ << ") "
-       << pass.invocation << " on program @" << p.name << "\n";
+       << pass.invocation << " on program " << ir::text::atName(p.name) << "\n";
   if (!run) pass.status = PassRecord::Status::Bisected;
   return run;
 }

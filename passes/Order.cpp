@@ -17,6 +17,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/ShapeRules.h"
+#include "ir/TextUtil.h"
 #include "passes/ContractionProblem.h"
 
 namespace tessel::passes {
@@ -64,21 +65,21 @@ Problem makeProblem(llvm::StringRef spec, llvm::ArrayRef<Shape> shapes) {
     throw Error(std::string("einsum: ") + e.what());
   }
   if (es.inputs.size() != shapes.size())
-    throw Error("einsum: spec '" + P.spec + "' names " + std::to_string(es.inputs.size()) +
+    throw Error("einsum: spec '" + ir::text::clipForMessage(P.spec) + "' names " + std::to_string(es.inputs.size()) +
                 " operands but " + std::to_string(shapes.size()) + " shapes were given");
-  if (es.inputs.empty()) throw Error("einsum: spec '" + P.spec + "' has no operand");
+  if (es.inputs.empty()) throw Error("einsum: spec '" + ir::text::clipForMessage(P.spec) + "' has no operand");
   std::array<bool, kNumLabels> known{};
   for (size_t i = 0; i < shapes.size(); ++i) {
     const std::string &l = es.inputs[i];
     if (l.size() != shapes[i].size())
       throw Error("einsum: operand " + std::to_string(i) + " has shape " + shapeStr(shapes[i]) +
-                  " but subscripts '" + l + "' in spec '" + P.spec + "'");
+                  " but subscripts '" + ir::text::clipForMessage(l) + "' in spec '" + ir::text::clipForMessage(P.spec) + "'");
     for (size_t j = 0; j < l.size(); ++j) {
       size_t b = static_cast<size_t>(bitOf(l[j]));
       if (known[b] && P.size[b] != shapes[i][j])
         throw Error("einsum: index '" + std::string(1, l[j]) + "' has size " +
                     std::to_string(P.size[b]) + " and " + std::to_string(shapes[i][j]) +
-                    " in spec '" + P.spec + "'");
+                    " in spec '" + ir::text::clipForMessage(P.spec) + "'");
       known[b] = true;
       P.size[b] = shapes[i][j];
     }

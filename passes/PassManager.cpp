@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "llvm/ADT/StringExtras.h"
 #include "passes/Instrumentation.h"
 
@@ -176,7 +177,7 @@ private:
     const PassInfo *info = lookupPass(name);
     if (!info) {
       (void)at;
-      failSemantic("unknown pass '" + name + "' (known passes: " + knownPassNames() + ")");
+      failSemantic("unknown pass '" + ir::text::clipForMessage(name) + "' (known passes: " + knownPassNames() + ")");
     }
     PassInvocation inv(*info);
     skipBlanks();
@@ -292,7 +293,7 @@ std::string PassRunReport::timingText() const {
   double verify = 0;
   for (const PassRecord &r : passes) verify += r.verifySeconds;
   std::ostringstream os;
-  os << banner("... Pass execution timing report (@" + program + ") ...");
+  os << banner("... Pass execution timing report (" + ir::text::atName(program) + ") ...");
   os << "  Total Execution Time: " << fmtSeconds(totalSeconds) << " seconds\n\n";
   os << "   ---Wall Time---  --- Name ---\n";
   for (const PassRecord &r : passes) {
@@ -326,12 +327,13 @@ std::string PassRunReport::timingJson() const {
     e["ops_after"] = r.opsAfter;
     j["passes"].push_back(std::move(e));
   }
-  return j.dump(1) + "\n";
+  // A report: a name that is not UTF-8 shows U+FFFD (the IR text form has the bytes).
+  return j.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::string PassRunReport::statisticsText() const {
   std::ostringstream os;
-  os << banner("... Pass statistics report (@" + program + ") ...");
+  os << banner("... Pass statistics report (" + ir::text::atName(program) + ") ...");
   for (const PassRecord &r : passes) {
     os << "(" << r.index << ") " << r.invocation << ": ";
     if (r.status != PassRecord::Status::Ran) {
@@ -359,7 +361,7 @@ namespace {
 void checkPassNames(const std::vector<std::string> &names, const char *flag) {
   for (const std::string &n : names)
     if (!lookupPass(n))
-      throw Error(std::string("error: ") + flag + ": unknown pass '" + n +
+      throw Error(std::string("error: ") + flag + ": unknown pass '" + ir::text::clipForMessage(n) +
                   "' (known passes: " + knownPassNames() + ")");
 }
 

@@ -6,6 +6,7 @@
 #include <cblas.h>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "ir/Printer.h"
 #include "runtime/Runtime.h"
 #include "runtime/RuntimeInternal.h"
@@ -31,7 +32,7 @@ void validateInputs(const ir::Program &p, const std::vector<ir::Tensor> &inputs)
     std::string names;
     for (size_t i = 0; i < p.inputs.size(); ++i)
       names += (i ? ", %" : "%") + p.value(p.inputs[i]).name;
-    throw Error("error: program @" + p.name + " takes " + std::to_string(p.inputs.size()) +
+    throw Error("error: program " + ir::text::atName(p.name) + " takes " + std::to_string(p.inputs.size()) +
                 " input(s) (" + names + "), got " + std::to_string(inputs.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {

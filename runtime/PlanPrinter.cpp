@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/TextUtil.h"
 #include "runtime/Plan.h"
 
 namespace tessel::rt {
@@ -81,7 +82,7 @@ std::string describePlan(const Plan &P, bool json) {
     return j.dump(1) + "\n";
   }
   std::ostringstream os;
-  os << "plan @" << prog.name << ": " << P.insts.size() << " instructions, "
+  os << "plan " << ir::text::atName(prog.name) << ": " << P.insts.size() << " instructions, "
      << P.slotElems.size() << " buffers, arena " << P.arenaElems * 8 << " bytes ("
      << bytesStr(P.arenaElems * 8) << "), peak live " << P.peakLiveBytes << " bytes ("
      << bytesStr(P.peakLiveBytes) << ")\n";

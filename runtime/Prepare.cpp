@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "ir/Verifier.h"
 #include "runtime/PrepareStages.h"
 
@@ -61,7 +62,7 @@ void checkPlanFitsInMemory(const Plan &P) {
   for (int32_t v : P.outputValue) outBytes += P.values[v].type.bytes();
   int64_t arena = P.arenaElems * 8;
   if (arena > mem - std::min(mem, outBytes))
-    throw Error("error: prepare: program @" + P.program.name + " needs " + gib(arena) +
+    throw Error("error: prepare: program " + ir::text::atName(P.program.name) + " needs " + gib(arena) +
                 " of buffers (peak live " + gib(P.peakLiveBytes) + ") plus " + gib(outBytes) +
                 " of outputs per run, more than this machine's " + gib(mem) + " of memory");
 }

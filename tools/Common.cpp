@@ -39,7 +39,7 @@ InputFormat parseInputFormat(const std::string &s) {
   if (s == "auto") return InputFormat::Auto;
   if (s == "text" || s == "tir") return InputFormat::Text;
   if (s == "json") return InputFormat::Json;
-  throw Error("error: --input-format: unknown format '" + s + "' (allowed: auto, text, json)");
+  throw Error("error: --input-format: unknown format '" + ir::text::clipForMessage(s) + "' (allowed: auto, text, json)");
 }
 
 ir::Program loadProgram(const std::string &path, InputFormat fmt) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/TextUtil.h"
 #include "ir/Diagnostics.h"
 #include "passes/Checkpoint.h"
 #include "passes/PassManager.h"
@@ -119,11 +120,11 @@ std::string residualsReport(const ir::Program &p, const ResidualArgs &a,
       list.push_back(e);
     }
     j["policies"] = list;
-    return j.dump(2) + "\n";
+    return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   }
 
   std::ostringstream os;
-  os << "program @" << p.name << ": residuals per checkpoint policy\n";
+  os << "program " << ir::text::atName(p.name) << ": residuals per checkpoint policy\n";
   for (const PolicyResult &r : results) {
     os << "\n=== policy " << r.policy << ": " << r.residuals.size() << " residuals, "
        << r.residualBytes << " bytes; " << r.recomputed << " ops recomputed; peak live bytes "

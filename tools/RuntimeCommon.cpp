@@ -83,15 +83,14 @@ std::vector<ir::Tensor> loadProgramInputs(const ir::Program &p, const std::vecto
     if (!name.empty() && name[0] == '%') name = name.substr(1);
     if (p.inputIndex(name) < 0) {
       std::string names;
-      for (ir::ValueId v : p.inputs) {
-        names += names.empty() ? "%" : ", %";
-        names += p.value(v).name;
-      }
-      throw Error("error: --input " + name + ": program @" + p.name + " has no input %" + name +
+      for (ir::ValueId v : p.inputs)
+        names += (names.empty() ? "" : ", ") + ir::text::percentName(p.value(v).name);
+      throw Error("error: --input " + ir::text::clipForMessage(name) + ": program " +
+                  ir::text::atName(p.name) + " has no input " + ir::text::percentName(name) +
                   " (inputs: " + (names.empty() ? "none" : names) + ")");
     }
     if (!given.emplace(name, s.substr(eq + 1)).second)
-      throw Error("error: --input " + name + " given twice");
+      throw Error("error: --input " + ir::text::clipForMessage(name) + " given twice");
   }
   std::mt19937_64 rng(static_cast<uint64_t>(randomSeed < 0 ? 0 : randomSeed));
   std::uniform_real_distribution<double> u(-1.0, 1.0);

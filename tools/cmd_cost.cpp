@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/OpCost.h"
+#include "ir/TextUtil.h"
 #include "ir/Printer.h"
 #include "passes/Order.h"
 #include "tools/Commands.h"
@@ -153,7 +154,7 @@ std::string printEinsumReport(const ir::Program &p, const passes::OrderOptions &
   }
 
   std::ostringstream os;
-  os << "program @" << p.name << ": " << costs.size() << " einsum"
+  os << "program " << ir::text::atName(p.name) << ": " << costs.size() << " einsum"
      << (costs.size() == 1 ? "" : "s") << ", strategy " << requested << "\n";
   if (costs.empty()) {
     os << "(no einsum ops: nothing to order)\n";

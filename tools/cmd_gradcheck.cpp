@@ -35,7 +35,7 @@ void applyInputSpec(const ir::Program &p, const std::string &spec, std::vector<i
   if (idx < 0) {
     std::string names;
     for (ir::ValueId in : p.inputs) names += (names.empty() ? "%" : ", %") + p.value(in).name;
-    throw Error("error: --input: program @" + p.name + " has no input named '%" + name +
+    throw Error("error: --input: program " + ir::text::atName(p.name) + " has no input named '%" + name +
                 "' (inputs: " + (names.empty() ? "none" : names) + ")");
   }
   const ir::Type t = p.type(p.inputs[static_cast<size_t>(idx)]);
@@ -167,11 +167,11 @@ void addGradcheckCommand(CLI::App &app) {
 
     std::string wrt;
     if (o->wrt.empty())
-      for (ir::ValueId in : p.inputs) wrt += (wrt.empty() ? "%" : ", %") + p.value(in).name;
-    for (const std::string &w : o->wrt) wrt += (wrt.empty() ? "%" : ", %") + w;
+      for (ir::ValueId in : p.inputs) wrt += (wrt.empty() ? "" : ", ") + ir::text::percentName(p.value(in).name);
+    for (const std::string &w : o->wrt) wrt += (wrt.empty() ? "" : ", ") + ir::text::percentName(w);
     std::ostringstream head;
     using ir::text::formatDouble;
-    head << "gradcheck @" << p.name << " wrt " << wrt << ": order " << o->order << ", h = "
+    head << "gradcheck " << ir::text::atName(p.name) << " wrt " << wrt << ": order " << o->order << ", h = "
          << formatDouble(o->eps) << " * max|x| = " << (r.checks.empty() ? 0.0 : r.checks[0].step)
          << ", " << o->stencil
          << "-point stencil, seed " << o->seed << ", atol " << formatDouble(o->atol) << ", rtol "
@@ -179,7 +179,7 @@ void addGradcheckCommand(CLI::App &app) {
     writeOutput("-", head.str() + frontend::formatGradCheck(r));
     if (!r.passed) {
       std::ostringstream msg;
-      msg << "error: gradcheck of @" << p.name << " failed: max abs err " << formatDouble(r.maxAbsErr);
+      msg << "error: gradcheck of " << ir::text::atName(p.name) << " failed: max abs err " << formatDouble(r.maxAbsErr);
       if (r.maxRelErr > 0) msg << ", max rel err " << formatDouble(r.maxRelErr);
       msg << " (atol " << formatDouble(o->atol) << ", rtol " << formatDouble(o->rtol) << ")";
       size_t stops = 0;

@@ -64,8 +64,8 @@ int reportUsageError(const CLI::App &app, const CLI::ParseError &e) {
       break;
     }
   }
-  std::cerr << "error: " << msg << "\nRun 'tessel" << (cmd == &app ? "" : " " + cmd->get_name())
-            << " --help' for the options.\n";
+  std::cerr << tessel::ir::text::clipLongLines("error: " + msg) << "\nRun 'tessel"
+            << (cmd == &app ? "" : " " + cmd->get_name()) << " --help' for the options.\n";
   return 1;
 }
 
@@ -167,12 +167,13 @@ int main(int argc, char **argv) {
     return flushStdout(e.code);
   } catch (const tessel::Error &e) {
     std::cout.flush();
-    const std::string msg = withErrorTag(e.what());
+    const std::string msg = tessel::ir::text::clipLongLines(withErrorTag(e.what()));
     std::cerr << msg << (msg.ends_with('\n') ? "" : "\n");
     return 1;
   } catch (const std::exception &e) {
     std::cout.flush();
-    std::cerr << "tessel: internal error: " << e.what() << "\n";
+    std::cerr << tessel::ir::text::clipLongLines(std::string("tessel: internal error: ") + e.what())
+              << "\n";
     return 2;
   }
   return flushStdout(0);

@@ -165,7 +165,7 @@ std::vector<ir::Tensor> inputsFromPython(const ir::Program &p, nb::handle inputs
     throw Error("run: inputs must be a dict {name: array} or a sequence of arrays in input order");
   nb::sequence seq = nb::borrow<nb::sequence>(inputs);
   if (nb::len(seq) != n)
-    throw Error("run: @" + p.name + " has " + std::to_string(n) + " input(s), got " +
+    throw Error("run: " + ir::text::atName(p.name) + " has " + std::to_string(n) + " input(s), got " +
                 std::to_string(nb::len(seq)) + " array(s)");
   for (size_t i = 0; i < n; ++i)
     out.push_back(tensorFromArray(seq[i], "input '" + p.value(p.inputs[i]).name + "'"));
@@ -234,7 +234,7 @@ NB_MODULE(_tessel, m) {
       .def("__str__", [](const PyProgram &p) { return ir::printProgram(p.ir); })
       .def("__repr__",
            [](const PyProgram &p) {
-             return "<tessel.Program @" + p.ir.name + ": " + std::to_string(p.ir.inputs.size()) + " inputs, " +
+             return "<tessel.Program " + ir::text::atName(p.ir.name) + ": " + std::to_string(p.ir.inputs.size()) + " inputs, " +
                     std::to_string(p.ir.ops.size()) + " ops, " + std::to_string(p.ir.outputs.size()) +
                     " outputs>";
            })

@@ -445,6 +445,54 @@ CASES = [
                "is <= tol = 1e-12; it is a zero of the spectrum to rounding and its derivative would be infinite. Keep fewer "
                "singular values in this step with --ranks (D' < 2), or leave --ranks out: the schedule "
                "is then derived from the spectrum")),
+    # Diagnostics stay a few lines whatever the input (MAX_STDERR): long lists and specs
+    # are clipped where the message is made, long flag values by the last guard.
+    V("diag-axes-300k", "text", "a 300,000-entry axes list was echoed whole (3 MB)",
+      tir("  %%y = reduce_sum %%x {axes = [%s]} : f64[]\n  return %%y\n" % ", ".join(["0"] * 300000)),
+      r"^case\.tir:2:8: error: reduce_sum: axes \[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \.\.\.\] "
+      r"\(300000 entries\) repeats axis 0\n"),
+    V("diag-perm-100k", "text", "a 100,000-entry perm was echoed whole",
+      tir("  %%y = transpose %%x {perm = [%s]} : f64[2,2]\n  return %%y\n" % ", ".join(["0"] * 100000),
+          "%x: f64[2,2]"),
+      r"transpose: perm \[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \.\.\.\] \(100000 entries\) has "
+      r"100000 entries for operand f64\[2,2\]"),
+    V("diag-einsum-1mb", "text", "a 1 MB einsum spec was echoed whole",
+      tir('  %%y = einsum %%x {spec = "%s->"} : f64[]\n  return %%y\n' % ("a" * 1000000)),
+      r"einsum: operand 0 has type f64\[2\] but subscripts 'a{64}\.\.\.\(1000000 bytes\)' name "
+      r"1000000 dimensions"),
+    V("diag-einsum-non-ascii", "text", "a non-ASCII label gave a lone byte",
+      tir('  %y = einsum %x {spec = "\u00e9->"} : f64[]\n  return %y\n'),
+      r"einsum: einsum spec '\u00e9->': \"\u00e9\" is not an index letter \(a-z, A-Z; einsum labels "
+      r"are ASCII letters, 52 at most\)"),
+    Case("diag-grad-wrt-100k", "cli", "grad{wrt=<100 KB>} was echoed twice (200 KB)",
+         ["opt", "prog.tir", "--passes=grad{wrt=%s}" % ("w" * 100000)],
+         r"error: grad: wrt: program @f has no input named '%w{64}\.\.\.\(100000 bytes\)' "
+         r"\(inputs: %x\)\nnote: while running pass 'grad' \(1 of 1\): grad\{wrt=w+ "
+         r"\.\.\.\(\d+-byte line clipped\)\.\.\. w+,vjp=false", {"prog.tir": NEG23}),
+    Case("diag-model-100k", "trg", "--model <100 KB> was echoed whole",
+         ["trg", "--model", "w" * 100000],
+         r"error: --model: unknown model 'w{64}\.\.\.\(100000 bytes\)' \(allowed: ising, potts\)"),
+    Case("diag-disable-pass-100k", "cli", "--disable-pass <100 KB> was echoed whole",
+         ["opt", "prog.tir", "--passes=cse", "--disable-pass", "w" * 100000],
+         r"error: --disable-pass: unknown pass 'w{64}\.\.\.\(100000 bytes\)' \(known passes: ",
+         {"prog.tir": NEG23}),
+    Case("diag-print-ir-after-100k", "cli", "--print-ir-after <100 KB> was echoed whole",
+         ["opt", "prog.tir", "--passes=cse", "--print-ir-after", "w" * 100000],
+         r"error: --print-ir-after: unknown pass 'w{64}\.\.\.\(100000 bytes\)'", {"prog.tir": NEG23}),
+    Case("diag-input-name-100k", "cli", "--input <100 KB>=1 was echoed whole",
+         ["run", "prog.tir", "--input", "w" * 100000 + "=1"],
+         r"error: --input w{64}\.\.\.\(100000 bytes\): program @f has no input "
+         r"%w{64}\.\.\.\(100000 bytes\) \(inputs: %x\)", {"prog.tir": NEG23}),
+    Case("diag-gradcheck-wrt-100k", "cli", "gradcheck --wrt <100 KB> was echoed whole",
+         ["gradcheck", "prog.tir", "--wrt", "w" * 100000],
+         r"error: gradcheck: --wrt: program @f has no input named '%w{64}\.\.\.\(100000 bytes\)'",
+         {"prog.tir": NEG23}),
+    Case("json-dump-invalid-utf8-name", "json", "dump --format json wrote U+FFFD for a byte 0xFF",
+         ["dump", "prog.tir", "--format", "json"],
+         Exact("error: JSON: the program name @\"p\\xff\" is not valid UTF-8 (byte 1), which a JSON "
+               "string cannot hold; rename it, or use the text form (tessel dump --format text), "
+               "which can"),
+         {"prog.tir": 'program @"p\\xff"(%x: f64[2]) {\n  %y = neg %x : f64[2]\n  return %y\n}\n'}),
     Case("trg-chi-int64-overflow", "trg", "--chi 99999999999999999999 ran with chi = 2^63 - 1",
          ["trg", "--chi", "99999999999999999999", "--beta", "0.4"],
          Exact("error: --chi: 99999999999999999999 is out of the range of a 64-bit integer\n"
