@@ -1,6 +1,7 @@
 //===- runtime/Npy.cpp - NumPy .npy reading and writing -----------------------===//
 #include "runtime/Npy.h"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cstring>
@@ -9,6 +10,8 @@
 #include <sstream>
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
+#include "runtime/MemoryLimit.h"
 
 namespace tessel::rt {
 
@@ -16,6 +19,9 @@ static_assert(std::endian::native == std::endian::little,
               "the .npy reader assumes a little-endian host");
 
 namespace {
+
+/// The longest header read (numpy's own are a few hundred bytes; version 1 allows 65535).
+constexpr size_t kMaxNpyHeaderBytes = size_t(1) << 20;
 
 [[noreturn]] void fail(const std::string &name, const std::string &msg) {
   throw Error("error: " + name + ": " + msg);
@@ -62,14 +68,14 @@ struct HeaderParser {
   }
 };
 
-} // namespace
-
-ir::Tensor decodeNpy(const std::string &bytes, const std::string &name) {
+/// Where the header of a .npy file ends (the data's first byte), from its first 12
+/// bytes (10 for version 1); fails for a missing magic or an unknown version.
+size_t npyDataStart(const std::string &bytes, const std::string &name, size_t &hstart) {
   static const char magic[] = "\x93NUMPY";
   if (bytes.size() < 10 || std::memcmp(bytes.data(), magic, 6) != 0)
     fail(name, "not a .npy file (missing the \\x93NUMPY magic)");
   int major = static_cast<unsigned char>(bytes[6]), minor = static_cast<unsigned char>(bytes[7]);
-  size_t hlen, hstart;
+  size_t hlen;
   if (major == 1) {
     hlen = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
     hstart = 10;
@@ -82,42 +88,66 @@ ir::Tensor decodeNpy(const std::string &bytes, const std::string &name) {
     fail(name, "unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor) +
                    " (supported: 1.0, 2.0, 3.0)");
   }
-  if (hstart + hlen > bytes.size())
-    fail(name, "truncated .npy header (needs " + std::to_string(hlen) + " bytes, file has " +
-                   std::to_string(bytes.size() - hstart) + ")");
-  std::string header = bytes.substr(hstart, hlen);
+  if (hlen > kMaxNpyHeaderBytes)
+    fail(name, ".npy header of " + std::to_string(hlen) + " bytes (at most " +
+                   std::to_string(kMaxNpyHeaderBytes) + "; numpy writes a few hundred)");
+  return hstart + hlen;
+}
+
+/// The shape of the header dict `header` (the bytes between the length and the data):
+/// exactly the keys descr, fortran_order and shape, each once, a shape tuple as
+/// numpy's repr writes it ("(2, 3)", "(6,)", "()"), '<f8', C order.
+std::vector<int64_t> parseNpyHeader(const std::string &header, const std::string &name) {
+  if (header.find('\0') != std::string::npos)
+    fail(name, "malformed .npy header: a NUL byte at offset " + std::to_string(header.find('\0')));
   HeaderParser hp{header, name};
   std::string descr;
   bool haveDescr = false, haveOrder = false, haveShape = false, fortran = false;
   std::vector<int64_t> shape;
+  auto once = [&](bool &have, const std::string &key) {
+    if (have) fail(name, "malformed .npy header: key '" + key + "' given twice");
+    have = true;
+  };
   hp.expect('{');
   while (!hp.eat('}')) {
     std::string key = hp.str();
     hp.expect(':');
     if (key == "descr") {
+      once(haveDescr, key);
       descr = hp.str();
-      haveDescr = true;
     } else if (key == "fortran_order") {
+      once(haveOrder, key);
       std::string w = hp.word();
       if (w != "True" && w != "False") fail(name, "malformed .npy header: fortran_order is '" + w + "'");
       fortran = w == "True";
-      haveOrder = true;
     } else if (key == "shape") {
+      once(haveShape, key);
       hp.expect('(');
+      bool comma = false;
       while (!hp.eat(')')) {
+        hp.ws();
+        // The entry as written, up to the next ',' or ')' (for the message).
+        const size_t b = hp.i, e = std::min(header.find_first_of(",)", b), header.size());
+        std::string shown = header.substr(b, e - b);
+        while (!shown.empty() && std::isspace(static_cast<unsigned char>(shown.back()))) shown.pop_back();
         std::string w = hp.word();
-        if (w.empty() || w.size() > 18 ||
+        if (w.empty() || w.size() > 18 || w != shown || (w.size() > 1 && w[0] == '0') ||
             !std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-          fail(name, "malformed .npy header: bad shape entry '" + w + "' in " + header);
+          fail(name, "malformed .npy header: bad shape entry '" + ir::text::clipForMessage(shown) +
+                         "' (a non-negative integer without sign or leading zeros) in " +
+                         ir::text::clipForMessage(header, 200));
         shape.push_back(std::stoll(w));
-        if (!hp.eat(',')) {
+        comma = hp.eat(',');
+        if (!comma) {
           hp.expect(')');
           break;
         }
       }
-      haveShape = true;
+      if (shape.size() == 1 && !comma)
+        fail(name, "malformed .npy header: shape (" + std::to_string(shape[0]) +
+                       ") is not a tuple; a 1-d shape is written (" + std::to_string(shape[0]) + ",)");
     } else {
-      fail(name, "malformed .npy header: unknown key '" + key + "'");
+      fail(name, "malformed .npy header: unknown key '" + ir::text::clipForMessage(key) + "'");
     }
     if (!hp.eat(',')) {
       hp.expect('}');
@@ -125,9 +155,10 @@ ir::Tensor decodeNpy(const std::string &bytes, const std::string &name) {
     }
   }
   if (!haveDescr || !haveOrder || !haveShape)
-    fail(name, "malformed .npy header (needs descr, fortran_order and shape): " + header);
+    fail(name, "malformed .npy header (needs descr, fortran_order and shape): " +
+                   ir::text::clipForMessage(header, 200));
   if (descr != "<f8") {
-    std::string why = descr == ">f8" ? "big-endian float64" : "dtype '" + descr + "'";
+    std::string why = descr == ">f8" ? "big-endian float64" : "dtype '" + ir::text::clipForMessage(descr) + "'";
     fail(name, "unsupported " + why + "; tessel reads little-endian float64 ('<f8') only "
                                       "(convert with arr.astype('<f8'))");
   }
@@ -145,7 +176,25 @@ ir::Tensor decodeNpy(const std::string &bytes, const std::string &name) {
       fail(name, "shape " + ir::shapeStr(shape) + " is too large");
     numel *= d;
   }
-  size_t dstart = hstart + hlen;
+  return shape;
+}
+
+int64_t numelOf(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+} // namespace
+
+ir::Tensor decodeNpy(const std::string &bytes, const std::string &name) {
+  size_t hstart = 0;
+  const size_t dstart = npyDataStart(bytes, name, hstart);
+  if (dstart > bytes.size())
+    fail(name, "truncated .npy header (needs " + std::to_string(dstart - hstart) + " bytes, file has " +
+                   std::to_string(bytes.size() - hstart) + ")");
+  const std::vector<int64_t> shape = parseNpyHeader(bytes.substr(hstart, dstart - hstart), name);
+  const int64_t numel = numelOf(shape);
   size_t have = bytes.size() - dstart;
   size_t need = static_cast<size_t>(numel) * 8;
   if (have < need)
@@ -164,10 +213,49 @@ ir::Tensor readNpy(const std::string &path) {
   if (std::filesystem::is_directory(path, ec)) fail(path, "cannot read: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Streamed: the magic and header first (a file that is not .npy, /dev/zero included,
+  // fails on its first bytes), then exactly the bytes the shape needs, checked against
+  // the memory this process may take before the tensor is allocated.
+  auto readUpTo = [&](std::string &buf, size_t n) {
+    const size_t at = buf.size();
+    buf.resize(at + n);
+    in.read(buf.data() + at, static_cast<std::streamsize>(n));
+    buf.resize(at + static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+    if (in.bad()) fail(path, "cannot read file");
+  };
+  std::string head;
+  readUpTo(head, 12);
+  size_t hstart = 0;
+  const size_t dstart = npyDataStart(head, path, hstart);
+  if (dstart > head.size()) readUpTo(head, dstart - head.size());
+  if (dstart > head.size())
+    fail(path, "truncated .npy header (needs " + std::to_string(dstart - hstart) + " bytes, file has " +
+                   std::to_string(head.size() - hstart) + ")");
+  const std::vector<int64_t> shape = parseNpyHeader(head.substr(hstart, dstart - hstart), path);
+  const int64_t numel = numelOf(shape);
+  const int64_t need = numel * 8;
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  const int64_t fileSize = regular ? static_cast<int64_t>(std::filesystem::file_size(path, ec)) : -1;
+  const int64_t have = fileSize >= 0 ? fileSize - static_cast<int64_t>(head.size()) : -1;
+  if (have >= 0 && have < need)
+    fail(path, "truncated data: shape " + ir::shapeStr(shape) + " needs " + std::to_string(need) +
+                   " bytes, file has " + std::to_string(have));
+  if (have > need)
+    fail(path, "file has " + std::to_string(have - need) + " bytes after the data of shape " +
+                   ir::shapeStr(shape));
+  const MemoryLimit mem = memoryLimit();
+  if (need > mem.bytes)
+    fail(path, "shape " + ir::shapeStr(shape) + " needs " + std::to_string(need) + " bytes, more than " +
+                   mem.what);
+  ir::Tensor t(ir::Type(shape), std::vector<double>(static_cast<size_t>(numel)));
+  in.read(reinterpret_cast<char *>(t.data.data()), static_cast<std::streamsize>(need));
   if (in.bad()) fail(path, "cannot read file");
-  return decodeNpy(ss.str(), path);
+  if (in.gcount() < need)
+    fail(path, "truncated data: shape " + ir::shapeStr(shape) + " needs " + std::to_string(need) +
+                   " bytes, file has " + std::to_string(in.gcount()));
+  if (in.peek() != std::char_traits<char>::eof())
+    fail(path, "the file has bytes after the data of shape " + ir::shapeStr(shape));
+  return t;
 }
 
 std::string encodeNpy(const ir::Tensor &t) {

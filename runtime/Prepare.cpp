@@ -9,11 +9,11 @@
 #include <atomic>
 #include <cstdio>
 
-#include <unistd.h>
 
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
+#include "runtime/MemoryLimit.h"
 #include "runtime/PrepareStages.h"
 
 namespace tessel::rt {
@@ -22,49 +22,47 @@ namespace {
 
 std::atomic<uint64_t> nextPlanId{1};
 
-/// Physical memory of this machine in bytes (sysconf), or INT64_MAX if unknown.
-int64_t physicalMemoryBytes() {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return INT64_MAX;
-  return static_cast<int64_t>(pages) * static_cast<int64_t>(page);
-}
-
-std::string gib(int64_t b) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g GiB", static_cast<double>(b) / double(int64_t(1) << 30));
-  return buf;
-}
-
-/// A program whose values cannot fit in this machine's memory is refused before any
-/// buffer is sized or allocated (the verifier only guarantees byte sizes fit int64):
-/// a clear error naming the value and its op instead of std::bad_alloc or the OOM
-/// killer at run time. Also keeps the plan's byte sums far from int64 overflow.
-void checkValuesFitInMemory(const ir::Program &p) {
-  const int64_t mem = physicalMemoryBytes();
-  auto tooBig = [&](int64_t bytes) { return bytes > mem; };
+/// A program whose values cannot fit in the memory this process may still take
+/// (runtime/MemoryLimit.h: the machine's, ulimit, cgroup) is refused before any buffer
+/// is sized or allocated (the verifier only guarantees byte sizes fit int64): a clear
+/// error naming the value, its op and the limit instead of std::bad_alloc or the OOM
+/// killer at run time. Also keeps the plan's byte sums far from int64 overflow. The
+/// iota tables, which lowering materialises, count together.
+void checkValuesFitInMemory(const ir::Program &p, const MemoryLimit &mem) {
+  auto tooBig = [&](int64_t bytes) { return bytes > mem.bytes; };
   for (ir::ValueId v : p.inputs)
     if (tooBig(p.type(v).bytes()))
       throw Error("error: prepare: input " + valueDisplayName(p, v) + " " + p.type(v).str() +
-                  " needs " + std::to_string(p.type(v).bytes()) + " bytes, more than this machine's " +
-                  gib(mem) + " of memory");
-  for (const ir::Op &op : p.ops)
+                  " needs " + std::to_string(p.type(v).bytes()) + " bytes, more than " + mem.what);
+  int64_t tables = 0;
+  for (const ir::Op &op : p.ops) {
     for (ir::ValueId v : op.results)
       if (tooBig(p.type(v).bytes()))
         throw Error("error: prepare: " + describeOp(p, op) + ": result " + valueDisplayName(p, v) +
                     " " + p.type(v).str() + " needs " + std::to_string(p.type(v).bytes()) +
-                    " bytes, more than this machine's " + gib(mem) + " of memory");
+                    " bytes, more than " + mem.what);
+    if (op.kind == ir::OpKind::Iota) {
+      tables += p.type(op.results[0]).bytes();
+      if (tooBig(tables))
+        throw Error("error: prepare: the iota tables of program " + ir::text::atName(p.name) +
+                    " (built at prepare) need " + formatGiB(tables) + " up to " +
+                    describeOp(p, op) + ", more than " + mem.what);
+    }
+  }
 }
 
-/// The buffers an engine allocates for one run (arena + output tensors) must fit too.
-void checkPlanFitsInMemory(const Plan &P) {
-  const int64_t mem = physicalMemoryBytes();
+/// The buffers an engine allocates for one run (arena + output tensors) and the iota
+/// tables the plan holds must fit too.
+void checkPlanFitsInMemory(const Plan &P, const MemoryLimit &mem) {
   int64_t outBytes = 0;
   for (int32_t v : P.outputValue) outBytes += P.values[v].type.bytes();
-  int64_t arena = P.arenaElems * 8;
-  if (arena > mem - std::min(mem, outBytes))
-    throw Error("error: prepare: program " + ir::text::atName(P.program.name) + " needs " + gib(arena) +
-                " of buffers (peak live " + gib(P.peakLiveBytes) + ") plus " + gib(outBytes) +
-                " of outputs per run, more than this machine's " + gib(mem) + " of memory");
+  const int64_t arena = P.arenaElems * 8, tables = tableBytes(P);
+  if (arena > mem.bytes - std::min(mem.bytes, outBytes + tables))
+    throw Error("error: prepare: program " + ir::text::atName(P.program.name) + " needs " +
+                formatGiB(arena) + " of buffers (peak live " + formatGiB(P.peakLiveBytes) + ") plus " +
+                formatGiB(outBytes) + " of outputs per run" +
+                (tables > 0 ? " and " + formatGiB(tables) + " of iota tables" : std::string()) +
+                ", more than " + mem.what);
 }
 
 } // namespace
@@ -72,7 +70,8 @@ void checkPlanFitsInMemory(const Plan &P) {
 std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &opts) {
   ensureBlasSingleThreaded();
   ir::verifyOrThrow(p);
-  checkValuesFitInMemory(p);
+  const MemoryLimit mem = memoryLimit();
+  checkValuesFitInMemory(p, mem);
   auto plan = std::make_shared<Plan>();
   plan->id = nextPlanId.fetch_add(1);
   plan->program = p;
@@ -82,12 +81,17 @@ std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &
   plan->usedAncestors = deps.hasAncestors();
   prep::assignBuffers(*plan, deps);
   prep::finishSchedule(*plan, deps);
-  checkPlanFitsInMemory(*plan);
+  checkPlanFitsInMemory(*plan, mem);
   return plan;
 }
 
 int64_t peakLiveBytes(const Plan &plan) { return plan.peakLiveBytes; }
 int64_t arenaBytes(const Plan &plan) { return plan.arenaElems * 8; }
+int64_t tableBytes(const Plan &plan) {
+  int64_t b = 0;
+  for (const auto &t : plan.ownedConstants) b += static_cast<int64_t>(t.size()) * 8;
+  return b;
+}
 const ir::Program &planProgram(const Plan &plan) { return plan.program; }
 size_t planSize(const Plan &plan) { return plan.insts.size(); }
 

@@ -87,6 +87,8 @@ int64_t peakLiveBytes(const Plan &plan);
 /// largest of these over the plans it runs. With buffer reuse it is close to
 /// peakLiveBytes (parallel branches may keep it somewhat above).
 int64_t arenaBytes(const Plan &plan);
+/// Bytes of the iota tables the plan built at prepare (constants it owns; 0 for most).
+int64_t tableBytes(const Plan &plan);
 /// Number of instructions (kernel calls) of the plan; aliases cost none.
 size_t planSize(const Plan &plan);
 /// The program a plan was prepared from (its input/output names and types).

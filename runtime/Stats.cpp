@@ -46,9 +46,6 @@ std::string formatLoadAverage(const std::vector<double> &l) {
   return buf;
 }
 
-namespace {
-
-/// The value of a "Name:   1234 kB" line of /proc/self/status, in bytes; -1 if absent.
 int64_t procStatusBytes(const char *name) {
   std::ifstream f("/proc/self/status");
   std::string line;
@@ -61,8 +58,6 @@ int64_t procStatusBytes(const char *name) {
     }
   return -1;
 }
-
-} // namespace
 
 int64_t residentBytes() { return procStatusBytes("VmRSS"); }
 

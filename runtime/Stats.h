@@ -31,6 +31,10 @@ std::string formatLoadAverage(const std::vector<double> &load);
 /// The load averages now, formatted.
 inline std::string loadAverage() { return formatLoadAverage(readLoadAverage()); }
 
+/// The value of a "Name:   1234 kB" line of /proc/self/status (VmRSS, VmSize, VmData,
+/// ...), in bytes; -1 if absent.
+int64_t procStatusBytes(const char *name);
+
 /// Resident set size of this process now (VmRSS of /proc/self/status), bytes; -1 if
 /// unavailable.
 int64_t residentBytes();

@@ -12,28 +12,12 @@
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/TextUtil.h"
+#include "runtime/MemoryLimit.h"
 #include "tools/Commands.h"
 
 namespace tessel::tools {
 
-std::string readFile(const std::string &path) {
-  if (path == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error("error: cannot read '" + path + "': it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error("error: cannot open '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    throw Error("error: cannot read '" + path + "'");
-  return ss.str();
-}
+std::string readFile(const std::string &path) { return rt::readBoundedFile(path); }
 
 InputFormat parseInputFormat(const std::string &s) {
   if (s == "auto") return InputFormat::Auto;

@@ -177,10 +177,13 @@ void addRunCommand(CLI::App &app) {
     }
     if (!passesLine.empty()) text += passesLine + "\n";
     char buf[256];
-    std::snprintf(buf, sizeof buf, "prepare: %.3f ms (%zu instructions, arena %lld bytes, peak live %lld bytes)\n",
+    std::snprintf(buf, sizeof buf, "prepare: %.3f ms (%zu instructions, arena %lld bytes, peak live %lld bytes",
                   prepareMs, rt::planSize(*plan), static_cast<long long>(rt::arenaBytes(*plan)),
                   static_cast<long long>(rt::peakLiveBytes(*plan)));
     text += buf;
+    if (const int64_t tables = rt::tableBytes(*plan); tables > 0)
+      text += ", iota tables " + std::to_string(tables) + " bytes";
+    text += ")\n";
     std::snprintf(buf, sizeof buf, "run first: %.3f ms\n", firstMs);
     text += buf;
     if (!steady.empty())

@@ -26,6 +26,7 @@
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
 #include "frontend/TrgMeasure.h"
+#include "runtime/MemoryLimit.h"
 #include "ir/Diagnostics.h"
 #include "ir/Json.h"
 #include "ir/OpTable.h"
@@ -110,11 +111,7 @@ std::vector<ValueSig> outputsOf(const ir::Program &p) {
 std::string readFile(const std::string &path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not a program file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(path + ": cannot open the file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return rt::readBoundedFile(path);
 }
 
 /// JSON when the first non-blank character is '{', else the text form.
