@@ -2,9 +2,11 @@
 #include "tools/Sweep.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -212,8 +214,17 @@ void Sweep::receiveReady(bool) {}
 #endif // TESSEL_HAVE_MPI
 
 void Sweep::print(const SweepReport &r) {
+  // A result line is written whole or not at all: SIGINT, SIGTERM (mpirun forwards
+  // Ctrl-C as it), SIGHUP and SIGQUIT wait while it is written and flushed, then take
+  // effect; a line longer than stdio's buffer (a --json row) is several write()s, and a
+  // signal between them left a truncated JSON line.
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&block, sig);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
   std::cout << r.out;
   std::cout.flush();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (!r.err.empty()) {
     std::cerr << r.err;
     std::cerr.flush();

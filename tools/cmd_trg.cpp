@@ -14,9 +14,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -45,6 +47,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct TrgArgs {
+  std::string output; ///< -o FILE: rank 0 writes the results there itself
   std::string model = "ising";
   int64_t q = 0;
   bool qGiven = false;
@@ -407,6 +410,14 @@ void runTrg(TrgArgs &a) {
     compileError = std::string("error: trg: internal error: ") + e.what();
   }
   if (!sweep.agree(compileError.empty(), compileError)) return;
+  // -o FILE: rank 0's stdout becomes the file, written by this process itself. Under
+  // mpirun, stdout is a pipe to mpirun, which relays it in chunks: Ctrl-C there stops the
+  // relay mid-line (a truncated JSON line); the file gets whole lines only (Sweep::print).
+  std::string openError;
+  if (!a.output.empty() && sweep.rank() == 0 && std::freopen(a.output.c_str(), "w", stdout) == nullptr)
+    openError = "error: -o: cannot open '" + ir::text::clipForMessage(a.output, 200) + "' for writing: " +
+                std::strerror(errno);
+  if (!sweep.agree(openError.empty(), openError)) return;
   if (a.profile) drv->setProfiling(true);
   warnOversubscribed(sweep, opts.width);
   const std::string blas = frontend::TrgDriver::blas();
@@ -728,6 +739,10 @@ void addTrgCommand(CLI::App &app) {
                   "singular value (default 1e-9: above the noise floor of the singular-value "
                   "gaps of degenerate pairs; see docs/trg.md section 5)");
   cmd->add_flag("--json", args->json, "one JSON object per beta (JSON Lines) on stdout");
+  cmd->add_option("-o,--output", args->output,
+                  "write the results (table, --json or --csv) to FILE instead of stdout; under "
+                  "mpirun rank 0 writes it itself, so Ctrl-C never leaves a truncated line "
+                  "(mpirun relays a rank's stdout in chunks and stops mid-line)");
   cmd->add_flag("--csv", args->csv,
                 "a CSV table of the physics on stdout for plotting (a '#' line with the "
                 "configuration, a header, one row per beta: beta, temperature, lnZ/N, d/dbeta, "

@@ -527,6 +527,9 @@ CASES = [
                "string cannot hold; rename it, or use the text form (tessel dump --format text), "
                "which can"),
          {"prog.tir": 'program @"p\\xff"(%x: f64[2]) {\n  %y = neg %x : f64[2]\n  return %y\n}\n'}),
+    Case("trg-output-unwritable", "trg", "-o into a directory that does not exist",
+         ["trg", "--beta", "0.4", "--chi", "4", "--steps", "2", "--json", "-o", "no/such/dir/out.jsonl"],
+         Exact("error: -o: cannot open 'no/such/dir/out.jsonl' for writing: No such file or directory")),
     Case("trg-chi-int64-overflow", "trg", "--chi 99999999999999999999 ran with chi = 2^63 - 1",
          ["trg", "--chi", "99999999999999999999", "--beta", "0.4"],
          Exact("error: --chi: 99999999999999999999 is out of the range of a 64-bit integer\n"
