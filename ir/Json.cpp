@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -499,6 +500,32 @@ std::string programToJson(const Program &p, int indent) {
 
 namespace {
 
+/// Offset of the first number literal of the JSON `text` (outside strings) whose
+/// mantissa has a nonzero digit but which reads as 0 (below the subnormals), or nullopt.
+std::optional<size_t> findUnderflowingNumber(const std::string &text) {
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\') ++i;
+      else if (c == '"') inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+      continue;
+    }
+    if (c != '-' && (c < '0' || c > '9')) continue;
+    const size_t end = std::min(text.find_first_not_of("+-.eE0123456789", i), text.size());
+    const std::string lit = text.substr(i, end - i);
+    const size_t e = lit.find_first_of("eE");
+    const bool nonzero = lit.substr(0, e).find_first_of("123456789") != std::string::npos;
+    if (nonzero && e != std::string::npos && std::strtod(lit.c_str(), nullptr) == 0) return i;
+    i = end - 1;
+  }
+  return std::nullopt;
+}
+
 /// Thrown by the parse callback for a key that appears twice in one object.
 struct DuplicateKey {
   std::string pointer, key;
@@ -608,6 +635,14 @@ Program programFromJson(const std::string &text, const std::string &filename) {
       msg = msg.substr(0, q) + text::clipForMessage(msg.substr(q, msg.size() - 1 - q)) + "'";
     }
     failAt(text, filename, off, "invalid JSON: " + msg);
+  }
+  // nlohmann reads a literal below the range of f64 (1e-400) as 0; the text form rejects
+  // it, and so does this reader (a nonzero mantissa that reads as 0).
+  if (auto off = findUnderflowingNumber(text)) {
+    const size_t end = text.find_first_not_of("+-.eE0123456789", *off);
+    failAt(text, filename, *off,
+           "invalid JSON: number '" + text::clipForMessage(text.substr(*off, end - *off)) +
+               "' is out of the range of f64 (it would read as 0)");
   }
   Reader r(filename);
   return r.read(root);

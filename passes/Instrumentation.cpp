@@ -2,8 +2,10 @@
 #include "passes/Instrumentation.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -35,15 +37,50 @@ std::string commentLines(const std::string &text) {
   return out;
 }
 
+/// `s` with its line breaks written \n (so it stays on one // comment line).
+std::string oneLine(const std::string &s) {
+  std::string out;
+  for (char c : s) out += c == '\n' ? std::string("\\n") : c == '\r' ? std::string("\\r") : std::string(1, c);
+  return out;
+}
+
+/// `s` as one shell word that a POSIX shell reads back to the same bytes and that stays
+/// on one line: bare when it has only [A-Za-z0-9_./=,:+-], '…' (a quote as '\'') when
+/// it has no control byte, else bash's $'…' with \n, \t, \xHH, \\ and \' (a newline
+/// in a // comment line would end the comment and the reproducer would not parse).
 std::string shellQuote(const std::string &s) {
-  std::string q = "'";
+  const bool bare = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./=,:+-", c) != nullptr;
+  });
+  if (bare) return s;
+  const bool control = std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+  if (!control) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  }
+  std::string q = "$'";
+  static const char *hex = "0123456789abcdef";
   for (char c : s) {
-    if (c == '\'')
-      q += "'\\''";
-    else
-      q += c;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') q += "\\n";
+    else if (c == '\t') q += "\\t";
+    else if (c == '\\' || c == '\'') q += std::string("\\") + c;
+    else if (u < 0x20 || u == 0x7f) q += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+    else q += c;
   }
   return q + "'";
+}
+
+/// Whether `name` is one of the dump's own entries: "NN-…" or "NNN-…" (a file NN-pass.tir
+/// of the pipeline, or tessel trg's per-program directory NN-program).
+bool isDumpEntry(const std::string &name) {
+  size_t d = 0;
+  while (d < name.size() && std::isdigit(static_cast<unsigned char>(name[d]))) ++d;
+  return (d == 2 || d == 3) && d < name.size() && name[d] == '-';
 }
 
 void writeFileOrThrow(const std::string &path, const std::string &text, const char *what) {
@@ -59,6 +96,17 @@ std::string passTag(const PassRecord &pass) {
 }
 
 } // namespace
+
+void clearEarlierDump(const std::string &dir, bool directoriesToo) {
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!isDumpEntry(name)) continue;
+    std::error_code rm;
+    if (e.is_regular_file(rm) && name.ends_with(".tir")) std::filesystem::remove(e.path(), rm);
+    else if (directoriesToo && e.is_directory(rm)) std::filesystem::remove_all(e.path(), rm);
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // PassFailure, PassInstrumentor
@@ -230,6 +278,9 @@ void IRPrinterInstrumentation::runBeforePipeline(const ir::Program &p) {
     if (ec)
       throw Error("error: --dump-dir: cannot create directory '" + dumpDir_ +
                   "': " + ec.message());
+    // A second run into the same directory replaces the first's files instead of
+    // leaving them beside its own (a shorter pipeline left the old tail).
+    clearEarlierDump(dumpDir_, false);
     writeDumpFile(0, "input",
                   "// tessel pass dump: input of the pipeline\n// pipeline: " + pipelineText_ +
                       "\n" + ir::printProgram(p, exactPrint_));
@@ -305,20 +356,21 @@ void CrashReproducerInstrumentation::runAfterPassFailed(const PassRecord &pass,
                                                         PassFailure &failure) {
   const std::string label = passLabel(pass, pipelineSize_);
   const std::string command =
-      "tessel opt " + file_ + " --passes=" + shellQuote(pass.invocation);
+      "tessel opt " + shellQuote(file_) + " --passes=" + shellQuote(pass.invocation);
   ir::PrintOptions exact;
   exact.elideConstantsAbove = 0;
   writeFileOrThrow(file_,
                    "// tessel crash reproducer: " + label + " failed:\n" +
-                       commentLines(failure.message) + "// pipeline: " + pipelineText_ +
+                       commentLines(failure.message) + "// pipeline: " + oneLine(pipelineText_) +
                        "\n// reproduce: " + command + "\n" + ir::printProgram(saved_, exact),
                    "--crash-reproducer");
   if (failure.kind == PassFailure::Kind::Internal) {
     failure.kind = PassFailure::Kind::Error;
     failure.message = "error: internal error in " + label + ": " + failure.message;
   }
-  failure.notes += "\nnote: crash reproducer (the program before the pass) written to '" +
-                   file_ + "'; reproduce with: " + command;
+  const std::string shownFile = shellQuote(file_) == file_ ? "'" + file_ + "'" : ir::text::quoteString(file_);
+  failure.notes += "\nnote: crash reproducer (the program before the pass) written to " +
+                   shownFile + "; reproduce with: " + command;
 }
 
 //===----------------------------------------------------------------------===//

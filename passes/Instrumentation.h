@@ -233,4 +233,9 @@ private:
   std::ostream &log_;
 };
 
+/// Removes the entries an earlier --dump-dir run left in `dir`: its NN-*.tir files and,
+/// with `directoriesToo` (tessel trg's per-program dumps), its NN-* directories; other
+/// files are left alone.
+void clearEarlierDump(const std::string &dir, bool directoriesToo);
+
 } // namespace tessel::passes

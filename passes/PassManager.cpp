@@ -423,6 +423,7 @@ PassRunReport PassManager::run(ir::Program &p, const Pipeline &pipeline,
   const int64_t run = ++*runs_;
   PassInstrumentor instrumentor;
   if (opts_.dumpDirPerProgram && !opts_.dumpDir.empty()) {
+    if (run == 1) clearEarlierDump(opts_.dumpDir, true); // an earlier job's programs
     PassManagerOptions o = opts_;
     std::string k = std::to_string(run);
     if (k.size() < 2) k = "0" + k;

@@ -101,9 +101,15 @@ def trace(fn: Callable[..., Any], *shapes: ShapeLike, name: Optional[str] = None
         ShapeError: an op's shapes do not fit (names the op, both shapes and the line).
         Error: ``fn`` returned no Tensor, or something that is not one.
     """
-    prog_name = name or getattr(fn, "__name__", "main")
-    if not prog_name.isidentifier():
-        prog_name = "main"
+    if name is not None:
+        # Given: used as it is (the IR quotes a name that is not bare, @"a b").
+        if not isinstance(name, str) or not name:
+            raise Error(f"trace: name must be a non-empty string, got {name!r:.80}")
+        prog_name = name
+    else:
+        prog_name = getattr(fn, "__name__", "main")
+        if not prog_name.isidentifier():
+            prog_name = "main"  # a lambda's "<lambda>"
     input_names = _input_names(fn, len(shapes), names)
     tr = _tessel._Trace(prog_name)
     args = [tr.input(n, _shape_of(s)) for n, s in zip(input_names, shapes)]
@@ -138,6 +144,10 @@ def trace(fn: Callable[..., Any], *shapes: ShapeLike, name: Optional[str] = None
         if out_name and value._is_input and value.name != out_name:
             raise Error(f"trace: output {label} of {prog_name} is the input {value.name!r} "
                         "itself; return it under its own name, or return a new value")
+        if out_name.isdigit():
+            raise Error(f"trace: output name {out_name!r} of {prog_name} is all digits, which the "
+                        f"IR keeps for unnamed values (%{out_name}); give it a name with a letter, "
+                        f"e.g. 'out{out_name}'")
         if out_name and out_name in input_names and value.name != out_name:
             raise Error(f"trace: output name {out_name!r} of {prog_name} is the name of an input")
         tr.output(value, out_name)

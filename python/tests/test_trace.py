@@ -338,3 +338,21 @@ def builtins_sum(xs):
     for x in xs[1:]:
         total = total + x
     return total
+
+
+def test_trace_keeps_a_given_name_and_refuses_digit_only_output_names():
+    # A given program name is used as it is (quoted in the IR when not bare); a lambda's
+    # default "<lambda>" becomes "main".
+    p = tessel.trace(lambda x: ops.sum(x), (2,), name="a b")
+    assert p.name == "a b"
+    assert str(p).startswith('program @"a b"(')
+    assert tessel.Program.parse(str(p)).name == "a b"
+    assert tessel.trace(lambda x: ops.sum(x), (2,)).name == "main"
+    with pytest.raises(tessel.Error, match="name must be a non-empty string"):
+        tessel.trace(lambda x: ops.sum(x), (2,), name="")
+    # An all-digit output name is the IR's spelling of an unnamed value: refused, not
+    # silently renamed "out0".
+    with pytest.raises(tessel.Error, match=r"output name '12' of main is all digits.*e\.g\. 'out12'"):
+        tessel.trace(lambda x: {"12": ops.sum(x)}, (2,))
+    p = tessel.trace(lambda x: {"a b": ops.sum(x), "x2": ops.sum(x * x)}, (2,))
+    assert [o.name for o in p.outputs] == ["a b", "x2"]

@@ -530,6 +530,13 @@ CASES = [
     Case("trg-output-unwritable", "trg", "-o into a directory that does not exist",
          ["trg", "--beta", "0.4", "--chi", "4", "--steps", "2", "--json", "-o", "no/such/dir/out.jsonl"],
          Exact("error: -o: cannot open 'no/such/dir/out.jsonl' for writing: No such file or directory")),
+    Case("json-number-underflow", "json", "1e-400 read as 0 where the text form rejects it",
+         ["verify", "u.json"],
+         r"^u\.json:1:\d+: error: invalid JSON: number '1e-400' is out of the range of f64 \(it would "
+         r"read as 0\)",
+         {"u.json": json_prog(X2, '[{"op": "constant", "operands": [], "results": [{"name": "c", "type": '
+                                  '"f64[2]"}], "attrs": {"value": {"type": "f64[2]", "data": [1e-400, 2]}}}]',
+                              '["c"]')}),
     Case("trg-chi-int64-overflow", "trg", "--chi 99999999999999999999 ran with chi = 2^63 - 1",
          ["trg", "--chi", "99999999999999999999", "--beta", "0.4"],
          Exact("error: --chi: 99999999999999999999 is out of the range of a 64-bit integer\n"
