@@ -1272,6 +1272,19 @@ void TrgDriver::setProgress(TrgProgressCallback cb) { impl_->progress = std::mov
 double TrgDriver::planExtraMs() const { return impl_->planExtraMs; }
 const std::vector<TrgProgramInfo> &TrgDriver::programs() const { return impl_->progs; }
 
+rt::TruncatedSvdStats TrgDriver::svdStats() const {
+  // Whole mode's schedule comes from a staged planner driver: its SVDs count too.
+  rt::TruncatedSvdStats t = impl_->planner ? impl_->planner->svdStats() : rt::TruncatedSvdStats{};
+  for (const TrgProgramInfo &p : impl_->progs) {
+    if (!p.plan) continue;
+    const rt::TruncatedSvdStats s = rt::planSvdStats(*p.plan);
+    t.topkCalls += s.topkCalls, t.topkIterations += s.topkIterations, t.topkFallbacks += s.topkFallbacks;
+    t.complementCalls += s.complementCalls, t.complementIterations += s.complementIterations;
+    t.complementFallbacks += s.complementFallbacks, t.complementBroadened += s.complementBroadened;
+  }
+  return t;
+}
+
 TrgResult TrgDriver::value(double beta) {
   impl_->checkBeta(beta);
   return impl_->evaluate([&] {

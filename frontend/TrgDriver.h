@@ -274,6 +274,11 @@ public:
   /// above the process's size before the run. 0 in reference mode or before any run.
   int64_t plannedPeakBytes() const;
 
+  /// What the truncated-SVD kernels did in this driver's programs over all their runs
+  /// (rt::planSvdStats summed): its own counts, whatever other drivers run at the same
+  /// time in other threads.
+  rt::TruncatedSvdStats svdStats() const;
+
   /// Every compiled program, in compile order.
   const std::vector<TrgProgramInfo> &programs() const;
   /// Per group (init, each step class, closure / whole, second), in compile order.

@@ -194,7 +194,7 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
   m.beta = beta;
   const TrgOptions &opts = drv.options();
   m.loadBefore = rt::readLoadAverage();
-  const rt::TruncatedSvdStats svdBefore = rt::truncatedSvdStats();
+  const rt::TruncatedSvdStats svdBefore = drv.svdStats();
   auto kind = [&](RunTimes &times, PeakMemory &mem, TrgResult &out, const char *what,
                   TrgResult (TrgDriver::*run)(double)) {
     times = measureMemory(mem, rssBase, [&] {
@@ -217,7 +217,7 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
   if (!m.valueTimes.have) m.value = opts.second ? m.second : m.grad;
   if (!m.gradTimes.have && opts.second) m.grad = m.second;
   m.loadAfter = rt::readLoadAverage();
-  m.topk = TopkCounts::between(svdBefore, rt::truncatedSvdStats());
+  m.topk = TopkCounts::between(svdBefore, drv.svdStats());
 
   trgExactValues(m, opts.model, opts.field);
   return m;

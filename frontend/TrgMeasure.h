@@ -40,7 +40,8 @@ struct PeakMemory {
   bool window = true;    ///< the peak-RSS window was reset before the runs
 };
 
-/// What the truncated-SVD kernels did between two snapshots of rt::truncatedSvdStats().
+/// What the truncated-SVD kernels did between two snapshots of TrgDriver::svdStats()
+/// (rt::TruncatedSvdStats).
 struct TopkCounts {
   int64_t calls = 0, iterations = 0, fallbacks = 0;
   int64_t complementCalls = 0, complementIterations = 0, complementFallbacks = 0;

@@ -492,6 +492,14 @@ void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_
   if (info != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), info));
 }
 
+/// Adds one top-k SVD to the plan's counters (Plan::svdCounts).
+void countTopk(const Plan &plan, const TopkSvdOutcome &o) {
+  auto &n = plan.svdCounts;
+  n[0].fetch_add(1, std::memory_order_relaxed);
+  n[1].fetch_add(o.iterations, std::memory_order_relaxed);
+  n[2].fetch_add(o.fallback ? 1 : 0, std::memory_order_relaxed);
+}
+
 /// One chunk: the whole top-k SVD (runtime/TruncatedSvd.h).
 void runKernel(const SvdTopkPlan &s, const Plan &plan, const Instruction &in, int32_t,
                double *const *ptr) {
@@ -506,6 +514,7 @@ void runKernel(const SvdTopkPlan &s, const Plan &plan, const Instruction &in, in
   if (!finite) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), kSvdNonFinite));
   TopkSvdOutcome o = topkSvd(s.cfg, A, ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]],
                              ptr[in.out[3]], 0, maxAbs);
+  countTopk(plan, o);
   if (o.lapackInfo != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), o.lapackInfo));
 }
 
@@ -530,6 +539,12 @@ void runKernel(const SvdComplementPlan &s, const Plan &plan, const Instruction &
   SvdComplementOutcome o =
       svdComplement(s.cfg, s.eps, ptr[in.in[0]], ptr[in.in[1]], ptr[in.in[2]], ptr[in.in[3]],
                     ptr[in.in[4]], ptr[in.in[5]], ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]]);
+  if (!c.givenGuards && c.guards > 0) countTopk(plan, o.guard); // the guards' top-k SVD
+  auto &n = plan.svdCounts;
+  n[3].fetch_add(1, std::memory_order_relaxed);
+  n[4].fetch_add(o.iterations, std::memory_order_relaxed);
+  n[5].fetch_add(o.fallback ? 1 : 0, std::memory_order_relaxed);
+  n[6].fetch_add(o.broadenedTail ? 1 : 0, std::memory_order_relaxed);
   if (o.lapackInfo != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), o.lapackInfo));
 }
 

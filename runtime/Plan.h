@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -240,6 +241,11 @@ public:
   std::vector<int32_t> initiallyReady;
   std::vector<const double *> constants; ///< data of Constant groups
   std::vector<std::vector<double>> ownedConstants; ///< iota tables
+  /// What this plan's truncated-SVD kernels did over all its runs, by any engine: the
+  /// fields of TruncatedSvdStats in order (top-k calls, iterations, fallbacks; complement
+  /// calls, iterations, fallbacks, broadened). Counted per plan, so that concurrent jobs
+  /// with plans of their own (two tessel.trg calls) each report their own.
+  mutable std::array<std::atomic<int64_t>, 7> svdCounts{};
   std::vector<int64_t> slotOffset;       ///< in doubles, per arena slot
   std::vector<int64_t> slotElems;
   int64_t arenaElems = 0;

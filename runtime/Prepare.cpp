@@ -87,6 +87,15 @@ std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &
 
 int64_t peakLiveBytes(const Plan &plan) { return plan.peakLiveBytes; }
 int64_t arenaBytes(const Plan &plan) { return plan.arenaElems * 8; }
+TruncatedSvdStats planSvdStats(const Plan &plan) {
+  auto get = [&](size_t i) { return plan.svdCounts[i].load(std::memory_order_relaxed); };
+  TruncatedSvdStats s;
+  s.topkCalls = get(0), s.topkIterations = get(1), s.topkFallbacks = get(2);
+  s.complementCalls = get(3), s.complementIterations = get(4), s.complementFallbacks = get(5);
+  s.complementBroadened = get(6);
+  return s;
+}
+
 int64_t tableBytes(const Plan &plan) {
   int64_t b = 0;
   for (const auto &t : plan.ownedConstants) b += static_cast<int64_t>(t.size()) * 8;

@@ -152,6 +152,8 @@ struct TruncatedSvdStats {
   int64_t complementBroadened = 0;
 };
 TruncatedSvdStats truncatedSvdStats();
+/// The same counters for the runs of one plan only (by any engine, any thread).
+TruncatedSvdStats planSvdStats(const Plan &plan);
 
 /// Simple op-by-op evaluation of a program (no plan, no threads, no BLAS), for
 /// differential tests and gradcheck. Every op of the table, einsum included (n-ary,

@@ -232,3 +232,26 @@ def test_ctrl_c_interrupts_a_long_call():
     with pytest.raises(KeyboardInterrupt):
         tessel.trg(0.4, chi=4, steps=6, repeat=10 ** 6)
     timer.cancel()
+
+
+def test_concurrent_trg_calls_report_their_own_svd_topk_counters():
+    # The counters are kept per plan (each call compiles its own), so two calls running
+    # at once in two threads (the GIL is released while they run) each report exactly
+    # what the same call reports alone; process-wide deltas mixed them.
+    import threading
+    jobs = {"a": dict(beta=0.4, chi=8, steps=8, grad=True), "b": dict(beta=0.6, chi=8, steps=10)}
+    alone = {k: tessel.trg(**kw)["svd_topk"] for k, kw in jobs.items()}
+    assert alone["a"]["calls"] > 0 and alone["b"]["calls"] > 0 and alone["a"] != alone["b"]
+    got = {}
+
+    def run(k):
+        for _ in range(3):
+            got.setdefault(k, []).append(tessel.trg(**jobs[k])["svd_topk"])
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in jobs:
+        assert got[k] == [alone[k]] * 3, k
