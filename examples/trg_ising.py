@@ -28,13 +28,17 @@ SVD_EPS = 1e-9
 
 
 def initial_tensor(beta):
-    """T0[i,j,k,l] = Σ_a W[a,i] W[a,j] W[a,k] W[a,l] with e^{βσσ'} = Σ_i W[σ,i] W[σ',i],
-    divided by e^{2β} (added back to lnZ/N at the end) so that no β overflows."""
-    q = ops.exp(-2.0 * beta)
-    c = ops.sqrt((1.0 + q) * 0.5)            # sqrt(cosh β) e^{-β}
-    s = ops.sqrt((1.0 - q) * 0.5)            # sqrt(sinh β) e^{-β}
-    W = c * np.array([[1.0, 0.0], [1.0, 0.0]]) + s * np.array([[0.0, 1.0], [0.0, -1.0]])
+    """T0[i,j,k,l] = Σ_a W[a,i] W[a,j] W[a,k] W[a,l] with e^{βσσ'} = cosh β · Σ_i W[σ,i] W[σ',i]:
+    W = [[1, √tanh β], [1, −√tanh β]], the tensor divided by cosh² β (added back to lnZ/N at
+    the end as 2 ln cosh β), so that no β overflows and nothing cancels at small β."""
+    s = ops.sqrt(ops.tanh(beta))
+    W = np.array([[1.0, 0.0], [1.0, 0.0]]) + s * np.array([[0.0, 1.0], [0.0, -1.0]])
     return ops.einsum("ai,aj,ak,al->ijkl", W, W, W, W)
+
+
+def log_cosh(x):
+    """ln cosh x for x > 0 without overflow: x + ln((1 + e^{−2x})/2)."""
+    return x + ops.log((ops.exp(-2.0 * x) + 1.0) * 0.5)
 
 
 def half_tensor(X, s_sqrt, D, Dp):
@@ -86,7 +90,7 @@ def make_lnz(chi, steps):
             term = logm * 2.0 ** -n
             total = term if total is None else total + term
         total = total + closure(T) * 2.0 ** -steps
-        return {"lnz": total + 2.0 * beta}
+        return {"lnz": total + 2.0 * log_cosh(beta)}
     return lnz
 
 

@@ -36,25 +36,21 @@ Tensor logCosh(const Tensor &x) {
   return u + ((u * -2.0).exp() * 0.5 + 0.5).log();
 }
 
-/// W = [[c, s], [c, −s]] with c = sqrt(cosh β)·e^(−β/2), s = sqrt(sinh β)·e^(−β/2): the
-/// Ising bond weight e^(βσσ') = Σ_i W_σi W_σ'i times e^(−β) (docs/trg.md §1).
+/// W = [[1, √t], [1, −√t]] with t = tanh β: e^(βσσ') = cosh β·(1 + t·σσ') and
+/// Σ_i W_σi W_σ'i = 1 + t·σσ', so T0 is the Ising tensor divided by cosh² β (one factor
+/// per bond; trgInitLogScale adds 2 ln cosh β back), every entry in [0, 2] for any β a
+/// double holds (docs/trg.md §1). Nothing cancels at small β: t = β to rounding, and the
+/// derivatives of lnZ/N are 2 tanh β plus terms of order β (an e^(2β) taken out instead
+/// left 2 − 2 + 2β, only absolutely accurate).
 Tensor isingBondFactor(const Tensor &beta) {
   ir::Builder &b = beta.builder();
-  b.setLoc("trg init: cosh, sinh");
-  // The factor e^(2β) of T0 is taken out (trgInitLogScale), so nothing overflows for any
-  // β a double holds.
-  // s² = (1 − q)/2 is written tanh β·(1 + q)/2: 1 − q would cancel for small β (to
-  // relative ε/β, and to exactly 0 below β ≈ 1e-16, where s and its derivative vanish),
-  // while tanh β is β to rounding there and saturates at 1 for large β.
-  Tensor q = (beta * -2.0).exp().named("q");
-  Tensor half1q = ((q + 1.0) * 0.5).named("(1+q)/2");
-  Tensor c = half1q.sqrt().named("c");
-  Tensor s = (beta.tanh() * half1q).sqrt().named("s");
+  b.setLoc("trg init: tanh");
+  Tensor s = beta.tanh().sqrt().named("s");
   b.setLoc("trg init: W");
   // W[a, i], a = spin (+1 -> 0, -1 -> 1), i = bond index.
   Tensor colC(b, b.constant(ir::Tensor(ir::Type({2, 2}), {1, 0, 1, 0})));
   Tensor colS(b, b.constant(ir::Tensor(ir::Type({2, 2}), {0, 1, 0, -1})));
-  return (c * colC + s * colS).named("W");
+  return (colC + s * colS).named("W");
 }
 
 void checkScalarInput(const Tensor &t, const char *what) {
@@ -104,8 +100,17 @@ TrgModel parseTrgModel(const std::string &name, std::optional<int64_t> q) {
 
 TrgLogScale trgInitLogScale(const TrgModel &m, double beta, double h) {
   TrgLogScale s;
-  s.value = 2.0 * beta;
-  s.dbeta = 2.0;
+  if (m.kind == TrgModel::Kind::Potts) { // e^β per bond
+    s.value = 2.0 * beta;
+    s.dbeta = 2.0;
+    return s;
+  }
+  // Ising: cosh β per bond, 2 ln cosh β = 2β + 2 ln((1 + e^(−2β))/2); d/dβ = 2 tanh β,
+  // d²/dβ² = 2 sech² β = 8e^(−2β)/(1 + e^(−2β))² (no 1 − tanh² cancellation).
+  const double e = std::exp(-2.0 * beta);
+  s.value = 2.0 * (beta + std::log1p(e) - std::log(2.0));
+  s.dbeta = 2.0 * std::tanh(beta);
+  s.dbeta2 = 8.0 * e / ((1.0 + e) * (1.0 + e));
   if (!m.hasField()) return s;
   // + ln cosh(βh): with x = βh, t = tanh x, sech² = 1 − t²,
   // ∂/∂β = h t, ∂/∂h = β t, ∂²/∂β² = h² sech², ∂²/∂β∂h = t + x sech², ∂²/∂h² = β² sech².
@@ -113,7 +118,7 @@ TrgLogScale trgInitLogScale(const TrgModel &m, double beta, double h) {
   s.value += ax + std::log1p(std::exp(-2.0 * ax)) - std::log(2.0);
   s.dbeta += h * t;
   s.dh = beta * t;
-  s.dbeta2 = h * h * sech2;
+  s.dbeta2 += h * h * sech2;
   s.dbetadh = t + x * sech2;
   s.dh2 = beta * beta * sech2;
   return s;
@@ -129,7 +134,7 @@ Tensor traceTrgInit(const Tensor &beta, const Tensor &h) {
   checkScalarInput(h, "h");
   Tensor W = isingBondFactor(beta);
   b.setLoc("trg init: field");
-  // The site weight e^(βhσ) divided by cosh(βh) (taken out with e^(2β)): 1 + σ·tanh(βh),
+  // The site weight e^(βhσ) divided by cosh(βh) (taken out with cosh² β): 1 + σ·tanh(βh),
   // in [0, 2] for every β and h. It multiplies the first of the four W factors
   // (V[a, i] = (1 + σ_a t)·W[a, i]); at h = 0 the weight is exactly 1 and V = W bitwise.
   Tensor t = (beta * h).tanh().named("t");
@@ -379,7 +384,8 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   b.setLoc("trg whole: accumulate closure");
   lnz = lnz + lntr * std::ldexp(1.0, -static_cast<int>(chain));
   b.setLoc("trg whole: initial tensor scale");
-  lnz = lnz + beta * 2.0; // trgInitLogScale: 2β (+ ln cosh(βh) in a field)
+  // trgInitLogScale: 2 ln cosh β for Ising (+ ln cosh(βh) in a field), 2β for Potts.
+  lnz = model.kind == TrgModel::Kind::Potts ? lnz + beta * 2.0 : lnz + logCosh(beta) * 2.0;
   if (model.hasField()) lnz = lnz + logCosh(beta * params[1]);
   lnz = lnz.named("lnz");
 

@@ -109,8 +109,8 @@ void checkTrgModel(const TrgModel &m);
 TrgModel parseTrgModel(const std::string &name, std::optional<int64_t> q);
 
 /// The traced pieces, to compose programs (each sets locations "trg ...: what").
-/// Ising: β, h (f64[]) -> T0·e^(−2β)/cosh(βh) (f64[2,2,2,2]), docs/trg.md §1, §8.1: the
-/// initial tensor with its factor e^(2β)·cosh(βh) taken out, from q = e^(−2β) and
+/// Ising: β, h (f64[]) -> T0/(cosh²β·cosh(βh)) (f64[2,2,2,2]), docs/trg.md §1, §8.1: the
+/// initial tensor with its factor cosh²β·cosh(βh) taken out, from √tanh β and
 /// t = tanh(βh) (site weights 1 ± t ∈ [0, 2]; max entry ≤ 4, so no β or h overflows).
 /// At h = 0 the tensor is bitwise the field-free one. lnZ/N of this tensor's lattice is
 /// the model's minus trgInitLogScale(model, β, h).value.

@@ -40,6 +40,16 @@ TrgOptions secondOrderOptions() {
   return o;
 }
 
+/// chi = 8, value and gradient, --steps auto (the infinite lattice).
+TrgOptions infiniteLatticeOptions() {
+  TrgOptions o;
+  o.chi = 8;
+  o.grad = true;
+  o.stepsAuto = true;
+  o.steps = kTrgStepsAutoMax;
+  return o;
+}
+
 const char *modeName(TrgMode m) { return m == TrgMode::Staged ? "staged" : "whole"; }
 
 bool bitwiseEqual(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -81,8 +91,8 @@ TEST_CASE("trg driver: seed values at chi=16, 20 steps and the beta=0.4 checkpoi
     // within 4e-15 of the seed, give m_17 from 1e-12 (truncate-svd alone) through 7e-11
     // (chain order) to 2.3e-10 (the default pipeline) relative to the checkpoint; the
     // checkpoint's own LAPACK build is another such rounding (see the JSON's description).
-    // The initial tensor has its factor e^(2 beta) taken out (trgInitLogScale), so m_1 is
-    // the checkpoint's times e^(-2 beta); the later m_n are those of normalised tensors.
+    // The initial tensor has its factor cosh^2 beta taken out (trgInitLogScale), so m_1 is
+    // the checkpoint's over cosh^2 beta; the later m_n are those of normalised tensors.
     for (size_t n = 0; n < 20; ++n) {
       INFO("step " << n + 1);
       const double want = n == 0 ? m[n] * std::exp(-trgInitLogScale({}, beta).value) : m[n];
@@ -501,11 +511,7 @@ TEST_CASE("trg driver: --steps auto is the infinite lattice (docs/trg.md §3.1)"
   // Deep in the ordered phase the truncation error at chi = 8 is far below 1e-13, so the
   // infinite lattice is Onsager's to rounding; a torus of 2^N sites adds its two ground
   // states' ln 2 / 2^N (docs/trg.md §3).
-  TrgOptions o;
-  o.chi = 8;
-  o.grad = true;
-  o.stepsAuto = true;
-  o.steps = kTrgStepsAutoMax;
+  TrgOptions o = infiniteLatticeOptions();
   TrgDriver inf(o);
   const TrgResult r = inf.valueAndGrad(2.0);
   CHECK(inf.stepsConverged());
@@ -561,4 +567,27 @@ TEST_CASE("trg driver: the derived schedule follows the run's own SVDs (Potts q 
   m.beta = 1.0;
   trgExactValues(m, o.model, 0);
   CHECK(!m.exactDlnZ);
+}
+
+TEST_CASE("trg driver: high temperature keeps the relative digits of the derivatives") {
+  // The Ising T0 has cosh^2 beta taken out (tanh beta in W): d(lnZ/N)/dbeta is
+  // 2 tanh beta from the log scale plus terms of order beta, no cancellation. With an
+  // e^(2 beta) taken out it was 2 + (-2 + 2 beta): 8e-8 relative at beta = 1e-10, and 0
+  // instead of 2 beta below 1e-16. Onsager's high-temperature series is the reference.
+  TrgOptions o = infiniteLatticeOptions();
+  o.second = true;
+  TrgDriver drv(o);
+  for (double beta : {1e-300, 1e-20, 1e-10, 1e-5, 0.01}) {
+    CAPTURE(beta);
+    const TrgResult r = drv.second(beta);
+    const OnsagerValues ex = onsager(beta);
+    // Relative where d/dbeta is tiny; at beta = 0.01 the chain's own rounding (~1e-14 on
+    // terms of order 1) is the floor.
+    const double floor = beta > 1e-3 ? 2e-14 : 0.0;
+    CHECK(std::fabs(r.lnZ - ex.lnZ) <= 1e-15 * ex.lnZ);
+    REQUIRE(r.dlnZ);
+    CHECK(std::fabs(*r.dlnZ - ex.dlnZ) <= 1e-13 * ex.dlnZ + floor);
+    REQUIRE(r.d2lnZ);
+    CHECK(std::fabs(*r.d2lnZ - ex.d2lnZ) <= 1e-10 * ex.d2lnZ);
+  }
 }

@@ -90,7 +90,7 @@ TEST_CASE("trg: the initial tensor (docs/trg.md §1)") {
     auto T = rt::evaluateReference(p, {ir::Tensor::scalar(beta), ir::Tensor::scalar(0.0)})[0];
     REQUIRE(T.type == ir::Type({2, 2, 2, 2}));
     auto at = [&](int i, int j, int k, int l) { return T.data[((i * 2 + j) * 2 + k) * 2 + l]; };
-    // T0 = 2 cosh² β, 2 sinh² β, 2 cosh β sinh β, times e^(−2β) = e^(−trgInitLogScale).
+    // T0 = 2 cosh² β, 2 sinh² β, 2 cosh β sinh β, times 1/cosh² β = e^(−trgInitLogScale).
     double ch = std::cosh(beta), sh = std::sinh(beta), f = std::exp(-trgInitLogScale({}, beta).value);
     CHECK(at(0, 0, 0, 0) == doctest::Approx(2 * ch * ch * f).epsilon(1e-15));
     CHECK(at(1, 1, 1, 1) == doctest::Approx(2 * sh * sh * f).epsilon(1e-14));
@@ -108,15 +108,24 @@ TEST_CASE("trg: the initial tensor (docs/trg.md §1)") {
   }
 }
 
-TEST_CASE("trg: the initial tensor stays finite at any beta (its factor e^(2 beta) is taken out)") {
-  // cosh² 400 overflows a double; the normalised tensor at β = 400 has entries 1/2 or 0
-  // (q = e^(−800) = 0, so c = s = sqrt(1/2)).
+TEST_CASE("trg: the initial tensor stays finite at any beta (its factor cosh^2 beta is taken out)") {
+  // cosh² 400 overflows a double; the normalised tensor at β = 400 has entries 2 or 0
+  // (tanh 400 = 1: W = [[1, 1], [1, −1]]).
   ir::Program p = buildTrgInit();
   auto T = rt::evaluateReference(p, {ir::Tensor::scalar(400.0), ir::Tensor::scalar(0.0)})[0];
   for (size_t i = 0; i < T.data.size(); ++i) {
     INFO("element " << i);
     if (std::popcount(i) % 2) CHECK(T.data[i] == 0.0);
-    else CHECK(T.data[i] == doctest::Approx(0.5).epsilon(1e-15)); // sqrt(1/2)^4 · 2, rounded
+    else CHECK(T.data[i] == 2.0);
+  }
+  // β → 0: T0 → 2 on the all-zero entry, 2 tanh² β on two legs of index 1, with no
+  // cancellation (1 − e^(−2β) would have been 0 below β ≈ 1e-16).
+  for (double beta : {1e-300, 1e-20, 1e-8}) {
+    CAPTURE(beta);
+    auto t = rt::evaluateReference(p, {ir::Tensor::scalar(beta), ir::Tensor::scalar(0.0)})[0];
+    CHECK(t.data[0] == 2.0);
+    CHECK(t.data[3] == doctest::Approx(2 * std::tanh(beta)).epsilon(1e-15)); // [0,0,1,1]
+    CHECK(t.data[15] == doctest::Approx(2 * std::tanh(beta) * std::tanh(beta)).epsilon(1e-15));
   }
 }
 
@@ -185,7 +194,7 @@ TEST_CASE("trg: whole program and its kept singular values output") {
   // The schedule 2,4,4 keeps only nonzero singular values; the dropped ones are ~1e-17.
   for (double s : out[1].data) CHECK(s > 1e-3);
   // Same value as chaining the init, step and closure programs with the host
-  // accumulation lnz = Σ_n logm_n / 2^n + lntr / 2^N + 2β (same ops, same order: bitwise).
+  // accumulation lnz = Σ_n logm_n / 2^n + lntr / 2^N + 2 ln cosh β (same ops, same order).
   ir::Tensor T = rt::evaluateReference(buildTrgInit(), {ir::Tensor::scalar(0.4), ir::Tensor::scalar(0.0)})[0];
   double lnz = 0;
   int64_t D = 2;
