@@ -103,6 +103,33 @@ frontend::Tensor operand(const PyTensor &a, nb::handle other) {
   return a.st->tracer.constant(tensorFromArray(other, "operand of a traced operator"));
 }
 
+/// numpy's broadcast of shapes a and b: aligned at the right, each pair of extents equal
+/// or one of them 1 (which stretches). A ShapeError names `what` and both shapes otherwise.
+ir::Shape broadcastShapes(const ir::Shape &a, const ir::Shape &b, const std::string &what) {
+  const size_t n = std::max(a.size(), b.size());
+  ir::Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      throw ShapeError(what + ": shapes f64" + ir::shapeStr(a) + " and f64" + ir::shapeStr(b) +
+                       " cannot be broadcast together (numpy's rule: aligned at the right, "
+                       "each pair of extents equal or one of them 1) (at " + callerLoc() + ")");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+/// `t` broadcast to `shape` by numpy's rule (broadcast_in_dim with its dimensions at the
+/// right); unchanged when it has that shape already or is rank 0 (the frontend's binary
+/// ops broadcast a scalar themselves).
+frontend::Tensor broadcastOperand(const frontend::Tensor &t, const ir::Shape &shape) {
+  if (t.shape() == shape || t.rank() == 0) return t;
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < t.rank(); ++i) dims.push_back(static_cast<int64_t>(shape.size()) - t.rank() + i);
+  return t.broadcastInDim(shape, dims);
+}
+
 double toDouble(nb::handle h, const std::string &what) {
   double v = PyFloat_AsDouble(h.ptr());
   if (v == -1.0 && PyErr_Occurred()) {
@@ -254,11 +281,18 @@ void bindTracing(nb::module_ &m) {
           },
           "Ends the trace: the verified program (its compile time is the trace's).");
 
+  // Binary operators broadcast by numpy's rule (broadcast_in_dim ops, visible in the IR).
   auto binary = [](frontend::Tensor (*f)(const frontend::Tensor &, const frontend::Tensor &),
-                   bool reflected) {
-    return [f, reflected](const PyTensor &a, nb::handle other) {
+                   bool reflected, const char *name) {
+    return [f, reflected, name](const PyTensor &a, nb::handle other) {
       frontend::Tensor b = operand(a, other);
-      return wrap(a.st, reflected ? f(b, a.t) : f(a.t, b));
+      frontend::Tensor x = reflected ? b : a.t, y = reflected ? a.t : b;
+      if (std::string(name) != "dot_general") {
+        const ir::Shape shape = broadcastShapes(x.shape(), y.shape(), name);
+        x = broadcastOperand(x, shape);
+        y = broadcastOperand(y, shape);
+      }
+      return wrap(a.st, f(x, y));
     };
   };
   using F = frontend::Tensor (*)(const frontend::Tensor &, const frontend::Tensor &);
@@ -270,7 +304,8 @@ void bindTracing(nb::module_ &m) {
   auto cmp = [](const char *dir) {
     return [dir](const PyTensor &a, nb::handle other) {
       frontend::Tensor b = operand(a, other);
-      return wrap(a.st, frontend::compare(a.t, b, dir));
+      const ir::Shape shape = broadcastShapes(a.t.shape(), b.shape(), "compare");
+      return wrap(a.st, frontend::compare(broadcastOperand(a.t, shape), broadcastOperand(b, shape), dir));
     };
   };
 
@@ -283,17 +318,20 @@ void bindTracing(nb::module_ &m) {
         return nb::borrow(Py_NotImplemented);
       if (nb::isinstance<nb::str>(other)) return nb::borrow(Py_NotImplemented);
       frontend::Tensor b = operand(a, other);
-      return nb::cast(wrap(a.st, frontend::compare(a.t, b, dir)));
+      const ir::Shape shape = broadcastShapes(a.t.shape(), b.shape(), "compare");
+      return nb::cast(wrap(a.st, frontend::compare(broadcastOperand(a.t, shape), broadcastOperand(b, shape), dir)));
     };
   };
   nb::class_<PyTensor> tensor(
       m, "Tensor",
       "A symbolic f64 tensor inside a traced function: an SSA value of the program being "
-      "built. Arithmetic (+ - * / @ ** with an int exponent, unary -, abs, == != < <= > >= "
-      "giving 1.0/0.0) appends ops; a Python or numpy number is a rank-0 constant, which "
-      "broadcasts; any other shape difference is a tessel.ShapeError (no implicit numpy "
-      "broadcasting: use tessel.ops.broadcast_to). Methods such as .sum(), .reshape(), "
-      ".T and indexing come from tessel.ops.");
+      "built. Arithmetic (+ - * / @ **, unary -, abs, == != < <= > >= giving 1.0/0.0) "
+      "appends ops and broadcasts by numpy's rule (broadcast_in_dim ops in the IR; "
+      "incompatible shapes are a tessel.ShapeError naming the op and both shapes); a Python "
+      "or numpy number is a rank-0 constant, an array a constant of its shape. numpy's "
+      "ufuncs and functions on a Tensor (np.sin(t), np.sum(t)) record the same ops or name "
+      "the tessel.ops function to use. Methods such as .sum(), .mean(), .reshape(), .T and "
+      "indexing come from tessel.ops.");
   tensor.def_prop_ro("shape", [](const PyTensor &t) { return shapeTuple(t.t.shape()); })
       .def_prop_ro("ndim", [](const PyTensor &t) { return t.t.rank(); })
       .def_prop_ro("size", [](const PyTensor &t) { return t.t.numel(); })
@@ -314,16 +352,16 @@ void bindTracing(nb::module_ &m) {
           },
           "name"_a, "Names the SSA value (%name in the printed IR; made unique if taken). Returns the tensor.")
       .def("__repr__", &tensorRepr)
-      .def("__add__", binary(add, false))
-      .def("__radd__", binary(add, true))
-      .def("__sub__", binary(sub, false))
-      .def("__rsub__", binary(sub, true))
-      .def("__mul__", binary(mul, false))
-      .def("__rmul__", binary(mul, true))
-      .def("__truediv__", binary(div, false))
-      .def("__rtruediv__", binary(div, true))
-      .def("__matmul__", binary(matmul, false))
-      .def("__rmatmul__", binary(matmul, true))
+      .def("__add__", binary(add, false, "add"))
+      .def("__radd__", binary(add, true, "add"))
+      .def("__sub__", binary(sub, false, "sub"))
+      .def("__rsub__", binary(sub, true, "sub"))
+      .def("__mul__", binary(mul, false, "mul"))
+      .def("__rmul__", binary(mul, true, "mul"))
+      .def("__truediv__", binary(div, false, "div"))
+      .def("__rtruediv__", binary(div, true, "div"))
+      .def("__matmul__", binary(matmul, false, "dot_general"))
+      .def("__rmatmul__", binary(matmul, true, "dot_general"))
       .def("__eq__", eqne("EQ"), "other"_a.none())
       .def("__ne__", eqne("NE"), "other"_a.none())
       .def("__hash__", [](nb::handle self) { return static_cast<Py_ssize_t>(reinterpret_cast<intptr_t>(self.ptr()) >> 4); })
@@ -334,31 +372,12 @@ void bindTracing(nb::module_ &m) {
       .def("__neg__", [](const PyTensor &a) { commonTrace({&a}); return wrap(a.st, -a.t); })
       .def("__pos__", [](const PyTensor &a) { return a; })
       .def("__abs__", [](const PyTensor &a) { commonTrace({&a}); return wrap(a.st, a.t.abs()); })
-      .def(
-          "__pow__",
-          [](const PyTensor &a, nb::handle e) {
-            std::vector<int64_t> n;
-            if (!PyIndex_Check(e.ptr()) || (n = shapeFromObject(e, "exponent"))[0] < 0 || n[0] > 64)
-              throw Error("tracing: x ** n needs an int n in [0, 64] (products of x); for other "
-                          "powers use tessel.ops.exp(n * tessel.ops.log(x)) or tessel.ops.sqrt");
-            commonTrace({&a});
-            if (n[0] == 0) return wrap(a.st, a.st->tracer.full(a.t.shape(), 1.0));
-            // Binary powering: x^n in O(log n) multiplications.
-            frontend::Tensor result, base = a.t;
-            for (int64_t k = n[0]; k > 0; k >>= 1) {
-              if (k & 1) result = result.valid() ? result * base : base;
-              if (k > 1) base = base * base;
-            }
-            return wrap(a.st, result);
-          },
-          "exponent"_a)
       .def("__bool__", [](const PyTensor &) -> bool { noValue("used as a bool (if, and, or, while)"); })
       .def("__float__", [](const PyTensor &) -> double { noValue("converted to a float"); })
       .def("__array__", [](const PyTensor &, nb::args, nb::kwargs) -> nb::object {
         noValue("converted to a numpy array");
       });
-  // numpy defers to the Tensor's reflected operators (np.float64(2) * x is Tensor.__rmul__).
-  tensor.attr("__array_ufunc__") = nb::none();
+  // numpy's protocols (__array_ufunc__, __array_function__) are set by tessel.ops.
 
   // numpy-like methods, implemented by tessel.ops (python/tessel/ops.py, _tensor_<name>):
   // declared here so that they are real methods with signatures in the type stubs.
@@ -383,6 +402,10 @@ void bindTracing(nb::module_ &m) {
       {"__getitem__", "_getitem", "def __getitem__(self, key: object) -> Tensor",
        "Basic indexing: ints (drop the axis), slices with unit step, Ellipsis (slice op)."},
       {"__len__", "_tensor_len", "def __len__(self) -> int", "The first extent."},
+      {"__pow__", "_tensor_pow", "def __pow__(self, exponent: object) -> Tensor",
+       "x ** y for a number or Tensor y (numpy's broadcasting); tessel.ops.power."},
+      {"__rpow__", "_tensor_rpow", "def __rpow__(self, base: object) -> Tensor",
+       "b ** x for a number or array b; tessel.ops.power."},
       {"__iter__", "_tensor_iter", "def __iter__(self) -> collections.abc.Iterator[Tensor]",
        "t[0], t[1], ... along the first axis."},
   };

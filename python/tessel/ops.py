@@ -6,10 +6,12 @@ the op (``reduce_sum``, ``dot_general``, ``svd_topk``, ...), plus numpy spelling
 from them (``sum``, ``max``, ``where``, ``matmul``, ``broadcast_to``, ``concatenate``,
 ``zeros``, ...). All tensors are float64 with static shapes; axes may be negative.
 
-Broadcasting: a Python or numpy number (or a rank-0 Tensor) broadcasts to the other
-operand's shape; any other shape difference raises :class:`tessel.ShapeError` naming the
-op and both shapes (use :func:`broadcast_to` to broadcast explicitly). Arrays given where
-a Tensor is expected become constants.
+Broadcasting follows numpy: shapes aligned at the right, an extent 1 (or a missing one)
+stretches; it is recorded as ``broadcast_in_dim`` ops, visible in the IR. Incompatible
+shapes raise :class:`tessel.ShapeError` naming the op and both shapes. Numbers and arrays
+given where a Tensor is expected become constants. numpy's own functions and ufuncs on a
+Tensor (``np.sin(t)``, ``np.sum(t, axis=0)``, ``np.einsum``) record the same ops, or raise
+a TypeError naming the :mod:`tessel.ops` function to use.
 
 Each op records the Python line that made it as its location (``file.py:LINE in FUNC``),
 shown in the printed IR and in every error about the op.
@@ -37,6 +39,7 @@ __all__ = [
     # numpy spellings and compositions
     "negative", "subtract", "multiply", "divide", "sum", "max", "where", "broadcast_to",
     "matmul", "concatenate", "full", "zeros", "ones", "cosh", "sinh", "square",
+    "min", "mean", "prod", "logsumexp", "eye", "trace", "diag", "power",
 ]
 
 TensorLike = Union[Tensor, float, int, np.ndarray]
@@ -110,10 +113,48 @@ def _axes(a: Tensor, axis: Axes) -> list[int]:
     return out
 
 
-def _same_shape(a: TensorLike, b: TensorLike) -> tuple[Tensor, Tensor]:
-    """Both as Tensors of one trace; a rank-0 one broadcast to the other's shape."""
+def _caller_loc() -> str:
+    """"file.py:LINE in FUNC" of the first frame outside the tessel package (as the ops'
+    locations the C++ tracer records)."""
+    import os
+    import sys
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    f = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f = f.f_back
+    if f is None:
+        return ""
+    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} in {f.f_code.co_name}"
+
+
+def _broadcast_shape(what: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy's broadcast of ``shapes``: aligned at the right, each extent equal or 1."""
+    n = builtins.max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(n):
+        ext = {s[i - (n - len(s))] for s in shapes if i >= n - len(s)} - {1}
+        if len(ext) > 1:
+            shown = " and ".join("f64[" + ",".join(str(d) for d in s) + "]" for s in shapes)
+            raise _tessel.ShapeError(
+                f"{what}: shapes {shown} cannot be broadcast together (numpy's rule: aligned at "
+                f"the right, each pair of extents equal or one of them 1) (at {_caller_loc()})")
+        out.append(ext.pop() if ext else 1)
+    return tuple(out)
+
+
+def _broadcast(t: Tensor, shape: Sequence[int]) -> Tensor:
+    """t broadcast to ``shape`` (numpy's rule); rank 0 is left to the op (it broadcasts)."""
+    if tuple(t.shape) == tuple(shape) or t.ndim == 0:
+        return t
+    return broadcast_in_dim(t, shape, list(range(len(shape) - t.ndim, len(shape))))
+
+
+def _same_shape(a: TensorLike, b: TensorLike, what: str = "operands") -> tuple[Tensor, Tensor]:
+    """Both as Tensors of one trace, broadcast to one shape by numpy's rule."""
     tr = _trace_of(a, b)
     ta, tb = _tensor(a, tr), _tensor(b, tr)
+    shape = _broadcast_shape(what, ta.shape, tb.shape)
+    ta, tb = _broadcast(ta, shape), _broadcast(tb, shape)
     if ta.ndim == 0 and tb.ndim > 0:
         ta = broadcast_in_dim(ta, tb.shape, [])
     elif tb.ndim == 0 and ta.ndim > 0:
@@ -177,26 +218,26 @@ negative = neg
 
 
 def add(a: TensorLike, b: TensorLike) -> Tensor:
-    """a + b (a rank-0 operand broadcasts). Op ``add``."""
-    ta, tb = _same_shape(a, b)
+    """a + b (numpy broadcasting). Op ``add``."""
+    ta, tb = _same_shape(a, b, "add")
     return _op1("add", [ta, tb])
 
 
 def sub(a: TensorLike, b: TensorLike) -> Tensor:
-    """a − b (a rank-0 operand broadcasts). Op ``sub``."""
-    ta, tb = _same_shape(a, b)
+    """a − b (numpy broadcasting). Op ``sub``."""
+    ta, tb = _same_shape(a, b, "sub")
     return _op1("sub", [ta, tb])
 
 
 def mul(a: TensorLike, b: TensorLike) -> Tensor:
-    """a · b elementwise (a rank-0 operand broadcasts). Op ``mul``."""
-    ta, tb = _same_shape(a, b)
+    """a · b elementwise (numpy broadcasting). Op ``mul``."""
+    ta, tb = _same_shape(a, b, "mul")
     return _op1("mul", [ta, tb])
 
 
 def div(a: TensorLike, b: TensorLike) -> Tensor:
-    """a / b (IEEE: ±inf or NaN where b = 0; a rank-0 operand broadcasts). Op ``div``."""
-    ta, tb = _same_shape(a, b)
+    """a / b (IEEE: ±inf or NaN where b = 0; numpy broadcasting). Op ``div``."""
+    ta, tb = _same_shape(a, b, "div")
     return _op1("div", [ta, tb])
 
 
@@ -211,23 +252,24 @@ def square(x: Tensor) -> Tensor:
 def maximum(a: TensorLike, b: TensorLike) -> Tensor:
     """max(a, b) elementwise; NaN if either is NaN; a tie splits the cotangent equally.
     Op ``maximum``."""
-    ta, tb = _same_shape(a, b)
+    ta, tb = _same_shape(a, b, "maximum")
     return _op1("maximum", [ta, tb])
 
 
 def compare(a: TensorLike, b: TensorLike, direction: str) -> Tensor:
     """1.0 where ``a direction b`` holds, else 0.0; direction EQ, NE, LT, LE, GT or GE.
     Op ``compare`` (no derivative flows through it)."""
-    ta, tb = _same_shape(a, b)
+    ta, tb = _same_shape(a, b, "compare")
     return _op1("compare", [ta, tb], direction=direction)
 
 
 def select(pred: TensorLike, a: TensorLike, b: TensorLike) -> Tensor:
-    """a where pred ≠ 0, else b (all one shape; rank-0 operands broadcast). An exact 0
+    """a where pred ≠ 0, else b (numpy broadcasting of the three). An exact 0
     cotangent goes to the branch not taken. Op ``select``."""
     tr = _trace_of(pred, a, b)
     ts = [_tensor(x, tr) for x in (pred, a, b)]
-    shape = next((t.shape for t in ts if t.ndim > 0), ())
+    shape = _broadcast_shape("select", *(t.shape for t in ts))
+    ts = [_broadcast(t, shape) for t in ts]
     ts = [broadcast_in_dim(t, shape, []) if t.ndim == 0 and shape else t for t in ts]
     return _op1("select", ts)
 
@@ -258,14 +300,169 @@ def reduce_max(a: Tensor, axes: Sequence[int]) -> Tensor:
     return _op1("reduce_max", [a], axes=_axes(a, axes))
 
 
-def sum(a: Tensor, axis: Axes = None) -> Tensor:
+def _keep(a: Tensor, r: Tensor, axes: list[int], keepdims: bool) -> Tensor:
+    """numpy's keepdims: the reduced axes back as extents 1."""
+    if not keepdims:
+        return r
+    return reshape(r, [1 if d in axes else n for d, n in enumerate(a.shape)])
+
+
+def sum(a: TensorLike, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Sum over ``axis`` (an int, a sequence, or None = all: a scalar f64[])."""
-    return reduce_sum(a, _axes(a, axis))
+    a = _tensor(a, _trace_of(a))
+    axes = _axes(a, axis)
+    return _keep(a, reduce_sum(a, axes), axes, keepdims)
 
 
-def max(a: Tensor, axis: Axes = None) -> Tensor:
+def max(a: TensorLike, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Maximum over ``axis`` (an int, a sequence, or None = all: a scalar f64[])."""
-    return reduce_max(a, _axes(a, axis))
+    a = _tensor(a, _trace_of(a))
+    axes = _axes(a, axis)
+    return _keep(a, reduce_max(a, axes), axes, keepdims)
+
+
+def min(a: TensorLike, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Minimum over ``axis``: −max(−a) (NaN if any is NaN; ties split the cotangent)."""
+    return neg(max(neg(_tensor(a, _trace_of(a))), axis, keepdims))
+
+
+def mean(a: TensorLike, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Mean over ``axis``: the sum divided by the number of elements reduced."""
+    a = _tensor(a, _trace_of(a))
+    n = math.prod(a.shape[d] for d in _axes(a, axis))
+    return sum(a, axis, keepdims) / float(n)
+
+
+def prod(a: TensorLike, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Product over ``axis``, exact (multiplications of halves, ⌈log₂ n⌉ levels per axis;
+    no log/exp, so zeros and signs are right and the derivative is the product of the
+    others). An empty product is 1."""
+    a = _tensor(a, _trace_of(a))
+    axes = _axes(a, axis)
+    r = a
+    for d in sorted(axes, reverse=True):
+        while r.shape[d] > 1:
+            n = r.shape[d]
+            half = n // 2
+            lo = [0] * r.ndim
+            hi = list(r.shape)
+            hi[d] = half
+            first = slice(r, lo, hi)
+            lo2 = [0] * r.ndim
+            lo2[d] = half
+            hi2 = list(r.shape)
+            hi2[d] = 2 * half
+            r2 = mul(first, slice(r, lo2, hi2))
+            if n % 2:
+                lo3 = [0] * r.ndim
+                lo3[d] = n - 1
+                last = slice(r, lo3, list(r.shape))
+                r2 = concatenate([r2, last], d) if half > 1 else mul(r2, last)
+            r = r2
+        if r.shape[d] == 0:
+            shape = list(r.shape)
+            shape[d] = 1
+            r = full(shape, 1.0)
+    keep_shape = [1 if d in axes else n for d, n in enumerate(a.shape)]
+    r = reshape(r, keep_shape) if list(r.shape) != keep_shape else r
+    return r if keepdims else reshape(r, [n for d, n in enumerate(a.shape) if d not in axes])
+
+
+def logsumexp(a: TensorLike, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """ln Σ e^a over ``axis``, stable: m + ln Σ e^(a − m) with m = max a held constant
+    (stop_gradient; the result and its derivative, softmax(a), do not depend on m). A
+    slice of all −inf gives −inf."""
+    a = _tensor(a, _trace_of(a))
+    axes = _axes(a, axis)
+    m = stop_gradient(max(a, axes, keepdims=True))
+    # An all −inf slice: shift by 0 instead of −inf (e^(−inf − 0) = 0, ln 0 = −inf).
+    m = where(compare(m, -math.inf, "EQ"), 0.0, m)
+    r = log(sum(exp(a - m), axes, keepdims=True)) + m
+    return _keep(a, reshape(r, [n for d, n in enumerate(a.shape) if d not in axes]), axes, keepdims)
+
+
+def eye(n: int, m: Optional[int] = None, k: int = 0) -> Tensor:
+    """f64[n, m] with ones on diagonal k (numpy.eye), a constant."""
+    return constant(np.eye(int(n), None if m is None else int(m), int(k)))
+
+
+def trace(a: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+    """Σ_i a[..., i, i + offset, ...] over axes axis1, axis2 (numpy.trace): the sum of
+    a times an identity mask, so its derivative is the mask."""
+    ax1, ax2 = _axes(a, [axis1, axis2])
+    if ax1 == ax2:
+        raise Error(f"trace: axis1 and axis2 are both {ax1}")
+    mask = eye(a.shape[ax1], a.shape[ax2], offset)
+    dims = [ax1, ax2] if ax1 < ax2 else [ax2, ax1]
+    if ax1 > ax2:
+        mask = transpose(mask)
+    return reduce_sum(a * broadcast_in_dim(mask, a.shape, dims), dims)
+
+
+def diag(v: Tensor, k: int = 0) -> Tensor:
+    """numpy.diag: a 1-d v gives the square matrix with v on diagonal k; a 2-d v gives its
+    diagonal k (as trace's mask, summed over the columns)."""
+    if v.ndim == 1:
+        n = v.shape[0] + builtins.abs(int(k))
+        mask = eye(n, n, int(k))
+        if k >= 0:
+            vv = pad(v, [0], [int(k)])
+            return broadcast_in_dim(vv, [n, n], [0]) * mask
+        vv = pad(v, [0], [-int(k)])  # entry (i, i + k) is v[i + k]: indexed by the column
+        return broadcast_in_dim(vv, [n, n], [1]) * mask
+    if v.ndim == 2:
+        rows, cols = v.shape
+        mask = eye(rows, cols, int(k))
+        d = reduce_sum(v * mask, [1])  # row i holds v[i, i + k]
+        length = builtins.max(0, builtins.min(rows, cols - int(k)) if k >= 0 else builtins.min(rows + int(k), cols))
+        start = 0 if k >= 0 else -int(k)
+        return slice(d, [start], [start + length])
+    raise Error(f"diag: expects a 1-d or 2-d tensor, got shape {v.shape}")
+
+
+def power(x: TensorLike, y: TensorLike) -> Tensor:
+    """x ** y elementwise (numpy broadcasting). An integer y in [0, 64] is products of x
+    (exact, any sign of x); y = 0.5 is sqrt(x); y = −1 is 1/x; otherwise exp(y·ln x): NaN
+    for x < 0 as numpy gives, with the derivatives y·x^(y−1) and x^y·ln x."""
+    tr = _trace_of(x, y)
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool) and 0 <= int(y) <= 64:
+        t = _tensor(x, tr)
+        n = int(y)
+        if n == 0:
+            return full(t.shape, 1.0) if t.ndim else constant(1.0)
+        result, base = None, t
+        while n:
+            if n & 1:
+                result = base if result is None else mul(result, base)
+            n >>= 1
+            if n:
+                base = mul(base, base)
+        return result
+    if isinstance(y, (float, np.floating)) and float(y) == 0.5:
+        return sqrt(_tensor(x, tr))
+    if isinstance(y, (int, float, np.number)) and not isinstance(y, bool) and float(y) == -1.0:
+        return div(1.0, _tensor(x, tr))
+    tx, ty = _same_shape(x, y, "power")
+    return exp(mul(ty, log(tx)))
+
+
+def _tensor_pow(self: Tensor, exponent: Any) -> Any:
+    """x ** y; see :func:`power`."""
+    if not _is_operand(exponent):
+        return NotImplemented
+    return power(self, exponent)
+
+
+def _tensor_rpow(self: Tensor, base: Any) -> Any:
+    """b ** x; see :func:`power`."""
+    if not _is_operand(base):
+        return NotImplemented
+    return power(base, self)
+
+
+def _is_operand(x: Any) -> bool:
+    """A Tensor, a real number or an array: what an operator takes."""
+    return isinstance(x, (Tensor, int, float, np.number, np.ndarray, list, tuple)) and not isinstance(x, bool)
 
 
 # --- Shapes ---------------------------------------------------------------------------
@@ -405,27 +602,68 @@ def svd_topk_complement(a: Tensor, u: Tensor, s: Tensor, vt: Tensor, u_bar: Tens
 
 # --- Tensor methods -------------------------------------------------------------------
 
+def _strided(a: Tensor, d: int, lo: int, count: int, step: int) -> Tensor:
+    """Elements lo, lo + step, … (count of them) of axis d, for step > 1: slice, pad the
+    tail to a multiple of step, reshape (count, step) and keep column 0 (ops the IR has;
+    the gradient scatters back through the same ops)."""
+    n = a.shape[d]
+    end = builtins.min(n, lo + count * step)
+    start, limit = [0] * a.ndim, list(a.shape)
+    start[d], limit[d] = lo, end
+    t = slice(a, start, limit)
+    extra = count * step - (end - lo)
+    if extra:
+        low, high = [0] * a.ndim, [0] * a.ndim
+        high[d] = extra
+        t = pad(t, low, high)
+    shape = list(t.shape)
+    t = reshape(t, shape[:d] + [count, step] + shape[d + 1:])
+    start, limit = [0] * t.ndim, list(t.shape)
+    limit[d + 1] = 1
+    t = slice(t, start, limit)
+    return reshape(t, shape[:d] + [count] + shape[d + 1:])
+
+
 def _getitem(a: Tensor, key: Any) -> Tensor:
-    """Basic indexing: ints (drop the dimension), slices with step 1, and Ellipsis."""
+    """numpy's basic indexing: ints (drop the axis), slices with a positive step (step 1 is
+    one slice op; a larger step adds pad, reshape and slice), Ellipsis and None/newaxis
+    (a new axis of extent 1). Integer or boolean arrays (numpy's advanced indexing) are
+    refused with what to write instead; so are negative steps."""
     key = key if isinstance(key, tuple) else (key,)
+    for k in key:
+        if isinstance(k, (list, np.ndarray, Tensor)) or isinstance(k, bool):
+            raise Error(f"indexing: {type(k).__name__} indices (numpy's advanced indexing, a "
+                        "gather) are not supported; use slices, or tessel.ops.dot_general / einsum "
+                        "with a one-hot constant to pick rows")
     if builtins.sum(k is Ellipsis for k in key) > 1:
         raise Error("indexing: at most one Ellipsis")
+    real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if real > a.ndim:
+        raise Error(f"indexing: {real} indices for a tensor of rank {a.ndim} (shape {a.shape})")
     if Ellipsis in key:
         i = key.index(Ellipsis)
-        key = key[:i] + (builtins.slice(None),) * (a.ndim - len(key) + 1) + key[i + 1:]
-    if len(key) > a.ndim:
-        raise Error(f"indexing: {len(key)} indices for a tensor of rank {a.ndim} (shape {a.shape})")
-    start, limit, keep = [], [], []
-    for d, n in enumerate(a.shape):
-        k = key[d] if d < len(key) else builtins.slice(None)
+        key = key[:i] + (builtins.slice(None),) * (a.ndim - real) + key[i + 1:]
+    else:
+        key = key + (builtins.slice(None),) * (a.ndim - real)
+    start, limit, shape, strides = [], [], [], []  # shape: the result's, None marks kept 1s
+    d = 0
+    for k in key:
+        if k is None:
+            shape.append(1)
+            continue
+        n = a.shape[d]
         if isinstance(k, builtins.slice):
             lo, hi, step = k.indices(n)
-            if step != 1:
-                raise Error(f"indexing: only unit steps are supported, got step {step} on axis {d}")
-            start.append(lo)
-            limit.append(builtins.max(lo, hi))
-            keep.append(builtins.max(hi - lo, 0))
-        elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            if step < 0:
+                raise Error(f"indexing: negative step {step} on axis {d} (reversal) is not "
+                            "supported; index with a positive step")
+            count = len(range(lo, hi, step))
+            start.append(lo if count else 0)
+            limit.append(lo + 1 + (count - 1) * step if count else 0)
+            if step > 1 and count > 1:
+                strides.append((d, step, count))
+            shape.append(count)
+        elif isinstance(k, (int, np.integer)):
             i = int(k)
             if not -n <= i < n:
                 raise Error(f"indexing: index {i} is out of range for axis {d} of size {n}")
@@ -433,9 +671,12 @@ def _getitem(a: Tensor, key: Any) -> Tensor:
             start.append(i)
             limit.append(i + 1)
         else:
-            raise Error(f"indexing: unsupported index {k!r} (ints, slices and ... only)")
-    out = slice(a, start, limit)
-    return reshape(out, keep) if list(out.shape) != keep else out
+            raise Error(f"indexing: unsupported index {k!r} (ints, slices, ..., None)")
+        d += 1
+    out = slice(a, start, limit) if (start != [0] * a.ndim or limit != list(a.shape)) else a
+    for axis, step, count in strides:  # the block holds lo .. lo + (count−1)·step
+        out = _strided(out, axis, 0, count, step)
+    return reshape(out, shape) if list(out.shape) != shape else out
 
 
 def _tensor_sum(self: Tensor, axis: Axes = None) -> Tensor:
@@ -514,3 +755,107 @@ def _tensor_iter(self: Tensor):
 # Tensor's methods sum, max, reshape, transpose, T, exp, log, sqrt, sin, cos, indexing,
 # len and iteration call the functions above (declared in python/src/tracing.cpp, so
 # they have signatures in the type stubs).
+
+
+# --- numpy's protocols ----------------------------------------------------------------
+# np.sin(t), t * np.float64(2), np.sum(t, axis=0), np.einsum("ij->", t): numpy hands the
+# call to the Tensor, which records the same ops as tessel.ops; what has no op here is a
+# TypeError naming what to write instead (never a silent conversion to an array).
+
+_UFUNCS = {
+    "add": lambda a, b: add(a, b), "subtract": lambda a, b: sub(a, b),
+    "multiply": lambda a, b: mul(a, b), "true_divide": lambda a, b: div(a, b),
+    "divide": lambda a, b: div(a, b), "negative": lambda a: neg(_tensor(a, _trace_of(a))),
+    "positive": lambda a: _tensor(a, _trace_of(a)), "power": lambda a, b: power(a, b),
+    "square": lambda a: square(_tensor(a, _trace_of(a))), "maximum": lambda a, b: maximum(a, b),
+    "minimum": lambda a, b: neg(maximum(neg(_tensor(a, _trace_of(a, b))), neg(_tensor(b, _trace_of(a, b))))),
+    "exp": lambda a: exp(a), "log": lambda a: log(a), "sqrt": lambda a: sqrt(a),
+    "sin": lambda a: sin(a), "cos": lambda a: cos(a), "tanh": lambda a: tanh(a),
+    "absolute": lambda a: abs(a), "fabs": lambda a: abs(a), "sign": lambda a: sign(a),
+    "cosh": lambda a: cosh(a), "sinh": lambda a: sinh(a), "matmul": lambda a, b: matmul(a, b),
+    "equal": lambda a, b: compare(a, b, "EQ"), "not_equal": lambda a, b: compare(a, b, "NE"),
+    "less": lambda a, b: compare(a, b, "LT"), "less_equal": lambda a, b: compare(a, b, "LE"),
+    "greater": lambda a, b: compare(a, b, "GT"), "greater_equal": lambda a, b: compare(a, b, "GE"),
+}
+
+_REDUCE_UFUNCS = {"add": sum, "maximum": max, "minimum": min, "multiply": prod}
+
+
+def _array_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    name = ufunc.__name__
+    if kwargs.get("out") is not None:
+        raise TypeError(f"numpy.{name} on a traced tessel Tensor: out= is not supported "
+                        "(a traced value is immutable; use the result)")
+    kwargs.pop("out", None)
+    if method == "reduce" and name in _REDUCE_UFUNCS:
+        axis = kwargs.pop("axis", 0)
+        keepdims = kwargs.pop("keepdims", False)
+        if kwargs:
+            raise TypeError(f"numpy.{name}.reduce on a traced tessel Tensor: unsupported "
+                            f"arguments {sorted(kwargs)}")
+        return _REDUCE_UFUNCS[name](inputs[0], axis, keepdims)
+    if method != "__call__" or name not in _UFUNCS or kwargs:
+        raise TypeError(f"numpy.{name}{'' if method == '__call__' else '.' + method} is not "
+                        "traced for tessel Tensors; write it with tessel.ops (e.g. tessel.ops.exp, "
+                        "tessel.ops.sum, tessel.ops.where)")
+    return _UFUNCS[name](*inputs)
+
+
+def _kw(kwargs: dict, allowed: tuple[str, ...], name: str) -> dict:
+    bad = [k for k, v in kwargs.items() if k not in allowed and v is not None]
+    if bad:
+        raise TypeError(f"numpy.{name} on a traced tessel Tensor: unsupported arguments {bad}")
+    return {k: v for k, v in kwargs.items() if k in allowed}
+
+
+_FUNCTIONS = {
+    "sum": lambda a, axis=None, keepdims=False, **k: sum(a, axis, keepdims),
+    "max": lambda a, axis=None, keepdims=False, **k: max(a, axis, keepdims),
+    "amax": lambda a, axis=None, keepdims=False, **k: max(a, axis, keepdims),
+    "min": lambda a, axis=None, keepdims=False, **k: min(a, axis, keepdims),
+    "amin": lambda a, axis=None, keepdims=False, **k: min(a, axis, keepdims),
+    "mean": lambda a, axis=None, keepdims=False, **k: mean(a, axis, keepdims),
+    "prod": lambda a, axis=None, keepdims=False, **k: prod(a, axis, keepdims),
+    "reshape": lambda a, newshape=None, shape=None, **k: reshape(a, shape if shape is not None else newshape),
+    "transpose": lambda a, axes=None: transpose(a, axes),
+    "matmul": lambda a, b: matmul(a, b), "dot": lambda a, b: matmul(a, b),
+    "einsum": lambda spec, *ops, **k: einsum(spec, *ops),
+    "concatenate": lambda parts, axis=0, **k: concatenate(parts, axis),
+    "where": lambda c, a, b: select(c, a, b), "trace": lambda a, offset=0, axis1=0, axis2=1, **k: trace(a, offset, axis1, axis2),
+    "diag": lambda v, k=0: diag(v, k), "broadcast_to": lambda a, shape, **k: broadcast_to(a, shape),
+    "square": lambda a, **k: square(a), "exp": lambda a, **k: exp(a), "log": lambda a, **k: log(a),
+    "sqrt": lambda a, **k: sqrt(a), "tanh": lambda a, **k: tanh(a), "abs": lambda a, **k: abs(a),
+    "shape": lambda a: a.shape, "ndim": lambda a: a.ndim, "size": lambda a, axis=None: a.size if axis is None else a.shape[axis],
+}
+
+
+def _array_function(self: Tensor, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    name = func.__name__
+    if name in _FUNCTIONS:
+        return _FUNCTIONS[name](*args, **_kw(dict(kwargs), ("axis", "keepdims", "axes", "newshape",
+                                                               "shape", "offset", "axis1", "axis2", "k"),
+                                            name))
+    raise TypeError(f"numpy.{name} is not traced for tessel Tensors; write it with tessel.ops "
+                    f"(tessel.ops.{name} if it exists; see tessel.ops.__all__)")
+
+
+def _tensor_mean(self: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Mean over ``axis``; see :func:`mean`."""
+    return mean(self, axis, keepdims)
+
+
+def _tensor_min(self: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Minimum over ``axis``; see :func:`min`."""
+    return min(self, axis, keepdims)
+
+
+def _tensor_prod(self: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
+    """Product over ``axis``; see :func:`prod`."""
+    return prod(self, axis, keepdims)
+
+
+Tensor.__array_ufunc__ = _array_ufunc
+Tensor.__array_function__ = _array_function
+Tensor.mean = _tensor_mean
+Tensor.min = _tensor_min
+Tensor.prod = _tensor_prod

@@ -164,9 +164,10 @@ def test_shape_error_names_the_op_both_shapes_and_the_python_line():
         return a * v  # line of the error
 
     with pytest.raises(tessel.ShapeError) as e:
-        tessel.trace(f, (3, 4), (4,))
+        tessel.trace(f, (3, 4), (5,))
     msg = str(e.value)
-    assert "mul" in msg and "f64[3,4]" in msg and "f64[4]" in msg
+    assert "mul" in msg and "f64[3,4]" in msg and "f64[5]" in msg
+    assert "cannot be broadcast together" in msg
     assert "test_trace.py:" in msg and "in f" in msg
 
 
@@ -179,8 +180,9 @@ def test_shape_error_names_the_op_both_shapes_and_the_python_line():
     (lambda a: ops.svd_topk(a, 7), [(3, 4)], "svd_topk"),
     (lambda a: ops.sum(a, axis=2), [(3, 4)], "axis 2 is out of range"),
     (lambda a: a[0, 0, 0], [(3, 4)], "3 indices for a tensor of rank 2"),
-    (lambda a: a[::2], [(3, 4)], "unit steps"),
-    (lambda a: a ** 0.5, [(3, 4)], r"x \*\* n needs an int"),
+    (lambda a: a[::-1], [(3, 4)], "negative step -1"),
+    (lambda a: a[[0, 2]], [(3, 4)], "advanced indexing"),
+    (lambda a: ops.add(a, a[:, :3]), [(3, 4)], "cannot be broadcast together"),
     (lambda a: ops.compare(a, a, "SIDEWAYS"), [(3, 4)], "compare"),
 ])
 def test_bad_ops_raise_errors_naming_them(fn, shapes, match):
@@ -286,7 +288,6 @@ def test_tracing_in_threads():
 @pytest.mark.parametrize("fn,shapes,match", [
     (lambda a: ops.add(a, ops.zeros(4)), [(3,)], r"add.*f64\[3\].*f64\[4\].*test_trace.py:\d+ in <lambda>"),
     (lambda a: ops.reshape(a, (4,)), [(3,)], r"reshape.*test_trace.py:\d+"),
-    (lambda a: a ** 2 ** 64, [(3,)], "out of the int64 range"),
     (lambda a: ops.iota([2 ** 64], 0), [(3,)], "out of the int64 range"),
     (lambda a: ops.iota((3, 4), 5), [(3,)], "dim 5 is out of range"),
     (lambda a: ops.matmul(a, a), [(3,)], "two matrices"),
