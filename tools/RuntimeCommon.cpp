@@ -116,18 +116,6 @@ std::vector<ir::Tensor> loadProgramInputs(const ir::Program &p, const std::vecto
   return inputs;
 }
 
-std::string RunPassesFlag::apply(ir::Program &p) const {
-  passes::Pipeline pl = passes::Pipeline::parse(pipeline, "--passes");
-  if (pl.passes.empty()) return "";
-  const size_t before = p.ops.size();
-  auto t0 = std::chrono::steady_clock::now();
-  passes::PassManager(pl).run(p);
-  const double ms = rt::msSince(t0);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, ": %zu -> %zu ops, %.3f ms", before, p.ops.size(), ms);
-  return "passes " + pipeline + buf;
-}
-
 std::string displayOutputName(const std::string &name) {
   std::string clipped = ir::text::clipForMessage(name, 200);
   return ir::text::isBareName(clipped) ? clipped : ir::text::quoteString(clipped);

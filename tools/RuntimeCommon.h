@@ -9,6 +9,7 @@
 
 #include "ir/Program.h"
 #include "passes/Order.h"
+#include "passes/RunPipeline.h"
 #include "runtime/Runtime.h"
 
 namespace tessel::tools {
@@ -41,11 +42,9 @@ struct PrepareFlags {
   }
 };
 
-/// The pipeline `tessel run` and `tessel prepare` apply before preparing, as XLA's
-/// compiler simplifies every program it is given: the algebraic clean-ups the grad
-/// transform invites (multiplications by a broadcast 1 and the like: passes/Fold.h),
-/// then CSE and DCE. Exact except for the sign of a zero in x + 0 and 0 - x (passes/Fold.h).
-inline constexpr const char *kRunPipeline = "fold,cse,dce";
+/// The pipeline `tessel run` and `tessel prepare` apply before preparing (the same as
+/// tessel.prepare's: passes/RunPipeline.h).
+using passes::kRunPipeline;
 
 /// --passes of `tessel run` and `tessel prepare`: the pipeline applied to the program
 /// (after its einsums are lowered, before prepare); default kRunPipeline, "" = none
@@ -60,9 +59,11 @@ struct RunPassesFlag {
                        "program exactly as given; `tessel opt --list-passes` lists the passes)")
         ->capture_default_str();
   }
-  /// Runs the pipeline on `p`; returns "passes fold,cse,dce: 12 -> 9 ops, 0.021 ms" (empty
-  /// for an empty pipeline). Throws tessel::Error for an unknown pass or a bad option.
-  std::string apply(ir::Program &p) const;
+  /// Lowers `p`'s einsums by `order` and runs the pipeline on it (passes::prepareForRun,
+  /// the path tessel.prepare takes too).
+  passes::RunPreparation apply(ir::Program &p, const std::string &order) const {
+    return passes::prepareForRun(p, order, pipeline, "--passes");
+  }
 };
 
 /// The inputs of `p` from `--input NAME=VALUE` arguments: VALUE is a .npy file

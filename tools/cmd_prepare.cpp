@@ -59,8 +59,7 @@ void addPrepareCommand(CLI::App &app) {
       throw Error("error: --format: unknown format '" + opts->format + "' (allowed: text, json)");
     if (opts->width < 1) throw Error("error: --width must be >= 1, got " + std::to_string(opts->width));
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
-    std::string note = lowerEinsumsForRuntime(p, opts->order);
-    opts->passes.apply(p);
+    const std::string note = opts->passes.apply(p, opts->order).note;
     rt::PrepareOptions po = opts->prepareFlags.options();
     po.reuseBuffers = !opts->noReuse;
     auto t0 = std::chrono::steady_clock::now();

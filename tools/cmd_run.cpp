@@ -111,8 +111,8 @@ void addRunCommand(CLI::App &app) {
     if (opts->repeat < 0) throw Error("error: --repeat must be >= 0, got " + std::to_string(opts->repeat));
     std::string loadBefore = rt::loadAverage();
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
-    std::string note = lowerEinsumsForRuntime(p, opts->order);
-    const std::string passesLine = opts->passes.apply(p);
+    const passes::RunPreparation prep = opts->passes.apply(p, opts->order);
+    const std::string &note = prep.note, &passesLine = prep.passesLine;
 
     std::vector<ir::Tensor> inputs = loadProgramInputs(p, opts->inputs, opts->randomSeed);
 

@@ -37,6 +37,7 @@
 #include "passes/Checkpoint.h"
 #include "passes/Grad.h"
 #include "passes/Order.h"
+#include "passes/RunPipeline.h"
 #include "passes/PassManager.h"
 #include "runtime/Runtime.h"
 #include "runtime/Stats.h"
@@ -365,13 +366,15 @@ NB_MODULE(_tessel, m) {
 
   m.def(
       "prepare",
-      [](const PyProgram &p, const std::string &order, int valueCheck, bool reuseBuffers, bool fuse) {
+      [](const PyProgram &p, const std::string &order, const std::string &pipeline, int valueCheck,
+         bool reuseBuffers, bool fuse) {
         auto t0 = Clock::now();
         ir::Program lowered = p.ir;
         PyPlan r;
         {
           nb::gil_scoped_release release;
-          r.note = passes::lowerEinsumsForRuntime(lowered, order);
+          // The same path as `tessel run` and `tessel prepare` (passes/RunPipeline.h).
+          r.note = passes::prepareForRun(lowered, order, pipeline, "passes").note;
           rt::PrepareOptions o;
           o.valueCheck = static_cast<rt::ValueCheck>(valueCheck);
           o.reuseBuffers = reuseBuffers;
@@ -381,7 +384,7 @@ NB_MODULE(_tessel, m) {
         r.prepareMs = msSince(t0);
         return r;
       },
-      "program"_a, "order"_a, "value_check"_a, "reuse_buffers"_a, "fuse"_a);
+      "program"_a, "order"_a, "passes"_a, "value_check"_a, "reuse_buffers"_a, "fuse"_a);
 
   nb::class_<PyEngine>(m, "Engine",
                        "An engine of fixed width W: W threads run a plan's instructions (width 1 runs "

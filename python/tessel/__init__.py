@@ -236,13 +236,21 @@ def opt(program: Program, pipeline: str, *, print_ir_after_all: bool = False,
     return _tessel.opt(program, pipeline, o, out.write)
 
 
-def prepare(program: Program, *, order: str = "auto", check_nan: bool = False,
-            check_inf: bool = False, reuse_buffers: bool = True, fuse: bool = True) -> Plan:
+def prepare(program: Program, *, order: str = "auto", passes: str = "fold,cse,dce",
+            check_nan: bool = False, check_inf: bool = False, reuse_buffers: bool = True,
+            fuse: bool = True) -> Plan:
     """Lowers a program to a Plan: flat instruction list, kernel plans and buffer plan.
+
+    The same path as ``tessel run`` and ``tessel prepare``: einsums lowered by ``order``,
+    then the ``passes`` pipeline, then prepare; so a program gives the same plan from
+    Python and from the command line.
 
     Args:
         order: how einsum ops are lowered first (``auto``, ``chain``, ``pairwise``,
             ``greedy``, ``optimal``), or ``none`` to refuse them.
+        passes: the pass pipeline run before prepare (default ``fold,cse,dce``: the
+            algebraic folds the grad transform leaves, CSE, DCE; exact but for the sign of
+            a zero in x + 0 and 0 − x); ``""`` prepares the program exactly as given.
         check_nan: after every op, check its results; the first NaN stops a run with an
             Error naming the op, its location, the element and which operands held NaN.
         check_inf: as check_nan, but ±inf stops too.
@@ -265,8 +273,9 @@ def prepare(program: Program, *, order: str = "auto", check_nan: bool = False,
                     "optimal, none)")
     if not isinstance(program, Program):
         raise Error(f"prepare: expected a tessel.Program, got {type(program).__name__}")
+    _check_str("passes", passes)
     check = 2 if check_inf else 1 if check_nan else 0
-    return _tessel.prepare(program, order, check, bool(reuse_buffers), bool(fuse))
+    return _tessel.prepare(program, order, passes, check, bool(reuse_buffers), bool(fuse))
 
 
 def evaluate_reference(program: Program, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> dict[str, np.ndarray]:

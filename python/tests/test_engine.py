@@ -148,3 +148,25 @@ def test_profile_report_while_another_thread_runs():
         stop.set()
         t.join()
     assert not errors
+
+
+def test_prepare_takes_the_command_lines_path(source_dir, tmp_path):
+    # tessel.prepare lowers einsums and runs fold,cse,dce before prepare, as `tessel
+    # prepare` and `tessel run` do: the README's sum(sin(x)·x²) gradient gives the same
+    # plan from both (it skipped the clean-up: 9 fused ops against 7 once).
+    import os
+    import pathlib
+    import subprocess
+    cli = pathlib.Path(os.environ.get("TESSEL_CLI", source_dir / "build" / "tools" / "tessel"))
+    if not cli.exists():
+        pytest.skip(f"no tessel binary at {cli}")
+    g = tessel.grad(tessel.trace(lambda x: ops.sum(ops.sin(x) * x * x), (1000,)), keep_outputs=False)
+    (tmp_path / "g.tir").write_text(str(g))
+    listing = subprocess.run([str(cli), "prepare", str(tmp_path / "g.tir")], check=True,
+                             capture_output=True, text=True).stdout
+    from_cli = [l for l in listing.splitlines() if not l.startswith("prepared in")]
+    assert str(tessel.prepare(g)).splitlines() == from_cli
+    # passes="" prepares the program exactly as given: the multiplications by a broadcast
+    # 1 that the grad transform leaves are still there (10 fused ops against 8).
+    assert "| 8 ops fused [" in str(tessel.prepare(g))
+    assert "| 10 ops fused [" in str(tessel.prepare(g, passes=""))
