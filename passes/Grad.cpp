@@ -65,12 +65,38 @@ std::vector<ValueId> resolveWrt(const Program &p, const GradOptions &opts) {
   return wrt;
 }
 
+/// The name of the gradient with respect to input `w`: grad_<w>, or, differentiating
+/// a program whose outputs already hold grad_<w> (or gradN_<w>) — grad of grad —
+/// grad2_<w> (gradN+1_<w>): the order of the derivative, not a uniquifying suffix.
+std::string gradientName(const Program &p, const std::string &w) {
+  int order = 0;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    llvm::StringRef n(p.outputName(i));
+    if (!n.consume_front("grad") || !n.endswith("_" + w)) continue;
+    n = n.drop_back(w.size() + 1);
+    unsigned k = 1;
+    if (!n.empty() && (n.getAsInteger(10, k) || k < 2)) continue;
+    order = std::max(order, static_cast<int>(k));
+  }
+  return order == 0 ? "grad_" + w : "grad" + std::to_string(order + 1) + "_" + w;
+}
+
 /// Without vjp the program needs exactly one scalar output (the loss).
 void checkScalarLoss(const Program &p) {
   if (p.outputs.size() != 1)
+  {
+    std::string names;
+    for (size_t i = 0; i < p.outputs.size() && i < 4; ++i)
+      names += (i ? ", " : "") + ir::text::percentName(p.outputName(i));
+    if (p.outputs.size() > 4) names += ", ...";
     throw Error("grad: program " + ir::text::atName(p.name) + " has " + std::to_string(p.outputs.size()) +
-                " outputs; without vjp the program needs exactly one scalar output "
-                "(use vjp to pass a cotangent per output)");
+                " outputs (" + names + "); without vjp the program needs exactly one scalar output " +
+                (p.gradSignature && p.gradSignature->primalOutputs > 0
+                     ? "(it is a gradient that kept its value: build it with keep-outputs=false, "
+                       "tessel.grad(p, keep_outputs=False), to differentiate it again; or use vjp "
+                       "to pass a cotangent per output)"
+                     : "(use vjp to pass a cotangent per output)"));
+  }
   const ir::Type &t = p.type(p.outputs[0]);
   if (t.rank() != 0)
     throw Error("grad: output '%" + p.outputName(0) + "' has shape " + t.str() +
@@ -159,7 +185,7 @@ std::vector<ValueId> gradientValues(const Program &p, Program &r, Builder &b,
       b.setLoc("grad: copy");
       g = b.reshape(g, t.shape); // an identity reshape
     }
-    r.setName(g, "grad_" + p.value(w).name);
+    r.setName(g, gradientName(p, p.value(w).name));
     grads.push_back(g);
   }
   return grads;

@@ -210,7 +210,21 @@ NB_MODULE(_tessel, m) {
       .def_ro("name", &ValueSig::name)
       .def_prop_ro("shape", [](const ValueSig &v) { return shapeTuple(v.shape); })
       .def_prop_ro("dtype", [](const ValueSig &) { return "float64"; })
-      .def("__repr__", [](const ValueSig &v) { return "%" + v.name + ": " + ir::Type(v.shape).str(); });
+      .def("__repr__", [](const ValueSig &v) { return "%" + v.name + ": " + ir::Type(v.shape).str(); })
+      // A Value keys the result dict of Engine.run / evaluate_reference as its name does:
+      // it hashes as its name and equals it (and another Value of the same name and shape).
+      .def("__hash__", [](const ValueSig &v) { return nb::hash(nb::str(v.name.c_str())); })
+      .def(
+          "__eq__",
+          [](const ValueSig &v, nb::handle other) -> nb::object {
+            if (nb::isinstance<nb::str>(other)) return nb::bool_(nb::cast<std::string>(other) == v.name);
+            if (nb::isinstance<ValueSig>(other)) {
+              const ValueSig &o = nb::cast<const ValueSig &>(other);
+              return nb::bool_(o.name == v.name && o.shape == v.shape);
+            }
+            return nb::borrow(Py_NotImplemented);
+          },
+          "other"_a.none());
 
   nb::class_<PyProgram>(m, "Program",
                         "A typed SSA program (tessel's IR). Immutable: transforms return new programs.")

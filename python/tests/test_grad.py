@@ -66,9 +66,9 @@ def test_second_derivative_by_grad_of_grad():
     g = tessel.grad(tessel.trace(f, ()), wrt="b", keep_outputs=False)
     gg = tessel.grad(g, wrt="b", keep_outputs=False)
     b = 0.7
-    assert [o.name for o in gg.outputs] == ["grad_b_1"]  # %grad_b is g's output: a new name
+    assert [o.name for o in gg.outputs] == ["grad2_b"]  # the order of the derivative
     d1 = float(run(g, {"b": b})["grad_b"])
-    d2 = float(run(gg, {"b": b})["grad_b_1"])
+    d2 = float(run(gg, {"b": b})[gg.outputs[0]])  # a program's Value keys the result too
     e, s, c = np.exp(b * b), np.sin(b), np.cos(b)
     assert d1 == pytest.approx(e * (2 * b * s + c), rel=1e-14)
     assert d2 == pytest.approx(e * ((2 + 4 * b * b) * s + 4 * b * c - s), rel=1e-13)
@@ -105,3 +105,15 @@ def test_opt_errors_name_the_pass():
         tessel.opt(p, "cse,nosuchpass")
     with pytest.raises(tessel.Error, match="strategy"):
         tessel.opt(p, "order{strategy=fastest}")
+
+
+def test_grad_of_a_value_and_grad_program_says_how():
+    g = tessel.grad(tessel.trace(lambda b: ops.exp(b) * b, ()))  # keeps the value: 2 outputs
+    with pytest.raises(tessel.Error, match=r"2 outputs \(%out0, %grad_b\).*keep_outputs=False"):
+        tessel.grad(g)
+    g3 = tessel.grad(tessel.grad(tessel.grad(tessel.trace(lambda b: ops.exp(b) * b, ()),
+                                             keep_outputs=False), keep_outputs=False),
+                     keep_outputs=False)
+    assert [o.name for o in g3.outputs] == ["grad3_b"]
+    b = 0.4
+    assert float(run(g3, {"b": b})["grad3_b"]) == pytest.approx(np.exp(b) * (b + 3), rel=1e-14)
