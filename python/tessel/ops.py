@@ -759,8 +759,9 @@ def _tensor_iter(self: Tensor):
 
 # --- numpy's protocols ----------------------------------------------------------------
 # np.sin(t), t * np.float64(2), np.sum(t, axis=0), np.einsum("ij->", t): numpy hands the
-# call to the Tensor, which records the same ops as tessel.ops; what has no op here is a
-# TypeError naming what to write instead (never a silent conversion to an array).
+# call to the Tensor (its __array_ufunc__ and __array_function__, declared in
+# python/src/tracing.cpp, call these), which records the same ops as tessel.ops; what has
+# no op here is a TypeError naming what to write instead (never a silent conversion).
 
 _UFUNCS = {
     "add": lambda a, b: add(a, b), "subtract": lambda a, b: sub(a, b),
@@ -853,9 +854,3 @@ def _tensor_prod(self: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
     """Product over ``axis``; see :func:`prod`."""
     return prod(self, axis, keepdims)
 
-
-Tensor.__array_ufunc__ = _array_ufunc
-Tensor.__array_function__ = _array_function
-Tensor.mean = _tensor_mean
-Tensor.min = _tensor_min
-Tensor.prod = _tensor_prod
