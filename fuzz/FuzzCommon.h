@@ -20,6 +20,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Json.h"
+#include "ir/TextUtil.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -37,8 +38,21 @@ inline std::string checkRoundTrips(const ir::Program &p) {
     return "printed program does not parse back: " + std::string(e.what()) + "\n--- printed:\n" + text;
   }
   if (again != text) return "print -> parse -> print is not the identity:\n" + text + "\n--- vs\n" + again;
+  // JSON holds only UTF-8: a program, value or loc name that is not is refused by the
+  // writer, by name (docs/ir-json.md); any other refusal is a failure.
+  bool notUtf8 = ir::text::findInvalidUtf8(p.name).has_value();
+  for (const ir::ValueInfo &v : p.values) notUtf8 |= ir::text::findInvalidUtf8(v.name).has_value();
+  for (const ir::Op &op : p.ops) notUtf8 |= ir::text::findInvalidUtf8(op.loc).has_value();
+  std::string json;
   try {
-    viaJson = ir::printProgram(ir::programFromJson(ir::programToJson(p), "<json>"));
+    json = ir::programToJson(p);
+  } catch (const std::exception &e) {
+    if (notUtf8 && std::string(e.what()).find("is not valid UTF-8") != std::string::npos) return "";
+    return "JSON writer refused a program: " + std::string(e.what()) + "\n--- text:\n" + text;
+  }
+  if (notUtf8) return "JSON writer accepted a name that is not UTF-8:\n" + text;
+  try {
+    viaJson = ir::printProgram(ir::programFromJson(json, "<json>"));
   } catch (const std::exception &e) {
     return "JSON form does not read back: " + std::string(e.what()) + "\n--- text:\n" + text;
   }
