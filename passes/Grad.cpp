@@ -71,8 +71,10 @@ std::vector<ValueId> resolveWrt(const Program &p, const GradOptions &opts) {
 std::string gradientName(const Program &p, const std::string &w) {
   int order = 0;
   for (size_t i = 0; i < p.outputs.size(); ++i) {
-    llvm::StringRef n(p.outputName(i));
-    if (!n.consume_front("grad") || !n.endswith("_" + w)) continue;
+    const std::string name = p.outputName(i); // a temporary: the StringRef must not outlive it
+    const std::string suffix = "_" + w;
+    llvm::StringRef n(name);
+    if (!n.consume_front("grad") || !n.endswith(suffix)) continue;
     n = n.drop_back(w.size() + 1);
     unsigned k = 1;
     if (!n.empty() && (n.getAsInteger(10, k) || k < 2)) continue;
