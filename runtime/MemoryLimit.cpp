@@ -84,9 +84,11 @@ MemoryLimit memoryLimit() {
 std::string readBoundedFile(const std::string &path) {
   const std::string shown = "'" + ir::text::clipForMessage(path, 200) + "'";
   const MemoryLimit mem = memoryLimit();
-  const int64_t cap = mem.bytes / 2;
+  int64_t cap = mem.bytes / 2;
   auto tooLarge = [&](const std::string &size) {
-    return Error("error: " + shown + " is " + size + ", more than half of " + mem.what +
+    return Error("error: " + shown + " is " + size + ", more than " +
+                 (cap < mem.bytes / 2 ? std::string("tessel reads from a stream of unknown size (1 GiB)")
+                                      : "half of " + mem.what) +
                  " (a program or input is parsed in memory; split it or raise the limit)");
   };
   std::ifstream file;
@@ -104,6 +106,11 @@ std::string readBoundedFile(const std::string &path) {
     if (!file) throw Error("error: cannot open " + shown);
     in = &file;
   }
+  // A stream of unknown size (stdin, a pipe, a device such as /dev/zero) is read at most
+  // 1 GiB: far beyond any program text, and a few seconds of reading, not minutes.
+  std::error_code rc;
+  if (path == "-" || !std::filesystem::is_regular_file(path, rc))
+    cap = std::min<int64_t>(cap, int64_t(1) << 30);
   std::string out;
   std::string chunk(size_t(1) << 20, '\0');
   while (*in) {

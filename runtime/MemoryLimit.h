@@ -31,9 +31,9 @@ std::string formatGiB(int64_t bytes);
 
 /// The whole of file `path` ("-": stdin), read in 1 MiB chunks and refused with a
 /// tessel::Error naming the file and the limit as soon as it exceeds half of
-/// memoryLimit() (a parser holds the text and what it builds from it): a 20 GB sparse
-/// file is refused by its size before a byte is read, /dev/zero or an endless pipe after
-/// that many bytes, never by std::bad_alloc. Errors start "error: cannot read 'PATH'"
+/// memoryLimit() (a parser holds the text and what it builds from it), or 1 GiB for a
+/// stream of unknown size: a 20 GB sparse file is refused by its size before a byte is
+/// read, /dev/zero or an endless pipe after 1 GiB, never by std::bad_alloc. Errors start "error: cannot read 'PATH'"
 /// or "error: 'PATH' is ...".
 std::string readBoundedFile(const std::string &path);
 
