@@ -117,8 +117,7 @@ std::vector<ir::Tensor> loadProgramInputs(const ir::Program &p, const std::vecto
 }
 
 std::string displayOutputName(const std::string &name) {
-  std::string clipped = ir::text::clipForMessage(name, 200);
-  return ir::text::isBareName(clipped) ? clipped : ir::text::quoteString(clipped);
+  return ir::text::percentName(name).substr(1); // the IR's spelling, without the '%'
 }
 
 std::string npyFileName(const std::string &name) {

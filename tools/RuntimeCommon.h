@@ -74,9 +74,8 @@ struct RunPassesFlag {
 std::vector<ir::Tensor> loadProgramInputs(const ir::Program &p, const std::vector<std::string> &args,
                                           int64_t randomSeed = -1);
 
-/// How `tessel run` shows an output's name: bare when it is an IR bare name
-/// ([A-Za-z0-9_.]+), else quoted with escapes as the IR printer writes it (control bytes
-/// and invalid UTF-8 never reach the terminal), clipped to a few hundred bytes.
+/// How `tessel run` shows an output's name: ir::text::percentName without the '%' (bare,
+/// or quoted with escapes; control bytes and invalid UTF-8 never reach the terminal).
 std::string displayOutputName(const std::string &name);
 
 /// The file name `tessel run --output-dir` writes output `name` to: `<name>.npy`, with

@@ -281,13 +281,14 @@ void bindTracing(nb::module_ &m) {
           },
           "Ends the trace: the verified program (its compile time is the trace's).");
 
-  // Binary operators broadcast by numpy's rule (broadcast_in_dim ops, visible in the IR).
+  // Elementwise operators broadcast by numpy's rule (broadcast_in_dim ops, visible in the
+  // IR); `name` is the op for the message, nullptr for @ (matmul has its own shape rule).
   auto binary = [](frontend::Tensor (*f)(const frontend::Tensor &, const frontend::Tensor &),
                    bool reflected, const char *name) {
     return [f, reflected, name](const PyTensor &a, nb::handle other) {
       frontend::Tensor b = operand(a, other);
       frontend::Tensor x = reflected ? b : a.t, y = reflected ? a.t : b;
-      if (std::string(name) != "dot_general") {
+      if (name != nullptr) {
         const ir::Shape shape = broadcastShapes(x.shape(), y.shape(), name);
         x = broadcastOperand(x, shape);
         y = broadcastOperand(y, shape);
@@ -360,8 +361,8 @@ void bindTracing(nb::module_ &m) {
       .def("__rmul__", binary(mul, true, "mul"))
       .def("__truediv__", binary(div, false, "div"))
       .def("__rtruediv__", binary(div, true, "div"))
-      .def("__matmul__", binary(matmul, false, "dot_general"))
-      .def("__rmatmul__", binary(matmul, true, "dot_general"))
+      .def("__matmul__", binary(matmul, false, nullptr))
+      .def("__rmatmul__", binary(matmul, true, nullptr))
       .def("__eq__", eqne("EQ"), "other"_a.none())
       .def("__ne__", eqne("NE"), "other"_a.none())
       .def("__hash__", [](nb::handle self) { return static_cast<Py_ssize_t>(reinterpret_cast<intptr_t>(self.ptr()) >> 4); })
