@@ -14,7 +14,8 @@ llvm::SmallVector<ValueId, 1> Builder::createMulti(OpKind kind, llvm::ArrayRef<V
     types.push_back(prog_.type(v));
   }
   std::optional<std::vector<Type>> results = checkOpAndInferTypes(
-      kind, types, attrs, [](const OpProblem &problem) { throw ShapeError(problem.message); });
+      kind, types, attrs, [](const OpProblem &problem) { throw ShapeError(problem.message); },
+      callees());
   canonicalizeAttrs(kind, attrs);
   return prog_.appendOp(kind, operands, std::move(attrs), *results, loc_, remat_);
 }
@@ -25,6 +26,23 @@ ValueId Builder::create(OpKind kind, llvm::ArrayRef<ValueId> operands, AttrList 
     throw ShapeError(std::string(opName(kind)) + " has " + std::to_string(r.size()) +
                      " results; use createMulti");
   return r[0];
+}
+
+llvm::SmallVector<ValueId, 1> Builder::call(llvm::StringRef callee,
+                                            llvm::ArrayRef<ValueId> operands) {
+  return createMulti(OpKind::Call, operands, {{"callee", Attr::str(callee.str())}});
+}
+
+llvm::SmallVector<ValueId, 1> Builder::scan(llvm::StringRef body, llvm::ArrayRef<ValueId> carries,
+                                            llvm::ArrayRef<ValueId> xs, int64_t length,
+                                            bool reverse) {
+  llvm::SmallVector<ValueId, 8> operands(carries.begin(), carries.end());
+  operands.append(xs.begin(), xs.end());
+  return createMulti(OpKind::Scan, operands,
+                     {{"callee", Attr::str(body.str())},
+                      {"length", Attr::i64(length)},
+                      {"carries", Attr::i64(static_cast<int64_t>(carries.size()))},
+                      {"reverse", Attr::i64(reverse ? 1 : 0)}});
 }
 
 ValueId Builder::constant(const Tensor &t) {

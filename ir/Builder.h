@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <algorithm>
 #include <string>
 
 #include "ir/Program.h"
@@ -16,8 +17,18 @@ namespace tessel::ir {
 
 class Builder {
 public:
-  explicit Builder(Program &p) : prog_(p) {}
+  explicit Builder(Program &p) : prog_(p), callees_(&p.functions) {}
   Program &program() { return prog_; }
+  /// The functions call and scan ops may name: the first `visible` of `functions` (by
+  /// default, all of the built program's own functions: it is the entry of its module).
+  /// Set it when building a function of another program's module.
+  void setCallees(const std::vector<Program> &functions, size_t visible = ~size_t(0)) {
+    callees_ = &functions;
+    visible_ = visible;
+  }
+  Callees callees() const {
+    return Callees(*callees_).take_front(std::min(visible_, callees_->size()));
+  }
   const Type &type(ValueId v) const { return prog_.type(v); }
 
   /// Location attached to every op created from now on; the ops are not remat ops.
@@ -82,9 +93,17 @@ public:
                                                   ValueId gU, ValueId gVt, double eps,
                                                   int64_t guards = 0);
   ValueId stopGradient(ValueId a) { return unary(OpKind::StopGradient, a); }
+  /// `call @callee(operands)`: the callee's outputs.
+  llvm::SmallVector<ValueId, 1> call(llvm::StringRef callee, llvm::ArrayRef<ValueId> operands);
+  /// `scan @body(carries..., xs...) {length, carries}`: the final carries, then the stacked ys.
+  llvm::SmallVector<ValueId, 1> scan(llvm::StringRef body, llvm::ArrayRef<ValueId> carries,
+                                     llvm::ArrayRef<ValueId> xs, int64_t length,
+                                     bool reverse = false);
 
 private:
   Program &prog_;
+  const std::vector<Program> *callees_;
+  size_t visible_ = ~size_t(0);
   std::string loc_;
   bool remat_ = false;
 };

@@ -11,8 +11,13 @@
 //                 "loc": "step: svd Ma"},             // only when non-empty
 //                ...],
 //    "outputs": ["lnz", "Tn"],
-//    "grad": {"primal_outputs": 1, "wrt": ["T"], "cotangents": 0}}  // gradient programs only
+//    "grad": {"primal_outputs": 1, "wrt": ["T"], "cotangents": 0},  // gradient programs only
+//    "functions": [{"name": "body", "inputs": ..., "ops": ..., "outputs": ...}, ...]}
+//                                                   // a module's other functions only
 //
+// A module is its entry (the root object) with "functions": the others in order,
+// callees before callers, each with the fields of a program but no version or kind.
+// A call or scan names its callee in the attribute "callee" (a string).
 // Value names are the text form's names without '%' (anonymous values numbered "0",
 // "1", ... in order of definition, exactly as printed). Attribute values: i64 -> JSON
 // integer, f64 -> JSON number, str -> JSON string, i64s -> array of integers,
@@ -244,7 +249,7 @@ public:
 
   Program read(const ojson &root) {
     objectAt(root, "");
-    checkKeys(root, "", {"version", "kind", "name", "inputs", "ops", "outputs", "grad"});
+    checkKeys(root, "", {"version", "kind", "name", "inputs", "ops", "outputs", "grad", "functions"});
     const ojson &kind = field(root, "", "kind");
     if (!kind.is_string() || kind.get<std::string>() != "tessel.program")
       fail("/kind", "expected \"tessel.program\", got " + shown(kind));
@@ -252,12 +257,41 @@ public:
     if (!version.is_number_integer() || version.get<int64_t>() != kJsonVersion)
       fail("/version", "unsupported version " + shown(version) + " (this tessel reads version " +
                            std::to_string(kJsonVersion) + ")");
-    Program p;
-    p.name = stringAt(field(root, "", "name"), "/name");
+    // A module: its functions, callees before callers, then the entry (the root).
+    if (auto it = root.find("functions"); it != root.end()) {
+      const ojson &fns = arrayAt(*it, "/functions");
+      for (size_t i = 0; i < fns.size(); ++i) {
+        const std::string ptr = "/functions/" + std::to_string(i);
+        objectAt(fns[i], ptr);
+        checkKeys(fns[i], ptr, {"name", "inputs", "ops", "outputs", "grad"});
+        Program f = readFunction(fns[i], ptr);
+        for (const Program &g : functions_)
+          if (g.name == f.name)
+            fail(ptr + "/name", "function @" + shown(f.name) + " is defined twice in the module");
+        functions_.push_back(std::move(f));
+      }
+    }
+    Program p = readFunction(root, "");
+    p.functions = std::move(functions_);
+    std::vector<std::string> problems = verify(p);
+    if (!problems.empty()) {
+      std::string msg = "verification failed: " + problems[0];
+      for (size_t i = 1; i < problems.size(); ++i) msg += "\n  also: " + problems[i];
+      fail("", msg);
+    }
+    return p;
+  }
 
-    const ojson &inputs = arrayAt(field(root, "", "inputs"), "/inputs");
+  /// One function at JSON pointer `at` ("" for the entry), whose calls may name the
+  /// functions read before it.
+  Program readFunction(const ojson &obj, const std::string &at) {
+    defs_.clear();
+    Program p;
+    p.name = stringAt(field(obj, at, "name"), at + "/name");
+
+    const ojson &inputs = arrayAt(field(obj, at, "inputs"), at + "/inputs");
     for (size_t i = 0; i < inputs.size(); ++i) {
-      std::string ptr = "/inputs/" + std::to_string(i);
+      std::string ptr = at + "/inputs/" + std::to_string(i);
       const ojson &in = objectAt(inputs[i], ptr);
       checkKeys(in, ptr, {"name", "type"});
       std::string name = stringAt(field(in, ptr, "name"), ptr + "/name");
@@ -268,28 +302,28 @@ public:
       defs_[name] = p.addInput(name, t);
     }
 
-    if (auto it = root.find("grad"); it != root.end()) p.gradSignature = readGradSignature(p, *it);
+    if (auto it = obj.find("grad"); it != obj.end()) p.gradSignature = readGradSignature(p, *it, at + "/grad");
 
-    const ojson &ops = arrayAt(field(root, "", "ops"), "/ops");
-    for (size_t i = 0; i < ops.size(); ++i) readOp(p, ops[i], "/ops/" + std::to_string(i));
+    const ojson &ops = arrayAt(field(obj, at, "ops"), at + "/ops");
+    for (size_t i = 0; i < ops.size(); ++i) readOp(p, ops[i], at + "/ops/" + std::to_string(i));
 
-    const ojson &outputs = arrayAt(field(root, "", "outputs"), "/outputs");
+    const ojson &outputs = arrayAt(field(obj, at, "outputs"), at + "/outputs");
     for (size_t i = 0; i < outputs.size(); ++i)
-      p.addOutput(use(outputs[i], "/outputs/" + std::to_string(i)));
+      p.addOutput(use(outputs[i], at + "/outputs/" + std::to_string(i)));
 
-    std::vector<std::string> problems = verify(p);
+    if (at.empty()) return p; // the entry: verified with its functions by read()
+    std::vector<std::string> problems = verifyFunction(p, functions_);
     if (!problems.empty()) {
       std::string msg = "verification failed: " + problems[0];
       for (size_t i = 1; i < problems.size(); ++i) msg += "\n  also: " + problems[i];
-      fail("", msg);
+      fail(at, msg);
     }
     return p;
   }
 
   /// "grad": {"primal_outputs": N, "wrt": ["a", ...], "cotangents": K}; read right after
   /// the inputs, so every name it uses must be an input.
-  GradSignature readGradSignature(const Program &p, const ojson &j) {
-    const std::string ptr = "/grad";
+  GradSignature readGradSignature(const Program &p, const ojson &j, const std::string &ptr) {
     objectAt(j, ptr);
     checkKeys(j, ptr, {"primal_outputs", "wrt", "cotangents"});
     auto count = [&](const char *k) -> size_t {
@@ -382,7 +416,7 @@ public:
     Op &op = p.ops.back();
     for (size_t i = 0; i < results.size(); ++i)
       p.values[results[i]].name = isAnonymousName(resultNames[i]) ? std::string() : resultNames[i];
-    checkOp(p, op, report, [&](size_t i) { return "%" + resultNames[i]; });
+    checkOp(p, op, report, [&](size_t i) { return "%" + resultNames[i]; }, functions_);
     canonicalizeAttrs(op.kind, op.attrs);
     for (size_t i = 0; i < results.size(); ++i) defs_[resultNames[i]] = results[i];
   }
@@ -390,6 +424,8 @@ public:
 private:
   std::string file_;
   std::unordered_map<std::string, ValueId> defs_;
+  /// The functions of the module read so far (what a call may name).
+  std::vector<Program> functions_;
 };
 
 /// Line and column (1-based, bytes) of byte offset `off`, and the text of that line.
@@ -422,10 +458,10 @@ SourcePos offsetToPos(const std::string &text, size_t off, const std::string &fi
 
 } // namespace
 
-std::string programToJson(const Program &p, int indent) {
-  if (indent < -1 || indent > kMaxJsonIndent)
-    throw Error("error: JSON indent must be between -1 (one line) and " +
-                std::to_string(kMaxJsonIndent) + ", got " + std::to_string(indent));
+namespace {
+
+/// The fields of one function (name, inputs, ops, outputs, grad) into `root`.
+void functionToJson(const Program &p, ojson &root) {
   // JSON text holds only valid UTF-8; the text form holds any byte (\xHH). A name that
   // is not UTF-8 is refused by name rather than written with U+FFFD in its place (which
   // would read back as another program).
@@ -445,9 +481,6 @@ std::string programToJson(const Program &p, int indent) {
   auto typeOf = [&](ValueId v) -> std::string {
     return v < p.values.size() ? text::formatType(p.values[v].type) : "f64[?]";
   };
-  ojson root = ojson::object();
-  root["version"] = kJsonVersion;
-  root["kind"] = "tessel.program";
   root["name"] = p.name;
   ojson inputs = ojson::array();
   for (ValueId v : p.inputs) inputs.push_back({{"name", nameOf(v)}, {"type", typeOf(v)}});
@@ -489,6 +522,27 @@ std::string programToJson(const Program &p, int indent) {
     for (size_t k : g->wrt) wrt.push_back(k < p.inputs.size() ? nameOf(p.inputs[k]) : "?");
     root["grad"] = {{"primal_outputs", g->primalOutputs}, {"wrt", std::move(wrt)},
                     {"cotangents", g->cotangents}};
+  }
+}
+
+} // namespace
+
+std::string programToJson(const Program &p, int indent) {
+  if (indent < -1 || indent > kMaxJsonIndent)
+    throw Error("error: JSON indent must be between -1 (one line) and " +
+                std::to_string(kMaxJsonIndent) + ", got " + std::to_string(indent));
+  ojson root = ojson::object();
+  root["version"] = kJsonVersion;
+  root["kind"] = "tessel.program";
+  functionToJson(p, root);
+  if (!p.functions.empty()) {
+    ojson fns = ojson::array();
+    for (const Program &f : p.functions) {
+      ojson o = ojson::object();
+      functionToJson(f, o);
+      fns.push_back(std::move(o));
+    }
+    root["functions"] = std::move(fns);
   }
   try {
     return root.dump(indent, ' ', false, ojson::error_handler_t::strict) + "\n";

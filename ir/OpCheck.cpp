@@ -56,6 +56,9 @@ std::string describeValue(const Attr &a) {
 
 std::optional<std::string> resultCountProblem(OpKind kind, size_t n) {
   const OpInfo &info = opInfo(kind);
+  if (info.numResults < 0)
+    return n > 0 ? std::nullopt
+                 : std::optional<std::string>(quoted(info.name) + " defines at least one result");
   if (n == static_cast<size_t>(info.numResults)) return std::nullopt;
   return quoted(info.name) + " defines " + counted(static_cast<size_t>(info.numResults), "result") +
          ", but " + std::to_string(n) + (n == 1 ? " value is" : " values are") + " named";
@@ -128,7 +131,8 @@ std::string describeAttr(OpKind kind, llvm::StringRef name) {
 std::optional<std::vector<Type>> checkOpAndInferTypes(OpKind kind,
                                                       llvm::ArrayRef<Type> operandTypes,
                                                       const AttrList &attrs,
-                                                      OpProblemSink report) {
+                                                      OpProblemSink report,
+                                                      Callees callees) {
   if (auto msg = operandCountProblem(kind, operandTypes.size())) {
     report(OpProblem{Part::Operands, 0, *msg});
     return std::nullopt;
@@ -137,18 +141,19 @@ std::optional<std::vector<Type>> checkOpAndInferTypes(OpKind kind,
   AttrList canon = attrs;
   canonicalizeAttrs(kind, canon);
   try {
-    return inferResultTypes(kind, operandTypes, canon);
+    return inferResultTypes(kind, operandTypes, canon, callees);
   } catch (const Error &e) {
     report(OpProblem{Part::Op, 0, e.what()});
     return std::nullopt;
   }
 }
 
-void checkOp(const Program &p, const Op &op, OpProblemSink report) {
-  checkOp(p, op, report, [&](size_t i) { return valueRef(p, op.results[i]); });
+void checkOp(const Program &p, const Op &op, OpProblemSink report, Callees callees) {
+  checkOp(p, op, report, [&](size_t i) { return valueRef(p, op.results[i]); }, callees);
 }
 
-void checkOp(const Program &p, const Op &op, OpProblemSink report, ResultNamer resultName) {
+void checkOp(const Program &p, const Op &op, OpProblemSink report, ResultNamer resultName,
+             Callees callees) {
   if (auto msg = resultCountProblem(op.kind, op.results.size())) {
     report(OpProblem{Part::Results, 0, *msg});
     return;
@@ -156,7 +161,7 @@ void checkOp(const Program &p, const Op &op, OpProblemSink report, ResultNamer r
   llvm::SmallVector<Type, 4> operandTypes;
   for (ValueId v : op.operands) operandTypes.push_back(p.type(v));
   std::optional<std::vector<Type>> inferred =
-      checkOpAndInferTypes(op.kind, operandTypes, op.attrs, report);
+      checkOpAndInferTypes(op.kind, operandTypes, op.attrs, report, callees);
   if (!inferred) return;
   const std::string name = quoted(opName(op.kind));
   if (inferred->size() != op.results.size()) {

@@ -66,15 +66,19 @@ using ResultNamer = llvm::function_ref<std::string(size_t i)>;
 /// (as a reader has them before canonicalizeAttrs). Results are named by `resultName`,
 /// by default as the text form prints them (ir::valueRef); a reader names them as its
 /// source does.
-void checkOp(const Program &p, const Op &op, OpProblemSink report);
-void checkOp(const Program &p, const Op &op, OpProblemSink report, ResultNamer resultName);
+/// `callees`: the functions a call or scan may name (ir::Callees; for the entry of a
+/// module, its functions).
+void checkOp(const Program &p, const Op &op, OpProblemSink report, Callees callees = {});
+void checkOp(const Program &p, const Op &op, OpProblemSink report, ResultNamer resultName,
+             Callees callees = {});
 
 /// Stages 2 to 4, for an op about to be built: returns the result types the op's rule
 /// gives, or nullopt after reporting a problem.
 std::optional<std::vector<Type>> checkOpAndInferTypes(OpKind kind,
                                                       llvm::ArrayRef<Type> operandTypes,
                                                       const AttrList &attrs,
-                                                      OpProblemSink report);
+                                                      OpProblemSink report,
+                                                      Callees callees = {});
 
 /// Stage 1: "'svd' defines 3 results, but 2 values are named", or nullopt when `n` is
 /// right.

@@ -109,6 +109,8 @@ constexpr Entry kCostRules[] = {
     {OpKind::SvdTopk, svdTopkFlops},
     {OpKind::SvdTopkComplement, svdTopkComplementFlops},
     {OpKind::StopGradient, noFlops},
+    {OpKind::Call, noFlops},
+    {OpKind::Scan, noFlops},
 };
 static_assert(coversEveryOpInOrder(kCostRules),
               "the cost table must have one entry per op of ir/ops.def, in its order");

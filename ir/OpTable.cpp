@@ -83,6 +83,12 @@ std::string closestOpName(llvm::StringRef name) {
   return best;
 }
 
+bool hasCallee(OpKind kind) {
+  for (const AttrSpec &a : opInfo(kind).attrs)
+    if (a.name == "callee") return true;
+  return false;
+}
+
 bool isElementwise(OpKind k) {
   switch (k) {
   case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:

@@ -32,7 +32,7 @@ struct OpInfo {
   OpKind kind;
   const char *name;
   int numOperands; ///< -1 = variadic, at least one
-  int numResults;
+  int numResults;  ///< -1 = variadic, at least one
   std::vector<AttrSpec> attrs; ///< canonical order
   const char *summary;         ///< what the op computes (ops.def)
 };
@@ -48,6 +48,9 @@ std::string closestOpName(llvm::StringRef name);
 const std::vector<OpKind> &allOpKinds();
 
 bool isElementwise(OpKind kind); ///< unary, binary, compare and select
+/// The op runs a function of its module, named by its `callee` attribute (call, scan):
+/// the text form prints the callee as a symbol, `call @f(%x)`.
+bool hasCallee(OpKind kind);
 /// An elementwise op of a few cycles per element (add, sub, mul, neg, abs, sign,
 /// maximum, compare, select: no division, no square root, no transcendental), cheaper
 /// to redo inside a reader's loop than to write and read back as a buffer.

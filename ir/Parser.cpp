@@ -40,6 +40,7 @@
 #include <unordered_map>
 
 #include "ir/OpCheck.h"
+#include "ir/ShapeRules.h"
 #include "ir/TextLexer.h"
 #include "ir/Verifier.h"
 
@@ -231,6 +232,23 @@ private:
     advance();
     if (auto msg = resultCountProblem(*kind, resultToks.size())) fail(stmtOff, *msg);
 
+    // The callee of call and scan, a symbol before its operands in parentheses.
+    std::optional<Token> calleeTok;
+    if (hasCallee(*kind)) {
+      if (tok_.kind != Tok::Symbol)
+        unexpected("the function '" + opTok.text + "' runs, like @f(%x)");
+      calleeTok = tok_;
+      if (tok_.text == p.name)
+        fail(tok_.off, text::atName(tok_.text) + " calls itself: a function may call only the "
+                       "functions defined above it in the module (no recursion)");
+      if (!findCallee(functions_, tok_.text))
+        fail(tok_.off, calleeProblem(tok_.text, functions_));
+      advance();
+      expect(Tok::LParen, "'(' and the operands of " + text::atName(calleeTok->text));
+    } else if (tok_.kind == Tok::Symbol) {
+      fail(tok_.off, "'" + opTok.text + "' runs no function: only call and scan name one (" +
+                         text::atName(tok_.text) + ")");
+    }
     // Operands.
     llvm::SmallVector<ValueId, 4> operands;
     if (tok_.kind == Tok::Value) {
@@ -245,6 +263,7 @@ private:
         break;
       }
     }
+    if (calleeTok) expect(Tok::RParen, "',' or ')' closing the operands of " + text::atName(calleeTok->text));
     if (auto msg = operandCountProblem(*kind, operands.size())) fail(opTok.off, *msg);
 
     // The rest of the op's checks (ir/OpCheck.h) point at the part of the op they are
@@ -267,6 +286,11 @@ private:
     // Attributes as written. Reading a value needs its attribute's kind, so an unknown
     // name stops here.
     AttrList attrs;
+    if (calleeTok) {
+      attrNameOffs.push_back(calleeTok->off);
+      attrValueOffs.push_back(calleeTok->off);
+      attrs.list().push_back({"callee", Attr::str(calleeTok->text)});
+    }
     if (tok_.kind == Tok::LBrace) {
       advance();
       while (true) {
@@ -275,6 +299,9 @@ private:
         Token nameTok = tok_;
         const AttrSpec *spec = findAttrSpec(*kind, nameTok.text);
         if (!spec) fail(nameTok.off, unknownAttrMessage(*kind, nameTok.text));
+        if (calleeTok && nameTok.text == "callee")
+          fail(nameTok.off, "the callee of '" + opTok.text + "' is the symbol before its operands (" +
+                                text::atName(calleeTok->text) + "), not an attribute");
         advance();
         expect(Tok::Equal, "'=' after attribute name '" + text::clipForMessage(nameTok.text) + "'");
         attrNameOffs.push_back(nameTok.off);
@@ -332,14 +359,18 @@ private:
       const std::string &n = resultToks[i].text;
       p.values[results[i]].name = isAnonymousName(n) ? std::string() : n;
     }
-    checkOp(p, op, report, [&](size_t i) { return refText(resultToks[i].text); });
+    checkOp(p, op, report, [&](size_t i) { return refText(resultToks[i].text); }, functions_);
     canonicalizeAttrs(op.kind, op.attrs);
     for (size_t i = 0; i < results.size(); ++i)
       defs_[resultToks[i].text] = Def{results[i], resultToks[i].off};
   }
 
+  Program parseFunction();
+
   //===--- State ----------------------------------------------------------===//
   std::unordered_map<std::string, Def> defs_;
+  /// The functions of the module read so far (what a call may name).
+  std::vector<Program> functions_;
 };
 
 Program Parser::parseFile() {
@@ -355,12 +386,52 @@ Program Parser::parseFile() {
   if (tok_.kind == Tok::LBrace)
     fail(tok_.off, "expected 'program' at the start of the file, got '{' (this looks like the "
                    "JSON form: use --input-format json)");
-  if (!isIdent("program")) unexpected("'program' at the start of the file");
+  // A plain program, or a module: its functions, then its entry marked `entry`.
+  while (true) {
+    const size_t startOff = tok_.off;
+    const bool entry = isIdent("entry");
+    if (entry) advance();
+    if (!isIdent("program"))
+      unexpected(entry ? std::string("'program' after 'entry'")
+                       : functions_.empty() ? "'program' at the start of the file"
+                                            : "'program', or 'entry program' for the module's entry");
+    Program p = parseFunction();
+    if (tok_.kind == Tok::Eof && (entry || functions_.empty())) {
+      p.functions = std::move(functions_);
+      // Each function was verified when read; what is left is the module as a whole.
+      std::vector<std::string> problems = verify(p);
+      if (!problems.empty()) {
+        std::string msg = "verification failed: " + problems[0];
+        for (size_t i = 1; i < problems.size(); ++i) msg += "\n  also: " + problems[i];
+        fail(startOff, msg);
+      }
+      return p;
+    }
+    if (entry)
+      fail(tok_.off, "unexpected " + describe(tok_) +
+                         " after the entry program (the entry is the last function of a module)");
+    if (tok_.kind == Tok::Eof)
+      fail(startOff, "a module of " + std::to_string(functions_.size() + 1) +
+                         " functions names its entry: write 'entry program " +
+                         text::atName(p.name) + "(...)' for the last one");
+    if (!isIdent("program") && !isIdent("entry"))
+      fail(tok_.off, "unexpected " + describe(tok_) +
+                         " after the end of the program (one program per file, or a module: "
+                         "functions, then 'entry program @main(...)')");
+    functions_.push_back(std::move(p));
+  }
+}
+
+Program Parser::parseFunction() {
   size_t programOff = tok_.off;
   advance();
+  defs_.clear();
   Program p;
   if (tok_.kind != Tok::Symbol) unexpected("the program name, like @main");
   p.name = tok_.text;
+  for (const Program &f : functions_)
+    if (f.name == p.name)
+      fail(tok_.off, "function " + text::atName(p.name) + " is defined twice in the module");
   advance();
   expect(Tok::LParen, "'(' and the program inputs");
   if (tok_.kind != Tok::RParen) {
@@ -424,13 +495,10 @@ Program Parser::parseFile() {
                        std::to_string(posAt(braceOff).line) + " (the file is truncated?)");
   if (tok_.kind != Tok::RBrace) unexpected("'}' closing the program (or ',' between outputs)");
   advance();
-  if (tok_.kind != Tok::Eof)
-    fail(tok_.off, "unexpected " + describe(tok_) +
-                       " after the end of the program (one program per file)");
 
   // Each op passed ir::checkOp as it was read, so what the verifier can still find is
   // about the program as a whole (the grad signature against the inputs and outputs).
-  std::vector<std::string> problems = verify(p);
+  std::vector<std::string> problems = verifyFunction(p, functions_);
   if (!problems.empty()) {
     std::string msg = "verification failed: " + problems[0];
     for (size_t i = 1; i < problems.size(); ++i) msg += "\n  also: " + problems[i];

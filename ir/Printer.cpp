@@ -3,11 +3,14 @@
 // The canonical text form. Grammar (the parser, ir/Parser.cpp, accepts exactly this,
 // plus free whitespace and `//` comments between tokens):
 //
-//   file      ::= program EOF
-//   program   ::= 'program' symbol '(' [input (',' input)*] ')' '{' op* return '}'
+//   file      ::= program EOF  |  program* 'entry' program EOF      (a module)
+//   program   ::= 'program' symbol '(' [input (',' input)*] ')' [gradsig]
+//                 '{' op* return '}'
 //   input     ::= value ':' type
-//   op        ::= value (',' value)* '=' opname [value (',' value)*] [attrdict]
-//                 ':' type (',' type)* [loc]
+//   op        ::= value (',' value)* '=' opname operands [attrdict]
+//                 ':' type (',' type)* ['remat'] [loc]
+//   operands  ::= [value (',' value)*]
+//               | symbol '(' [value (',' value)*] ')'  (call, scan: the callee)
 //   return    ::= 'return' [value (',' value)*]
 //   attrdict  ::= '{' attr (',' attr)* '}'
 //   attr      ::= ident '=' attrval
@@ -39,6 +42,9 @@
 //     PrintOptions::elideConstantsAbove > 0 and the constant has more elements, in
 //     which case `dense<N elements, min A, max B, sum S>` is printed (not parsable);
 //   * `loc("...")` ends the line when the op has a location and printLocations is set.
+//   * a module prints its functions in order, each as a program, then its entry
+//     preceded by `entry` on the same line; a blank line between programs. The
+//     `callee` attribute of call and scan prints as the symbol before the operands.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/Printer.h"
@@ -146,8 +152,12 @@ std::string describeOp(const Program &p, const Op &op) {
   for (size_t i = 0; i < op.results.size(); ++i) s += (i ? ", " : "") + valueRef(p, op.results[i]);
   if (!op.results.empty()) s += " = ";
   s += opName(op.kind);
+  const Attr *callee = hasCallee(op.kind) ? op.attrs.find("callee") : nullptr;
+  if (callee && callee->kind() != AttrKind::Str) callee = nullptr;
+  if (callee) s += " " + text::atName(callee->getStr()) + "(";
   for (size_t i = 0; i < op.operands.size(); ++i)
-    s += (i ? ", " : " ") + valueRef(p, op.operands[i]);
+    s += (i ? ", " : callee ? "" : " ") + valueRef(p, op.operands[i]);
+  if (callee) s += ")";
   if (op.remat) s += " remat";
   if (!op.loc.empty()) s += " loc(" + text::quoteString(op.loc) + ")";
   if (op.pos.known()) s += " at " + op.pos.str();
@@ -183,7 +193,9 @@ std::vector<std::string> valueRefs(const Program &p) {
   return refs;
 }
 
-std::string printProgram(const Program &p, const PrintOptions &opts) {
+namespace {
+
+std::string printFunction(const Program &p, const PrintOptions &opts) {
   std::vector<std::string> names = text::printedNames(p);
   auto ref = [&](ValueId v) -> std::string {
     if (v >= names.size()) return "%<invalid " + std::to_string(v) + ">";
@@ -218,11 +230,19 @@ std::string printProgram(const Program &p, const PrintOptions &opts) {
     }
     out += " = ";
     out += opName(op.kind);
+    std::vector<const NamedAttr *> attrs = orderedAttrs(op);
+    // The callee of call and scan is the symbol before the operands.
+    const bool callee = hasCallee(op.kind) && !attrs.empty() && attrs[0]->name == "callee" &&
+                        attrs[0]->value.kind() == AttrKind::Str;
+    if (callee) {
+      out += " " + symbolName(attrs[0]->value.getStr()) + "(";
+      attrs.erase(attrs.begin());
+    }
     for (size_t i = 0; i < op.operands.size(); ++i) {
-      out += i ? ", " : " ";
+      out += i ? ", " : callee ? "" : " ";
       out += ref(op.operands[i]);
     }
-    std::vector<const NamedAttr *> attrs = orderedAttrs(op);
+    if (callee) out += ")";
     if (!attrs.empty()) {
       out += " {";
       for (size_t i = 0; i < attrs.size(); ++i) {
@@ -247,6 +267,15 @@ std::string printProgram(const Program &p, const PrintOptions &opts) {
   }
   out += "\n}\n";
   return out;
+}
+
+} // namespace
+
+std::string printProgram(const Program &p, const PrintOptions &opts) {
+  if (p.functions.empty()) return printFunction(p, opts);
+  std::string out;
+  for (const Program &f : p.functions) out += printFunction(f, opts) + "\n";
+  return out + "entry " + printFunction(p, opts);
 }
 
 //===----------------------------------------------------------------------===//

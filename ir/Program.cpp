@@ -4,7 +4,36 @@
 #include <algorithm>
 #include <cctype>
 
+#include "ir/TextUtil.h"
+
 namespace tessel::ir {
+
+const Program *findCallee(Callees callees, llvm::StringRef name) {
+  for (const Program &f : callees)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+const Program *Program::function(llvm::StringRef n, size_t visible) const {
+  return findCallee(Callees(functions).take_front(std::min(visible, functions.size())), n);
+}
+
+int Program::functionIndex(llvm::StringRef n) const {
+  for (size_t i = 0; i < functions.size(); ++i)
+    if (functions[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+
+std::string signatureString(const Program &f) {
+  std::string s = text::atName(f.name) + "(";
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    s += (i ? ", " : "") + text::percentName(f.values[f.inputs[i]].name) + ": " +
+         f.type(f.inputs[i]).str();
+  s += ") -> (";
+  for (size_t i = 0; i < f.outputs.size(); ++i)
+    s += (i ? ", " : "") + (f.outputs[i] < f.values.size() ? f.type(f.outputs[i]).str() : "?");
+  return s + ")";
+}
 
 bool isAnonymousName(llvm::StringRef name) {
   for (char c : name)

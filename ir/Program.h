@@ -1,4 +1,4 @@
-//===- ir/Program.h - Typed SSA programs --------------------------------------===//
+//===- ir/Program.h - Typed SSA programs and modules --------------------------===//
 //
 // A Program is a straight-line SSA function: named, typed inputs; a list of ops, each
 // defining one or more typed results; and a list of outputs. Values are referred to
@@ -10,6 +10,13 @@
 //     %U, %s, %Vt = svd %Ma {eps = 1e-12} : f64[16,16], f64[16], f64[16,16]
 //     return %lnz, %Tn
 //   }
+//
+// A module is a program with functions: Program::functions holds the functions its
+// ops may `call` or `scan` over (ops.def), callees before their callers, and the
+// program itself is the module's entry. A function may call only the functions before
+// it (the entry: any of them), so a module has no recursion by construction. A plain
+// program is a module of one function. Text form: the functions, then the entry
+// marked `entry` (docs/ir-text.md).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -84,6 +91,17 @@ public:
   std::vector<ValueId> outputs;
   /// Set on gradient programs (passes::grad); passes that keep inputs and outputs keep it.
   std::optional<GradSignature> gradSignature;
+  /// The other functions of the module whose entry this program is, callees before their
+  /// callers (function i may call functions 0..i-1; the entry any). Empty for a plain
+  /// program; a function of a module has none of its own (the verifier checks both).
+  std::vector<Program> functions;
+
+  /// Function `name` among the first `visible` functions (all by default); null if none.
+  const Program *function(llvm::StringRef name, size_t visible = ~size_t(0)) const;
+  /// Index of function `name` in `functions`, or -1.
+  int functionIndex(llvm::StringRef name) const;
+  /// True when this program is a module of more than one function.
+  bool isModule() const { return !functions.empty(); }
 
   /// Adds a named input (name must be non-empty and unique). Returns its value.
   ValueId addInput(const std::string &name, const Type &type);
@@ -124,5 +142,15 @@ private:
 
 /// True when `name` is empty or all digits (printed as a number).
 bool isAnonymousName(llvm::StringRef name);
+
+/// The functions an op may call: those of its module before the function it is in (for
+/// the entry, all of them). What the shape rules of `call` and `scan` look callees up in.
+using Callees = llvm::ArrayRef<Program>;
+
+/// Finds function `name` in `callees`; null if none.
+const Program *findCallee(Callees callees, llvm::StringRef name);
+
+/// A function's signature as diagnostics print it: `@f(%x: f64[2], %b: f64[]) -> (f64[2])`.
+std::string signatureString(const Program &f);
 
 } // namespace tessel::ir

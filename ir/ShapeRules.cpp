@@ -25,7 +25,7 @@ namespace {
 
 using Types = llvm::ArrayRef<Type>;
 using Result = std::vector<Type>;
-using Rule = Result (*)(OpKind, Types, const AttrList &);
+using Rule = Result (*)(OpKind, Types, const AttrList &, Callees);
 
 [[noreturn]] void fail(OpKind k, const std::string &msg) {
   throw ShapeError(std::string(opName(k)) + ": " + msg);
@@ -68,7 +68,7 @@ Type checkedType(OpKind k, llvm::ArrayRef<int64_t> shape) {
   return Type(shape);
 }
 
-Result ruleConstant(OpKind k, Types, const AttrList &a) {
+Result ruleConstant(OpKind k, Types, const AttrList &a, Callees) {
   const Tensor &t = a.getTensor("value");
   checkedType(k, t.type.shape);
   if (static_cast<int64_t>(t.data.size()) != t.type.numel())
@@ -77,7 +77,7 @@ Result ruleConstant(OpKind k, Types, const AttrList &a) {
   return {t.type};
 }
 
-Result ruleIota(OpKind k, Types, const AttrList &a) {
+Result ruleIota(OpKind k, Types, const AttrList &a, Callees) {
   const I64List &shape = a.getI64s("shape");
   int64_t dim = a.getI64("dim");
   Type t = checkedType(k, shape);
@@ -86,9 +86,9 @@ Result ruleIota(OpKind k, Types, const AttrList &a) {
   return {t};
 }
 
-Result ruleUnary(OpKind, Types ops, const AttrList &) { return {ops[0]}; }
+Result ruleUnary(OpKind, Types ops, const AttrList &, Callees) { return {ops[0]}; }
 
-Result ruleSameShape(OpKind k, Types ops, const AttrList &) {
+Result ruleSameShape(OpKind k, Types ops, const AttrList &, Callees) {
   for (size_t i = 1; i < ops.size(); ++i)
     if (ops[i] != ops[0])
       fail(k, "operand shapes differ: " + ops[0].str() + " vs " + ops[i].str() +
@@ -96,16 +96,16 @@ Result ruleSameShape(OpKind k, Types ops, const AttrList &) {
   return {ops[0]};
 }
 
-Result ruleCompare(OpKind k, Types ops, const AttrList &a) {
+Result ruleCompare(OpKind k, Types ops, const AttrList &a, Callees) {
   const std::string &d = a.getStr("direction");
   static const char *dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
   if (std::find_if(std::begin(dirs), std::end(dirs), [&](const char *x) { return d == x; }) ==
       std::end(dirs))
     fail(k, "direction '" + d + "' is not one of EQ, NE, LT, LE, GT, GE");
-  return ruleSameShape(k, ops, a);
+  return ruleSameShape(k, ops, a, {});
 }
 
-Result ruleReduce(OpKind k, Types ops, const AttrList &a) {
+Result ruleReduce(OpKind k, Types ops, const AttrList &a, Callees) {
   const I64List &axes = a.getI64s("axes");
   checkAxes(k, axes, ops[0].rank(), "axes", ops[0]);
   Shape out;
@@ -114,7 +114,7 @@ Result ruleReduce(OpKind k, Types ops, const AttrList &a) {
   return {Type(out)};
 }
 
-Result ruleBroadcastInDim(OpKind k, Types ops, const AttrList &a) {
+Result ruleBroadcastInDim(OpKind k, Types ops, const AttrList &a, Callees) {
   const I64List &shape = a.getI64s("shape");
   const I64List &dims = a.getI64s("dims");
   Type out = checkedType(k, shape);
@@ -135,7 +135,7 @@ Result ruleBroadcastInDim(OpKind k, Types ops, const AttrList &a) {
   return {out};
 }
 
-Result ruleReshape(OpKind k, Types ops, const AttrList &a) {
+Result ruleReshape(OpKind k, Types ops, const AttrList &a, Callees) {
   Type out = checkedType(k, a.getI64s("shape"));
   if (out.numel() != ops[0].numel())
     fail(k, "cannot reshape " + ops[0].str() + " (" + std::to_string(ops[0].numel()) +
@@ -143,7 +143,7 @@ Result ruleReshape(OpKind k, Types ops, const AttrList &a) {
   return {out};
 }
 
-Result ruleTranspose(OpKind k, Types ops, const AttrList &a) {
+Result ruleTranspose(OpKind k, Types ops, const AttrList &a, Callees) {
   const I64List &perm = a.getI64s("perm");
   if (static_cast<int>(perm.size()) != ops[0].rank())
     fail(k, "perm " + list(perm) + " has " + std::to_string(perm.size()) +
@@ -154,7 +154,7 @@ Result ruleTranspose(OpKind k, Types ops, const AttrList &a) {
   return {Type(out)};
 }
 
-Result ruleSlice(OpKind k, Types ops, const AttrList &a) {
+Result ruleSlice(OpKind k, Types ops, const AttrList &a, Callees) {
   const I64List &start = a.getI64s("start"), &limit = a.getI64s("limit");
   const Type &in = ops[0];
   if (static_cast<int>(start.size()) != in.rank() || static_cast<int>(limit.size()) != in.rank())
@@ -170,7 +170,7 @@ Result ruleSlice(OpKind k, Types ops, const AttrList &a) {
   return {Type(out)};
 }
 
-Result rulePad(OpKind k, Types ops, const AttrList &a) {
+Result rulePad(OpKind k, Types ops, const AttrList &a, Callees) {
   const I64List &low = a.getI64s("low"), &high = a.getI64s("high");
   const Type &in = ops[0];
   if (static_cast<int>(low.size()) != in.rank() || static_cast<int>(high.size()) != in.rank())
@@ -188,7 +188,7 @@ Result rulePad(OpKind k, Types ops, const AttrList &a) {
   return {checkedType(k, out)};
 }
 
-Result ruleDotGeneral(OpKind k, Types ops, const AttrList &a) {
+Result ruleDotGeneral(OpKind k, Types ops, const AttrList &a, Callees) {
   const I64List &lb = a.getI64s("lhs_batch"), &rb = a.getI64s("rhs_batch");
   const I64List &lc = a.getI64s("lhs_contract"), &rc = a.getI64s("rhs_contract");
   const Type &l = ops[0], &r = ops[1];
@@ -215,7 +215,7 @@ Result ruleDotGeneral(OpKind k, Types ops, const AttrList &a) {
   return {checkedType(k, out)};
 }
 
-Result ruleEinsum(OpKind k, Types ops, const AttrList &a) {
+Result ruleEinsum(OpKind k, Types ops, const AttrList &a, Callees) {
   EinsumSpec spec;
   try {
     spec = parseEinsumSpec(a.getStr("spec"));
@@ -244,7 +244,7 @@ Result ruleEinsum(OpKind k, Types ops, const AttrList &a) {
   return {checkedType(k, out)};
 }
 
-Result ruleSvd(OpKind k, Types ops, const AttrList &a) {
+Result ruleSvd(OpKind k, Types ops, const AttrList &a, Callees) {
   double eps = a.getF64("eps");
   if (!(eps >= 0) || !std::isfinite(eps))
     fail(k, "eps must be finite and >= 0, got " + text::formatDouble(eps));
@@ -257,8 +257,8 @@ Result ruleSvd(OpKind k, Types ops, const AttrList &a) {
   return {Type({m, kk}), Type({kk}), Type({kk, n})};
 }
 
-Result ruleSvdTopk(OpKind k, Types ops, const AttrList &a) {
-  Result full = ruleSvd(k, ops, a);
+Result ruleSvdTopk(OpKind k, Types ops, const AttrList &a, Callees) {
+  Result full = ruleSvd(k, ops, a, {});
   const int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = a.getI64("k");
   if (kk < 1 || kk > std::min(m, n))
     fail(k, "k = " + std::to_string(kk) + " must be in [1, min(m, n) = " +
@@ -274,7 +274,7 @@ int64_t svdTopkComplementGuards(int64_t m, int64_t n, int64_t k) {
 
 namespace {
 
-Result ruleSvdTopkComplement(OpKind k, Types ops, const AttrList &a) {
+Result ruleSvdTopkComplement(OpKind k, Types ops, const AttrList &a, Callees) {
   double eps = a.getF64("eps");
   if (!(eps >= 0) || !std::isfinite(eps))
     fail(k, "eps must be finite and >= 0, got " + text::formatDouble(eps));
@@ -305,6 +305,75 @@ Result ruleSvdTopkComplement(OpKind k, Types ops, const AttrList &a) {
                 std::to_string(kk - r) + "] (the guards follow the " + std::to_string(r) +
                 " differentiated triplets among the k = " + std::to_string(kk) + ")");
   return {Type({m, r}), Type({r, n})};
+}
+
+/// The function a call or scan names, among those visible to it.
+const Program &callee(OpKind k, const AttrList &a, Callees callees) {
+  const std::string &name = a.getStr("callee");
+  if (const Program *f = findCallee(callees, name)) return *f;
+  fail(k, calleeProblem(name, callees));
+}
+
+Result ruleCall(OpKind k, Types ops, const AttrList &a, Callees callees) {
+  const Program &f = callee(k, a, callees);
+  if (ops.size() != f.inputs.size())
+    fail(k, std::to_string(ops.size()) + " operand" + (ops.size() == 1 ? "" : "s") + " for " +
+                signatureString(f) + ", which takes " + std::to_string(f.inputs.size()));
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i] != f.type(f.inputs[i]))
+      fail(k, "operand " + std::to_string(i) + " has type " + ops[i].str() + " but " +
+                  signatureString(f) + " takes " + f.type(f.inputs[i]).str() + " there");
+  if (f.outputs.empty()) fail(k, signatureString(f) + " returns nothing: a called function must return a value");
+  Result out;
+  for (ValueId v : f.outputs) out.push_back(f.type(v));
+  return out;
+}
+
+Result ruleScan(OpKind k, Types ops, const AttrList &a, Callees callees) {
+  const Program &f = callee(k, a, callees);
+  const int64_t n = a.getI64("length"), c = a.getI64("carries"), rev = a.getI64("reverse");
+  if (n < 1 || n > kMaxScanLength)
+    fail(k, "length = " + std::to_string(n) + " must be in [1, 2^30]");
+  if (rev != 0 && rev != 1) fail(k, "reverse = " + std::to_string(rev) + " must be 0 or 1");
+  const int64_t nIn = static_cast<int64_t>(f.inputs.size()), nOut = static_cast<int64_t>(f.outputs.size());
+  if (c < 0 || c > nIn)
+    fail(k, "carries = " + std::to_string(c) + " must be in [0, " + std::to_string(nIn) +
+                "] for the body " + signatureString(f) + " (its inputs are the carries, then xs)");
+  if (c > nOut)
+    fail(k, "the body " + signatureString(f) + " returns " + std::to_string(nOut) + " output" +
+                (nOut == 1 ? "" : "s") + ", fewer than its " + std::to_string(c) + " carries");
+  if (static_cast<int64_t>(ops.size()) != nIn)
+    fail(k, std::to_string(ops.size()) + " operands for the body " + signatureString(f) +
+                ", which takes " + std::to_string(nIn) + " (" + std::to_string(c) + " carries, then xs)");
+  if (nOut == 0) fail(k, "the body " + signatureString(f) + " returns nothing");
+  Result out;
+  for (int64_t i = 0; i < c; ++i) {
+    const Type &in = f.type(f.inputs[static_cast<size_t>(i)]);
+    const Type &res = f.type(f.outputs[static_cast<size_t>(i)]);
+    if (ops[static_cast<size_t>(i)] != in)
+      fail(k, "carry " + std::to_string(i) + " has type " + ops[static_cast<size_t>(i)].str() +
+                  " but the body " + signatureString(f) + " takes " + in.str());
+    if (res != in)
+      fail(k, "the body " + signatureString(f) + " changes the type of carry " + std::to_string(i) +
+                  " from " + in.str() + " to " + res.str() + " (carries keep their types)");
+    out.push_back(in);
+  }
+  for (int64_t i = c; i < nIn; ++i) {
+    const Type &x = f.type(f.inputs[static_cast<size_t>(i)]);
+    std::vector<int64_t> stacked{n};
+    stacked.insert(stacked.end(), x.shape.begin(), x.shape.end());
+    if (llvm::ArrayRef<int64_t>(ops[static_cast<size_t>(i)].shape) != llvm::ArrayRef<int64_t>(stacked))
+      fail(k, "xs operand " + std::to_string(i) + " has type " + ops[static_cast<size_t>(i)].str() +
+                  " but the body " + signatureString(f) + " takes slices " + x.str() + " of it, so " +
+                  checkedType(k, stacked).str() + " for length " + std::to_string(n));
+  }
+  for (int64_t i = c; i < nOut; ++i) {
+    const Type &y = f.type(f.outputs[static_cast<size_t>(i)]);
+    std::vector<int64_t> stacked{n};
+    stacked.insert(stacked.end(), y.shape.begin(), y.shape.end());
+    out.push_back(checkedType(k, stacked));
+  }
+  return out;
 }
 
 // The table, in ops.def order (checked at compile time).
@@ -376,6 +445,10 @@ constexpr Entry kRules[] = {
      "X f64[m,r], Yt f64[r,n] for A f64[m,n], U f64[m,k], s f64[k], Vt f64[k,n], Ū f64[m,r], V̄t f64[r,n], r <= k − guards, k <= min(m, n)"},
     {OpKind::StopGradient, ruleUnary,
      "same as the operand"},
+    {OpKind::Call, ruleCall,
+     "the callee's output types; operands of its input types, in order"},
+    {OpKind::Scan, ruleScan,
+     "the carries' types, then each ys output of the body with a leading extent `length`; carries of the body's first input types, unchanged by it; xs of the body's other input types with a leading extent `length`"},
 };
 static_assert(coversEveryOpInOrder(kRules),
               "the shape-rule table must have one entry per op of ir/ops.def, in its order");
@@ -387,16 +460,28 @@ const char *shapeRuleDoc(OpKind kind) { return kRules[static_cast<size_t>(kind)]
 bool hasShapeRule(OpKind kind) { return kRules[static_cast<size_t>(kind)].rule != nullptr; }
 
 std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandTypes,
-                                   const AttrList &attrs) {
+                                   const AttrList &attrs, Callees callees) {
   Rule r = kRules[static_cast<size_t>(kind)].rule;
   if (!r) fail(kind, "no shape rule registered");
   try {
-    return r(kind, operandTypes, attrs);
+    return r(kind, operandTypes, attrs, callees);
   } catch (const ShapeError &) {
     throw;
   } catch (const Error &e) { // attribute getters
     fail(kind, e.what());
   }
+}
+
+std::string calleeProblem(llvm::StringRef name, Callees callees) {
+  std::string known;
+  size_t shown = 0;
+  for (const Program &f : callees)
+    if (shown++ < 8) known += (known.empty() ? "" : ", ") + text::atName(f.name);
+  if (callees.size() > 8) known += ", … (" + std::to_string(callees.size()) + " functions)";
+  return "no function " + text::atName(name) + " above the calling function (" +
+         (known.empty() ? std::string("there is none") : "above it: " + known) +
+         "; a function may call only the functions defined above it in the module, so there "
+         "is no recursion)";
 }
 
 EinsumSpec parseEinsumSpec(llvm::StringRef spec) {

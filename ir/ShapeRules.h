@@ -5,6 +5,7 @@
 
 #include "ir/Attribute.h"
 #include "ir/OpTable.h"
+#include "ir/Program.h"
 #include "ir/Type.h"
 
 namespace tessel::ir {
@@ -16,8 +17,16 @@ namespace tessel::ir {
 /// ir::checkOp or ir::checkOpAndInferTypes (ir/OpCheck.h). Throws tessel::ShapeError
 /// whose message names the op and the offending shapes, e.g.
 /// "add: operand shapes differ: f64[2,2] vs f64[4]".
+/// `callees`: the functions a call or scan may name (ir::Callees).
 std::vector<Type> inferResultTypes(OpKind kind, llvm::ArrayRef<Type> operandTypes,
-                                   const AttrList &attrs);
+                                   const AttrList &attrs, Callees callees = {});
+
+/// Why `name` cannot be called from a function that sees `callees` (no such function
+/// above it), listing those it could call; the words of the call and scan rules.
+std::string calleeProblem(llvm::StringRef name, Callees callees);
+
+/// The largest `length` of a scan.
+inline constexpr int64_t kMaxScanLength = int64_t(1) << 30;
 
 /// The shape rule of `kind` in words: the result types and what is checked.
 const char *shapeRuleDoc(OpKind kind);

@@ -10,8 +10,9 @@
 
 namespace tessel::ir {
 
-std::vector<std::string> verify(const Program &p) {
-  std::vector<std::string> errs;
+namespace {
+
+void verifyInto(const Program &p, Callees callees, std::vector<std::string> &errs) {
   std::vector<bool> defined(p.values.size(), false);
   llvm::StringSet<> names;
   auto checkName = [&](ValueId v) {
@@ -58,11 +59,14 @@ std::vector<std::string> verify(const Program &p) {
     }
     if (ok) {
       bool attrsWellFormed = true;
-      checkOp(p, op, [&](const OpProblem &problem) {
-        errs.push_back(where() + ": " + problem.message);
-        attrsWellFormed &= problem.part == OpProblem::Part::Op ||
-                        problem.part == OpProblem::Part::ResultType;
-      });
+      checkOp(
+          p, op,
+          [&](const OpProblem &problem) {
+            errs.push_back(where() + ": " + problem.message);
+            attrsWellFormed &= problem.part == OpProblem::Part::Op ||
+                               problem.part == OpProblem::Part::ResultType;
+          },
+          callees);
       // The stored form: what the readers and the builder make of the attributes.
       AttrList canon = op.attrs;
       canonicalizeAttrs(op.kind, canon);
@@ -106,6 +110,33 @@ std::vector<std::string> verify(const Program &p) {
                        valueRef(p, p.inputs[k]) + " has type " + p.type(p.inputs[k]).str());
     }
   }
+}
+
+} // namespace
+
+std::vector<std::string> verifyFunction(const Program &f, Callees callees) {
+  std::vector<std::string> errs;
+  verifyInto(f, callees, errs);
+  return errs;
+}
+
+std::vector<std::string> verify(const Program &p) {
+  std::vector<std::string> errs;
+  // The functions first, each seeing only those before it (so no recursion), then the
+  // entry, which sees them all.
+  for (size_t i = 0; i < p.functions.size(); ++i) {
+    const Program &f = p.functions[i];
+    std::vector<std::string> fe;
+    if (f.name == p.name)
+      fe.push_back("has the name of the module's entry");
+    for (size_t j = 0; j < i; ++j)
+      if (p.functions[j].name == f.name) fe.push_back("is defined twice (function " + std::to_string(j) + " too)");
+    if (!f.functions.empty())
+      fe.push_back("has functions of its own (only a module's entry holds functions)");
+    verifyInto(f, Callees(p.functions).take_front(i), fe);
+    for (std::string &e : fe) errs.push_back("function " + text::atName(f.name) + ": " + e);
+  }
+  verifyInto(p, p.functions, errs);
   return errs;
 }
 

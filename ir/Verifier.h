@@ -13,7 +13,13 @@ namespace tessel::ir {
 /// types) with its attributes in canonical form, outputs defined, the grad signature.
 /// Returns one message per problem; one about an op starts with ir::describeOp (its
 /// results, operands, loc and file:line:col) followed by checkOp's message.
+/// A module (a program with functions) is checked function by function, each seeing only
+/// the functions before it (so a call names an earlier function: no recursion); no two
+/// functions share a name, and only the entry holds functions.
 std::vector<std::string> verify(const Program &p);
+
+/// verify() of one function of a module, whose calls may name `callees`.
+std::vector<std::string> verifyFunction(const Program &f, Callees callees);
 
 /// verify() and throw tessel::VerifyError with all messages (one per line) if any.
 void verifyOrThrow(const Program &p);

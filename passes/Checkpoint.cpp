@@ -1,6 +1,8 @@
 //===- passes/Checkpoint.cpp - Remat policies over the forward/backward split ---===//
 #include "passes/Checkpoint.h"
 
+#include "passes/Inline.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -375,6 +377,7 @@ bool runCheckpoint(Program &p, const CheckpointOptions &opts, CheckpointStats *s
     for (ValueId v : res) stats->residualBytes += r.prog.values[v].type.bytes();
   }
   if (r.clones == 0) return false;
+  r.prog.functions = std::move(p.functions); // a module keeps its functions
   p = std::move(r.prog);
   return true;
 }
@@ -561,6 +564,11 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
   }
   for (size_t o = numPrimal; o < h.outputs.size(); ++o) B.addOutput(toB[h.outputs[o]]);
 
+  // Both halves of a module's entry call its functions.
+  F.functions = h.functions;
+  B.functions = h.functions;
+  removeDeadFunctions(F);
+  removeDeadFunctions(B);
   ir::verifyOrThrow(F);
   ir::verifyOrThrow(B);
   return fb;

@@ -8,6 +8,9 @@
 // Program::values holds exactly the inputs and the results of the remaining ops, in
 // their previous relative order. Names, locations and op order are kept.
 //
+// On a module it does so in every function (a function keeps its signature) and then
+// removes the functions no call of the entry reaches.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -22,6 +25,7 @@ struct DceOptions {};
 struct DceStats {
   int64_t removedOps = 0;    ///< ops erased
   int64_t removedValues = 0; ///< entries dropped from Program::values
+  int64_t removedFunctions = 0; ///< functions of a module no call reaches
 };
 
 /// Runs DCE on `p`. Returns true if an op was removed or the value table shrank.

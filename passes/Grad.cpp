@@ -13,10 +13,19 @@
 // Only values on a path from a wrt input to an output ever receive a cotangent, so no
 // backward work is emitted for the rest of the program.
 //
+// A module (a program with functions) is differentiated through its calls and scans:
+// their rules (passes/VjpCall.cpp) ask for the VJP function of a callee, which this
+// transform makes by differentiating the callee with explicit cotangents (once per
+// callee and set of differentiated inputs) and adds to the module before the function
+// that uses it. A differentiated scan first gets a body that also returns the carries
+// it was given (the residuals of its reverse loop). Grad of grad goes through the same
+// path: no reverse sweep outside the IR.
+//
 //===----------------------------------------------------------------------===//
 #include "passes/Grad.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "ir/Builder.h"
@@ -119,12 +128,15 @@ std::vector<char> activeValues(const Program &p, const std::vector<ValueId> &wrt
   return active;
 }
 
+class ModuleGradImpl;
+
 /// The reverse sweep over the forward ops of `p`, appending to `r` (a copy of p):
 /// seeds the output cotangents (inputs ct_<output> with vjp, else 1 for the loss),
 /// then runs each op's VJP rule where a result has a cotangent and an operand is
 /// active. Returns the accumulated cotangent of every forward value (kNoValue: zero).
 std::vector<ValueId> reverseSweep(const Program &p, Program &r, Builder &b,
-                                  const std::vector<char> &active, const GradOptions &opts) {
+                                  const std::vector<char> &active, const GradOptions &opts,
+                                  vjp::ModuleGrad *module) {
   std::vector<ValueId> ct(p.values.size(), kNoValue);
   auto accumulate = [&](ValueId v, ValueId c) {
     ct[v] = ct[v] == kNoValue ? c : b.add(ct[v], c);
@@ -132,6 +144,7 @@ std::vector<ValueId> reverseSweep(const Program &p, Program &r, Builder &b,
   if (opts.vjp) {
     b.setLoc("grad: output cotangent");
     for (size_t i = 0; i < p.outputs.size(); ++i) {
+      if (i < opts.cotangentsFor.size() && !opts.cotangentsFor[i]) continue;
       ValueId out = p.outputs[i];
       ValueId c = r.addInput(uniqueName(r, "ct_" + p.outputName(i)), p.type(out));
       if (active[out]) accumulate(out, c);
@@ -162,7 +175,7 @@ std::vector<ValueId> reverseSweep(const Program &p, Program &r, Builder &b,
     vjp::VjpRule rule = vjp::vjpRuleOrThrow(op.kind);
     b.setLoc("vjp " + (op.loc.empty() ? std::string(ir::opName(op.kind)) : op.loc));
     vjp::OperandCotangents oc =
-        rule(vjp::VjpCall{b, op, resultCts, needed, opts.svdBlocks, opts.bondGauge});
+        rule(vjp::VjpCall{b, op, resultCts, needed, opts.svdBlocks, opts.bondGauge, module});
     for (size_t j = 0; j < op.operands.size(); ++j)
       if (needed[j] && j < oc.size() && oc[j] != kNoValue) accumulate(op.operands[j], oc[j]);
   }
@@ -207,9 +220,126 @@ VjpRuleInfo vjpRuleInfo(ir::OpKind kind) {
   return {vjp::vjpRuleDoc(kind), which};
 }
 
-Program grad(const Program &p, const GradOptions &opts) {
-  const std::vector<ValueId> wrt = resolveWrt(p, opts);
-  if (!opts.vjp) checkScalarLoss(p);
+namespace {
+
+/// A name for a new function of the module: `base`, or base_1, base_2, ...
+std::string freshFunctionName(const std::vector<Program> &fns, const std::string &entry,
+                              const std::string &base) {
+  auto taken = [&](const std::string &n) {
+    if (n == entry) return true;
+    for (const Program &f : fns)
+      if (f.name == n) return true;
+    return false;
+  };
+  std::string cand = base;
+  for (int i = 1; taken(cand); ++i) cand = base + "_" + std::to_string(i);
+  return cand;
+}
+
+Program gradFunction(const Program &p, const GradOptions &opts, ModuleGradImpl &m);
+
+/// The module side of the transform: the functions it adds, memoised.
+class ModuleGradImpl final : public vjp::ModuleGrad {
+public:
+  ModuleGradImpl(std::vector<Program> functions, std::string entry, const GradOptions &opts)
+      : fns_(std::move(functions)), entry_(std::move(entry)), opts_(opts) {}
+
+  const std::vector<Program> &functions() const override { return fns_; }
+  std::vector<Program> take() { return std::move(fns_); }
+
+  std::string addFunction(Program f) override {
+    f.name = freshFunctionName(fns_, entry_, f.name);
+    fns_.push_back(std::move(f));
+    return fns_.back().name;
+  }
+
+  std::string vjpFunction(llvm::StringRef callee, llvm::ArrayRef<bool> wrt,
+                          llvm::ArrayRef<bool> cotangents) override {
+    std::string key = callee.str() + "\x01";
+    for (bool w : wrt) key += w ? '1' : '0';
+    key += '\x01';
+    for (bool c : cotangents) key += c ? '1' : '0';
+    if (auto it = vjps_.find(key); it != vjps_.end()) return it->second;
+    // A copy: differentiating it adds functions, which moves the vector's elements.
+    Program f = *function(callee);
+    GradOptions o = opts_;
+    o.vjp = true;
+    o.keepOutputs = false;
+    o.cotangentsFor.assign(cotangents.begin(), cotangents.end());
+    o.wrt.clear();
+    for (size_t i = 0; i < f.inputs.size() && i < wrt.size(); ++i)
+      if (wrt[i]) o.wrt.push_back(f.value(f.inputs[i]).name);
+    Program g = gradFunction(f, o, *this);
+    g.name = f.name + "_vjp";
+    const std::string name = addFunction(std::move(g));
+    vjps_[key] = name;
+    return name;
+  }
+
+  const ScanResiduals *scanResiduals(llvm::StringRef body) const override {
+    auto it = residualForms_.find(body.str());
+    return it == residualForms_.end() ? nullptr : &it->second;
+  }
+
+  /// The body of a scan over `body` with `carries` carries that also returns the carries
+  /// it was given (after its own outputs), made once per body.
+  std::string residualBody(const std::string &body, size_t carries) {
+    for (const auto &[name, r] : residualForms_)
+      if (r.body == body && r.carries == carries) return name;
+    Program f = *function(body);
+    const size_t ys = f.outputs.size() - carries;
+    for (size_t i = 0; i < carries; ++i) f.addOutput(f.inputs[i]);
+    f.gradSignature.reset();
+    f.name = body + "_carries";
+    const std::string name = addFunction(std::move(f));
+    residualForms_[name] = ScanResiduals{body, carries, ys};
+    return name;
+  }
+
+  const Program *function(llvm::StringRef name) const {
+    for (const Program &f : fns_)
+      if (f.name == name) return &f;
+    throw Error("grad: no function " + ir::text::atName(name) + " in the module");
+  }
+
+private:
+  std::vector<Program> fns_;
+  std::string entry_;
+  GradOptions opts_;
+  std::map<std::string, std::string> vjps_;
+  std::map<std::string, ScanResiduals> residualForms_;
+};
+
+/// Makes every scan of `p` with an active operand run its residual body, which also
+/// stacks the carries each iteration was given: new results after the op's own.
+void storeScanCarries(Program &p, const std::vector<char> &active, ModuleGradImpl &m) {
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    ir::Op &op = p.ops[i];
+    if (op.kind != ir::OpKind::Scan) continue;
+    bool any = false;
+    for (ValueId v : op.operands) any |= active[v] != 0;
+    if (!any) continue;
+    const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
+    const int64_t n = op.attrs.getI64("length");
+    op.attrs.set("callee", ir::Attr::str(m.residualBody(op.attrs.getStr("callee"), k)));
+    for (size_t c = 0; c < k; ++c) {
+      ir::Shape shape{n};
+      const ir::Type &t = p.type(op.operands[c]);
+      shape.append(t.shape.begin(), t.shape.end());
+      const ValueId v = static_cast<ValueId>(p.values.size());
+      p.values.push_back(ir::ValueInfo{ir::Type(shape), "", static_cast<int32_t>(i),
+                                       static_cast<uint32_t>(op.results.size())});
+      op.results.push_back(v);
+    }
+  }
+}
+
+/// grad of one function of a module (the entry, or a callee for its VJP function).
+Program gradFunction(const Program &p0, const GradOptions &opts, ModuleGradImpl &m) {
+  const std::vector<ValueId> wrt = resolveWrt(p0, opts);
+  if (!opts.vjp) checkScalarLoss(p0);
+  Program p = p0;
+  storeScanCarries(p, activeValues(p, wrt), m);
   const std::vector<char> active = activeValues(p, wrt);
   for (const ir::Op &op : p.ops)
     if ((op.kind == ir::OpKind::Svd || op.kind == ir::OpKind::SvdTopk) &&
@@ -221,7 +351,8 @@ Program grad(const Program &p, const GradOptions &opts) {
                   "the original program twice with bond-gauge=false");
   Program r = p; // the forward part, unchanged
   Builder b(r);
-  const std::vector<ValueId> ct = reverseSweep(p, r, b, active, opts);
+  b.setCallees(m.functions());
+  const std::vector<ValueId> ct = reverseSweep(p, r, b, active, opts, &m);
   const std::vector<ValueId> grads = gradientValues(p, r, b, wrt, ct);
 
   // The signature says which outputs are gradients of what (the checkpoint pass reads
@@ -229,7 +360,9 @@ Program grad(const Program &p, const GradOptions &opts) {
   ir::GradSignature sig;
   sig.primalOutputs = opts.keepOutputs ? p.outputs.size() : 0;
   for (ValueId w : wrt) sig.wrt.push_back(static_cast<size_t>(p.inputIndex(w)));
-  sig.cotangents = opts.vjp ? p.outputs.size() : 0;
+  sig.cotangents = 0;
+  for (size_t i = 0; opts.vjp && i < p.outputs.size(); ++i)
+    sig.cotangents += i >= opts.cotangentsFor.size() || opts.cotangentsFor[i];
   r.gradSignature = sig;
   if (!opts.keepOutputs) r.outputs.clear();
   for (ValueId g : grads) r.addOutput(g);
@@ -242,6 +375,17 @@ Program grad(const Program &p, const GradOptions &opts) {
     if ((op.kind == ir::OpKind::Svd || op.kind == ir::OpKind::SvdTopk) &&
         op.attrs.getStr("gauge") == "bond")
       op.attrs.set("gauge", ir::Attr::str(opts.bondGauge ? "bond-vjp" : "none"));
+  return r;
+}
+
+} // namespace
+
+Program grad(const Program &p, const GradOptions &opts) {
+  Program entry = p;
+  ModuleGradImpl m(std::move(entry.functions), p.name, opts);
+  entry.functions.clear();
+  Program r = gradFunction(entry, opts, m);
+  r.functions = m.take();
   return r;
 }
 

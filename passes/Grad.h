@@ -39,6 +39,11 @@ struct GradOptions {
   /// not the rule's: those ops get gauge = "bond-vjp", and grad refuses to differentiate
   /// a program that has one (differentiate the original twice without this option).
   bool bondGauge = false;
+  /// With vjp: the outputs that get a cotangent input (empty = all); the others count as
+  /// having a zero cotangent and get none. How a call's VJP function leaves out the
+  /// outputs its call site does not differentiate (diagnostic outputs, say), so that no
+  /// zeros flow back through them.
+  std::vector<bool> cotangentsFor;
 };
 
 /// Reverse-mode transform (JAX ad.py style, one VJP rule per op keyed by op kind, in

@@ -197,9 +197,12 @@ bool runOrder(Program &p, const OrderOptions &opts) {
 std::string lowerEinsumsForRuntime(Program &p, const std::string &strategy) {
   size_t n = 0;
   for (const Op &op : p.ops) n += op.kind == OpKind::Einsum;
+  for (const Program &f : p.functions)
+    for (const Op &op : f.ops) n += op.kind == OpKind::Einsum;
   if (n == 0 || strategy == "none") return "";
   OrderOptions o;
   o.strategy = parseOrderStrategy(strategy);
+  for (Program &f : p.functions) runOrder(f, o);
   runOrder(p, o);
   return std::to_string(n) + " einsum op" + (n == 1 ? "" : "s") +
          " lowered by the order pass (strategy " + strategy + ")";

@@ -406,7 +406,12 @@ PassFailure failureOf(const std::exception &e, const PassRecord &pass, size_t pi
 void runPass(const PassInvocation &inv, size_t pipelineSize, PassRecord &rec, ir::Program &p) {
   Stopwatch watch;
   try {
-    rec.changed = inv.info().run(p, inv, rec.stats);
+    if (inv.info().modulePass || p.functions.empty()) {
+      rec.changed = inv.info().run(p, inv, rec.stats);
+    } else {
+      for (ir::Program &f : p.functions) rec.changed |= inv.info().run(f, inv, rec.stats);
+      rec.changed |= inv.info().run(p, inv, rec.stats);
+    }
   } catch (const std::exception &e) {
     throw failureOf(e, rec, pipelineSize);
   }

@@ -97,6 +97,9 @@ struct PassInfo {
   PassRunFn run;
   /// That options struct with every member at its default (empty: no options struct).
   std::any defaultOptions = {};
+  /// A module pass runs once on the whole module (grad, inline, dce); any other pass is a
+  /// function pass, run on each function of a module and then on its entry.
+  bool modulePass = false;
 
   /// Index of the option `name`, or -1.
   int findOption(llvm::StringRef name) const;

@@ -16,6 +16,7 @@
 #include "passes/Dce.h"
 #include "passes/Fold.h"
 #include "passes/Grad.h"
+#include "passes/Inline.h"
 #include "passes/Order.h"
 #include "passes/PadSink.h"
 #include "passes/PassManager.h"
@@ -136,7 +137,21 @@ bool runDcePass(ir::Program &p, const DceOptions &o, PassStatistics &stats) {
   bool changed = runDce(p, o, &s);
   stats.add("removed-ops", s.removedOps);
   stats.add("removed-values", s.removedValues);
+  if (s.removedFunctions) stats.add("removed-functions", s.removedFunctions);
   return changed;
+}
+
+bool runInlinePass(ir::Program &p, const InlineOptions &o, PassStatistics &stats) {
+  const size_t functions = p.functions.size();
+  const bool changed = runInline(p, o);
+  if (changed) stats.add("functions-inlined", static_cast<int64_t>(functions));
+  return changed;
+}
+
+/// A registry row for a module pass (PassInfo::modulePass).
+PassInfo modulePass(PassInfo info) {
+  info.modulePass = true;
+  return info;
 }
 
 void declareFoldOptions(PassOptionBinder<FoldOptions> &b) {
@@ -197,13 +212,18 @@ bool runSvdTopkGuardsPass(ir::Program &p, const SvdTopkGuardsOptions &o, PassSta
 
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
-  r.push_back(makePass(
-      "grad", "Reverse-mode gradient (value_and_grad / VJP): outputs grad_<input> per wrt input",
-      runGradPass, declareGradOptions));
-  r.push_back(makePass("checkpoint",
+  r.push_back(modulePass(makePass(
+      "grad", "Reverse-mode gradient (value_and_grad / VJP): outputs grad_<input> per wrt input; "
+      "through calls (the callee's VJP function) and scans (a reverse scan)",
+      runGradPass, declareGradOptions)));
+  r.push_back(modulePass(makePass("checkpoint",
                        "Remat policy over grad's forward/backward split: recompute unsaved "
-                       "residuals in the backward",
-                       runCheckpointPass, declareCheckpointOptions));
+                       "residuals in the backward (the entry's; a call's VJP recomputes its callee)",
+                       runCheckpointPass, declareCheckpointOptions)));
+  r.push_back(modulePass(makePass(
+      "inline", "Inline every call and unroll every scan of a module: one plain program, the "
+      "same ops in the same order (prepare runs it on a module)",
+      runInlinePass)));
   r.push_back(makePass("order",
                        "Contraction ordering: lower every einsum into binary dot_generals "
                        "(opt_einsum cost model)",
@@ -211,9 +231,10 @@ std::vector<PassInfo> buildRegistry() {
   r.push_back(makePass(
       "cse", "Common subexpression elimination (never merges remat ops with forward ones)",
       runCsePass));
-  r.push_back(makePass(
-      "dce", "Dead code elimination (keeps every output and input, zero gradients included)",
-      runDcePass));
+  r.push_back(modulePass(makePass(
+      "dce", "Dead code elimination (keeps every output and input, zero gradients included; "
+      "in each function of a module, then the functions no call reaches)",
+      runDcePass)));
   r.push_back(makePass("fold",
                        "Algebraic folds: transpose/reshape chains, identities, x*1, x+0, "
                        "neg(neg x), constant broadcasts",

@@ -107,6 +107,7 @@ size_t eraseOpsAndCompact(Program &p, const std::vector<bool> &dead) {
   Program q;
   q.name = p.name;
   q.gradSignature = p.gradSignature;
+  q.functions = std::move(p.functions);
   q.values.resize(next);
   for (size_t v = 0; v < keep.size(); ++v)
     if (keep[v]) q.values[remap[v]] = p.values[v];

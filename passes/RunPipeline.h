@@ -25,7 +25,7 @@ struct RunPreparation {
   std::string note, passesLine;
 };
 
-/// Lowers `p`'s einsums (lowerEinsumsForRuntime, `order`: auto, chain, pairwise, greedy,
+/// Lowers `p`'s einsums (in every function of a module) (lowerEinsumsForRuntime, `order`: auto, chain, pairwise, greedy,
 /// optimal or none) and runs `pipeline` (a pass pipeline, "" = none) on it. Throws
 /// tessel::Error for an unknown pass or strategy, or an einsum with order "none"; `flag`
 /// names the pipeline's origin in errors ("--passes", "passes").

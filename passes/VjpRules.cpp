@@ -451,6 +451,13 @@ constexpr Entry kTable[] = {
      "none yet: grad stops with an error (a second derivative through svd_topk; "
      "differentiate the svd before the truncate-svd pass instead)"},
     {OpKind::StopGradient, vjpNone, Differentiable::None, "none: an AD barrier"},
+    {OpKind::Call, vjpCall, Differentiable::All,
+     "x̄ = call @<callee>_vjp(x..., ȳ...): the callee's VJP function (one per callee and set "
+     "of differentiated operands), which recomputes the callee's forward"},
+    {OpKind::Scan, vjpScan, Differentiable::All,
+     "the forward scan also stacks the carries each iteration was given; c̄, x̄s = a scan in "
+     "the other direction over the body's VJP (recomputing each iteration's forward from its "
+     "stored carries), carrying c̄ and stacking x̄"},
 };
 
 static_assert(ir::coversEveryOpInOrder(kTable),

@@ -12,10 +12,41 @@
 
 #include "ir/Builder.h"
 #include "ir/Program.h"
+
+#include <string>
+#include <vector>
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace tessel::passes::vjp {
+
+/// What the rules of call and scan need from the grad transform of a module
+/// (passes/Grad.cpp): the module's functions, the VJP function of a callee (made once per
+/// callee and set of differentiated inputs, however many call sites), and what a scan
+/// stored for its reverse loop.
+class ModuleGrad {
+public:
+  virtual ~ModuleGrad() = default;
+  /// The functions of the module so far (the rules add to them).
+  virtual const std::vector<ir::Program> &functions() const = 0;
+  /// Adds `f` under a name not yet taken, starting from f.name; returns the name.
+  virtual std::string addFunction(ir::Program f) = 0;
+  /// The name of the VJP function of `callee` for the inputs `wrt` marks: its inputs are
+  /// the callee's, then one cotangent per callee output `cotangents` marks (in order; the
+  /// others are zero); its outputs one cotangent per marked input, in order. It
+  /// recomputes the callee's forward.
+  virtual std::string vjpFunction(llvm::StringRef callee, llvm::ArrayRef<bool> wrt,
+                                  llvm::ArrayRef<bool> cotangents) = 0;
+  /// What grad made of a scan before differentiating it: its body now also returns the
+  /// carries it was given, stacked per iteration (the residuals of the reverse loop).
+  struct ScanResiduals {
+    std::string body;    ///< the original body
+    size_t carries = 0;  ///< K
+    size_t ys = 0;       ///< the original body's stacked outputs (the K carries come after)
+  };
+  /// The residual form of a scan over `body`, or null when `body` is not one.
+  virtual const ScanResiduals *scanResiduals(llvm::StringRef body) const = 0;
+};
 
 /// Arguments of one rule invocation.
 struct VjpCall {
@@ -31,6 +62,8 @@ struct VjpCall {
   bool svdBlocks = true;
   /// GradOptions::bondGauge: the svd rule may use the op's gauge = "bond" promise.
   bool bondGauge = false;
+  /// The module being differentiated (the rules of call and scan).
+  ModuleGrad *module = nullptr;
 };
 
 /// Cotangent per operand, of the operand's type; kNoValue = zero / not computed.
@@ -81,5 +114,10 @@ inline ir::ValueId splat(ir::Builder &b, double c, const ir::Shape &shape) {
 /// The rule of svd (VjpSvd.cpp): Lorentzian-broadened reverse rule of the thin SVD,
 /// full or block form (docs/trg.md, "The SVD reverse rule").
 OperandCotangents vjpSvd(const VjpCall &c);
+
+/// The rules of call and scan (VjpCall.cpp): a call of the callee's VJP function; a
+/// reverse scan over the body's VJP with the carries stored per iteration.
+OperandCotangents vjpCall(const VjpCall &c);
+OperandCotangents vjpScan(const VjpCall &c);
 
 } // namespace tessel::passes::vjp

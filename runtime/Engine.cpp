@@ -45,6 +45,7 @@
 
 #include "ir/Diagnostics.h"
 #include "runtime/Kernels.h"
+#include "runtime/ModulePlan.h"
 #include "runtime/Plan.h"
 
 namespace tessel::rt {
@@ -359,6 +360,7 @@ int Engine::width() const { return impl_->width; }
 
 std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs) {
   validateInputs(P.program, inputs);
+  if (P.module) return runModulePlan(*this, P, inputs);
   PlanState &S = impl_->stateFor(P);
   double *arena = impl_->arenaFor(P);
   // Output tensors: the only allocation of a steady-state run.
@@ -409,6 +411,15 @@ void Engine::setProfiling(bool on) { impl_->profiling = on; }
 int64_t Engine::residentBytes() const { return impl_->arenaBytes; }
 
 std::string Engine::profileReport(const Plan &P, size_t top) const {
+  if (P.module) { // one report per segment plan that ran
+    std::string out;
+    for (const ModuleFunction &f : P.module->functions)
+      for (size_t k = 0; k < f.segments.size(); ++k) {
+        std::string r = profileReport(*f.segments[k].plan, top);
+        if (!r.empty()) out += "function " + f.fn.name + ", segment " + std::to_string(k) + ":\n" + r;
+      }
+    return out;
+  }
   const PlanState *S = nullptr;
   for (const auto &s : impl_->cache)
     if (s->planId == P.id) S = s.get();

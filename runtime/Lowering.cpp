@@ -800,6 +800,12 @@ void lowerEinsum(Lowering &L, const ir::Op &op, size_t) {
               "(dot_general)");
 }
 
+void lowerRunsFunction(Lowering &L, const ir::Op &op, size_t) {
+  throw Error("error: prepare: " + describeOp(L.prog, op) + ": " + ir::opName(op.kind) +
+              " runs a function of the module: prepare inlines the module first (the `inline` "
+              "pass); a program given to the engine has no calls or scans left");
+}
+
 /// Thin SVD through gesdd (jobz 'S'). Temps after U, s, Vt: the workspace (lwork
 /// doubles + 8k ints) and a copy of the operand, which gesdd overwrites (dropped at
 /// buffer assignment when the operand dies here).
@@ -894,6 +900,8 @@ constexpr Entry kLowerRules[] = {
     {OpKind::SvdTopk, lowerSvdTopk},
     {OpKind::SvdTopkComplement, lowerSvdTopkComplement},
     {OpKind::StopGradient, lowerAlias},
+    {OpKind::Call, lowerRunsFunction},
+    {OpKind::Scan, lowerRunsFunction},
 };
 static_assert(ir::coversEveryOpInOrder(kLowerRules),
               "the lowering table must have one entry per op of ir/ops.def, in its order");

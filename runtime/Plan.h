@@ -258,6 +258,11 @@ public:
   bool usedAncestors = true;
 
   const ir::Op &srcOp(const Instruction &in) const { return program.ops[in.srcOp]; }
+
+  /// A module's plan (runtime/ModulePlan.h): the plans of its straight-line segments and
+  /// the calls and scans between them, run by Engine::run's module interpreter. Null for
+  /// a plain program; set, the plan has no instructions of its own.
+  std::shared_ptr<const struct ModuleExec> module;
 };
 
 } // namespace tessel::rt

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/TextUtil.h"
+#include "runtime/ModulePlan.h"
 #include "runtime/Plan.h"
 
 namespace tessel::rt {
@@ -40,6 +41,22 @@ std::string bytesStr(int64_t b) {
 } // namespace
 
 std::string describePlan(const Plan &P, bool json) {
+  if (P.module) {
+    if (!json) return describeModulePlan(P);
+    nlohmann::ordered_json j;
+    j["kind"] = "tessel.module-plan";
+    j["program"] = P.program.name;
+    j["functions"] = nlohmann::ordered_json::array();
+    for (const ModuleFunction &f : P.module->functions) {
+      nlohmann::ordered_json fj;
+      fj["name"] = f.fn.name;
+      fj["segments"] = nlohmann::ordered_json::array();
+      for (const ModuleSegment &seg : f.segments)
+        fj["segments"].push_back(nlohmann::ordered_json::parse(describePlan(*seg.plan, true)));
+      j["functions"].push_back(std::move(fj));
+    }
+    return j.dump(1) + "\n";
+  }
   const ir::Program &prog = P.program;
   if (json) {
     nlohmann::ordered_json j;

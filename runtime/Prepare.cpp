@@ -14,6 +14,7 @@
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
 #include "runtime/MemoryLimit.h"
+#include "runtime/ModulePlan.h"
 #include "runtime/PrepareStages.h"
 
 namespace tessel::rt {
@@ -69,6 +70,7 @@ void checkPlanFitsInMemory(const Plan &P, const MemoryLimit &mem) {
 
 std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &opts) {
   ensureBlasSingleThreaded();
+  if (!p.functions.empty()) return prepareModule(p, opts);
   ir::verifyOrThrow(p);
   const MemoryLimit mem = memoryLimit();
   checkValuesFitInMemory(p, mem);
@@ -88,7 +90,14 @@ std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &
 int64_t peakLiveBytes(const Plan &plan) { return plan.peakLiveBytes; }
 int64_t arenaBytes(const Plan &plan) { return plan.arenaElems * 8; }
 TruncatedSvdStats planSvdStats(const Plan &plan) {
-  auto get = [&](size_t i) { return plan.svdCounts[i].load(std::memory_order_relaxed); };
+  auto get = [&](size_t i) {
+    int64_t n = plan.svdCounts[i].load(std::memory_order_relaxed);
+    if (plan.module)
+      for (const ModuleFunction &f : plan.module->functions)
+        for (const ModuleSegment &seg : f.segments)
+          n += seg.plan->svdCounts[i].load(std::memory_order_relaxed);
+    return n;
+  };
   TruncatedSvdStats s;
   s.topkCalls = get(0), s.topkIterations = get(1), s.topkFallbacks = get(2);
   s.complementCalls = get(3), s.complementIterations = get(4), s.complementFallbacks = get(5);
@@ -99,9 +108,18 @@ TruncatedSvdStats planSvdStats(const Plan &plan) {
 int64_t tableBytes(const Plan &plan) {
   int64_t b = 0;
   for (const auto &t : plan.ownedConstants) b += static_cast<int64_t>(t.size()) * 8;
+  if (plan.module)
+    for (const ModuleFunction &f : plan.module->functions)
+      for (const ModuleSegment &seg : f.segments) b += tableBytes(*seg.plan);
   return b;
 }
 const ir::Program &planProgram(const Plan &plan) { return plan.program; }
-size_t planSize(const Plan &plan) { return plan.insts.size(); }
+size_t planSize(const Plan &plan) {
+  size_t n = plan.insts.size();
+  if (plan.module)
+    for (const ModuleFunction &f : plan.module->functions)
+      for (const ModuleSegment &s : f.segments) n += planSize(*s.plan);
+  return n;
+}
 
 } // namespace tessel::rt

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -415,6 +416,12 @@ Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in,
   return out;
 }
 
+/// call and scan run a function of the module: the interpreter loop evaluates them
+/// (evaluateFunction), so their table row is never reached.
+Results refRunsFunction(const Program &, const Op &op, const Operands &, const Type &) {
+  throw Error(std::string("reference: ") + ir::opName(op.kind) + " is evaluated by the interpreter loop");
+}
+
 // --- The table, in ops.def order --------------------------------------------------
 
 /// Computes every result of `op` (types: `rt` is the first result's) from its operands.
@@ -455,30 +462,85 @@ constexpr Entry kRefRules[] = {
     {OpKind::SvdTopk, refSvdTopk},
     {OpKind::SvdTopkComplement, refSvdTopkComplement},
     {OpKind::StopGradient, refIdentity},
+    {OpKind::Call, refRunsFunction},
+    {OpKind::Scan, refRunsFunction},
 };
 static_assert(ir::coversEveryOpInOrder(kRefRules),
               "the reference-evaluator table must have one entry per op of ir/ops.def, in its order");
 
-} // namespace
+Tensor zerosOf(const Type &t) {
+  return Tensor(t, std::vector<double>(static_cast<size_t>(t.numel()), 0.0));
+}
 
-std::vector<Tensor> evaluateReference(const ir::Program &p, const std::vector<Tensor> &inputs) {
-  ensureBlasSingleThreaded();
-  validateInputs(p, inputs);
-  std::vector<const Tensor *> env(p.values.size(), nullptr);
-  for (size_t i = 0; i < p.inputs.size(); ++i) env[p.inputs[i]] = &inputs[i];
+/// Evaluates function `f` of a module whose calls name `callees`: ops in order, a call
+/// or scan by evaluating its callee (a scan once per iteration, slicing its xs and
+/// stacking its ys as ops.def says), every other op by its rule.
+std::vector<Tensor> evaluateFunction(const Program &f, ir::Callees callees,
+                                     const std::vector<const Tensor *> &inputs) {
+  std::vector<const Tensor *> env(f.values.size(), nullptr);
+  for (size_t i = 0; i < f.inputs.size(); ++i) env[f.inputs[i]] = inputs[i];
   std::vector<std::unique_ptr<Tensor>> owned;
-  for (const Op &op : p.ops) {
+  for (const Op &op : f.ops) {
     Operands in;
     for (ir::ValueId v : op.operands) in.push_back(env[v]);
-    Results rs = kRefRules[static_cast<size_t>(op.kind)].rule(p, op, in, p.type(op.results[0]));
+    Results rs;
+    if (ir::hasCallee(op.kind)) {
+      const Program &g = *ir::findCallee(callees, op.attrs.getStr("callee"));
+      const ir::Callees inner = callees.take_front(static_cast<size_t>(&g - callees.data()));
+      if (op.kind == OpKind::Call) {
+        rs = evaluateFunction(g, inner, in);
+      } else {
+        const int64_t n = op.attrs.getI64("length");
+        const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
+        const bool reverse = op.attrs.getI64("reverse") != 0;
+        std::vector<Tensor> carry;
+        for (size_t c = 0; c < k; ++c) carry.push_back(*in[c]);
+        std::vector<Tensor> ys;
+        for (size_t y = k; y < op.results.size(); ++y) ys.push_back(zerosOf(f.type(op.results[y])));
+        for (int64_t step = 0; step < n; ++step) {
+          const int64_t i = reverse ? n - 1 - step : step;
+          std::vector<Tensor> slices;
+          for (size_t x = k; x < in.size(); ++x) {
+            const Tensor &xs = *in[x];
+            const int64_t per = xs.type.numel() / n;
+            Tensor s = zerosOf(g.type(g.inputs[x]));
+            std::copy(xs.data.begin() + i * per, xs.data.begin() + (i + 1) * per, s.data.begin());
+            slices.push_back(std::move(s));
+          }
+          std::vector<const Tensor *> args;
+          for (const Tensor &c : carry) args.push_back(&c);
+          for (const Tensor &s : slices) args.push_back(&s);
+          std::vector<Tensor> out = evaluateFunction(g, inner, args);
+          for (size_t c = 0; c < k; ++c) carry[c] = std::move(out[c]);
+          for (size_t y = 0; y < ys.size(); ++y) {
+            const int64_t per = out[k + y].type.numel();
+            std::copy(out[k + y].data.begin(), out[k + y].data.end(), ys[y].data.begin() + i * per);
+          }
+        }
+        rs = std::move(carry);
+        for (Tensor &y : ys) rs.push_back(std::move(y));
+      }
+    } else {
+      rs = kRefRules[static_cast<size_t>(op.kind)].rule(f, op, in, f.type(op.results[0]));
+    }
     for (size_t r = 0; r < op.results.size(); ++r) {
       owned.push_back(std::make_unique<Tensor>(std::move(rs[r])));
       env[op.results[r]] = owned.back().get();
     }
   }
   std::vector<Tensor> outs;
-  for (ir::ValueId v : p.outputs) outs.push_back(*env[v]);
+  for (ir::ValueId v : f.outputs) outs.push_back(*env[v]);
   return outs;
+}
+
+} // namespace
+
+std::vector<Tensor> evaluateReference(const ir::Program &p, const std::vector<Tensor> &inputs) {
+  ensureBlasSingleThreaded();
+  validateInputs(p, inputs);
+  std::vector<const Tensor *> in;
+  for (const Tensor &t : inputs) in.push_back(&t);
+  return evaluateFunction(p, p.functions, in);
 }
 
 } // namespace tessel::rt

@@ -48,6 +48,7 @@ std::optional<Case> apply(const Case &c, const Edit &e) {
   const Program &p = c.program;
   Program q;
   q.name = p.name;
+  q.functions = p.functions; // a module's entry is shrunk, its functions kept
   std::vector<ValueId> map(p.values.size(), ir::kNoValue);
   Case out;
   out.seed = c.seed;

@@ -74,6 +74,9 @@ public:
   }
 
   GeneratedProgram run();
+  /// Makes the generated program a function of a module whose entry calls it, or scans
+  /// over it (calls and scans are made here, not op by op).
+  void stage();
 
   // The cases of the table; each returns false when it does not apply.
   bool constant() {
@@ -786,6 +789,9 @@ constexpr Entry kCases[] = {
     // Appears in gradients of svd_topk only (its operands are an SVD and cotangents).
     {OpKind::SvdTopkComplement, [](Gen &) { return false; }},
     {OpKind::StopGradient, [](Gen &g) { return g.unary(OpKind::StopGradient); }},
+    // Made by stageProgram (below) from a generated program, not op by op.
+    {OpKind::Call, [](Gen &) { return false; }},
+    {OpKind::Scan, [](Gen &) { return false; }},
 };
 static_assert(ir::coversEveryOpInOrder(kCases),
               "the differential fuzzer needs a generator case for every op of ir/ops.def, "
@@ -803,7 +809,66 @@ GeneratedProgram Gen::run() {
   }
   b_.setLoc("");
   chooseOutputs();
+  if (chance(0.25)) stage();
   return std::move(out_);
+}
+
+void Gen::stage() {
+  ir::Program body = std::move(out_.program);
+  ir::Program entry;
+  entry.name = body.name;
+  const bool scan = chance(0.5);
+  body.name = scan ? "body" : "f";
+  for (ValueId in : body.inputs) entry.addInput(body.value(in).name, body.type(in));
+  llvm::SmallVector<ValueId, 8> results;
+  Builder eb(entry);
+  eb.setCallees(entry.functions);
+  if (!scan) {
+    entry.functions.push_back(std::move(body));
+    results = eb.call("f", entry.inputs);
+  } else {
+    // Some inputs become carries the body returns unchanged (so every iteration computes
+    // the same values: the generator's bounds and exactness still hold), the others xs of
+    // identical slices; each output is read back from the last slice of its stack.
+    std::vector<size_t> carries, xs;
+    for (size_t i = 0; i < body.inputs.size(); ++i) (chance(0.4) ? carries : xs).push_back(i);
+    std::vector<ValueId> order, outs;
+    for (size_t i : carries) order.push_back(body.inputs[i]);
+    for (size_t i : xs) order.push_back(body.inputs[i]);
+    for (size_t i : carries) outs.push_back(body.inputs[i]);
+    outs.insert(outs.end(), body.outputs.begin(), body.outputs.end());
+    const size_t nOut = body.outputs.size();
+    body.inputs = order;
+    body.outputs = outs;
+    entry.functions.push_back(std::move(body));
+    const int64_t n = 1 + static_cast<int64_t>(pick(3));
+    llvm::SmallVector<ValueId, 8> init, stacked;
+    for (size_t i : carries) init.push_back(entry.inputs[i]);
+    for (size_t i : xs) {
+      const Type &t = entry.type(entry.inputs[i]);
+      ir::Shape s{n};
+      s.append(t.shape.begin(), t.shape.end());
+      ir::I64List dims(t.shape.size());
+      std::iota(dims.begin(), dims.end(), 1);
+      stacked.push_back(eb.broadcastInDim(entry.inputs[i], s, dims));
+    }
+    auto r = eb.scan("body", init, stacked, n, chance(0.5));
+    for (size_t y = 0; y < nOut; ++y) {
+      const ValueId ys = r[carries.size() + y];
+      const Type &t = entry.type(ys);
+      ir::I64List start(t.shape.size(), 0), limit(t.shape.begin(), t.shape.end());
+      start[0] = n - 1;
+      ir::Shape one(t.shape.begin() + 1, t.shape.end());
+      results.push_back(eb.reshape(eb.slice(ys, start, limit), one));
+    }
+  }
+  const ir::Program &f = entry.functions.back();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::string &name = f.value(f.outputs[i + (f.outputs.size() - results.size())]).name;
+    if (!ir::isAnonymousName(name) && entry.lookup(name) == ir::kNoValue) entry.setName(results[i], name);
+    entry.addOutput(results[i]);
+  }
+  out_.program = std::move(entry);
 }
 
 } // namespace
@@ -813,6 +878,8 @@ GeneratedProgram generateProgram(uint64_t seed, const GeneratorOptions &opts) {
 }
 
 bool hasKinks(const ir::Program &p) {
+  for (const ir::Program &f : p.functions)
+    if (hasKinks(f)) return true;
   for (const ir::Op &op : p.ops)
     switch (op.kind) {
     case OpKind::Abs:

@@ -66,6 +66,30 @@ Program exampleFor(OpKind kind) {
     rs = b.svdTopkComplement(in("A", {6, 4}), in("U", {6, 3}), in("s", {3}), in("Vt", {3, 4}),
                              in("gU", {6, 2}), in("gVt", {2, 4}), 1e-9);
     break;
+  case OpKind::Call: {
+    Program f;
+    f.name = "f";
+    ValueId x = f.addInput("x", Type({2, 3}));
+    Builder fb(f);
+    f.addOutput(fb.unary(OpKind::Sin, x));
+    f.addOutput(fb.reduceSum(fb.mul(x, x), {0, 1}));
+    p.functions.push_back(std::move(f));
+    rs = b.call("f", {in("x", {2, 3})});
+    break;
+  }
+  case OpKind::Scan: {
+    Program body;
+    body.name = "body";
+    ValueId c = body.addInput("c", Type({2}));
+    ValueId x = body.addInput("x", Type({}));
+    Builder bb(body);
+    ValueId next = bb.mul(c, bb.broadcastScalar(x, {2}));
+    body.addOutput(next);
+    body.addOutput(bb.reduceSum(next, {0}));
+    p.functions.push_back(std::move(body));
+    rs = b.scan("body", {in("c", {2})}, {in("xs", {5})}, 5, true);
+    break;
+  }
   }
   if (rs.empty()) FAIL("no example program for op '" << opName(kind) << "'");
   for (ValueId r : rs) p.addOutput(r);
@@ -104,13 +128,19 @@ TEST_CASE("text: every op of the table prints, parses back, verifies and round-t
     Program q = parseProgram(text, "ex.tir");
     CHECK(verify(q).empty());
     CHECK(printProgram(q) == text);
-    // Structural equality of what was parsed.
+    // Structural equality of what was parsed (the ops of the entry, which a module
+    // prints after its functions).
     REQUIRE(q.ops.size() == p.ops.size());
+    REQUIRE(q.functions.size() == p.functions.size());
+    const size_t header = p.functions.empty()
+                              ? 1
+                              : 1 + static_cast<size_t>(std::count(
+                                        text.begin(), text.begin() + static_cast<ptrdiff_t>(text.find("entry program")), '\n'));
     for (size_t i = 0; i < p.ops.size(); ++i) {
       CHECK(q.ops[i].kind == p.ops[i].kind);
       CHECK(q.ops[i].attrs == p.ops[i].attrs);
       CHECK(q.ops[i].loc == p.ops[i].loc);
-      CHECK(q.ops[i].pos.line == 2 + i);
+      CHECK(q.ops[i].pos.line == header + 1 + i);
     }
     CHECK(q.outputs.size() == p.outputs.size());
     // JSON: text -> JSON -> text is the identity, and JSON -> JSON too.
@@ -412,10 +442,30 @@ TEST_CASE("parser: diagnostics give file:line:col, the source line and a caret")
       {head + "  %0 = neg %x : f64[2,2] loc(\"a\\qb\")\n  return %0\n}\n",
        "t.tir:2:32: error: invalid escape sequence '\\q' (allowed: \\\" \\\\ \\n \\t \\r \\xHH)"},
       {head + "  return %x\n}\n}\n",
-       "t.tir:4:1: error: unexpected '}' after the end of the program (one program per file)"},
+       "t.tir:4:1: error: unexpected '}' after the end of the program (one program per file, "
+       "or a module: functions, then 'entry program @main(...)')"},
       {head + "  return %x\n}\nprogram @g() {\n  return\n}\n",
-       "t.tir:4:1: error: unexpected 'program' after the end of the program (one program per "
-       "file)"},
+       "t.tir:4:1: error: a module of 2 functions names its entry: write 'entry program @g(...)' "
+       "for the last one"},
+      {head + "  return %x\n}\nentry program @g(%y: f64[2,2]) {\n  %r = call @h(%y) : f64[2,2]\n  return %r\n}\n",
+       "t.tir:5:13: error: no function @h above the calling function (above it: @f; a function "
+       "may call only the functions defined above it in the module, so there is no recursion)"},
+      {head + "  %r = call @f(%x, %v) : f64[2,2]\n  return %r\n}\n",
+       "t.tir:2:13: error: @f calls itself: a function may call only the functions defined above "
+       "it in the module (no recursion)"},
+      {head + "  return %x\n}\nentry program @g(%y: f64[2,2]) {\n  %r = call @f(%y) : f64[2,2]\n  return %r\n}\n",
+       "t.tir:5:8: error: call: 1 operand for @f(%x: f64[2,2], %v: f64[2]) -> (f64[2,2]), which "
+       "takes 2"},
+      {head + "  return %x\n}\nentry program @g(%y: f64[2,2]) {\n  %r = call @f(%y, %y) : f64[2,2]\n  return %r\n}\n",
+       "t.tir:5:8: error: call: operand 1 has type f64[2,2] but @f(%x: f64[2,2], %v: f64[2]) -> "
+       "(f64[2,2]) takes f64[2] there"},
+      {head + "  return %x\n}\nentry program @g(%y: f64[2,2], %v: f64[2]) {\n  %r = scan @f(%y, %v) {length = 2, carries = 2} : f64[2,2]\n  return %r\n}\n",
+       "t.tir:5:8: error: scan: the body @f(%x: f64[2,2], %v: f64[2]) -> (f64[2,2]) returns 1 "
+       "output, fewer than its 2 carries"},
+      {head + "  return %x\n}\nentry program @g(%y: f64[2,2], %v: f64[3,2]) {\n  %r = scan @f(%y, %v) {length = 0, carries = 1} : f64[2,2]\n  return %r\n}\n",
+       "t.tir:5:8: error: scan: length = 0 must be in [1, 2^30]"},
+      {head + "  %r = neg %x : f64[2,2]\n  return %r\n}\nentry program @g(%y: f64[2,2], %v: f64[3,2]) {\n  %r = neg @f(%y) : f64[2,2]\n  return %r\n}\n",
+       "t.tir:6:12: error: 'neg' runs no function: only call and scan name one (@f)"},
       {head + "  %0 = neg %x : f64[2,2] # comment\n  return %0\n}\n",
        "t.tir:2:26: error: unexpected character '#'"},
       {head + "  %0 = neg %x : f64[2,2]\n}\n",

@@ -288,6 +288,51 @@ std::map<OpKind, CaseFn> opCases() {
     c.finiteDifferences = false;
     return std::vector<OpCase>{c};
   };
+  m[OpKind::Call] = [] {
+    // Two call sites of one function (one VJP function serves both), and a call whose
+    // second output no one uses (its cotangent is zero).
+    Program p;
+    p.name = "calls";
+    Program f;
+    f.name = "f";
+    ValueId a = f.addInput("a", Type({2, 3}));
+    ValueId w = f.addInput("w", Type({2, 3}));
+    Builder bf(f);
+    f.addOutput(bf.mul(bf.unary(OpKind::Sin, a), w));
+    f.addOutput(bf.reduceSum(bf.mul(a, a), {0, 1}));
+    p.functions.push_back(std::move(f));
+    Builder b(p);
+    ValueId x = p.addInput("x", Type({2, 3}));
+    ValueId y = p.addInput("y", Type({2, 3}));
+    auto r1 = b.call("f", {x, y});
+    auto r2 = b.call("f", {r1[0], x});
+    p.addOutput(b.add(b.reduceSum(b.mul(r2[0], r2[0]), {0, 1}), r1[1]));
+    return std::vector<OpCase>{{"two calls of @f", p, {"x", "y"}}};
+  };
+  m[OpKind::Scan] = [] {
+    // A carried vector and a scanned matrix, stacked outputs, both directions.
+    std::vector<OpCase> cs;
+    for (bool reverse : {false, true}) {
+      Program p;
+      p.name = "loop";
+      Program body;
+      body.name = "body";
+      ValueId c = body.addInput("c", Type({3}));
+      ValueId row = body.addInput("row", Type({3}));
+      Builder bb(body);
+      ValueId next = bb.unary(OpKind::Tanh, bb.add(bb.mul(row, c), c));
+      body.addOutput(next);
+      body.addOutput(bb.reduceSum(bb.mul(next, row), {0}));
+      p.functions.push_back(std::move(body));
+      Builder b(p);
+      ValueId c0 = p.addInput("c0", Type({3}));
+      ValueId xs = p.addInput("xs", Type({4, 3}));
+      auto r = b.scan("body", {c0}, {xs}, 4, reverse);
+      p.addOutput(b.add(b.reduceSum(b.mul(r[0], r[0]), {0}), b.reduceSum(b.unary(OpKind::Sin, r[1]), {0})));
+      cs.push_back({reverse ? "reverse scan" : "scan", p, {"c0", "xs"}});
+    }
+    return cs;
+  };
   return m;
 }
 

@@ -248,7 +248,7 @@ TEST_CASE("pm: a pipeline run as required passes ignores --disable-pass and the 
   fs::path dir = fs::temp_directory_path() / "tessel_pm_required_test";
   fs::remove_all(dir);
   ir::Program p = smallProgram();
-  ir::Program expected = grad(p, GradOptions{{"beta"}, false, true});
+  ir::Program expected = grad(p, [] { GradOptions o; o.wrt = {"beta"}; return o; }());
   std::ostringstream log;
   PassManagerOptions o;
   o.log = &log;

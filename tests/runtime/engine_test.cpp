@@ -8,6 +8,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
+#include "passes/Inline.h"
 #include "runtime/Runtime.h"
 #include "tests/runtime/rt_testutil.h"
 
@@ -61,6 +62,33 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
   auto xy = b.svdTopkComplement(m, top1[0], top1[1], top1[2], b.slice(m, {0, 1}, {5, 2}),
                                 b.slice(x, {1, 0}, {2, 3}), 1e-12);
   outs.insert(outs.end(), xy.begin(), xy.end());
+  // A call and a scan (both directions): the engine runs them inlined (passes/Inline.h),
+  // the reference evaluates the functions themselves.
+  {
+    Program f;
+    f.name = "f";
+    ir::ValueId fa = f.addInput("a", Type({3, 4}));
+    ir::ValueId fb = f.addInput("b", Type({3, 4}));
+    Builder bf(f);
+    f.addOutput(bf.mul(bf.unary(OpKind::Sin, fa), fb));
+    f.addOutput(bf.reduceSum(fa, {1}));
+    Program body;
+    body.name = "body";
+    ir::ValueId c = body.addInput("c", Type({4}));
+    ir::ValueId row = body.addInput("row", Type({4}));
+    Builder bb(body);
+    ir::ValueId next = bb.add(bb.unary(OpKind::Tanh, c), bb.mul(row, c));
+    body.addOutput(next);
+    body.addOutput(bb.reduceSum(bb.mul(next, row), {0}));
+    p.functions.push_back(std::move(f));
+    p.functions.push_back(std::move(body));
+  }
+  auto called = b.call("f", {x, y});
+  outs.insert(outs.end(), called.begin(), called.end());
+  for (bool reverse : {false, true}) {
+    auto scanned = b.scan("body", {b.reshape(b.slice(x, {0, 0}, {1, 4}), {4})}, {x}, 3, reverse);
+    outs.insert(outs.end(), scanned.begin(), scanned.end());
+  }
   for (auto v : outs) p.addOutput(v);
   // Every op the runtime executes is here (einsum is lowered to dot_general by the
   // order pass before prepare): a new op must join this differential test.
@@ -72,7 +100,9 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
                             randomTensor(Type({5, 3}), rng)};
   in[1].data[2] = in[0].data[2]; // an EQ hit
   auto ref = rt::evaluateReference(p, in);
-  auto plan = rt::prepare(p);
+  Program flat = p;
+  REQUIRE(passes::runInline(flat));
+  auto plan = rt::prepare(flat);
   std::vector<Tensor> w1;
   for (int w : {1, 2, 4}) {
     rt::Engine e(w);

@@ -1,0 +1,184 @@
+// Modules: calls and scans through grad (orders 1 and 2), inline, dce, the reference
+// evaluator and the engine, against exact values.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ir/Builder.h"
+#include "ir/Json.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "passes/Dce.h"
+#include "passes/Grad.h"
+#include "passes/Inline.h"
+#include "runtime/Runtime.h"
+
+using namespace tessel;
+using namespace tessel::ir;
+
+namespace {
+
+/// The 1D Ising chain by its transfer matrix T = [[e^β, e^-β], [e^-β, e^β]] applied
+/// `steps` times to v = (½, ½), normalised each step, as a scan: lnZ/N = Σ ln‖Tv‖₁ / N.
+/// (½, ½) is T's leading eigenvector (eigenvalue 2 cosh β) of norm 1, so every step adds exactly
+/// ln(2 cosh β): lnZ/N = ln(2 cosh β), d/dβ = tanh β, d²/dβ² = sech² β, for any steps.
+Program isingChain(int64_t steps) {
+  const std::string text = R"(program @step(%v: f64[2], %acc: f64[], %beta: f64[]) {
+  %e = exp %beta : f64[]
+  %n = neg %beta : f64[]
+  %f = exp %n : f64[]
+  %v0 = slice %v {start = [0], limit = [1]} : f64[1]
+  %v1 = slice %v {start = [1], limit = [2]} : f64[1]
+  %eb = broadcast_in_dim %e {shape = [1], dims = []} : f64[1]
+  %fb = broadcast_in_dim %f {shape = [1], dims = []} : f64[1]
+  %a0 = mul %eb, %v0 : f64[1]
+  %a1 = mul %fb, %v1 : f64[1]
+  %w0 = add %a0, %a1 : f64[1]
+  %b0 = mul %fb, %v0 : f64[1]
+  %b1 = mul %eb, %v1 : f64[1]
+  %w1 = add %b0, %b1 : f64[1]
+  %p0 = pad %w0 {low = [0], high = [1]} : f64[2]
+  %p1 = pad %w1 {low = [1], high = [0]} : f64[2]
+  %w = add %p0, %p1 : f64[2]
+  %s = reduce_sum %w {axes = [0]} : f64[]
+  %sb = broadcast_in_dim %s {shape = [2], dims = []} : f64[2]
+  %vn = div %w, %sb : f64[2]
+  %ls = log %s : f64[]
+  %acc2 = add %acc, %ls : f64[]
+  return %vn, %acc2, %beta
+}
+
+entry program @chain(%beta: f64[]) {
+  %one = constant {value = dense<0.5> : f64[]} : f64[]
+  %zero = constant {value = dense<0> : f64[]} : f64[]
+  %v = broadcast_in_dim %one {shape = [2], dims = []} : f64[2]
+  %vN, %acc, %b = scan @step(%v, %zero, %beta) {length = STEPS, carries = 3} : f64[2], f64[], f64[]
+  %n = constant {value = dense<STEPS> : f64[]} : f64[]
+  %lnz = div %acc, %n : f64[]
+  return %lnz
+}
+)";
+  std::string t = text;
+  for (size_t at; (at = t.find("STEPS")) != std::string::npos;) t.replace(at, 5, std::to_string(steps));
+  return parseProgram(t, "chain.tir");
+}
+
+double scalarOf(const Program &p, double beta, bool engine = false) {
+  std::vector<Tensor> in = {Tensor::scalar(beta)};
+  if (!engine) return rt::evaluateReference(p, in).back().data[0];
+  rt::Engine e(1);
+  return e.run(*rt::prepare(p), in).back().data[0];
+}
+
+bool bitwiseEqual(const std::vector<Tensor> &a, const std::vector<Tensor> &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].type != b[i].type ||
+        std::memcmp(a[i].data.data(), b[i].data.data(), a[i].data.size() * sizeof(double)) != 0)
+      return false;
+  return true;
+}
+
+} // namespace
+
+TEST_CASE("module: the 1D Ising chain as a scan gives ln(2 cosh β) and its two derivatives") {
+  const Program chain = isingChain(3000);
+  passes::GradOptions o;
+  o.keepOutputs = false;
+  const Program d1 = passes::grad(chain, o);
+  const Program d2 = passes::grad(d1, o);
+  // Grad of grad stays a module of a few functions: its size does not grow with the
+  // trip count (the loop is an op).
+  CHECK(d2.functions.size() < 16);
+  size_t ops = d2.ops.size();
+  for (const Program &f : d2.functions) ops += f.ops.size();
+  CHECK(ops < 600);
+  for (double beta : {0.1, 0.44, 1.3}) {
+    CAPTURE(beta);
+    CHECK(scalarOf(chain, beta) == doctest::Approx(std::log(2 * std::cosh(beta))).epsilon(1e-13));
+    CHECK(scalarOf(d1, beta) == doctest::Approx(std::tanh(beta)).epsilon(1e-12));
+    const double sech = 1 / std::cosh(beta);
+    CHECK(scalarOf(d2, beta) == doctest::Approx(sech * sech).epsilon(1e-10));
+  }
+  // The engine (the module interpreter): the same numbers, the second derivative too.
+  for (double beta : {0.1, 0.44}) {
+    CHECK(scalarOf(d1, beta, true) == doctest::Approx(std::tanh(beta)).epsilon(1e-12));
+    const double sech = 1 / std::cosh(beta);
+    CHECK(scalarOf(d2, beta, true) == doctest::Approx(sech * sech).epsilon(1e-10));
+  }
+}
+
+TEST_CASE("module: staged and inlined forms are bitwise equal (reference and engine), "
+          "orders 0 to 2") {
+  Program p = isingChain(7);
+  passes::GradOptions o;
+  o.keepOutputs = false;
+  std::vector<Program> forms = {p, passes::grad(p, o)};
+  forms.push_back(passes::grad(forms[1], o));
+  for (const Program &staged : forms) {
+    REQUIRE(verify(staged).empty());
+    Program flat = staged;
+    REQUIRE(passes::runInline(flat));
+    CHECK(flat.functions.empty());
+    REQUIRE(verify(flat).empty());
+    const std::vector<Tensor> in = {Tensor::scalar(0.37)};
+    const auto a = rt::evaluateReference(staged, in);
+    CHECK(bitwiseEqual(a, rt::evaluateReference(flat, in)));
+    for (int w : {1, 2}) {
+      rt::Engine e(w);
+      CHECK(bitwiseEqual(a, e.run(*rt::prepare(flat), in)));
+      // The module interpreter: segments on the engine, calls and scans between them.
+      CHECK(bitwiseEqual(a, e.run(*rt::prepare(staged), in)));
+    }
+    // Text and JSON round trips of the module.
+    const std::string text = printProgram(staged);
+    CHECK(printProgram(parseProgram(text, "m.tir")) == text);
+    CHECK(printProgram(programFromJson(programToJson(staged), "m.json")) == text);
+  }
+}
+
+TEST_CASE("module: grad makes one VJP function per callee and set of inputs; dce drops "
+          "dead functions") {
+  Program p = parseProgram(R"(program @f(%a: f64[3], %w: f64[3]) {
+  %s = sin %a : f64[3]
+  %y = mul %s, %w : f64[3]
+  return %y
+}
+
+program @unused(%a: f64[3]) {
+  return %a
+}
+
+entry program @main(%x: f64[3], %y: f64[3]) {
+  %r1 = call @f(%x, %y) : f64[3]
+  %r2 = call @f(%r1, %y) : f64[3]
+  %r3 = call @f(%r2, %y) : f64[3]
+  %l = reduce_sum %r3 {axes = [0]} : f64[]
+  return %l
+}
+)",
+                           "m.tir");
+  passes::GradOptions o;
+  o.wrt = {"x"};
+  Program g = passes::grad(p, o);
+  int vjps = 0;
+  for (const Program &f : g.functions) vjps += f.name.rfind("f_vjp", 0) == 0;
+  CHECK(vjps == 1); // three call sites, the same wrt set (a only: %y is not active)
+  // d/dx of sin(sin(sin(x)·y)·y)·y summed, at x = 0.3, y = 0.8, by hand.
+  const double x = 0.3, y = 0.8;
+  const double u1 = std::sin(x) * y, u2 = std::sin(u1) * y;
+  const double d = std::cos(u2) * y * std::cos(u1) * y * std::cos(x) * y;
+  auto out = rt::evaluateReference(g, {Tensor(Type({3}), {x, x, x}), Tensor(Type({3}), {y, y, y})});
+  CHECK(out[1].data[0] == doctest::Approx(d).epsilon(1e-14));
+  CHECK(passes::removeDeadFunctions(p) == 1);
+  CHECK(p.functions.size() == 1);
+  CHECK(verify(p).empty());
+}
+
+TEST_CASE("module: inline refuses a module that unrolls past the op limit") {
+  Program p = isingChain(1 << 30);
+  CHECK(passes::inlinedOpCount(p) > passes::kMaxInlinedOps);
+  CHECK_THROWS_WITH_AS(passes::runInline(p), doctest::Contains("unrolls to"), Error);
+}
