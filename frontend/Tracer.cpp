@@ -211,10 +211,13 @@ Tensor dotGeneral(const Tensor &x, const Tensor &y, llvm::ArrayRef<int64_t> lhsB
 
 Tensor matmul(const Tensor &x, const Tensor &y) {
   ir::Builder &b = builderOf2(x, y, "dot_general");
-  if (x.rank() != 2 || y.rank() != 2)
-    throw ShapeError("dot_general: matmul needs two matrices, got " + x.type().str() + " and " +
-                     y.type().str() + (b.loc().empty() ? "" : " (at " + b.loc() + ")"));
-  return dotGeneral(x, y, {}, {}, {1}, {0});
+  // numpy's matmul for operands of rank 1 and 2: x's last axis against y's first (a
+  // vector operand is not promoted to a matrix, so its axis does not appear in the result).
+  if (x.rank() < 1 || x.rank() > 2 || y.rank() < 1 || y.rank() > 2)
+    throw ShapeError("dot_general: matmul needs matrices or vectors, got " + x.type().str() +
+                     " and " + y.type().str() + " (use einsum or dot_general for batches)" +
+                     (b.loc().empty() ? "" : " (at " + b.loc() + ")"));
+  return dotGeneral(x, y, {}, {}, {x.rank() - 1}, {0});
 }
 
 Tensor concatenate(llvm::ArrayRef<Tensor> parts, int64_t axis) {

@@ -10,8 +10,10 @@
 //===----------------------------------------------------------------------===//
 #include "common.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -20,6 +22,7 @@
 #include "frontend/Tracer.h"
 #include "ir/Diagnostics.h"
 #include "ir/OpTable.h"
+#include "ir/Printer.h"
 #include "ir/Verifier.h"
 
 namespace tessel::py {
@@ -28,11 +31,32 @@ namespace {
 using namespace nb::literals;
 
 /// One program being traced. Tensors keep it alive; after finish() it refuses new ops.
+/// A trace made while another is being traced (a function's or a loop body's) has that
+/// one as its parent: a tensor of an enclosing trace used here is captured, as JAX
+/// closes over tracers: it becomes an input of this trace (`captured.<k>`), and the op
+/// that calls or scans this trace passes the enclosing tensor for it.
 struct TraceState {
-  explicit TraceState(const std::string &name) : tracer(name), start(std::chrono::steady_clock::now()) {}
+  TraceState(const std::string &name, std::shared_ptr<TraceState> parent)
+      : tracer(name), start(std::chrono::steady_clock::now()), parent(std::move(parent)) {}
   frontend::Tracer tracer;
   std::chrono::steady_clock::time_point start;
   bool finished = false;
+  std::shared_ptr<TraceState> parent;
+  /// The captured tensors, as values of the parent trace, and their inputs here.
+  std::vector<frontend::Tensor> capturedOuter;
+  std::vector<ir::ValueId> capturedInputs;
+  std::map<ir::ValueId, size_t> captureOf; ///< parent value -> index in the lists above
+
+  std::string addOne(const ir::Program &f, const std::map<std::string, std::string> &renamed);
+
+  /// Adds function `f` of another trace (its own functions first) to this trace's module
+  /// and returns the name to call it by: a function already there with the same text is
+  /// reused, a name taken by another function gets a suffix (and its callers follow).
+  std::string addFunction(const ir::Program &f) {
+    std::map<std::string, std::string> renamed;
+    for (const ir::Program &g : f.functions) renamed[g.name] = addOne(g, renamed);
+    return addOne(f, renamed);
+  }
 
   void checkOpen() {
     if (finished)
@@ -41,6 +65,32 @@ struct TraceState {
                   "); use it only inside the function being traced");
   }
 };
+
+std::string TraceState::addOne(const ir::Program &f0, const std::map<std::string, std::string> &renamed) {
+  ir::Program f = f0;
+  f.functions.clear();
+  for (ir::Op &op : f.ops)
+    if (ir::hasCallee(op.kind))
+      if (auto it = renamed.find(op.attrs.getStr("callee")); it != renamed.end())
+        op.attrs.set("callee", ir::Attr::str(it->second));
+  ir::Program &module = tracer.builder().program();
+  auto taken = [&](const std::string &name) {
+    return name == module.name || module.functionIndex(name) >= 0;
+  };
+  std::string name = f.name;
+  for (int k = 1; taken(name); ++k) {
+    ir::Program same = f;
+    same.name = name;
+    if (module.functionIndex(name) >= 0 &&
+        ir::printProgram(module.functions[static_cast<size_t>(module.functionIndex(name))]) ==
+            ir::printProgram(same))
+      return name;
+    name = f.name + "_" + std::to_string(k);
+  }
+  f.name = name;
+  module.functions.push_back(std::move(f));
+  return name;
+}
 
 struct PyTensor {
   std::shared_ptr<TraceState> st;
@@ -76,31 +126,63 @@ std::string callerLoc() {
 
 PyTensor wrap(const std::shared_ptr<TraceState> &st, frontend::Tensor t) { return PyTensor{st, t}; }
 
-/// The trace every tensor of `ts` belongs to (they must share one).
+bool isAncestor(const TraceState *a, const TraceState *b) {
+  for (const TraceState *p = b->parent.get(); p; p = p->parent.get())
+    if (p == a) return true;
+  return false;
+}
+
+[[noreturn]] void twoTraces(TraceState &a, TraceState &b) {
+  throw Error("tracing: operands come from two different traces (@" +
+              a.tracer.builder().program().name + " and @" + b.tracer.builder().program().name +
+              "; a function or loop body may use the tensors of the traces around it, not of "
+              "another trace)");
+}
+
+/// `t` as a value of trace `st`: itself, or, for a tensor of an enclosing trace, the
+/// input that captures it (made on first use, through every trace in between).
+frontend::Tensor localize(const PyTensor &t, const std::shared_ptr<TraceState> &st) {
+  if (t.st == st) return t.t;
+  if (!st->parent || !isAncestor(t.st.get(), st.get())) twoTraces(*t.st, *st);
+  const frontend::Tensor outer = localize(t, st->parent);
+  if (auto it = st->captureOf.find(outer.id()); it != st->captureOf.end())
+    return frontend::Tensor(st->tracer.builder(), st->capturedInputs[it->second]);
+  const frontend::Tensor in =
+      st->tracer.input("captured." + std::to_string(st->capturedInputs.size()), outer.shape());
+  st->captureOf[outer.id()] = st->capturedInputs.size();
+  st->capturedOuter.push_back(outer);
+  st->capturedInputs.push_back(in.id());
+  return in;
+}
+
+/// The innermost of the traces of `ts` (every other one must enclose it), open and
+/// located at the caller's line.
 std::shared_ptr<TraceState> commonTrace(const std::vector<const PyTensor *> &ts) {
   std::shared_ptr<TraceState> st;
   for (const PyTensor *t : ts) {
-    if (!st) st = t->st;
-    else if (t->st != st)
-      throw Error("tracing: operands come from two different traces (@" +
-                  st->tracer.builder().program().name + " and @" +
-                  t->st->tracer.builder().program().name + ")");
+    if (!st || isAncestor(st.get(), t->st.get())) st = t->st;
+    else if (t->st != st && !isAncestor(t->st.get(), st.get())) twoTraces(*st, *t->st);
   }
   st->checkOpen();
   st->tracer.setLoc(callerLoc());
   return st;
 }
 
-/// `other` of a binary operator as a tensor of a's trace: a Tensor, a Python or numpy
-/// number (a rank-0 constant), or an array (a constant of its shape).
-frontend::Tensor operand(const PyTensor &a, nb::handle other) {
+/// A binary operator's operands as tensors of one trace (the innermost of theirs):
+/// `other` is a Tensor, a Python or numpy number (a rank-0 constant), or an array (a
+/// constant of its shape).
+struct OperandPair {
+  std::shared_ptr<TraceState> st;
+  frontend::Tensor a, b;
+};
+OperandPair operands(const PyTensor &a, nb::handle other) {
   if (nb::isinstance<PyTensor>(other)) {
     const PyTensor &b = nb::cast<const PyTensor &>(other);
-    commonTrace({&a, &b});
-    return b.t;
+    std::shared_ptr<TraceState> st = commonTrace({&a, &b});
+    return {st, localize(a, st), localize(b, st)};
   }
   commonTrace({&a});
-  return a.st->tracer.constant(tensorFromArray(other, "operand of a traced operator"));
+  return {a.st, a.t, a.st->tracer.constant(tensorFromArray(other, "operand of a traced operator"))};
 }
 
 /// numpy's broadcast of shapes a and b: aligned at the right, each pair of extents equal
@@ -200,8 +282,10 @@ void bindTracing(nb::module_ &m) {
 
   nb::class_<TraceState>(m, "_Trace",
                          "A program being traced (use tessel.trace; this is its machinery).")
-      .def(nb::new_([](const std::string &name) { return std::make_shared<TraceState>(name); }),
-           "name"_a)
+      .def(nb::new_([](const std::string &name, std::shared_ptr<TraceState> parent) {
+             return std::make_shared<TraceState>(name, std::move(parent));
+           }),
+           "name"_a, "parent"_a.none() = nb::none())
       .def(
           "input",
           [](std::shared_ptr<TraceState> st, const std::string &name, nb::handle shape) {
@@ -221,9 +305,10 @@ void bindTracing(nb::module_ &m) {
       .def(
           "output",
           [](std::shared_ptr<TraceState> st, const PyTensor &t, const std::string &name) {
-            if (t.st != st) throw Error("tracing: an output must be a tensor of the traced function");
+            if (t.st != st && !isAncestor(t.st.get(), st.get()))
+              throw Error("tracing: an output must be a tensor of the traced function");
             st->checkOpen();
-            st->tracer.output(t.t, name);
+            st->tracer.output(localize(t, st), name);
           },
           "tensor"_a, "name"_a = "")
       .def(
@@ -241,16 +326,14 @@ void bindTracing(nb::module_ &m) {
             auto kind = ir::opKindByName(name);
             if (!kind)
               throw Error("unknown op '" + name + "' (did you mean '" + ir::closestOpName(name) + "'?)");
-            for (size_t k = 0; k < operands.size(); ++k) {
+            for (size_t k = 0; k < operands.size(); ++k)
               if (!operands[k]) throw Error(name + ": operand " + std::to_string(k) + " is None");
-              if (operands[k]->st != st) throw Error(name + ": an operand comes from another trace");
-            }
             st->checkOpen();
             const std::string loc = callerLoc();
-            st->tracer.setLoc(loc);
             ir::AttrList al = attrsFromDict(*kind, attrs);
             std::vector<ir::ValueId> ids;
-            for (const PyTensor *t : operands) ids.push_back(t->t.id());
+            for (const PyTensor *t : operands) ids.push_back(localize(*t, st).id());
+            st->tracer.setLoc(loc);
             llvm::SmallVector<ir::ValueId, 1> results;
             try {
               results = st->tracer.builder().createMulti(*kind, ids, std::move(al));
@@ -266,6 +349,50 @@ void bindTracing(nb::module_ &m) {
           "Appends one op of the op table (tessel.op_table()) with these operands and "
           "attributes; returns its results. Shape errors raise tessel.ShapeError naming the "
           "op, the shapes and the Python line.")
+      .def(
+          "captured",
+          [](std::shared_ptr<TraceState> st) {
+            std::vector<PyTensor> out;
+            for (const frontend::Tensor &t : st->capturedOuter) out.push_back(wrap(st->parent, t));
+            return out;
+          },
+          "The tensors of the enclosing trace this one captured, in the order of their inputs.")
+      .def(
+          "captured_inputs",
+          [](std::shared_ptr<TraceState> st) {
+            std::vector<PyTensor> out;
+            for (ir::ValueId v : st->capturedInputs)
+              out.push_back(wrap(st, frontend::Tensor(st->tracer.builder(), v)));
+            return out;
+          },
+          "The inputs of this trace that capture them.")
+      .def(
+          "move_captured_inputs",
+          [](std::shared_ptr<TraceState> st, size_t position) {
+            // The captured inputs, last in the input list, moved to `position` (a scan's
+            // carries come first).
+            ir::Program &p = st->tracer.builder().program();
+            std::vector<ir::ValueId> rest, captured;
+            for (ir::ValueId v : p.inputs)
+              (std::find(st->capturedInputs.begin(), st->capturedInputs.end(), v) !=
+                       st->capturedInputs.end()
+                   ? captured
+                   : rest)
+                  .push_back(v);
+            if (position > rest.size()) throw Error("move_captured_inputs: position out of range");
+            rest.insert(rest.begin() + static_cast<ptrdiff_t>(position), captured.begin(), captured.end());
+            p.inputs = rest;
+          },
+          "position"_a)
+      .def(
+          "add_function",
+          [](std::shared_ptr<TraceState> st, const PyProgram &f) {
+            st->checkOpen();
+            return st->addFunction(f.ir);
+          },
+          "function"_a,
+          "Adds a traced program (and the functions it calls) to this trace's module; returns "
+          "the name a call or scan op names it by.")
       .def(
           "finish",
           [](std::shared_ptr<TraceState> st) {
@@ -286,14 +413,14 @@ void bindTracing(nb::module_ &m) {
   auto binary = [](frontend::Tensor (*f)(const frontend::Tensor &, const frontend::Tensor &),
                    bool reflected, const char *name) {
     return [f, reflected, name](const PyTensor &a, nb::handle other) {
-      frontend::Tensor b = operand(a, other);
-      frontend::Tensor x = reflected ? b : a.t, y = reflected ? a.t : b;
+      OperandPair ab = operands(a, other);
+      frontend::Tensor x = reflected ? ab.b : ab.a, y = reflected ? ab.a : ab.b;
       if (name != nullptr) {
         const ir::Shape shape = broadcastShapes(x.shape(), y.shape(), name);
         x = broadcastOperand(x, shape);
         y = broadcastOperand(y, shape);
       }
-      return wrap(a.st, f(x, y));
+      return wrap(ab.st, f(x, y));
     };
   };
   using F = frontend::Tensor (*)(const frontend::Tensor &, const frontend::Tensor &);
@@ -304,9 +431,9 @@ void bindTracing(nb::module_ &m) {
   F matmul = [](const frontend::Tensor &x, const frontend::Tensor &y) { return frontend::matmul(x, y); };
   auto cmp = [](const char *dir) {
     return [dir](const PyTensor &a, nb::handle other) {
-      frontend::Tensor b = operand(a, other);
-      const ir::Shape shape = broadcastShapes(a.t.shape(), b.shape(), "compare");
-      return wrap(a.st, frontend::compare(broadcastOperand(a.t, shape), broadcastOperand(b, shape), dir));
+      OperandPair ab = operands(a, other);
+      const ir::Shape shape = broadcastShapes(ab.a.shape(), ab.b.shape(), "compare");
+      return wrap(ab.st, frontend::compare(broadcastOperand(ab.a, shape), broadcastOperand(ab.b, shape), dir));
     };
   };
 
@@ -318,9 +445,9 @@ void bindTracing(nb::module_ &m) {
           !PyObject_HasAttrString(other.ptr(), "__array__") && !PySequence_Check(other.ptr()))
         return nb::borrow(Py_NotImplemented);
       if (nb::isinstance<nb::str>(other)) return nb::borrow(Py_NotImplemented);
-      frontend::Tensor b = operand(a, other);
-      const ir::Shape shape = broadcastShapes(a.t.shape(), b.shape(), "compare");
-      return nb::cast(wrap(a.st, frontend::compare(broadcastOperand(a.t, shape), broadcastOperand(b, shape), dir)));
+      OperandPair ab = operands(a, other);
+      const ir::Shape shape = broadcastShapes(ab.a.shape(), ab.b.shape(), "compare");
+      return nb::cast(wrap(ab.st, frontend::compare(broadcastOperand(ab.a, shape), broadcastOperand(ab.b, shape), dir)));
     };
   };
   nb::class_<PyTensor> tensor(

@@ -45,14 +45,16 @@ __version__: str = _tessel.__version__
 ISING_BETA_C: float = _tessel.ISING_BETA_C
 
 __all__ = [
-    "Engine", "Error", "ISING_BETA_C", "ParseError", "Plan", "Program", "ShapeError", "Tensor",
-    "Value", "VerifyError", "blas_info", "describe_passes", "evaluate_reference", "grad", "onsager",
-    "op_table", "ops", "opt", "prepare", "trace", "trg", "vjp",
+    "Engine", "Error", "Function", "ISING_BETA_C", "ParseError", "Plan", "Program", "ShapeError",
+    "Tensor", "Value", "VerifyError", "blas_info", "describe_passes", "evaluate_reference",
+    "fori_loop", "function", "grad", "onsager", "op_table", "ops", "opt", "prepare", "scan", "trace",
+    "trg", "vjp",
 ]
 
 _tessel._set_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 from . import ops  # noqa: E402  (attaches the Tensor methods; needs _tessel first)
+from ._staging import Function, fori_loop, function, scan  # noqa: E402
 
 ShapeLike = Union[int, Sequence[int], np.ndarray]
 

@@ -35,7 +35,7 @@ __all__ = [
     "sub",
     "mul", "div", "maximum", "compare", "select", "reduce_sum", "reduce_max", "broadcast_in_dim",
     "reshape", "transpose", "slice", "pad", "dot_general", "einsum", "svd", "svd_topk",
-    "svd_topk_complement", "stop_gradient",
+    "svd_topk_complement", "stop_gradient", "call", "scan",
     # numpy spellings and compositions
     "negative", "subtract", "multiply", "divide", "sum", "max", "where", "broadcast_to",
     "matmul", "concatenate", "full", "zeros", "ones", "cosh", "sinh", "square",
@@ -65,11 +65,13 @@ def _pop() -> None:
 
 
 def _trace_of(*xs: Any) -> Any:
+    # The innermost trace being built (a function's or a loop body's, inside which the
+    # tensors of the traces around it are captured); else the tensors' own.
+    if _active():
+        return _active()[-1]
     for x in xs:
         if isinstance(x, Tensor):
             return x._trace
-    if _active():
-        return _active()[-1]
     raise Error("tessel.ops: called outside tessel.trace (no Tensor operand and no trace "
                 "being built)")
 
@@ -550,13 +552,14 @@ def dot_general(a: Tensor, b: Tensor, *, lhs_contract: Sequence[int], rhs_contra
 
 
 def matmul(a: TensorLike, b: TensorLike) -> Tensor:
-    """Matrix product of a [m,k] and b [k,n], as ``a @ b`` (two matrices only: use
-    ``einsum`` or ``dot_general`` for batches and vectors)."""
+    """Matrix product as ``a @ b``, numpy's rule for matrices and vectors: a [m,k] or [k]
+    against b [k,n] or [k] (a's last axis with b's first); results [m,n], [n], [m] or [].
+    Batches: use ``einsum`` or ``dot_general``."""
     tr, (ta, tb) = _operands([a, b])
-    if ta.ndim != 2 or tb.ndim != 2:
-        raise Error(f"matmul: expected two matrices, got shapes {ta.shape} and {tb.shape} "
-                    "(use einsum or dot_general for batches and vectors)")
-    return dot_general(ta, tb, lhs_contract=[1], rhs_contract=[0])
+    if ta.ndim not in (1, 2) or tb.ndim not in (1, 2):
+        raise Error(f"matmul: expected matrices or vectors, got shapes {ta.shape} and "
+                    f"{tb.shape} (use einsum or dot_general for batches)")
+    return dot_general(ta, tb, lhs_contract=[ta.ndim - 1], rhs_contract=[0])
 
 
 def einsum(spec: str, *operands: Tensor) -> Tensor:
@@ -774,3 +777,18 @@ def _tensor_prod(self: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
 
 # numpy's protocols (python/tessel/_numpy.py), imported last: they use the functions above.
 from ._numpy import _array_function, _array_ufunc  # noqa: E402,F401
+
+
+def call(f: Any, *args: Tensor) -> Any:
+    """The ``call`` op: ``f`` staged as a function of the module (:func:`tessel.function`;
+    traced once per input shapes) and called on ``args``. Returns its results in the
+    structure ``f`` returns."""
+    from ._staging import Function, function
+    return (f if isinstance(f, Function) else function(f))(*args)
+
+
+def scan(f: Any, init: Any, xs: Any = None, length: Optional[int] = None,
+         reverse: bool = False) -> Any:
+    """The ``scan`` op: :func:`tessel.scan` (JAX's ``lax.scan``)."""
+    from ._staging import scan as staged_scan
+    return staged_scan(f, init, xs, length, reverse)

@@ -73,3 +73,12 @@ def test_hotrg_example_against_onsager_and_finite_differences(source_dir):
     body = src[src.index(next(l for l in src if l.startswith("def initial_tensor"))):
                src.index(next(l for l in src if l.startswith("def run(")))]
     assert len([l for l in body if l.strip()]) <= 40
+
+
+def test_ising_chain_example_matches_the_exact_values(source_dir):
+    out = run_example(source_dir, "ising_chain.py", "--steps", "3000", "--beta", "0.7")
+    rows = [line for line in out.splitlines() if "exact" in line]
+    assert len(rows) == 3
+    for row in rows:
+        # "rel. error 1.2e-15"
+        assert float(row.split("rel. error")[1].split()[0]) < 1e-10, row

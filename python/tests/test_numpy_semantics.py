@@ -49,6 +49,8 @@ SNIPPETS = [
     ("np.einsum contraction", lambda a, c: np.einsum("ij,kij->k", a, c), [A, C]),
     ("np.einsum network", lambda s: np.einsum("ij,jk,ki->", s, s, s), [S]),
     ("matmul operator", lambda a, s: a @ s, [A, S]),
+    ("matmul matrix @ vector, vector @ matrix, vector @ vector",
+     lambda s, v: (s @ v) + (v @ s) + (v @ v), [S, S[0]]),
     ("np.trace", lambda s: np.trace(s), [S]),
     ("np.trace offset", lambda s: np.trace(s, 1), [S]),
     ("np.diag of a matrix", lambda s: np.diag(s, -1), [S]),

@@ -58,6 +58,11 @@ CASES = {
     "svd": (lambda a: ops.svd(a)[1], [A], lambda a: np.linalg.svd(a, compute_uv=False)),
     "svd_topk": (lambda a: ops.svd_topk(a, 2)[1], [A], lambda a: np.linalg.svd(a, compute_uv=False)[:2]),
     "stop_gradient": (ops.stop_gradient, [A], lambda a: a),
+    "call": (lambda a, b: ops.call(lambda x, y: ops.tanh(x) * y, a, b), [A, B],
+             lambda a, b: np.tanh(a) * b),
+    # cumulative product of the rows, scaled by a captured tensor each step
+    "scan": (lambda a, v: ops.scan(lambda c, row: (c * row, c * row * v), ops.ones(4), a)[1],
+             [A, V], lambda a, v: np.cumprod(a, axis=0) * v),
 }
 
 
@@ -290,7 +295,7 @@ def test_tracing_in_threads():
     (lambda a: ops.reshape(a, (4,)), [(3,)], r"reshape.*test_trace.py:\d+"),
     (lambda a: ops.iota([2 ** 64], 0), [(3,)], "out of the int64 range"),
     (lambda a: ops.iota((3, 4), 5), [(3,)], "dim 5 is out of range"),
-    (lambda a: ops.matmul(a, a), [(3,)], "two matrices"),
+    (lambda a: ops.matmul(a, a), [(2, 3, 4)], "matrices or vectors"),
     (lambda a: ops.constant(np.array([1 + 2j])), [(3,)], "expected real numbers"),
     (lambda a: ops.constant(["1", "2"]), [(3,)], "expected real numbers"),
     (lambda a: a + np.datetime64(1, "s"), [(3,)], "expected real numbers"),
