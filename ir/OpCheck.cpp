@@ -66,7 +66,7 @@ std::optional<std::string> resultCountProblem(OpKind kind, size_t n) {
 
 std::optional<std::string> operandCountProblem(OpKind kind, size_t n) {
   const OpInfo &info = opInfo(kind);
-  if (info.numOperands < 0 && n == 0)
+  if (info.numOperands == -1 && n == 0)
     return quoted(info.name) + " takes at least one operand, got none";
   if (info.numOperands >= 0 && n != static_cast<size_t>(info.numOperands))
     return quoted(info.name) + " takes " +

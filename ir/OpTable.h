@@ -31,7 +31,7 @@ struct AttrSpec {
 struct OpInfo {
   OpKind kind;
   const char *name;
-  int numOperands; ///< -1 = variadic, at least one
+  int numOperands; ///< -1 = variadic, at least one; -2 = any number, zero too
   int numResults;  ///< -1 = variadic, at least one
   std::vector<AttrSpec> attrs; ///< canonical order
   const char *summary;         ///< what the op computes (ops.def)

@@ -486,8 +486,15 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
 
   // Forward program: the forward ops, the original outputs, then the residuals that
   // are neither inputs nor original outputs.
+  // Names no function of the module has (a module's entry split again).
+  auto freshName = [&](const std::string &base) {
+    std::string n = base;
+    for (int k = 1; g.functionIndex(n) >= 0; ++k) n = base + "_" + std::to_string(k);
+    return n;
+  };
   Program &F = fb.forward;
-  F.name = h.name + "_fwd";
+  F.name = freshName(h.name + "_fwd");
+  F.functions = g.functions; // both halves of a module's entry call its functions
   std::vector<ValueId> toF(h.values.size(), ir::kNoValue);
   for (size_t k = 0; k < numPrimalInputs; ++k) {
     ValueId in = h.inputs[k];
@@ -516,9 +523,10 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
           rr.forwardOutput = static_cast<int>(o);
           break;
         }
+      // A residual is a backward input, which needs a name (a primal output may be
+      // anonymous too).
+      if (ir::isAnonymousName(F.values[fv].name)) F.setName(fv, "res" + std::to_string(k));
       if (rr.forwardOutput < 0) {
-        if (ir::isAnonymousName(F.values[fv].name))
-          F.setName(fv, "res" + std::to_string(k));
         rr.forwardOutput = static_cast<int>(F.outputs.size());
         F.addOutput(fv);
       }
@@ -542,7 +550,8 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
 
   // Backward program: residuals, then the cotangents; the backward ops and clones.
   Program &B = fb.backward;
-  B.name = h.name + "_bwd";
+  B.name = freshName(h.name + "_bwd");
+  B.functions = g.functions;
   std::vector<ValueId> toB(h.values.size(), ir::kNoValue);
   for (size_t k = 0; k < res.size(); ++k)
     toB[res[k]] = B.addInput(fb.residuals[k].name, fb.residuals[k].type);
@@ -564,9 +573,6 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
   }
   for (size_t o = numPrimal; o < h.outputs.size(); ++o) B.addOutput(toB[h.outputs[o]]);
 
-  // Both halves of a module's entry call its functions.
-  F.functions = h.functions;
-  B.functions = h.functions;
   removeDeadFunctions(F);
   removeDeadFunctions(B);
   ir::verifyOrThrow(F);

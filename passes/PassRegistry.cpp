@@ -17,6 +17,7 @@
 #include "passes/Fold.h"
 #include "passes/Grad.h"
 #include "passes/Inline.h"
+#include "passes/SplitVjp.h"
 #include "passes/Order.h"
 #include "passes/PadSink.h"
 #include "passes/PassManager.h"
@@ -148,6 +149,20 @@ bool runInlinePass(ir::Program &p, const InlineOptions &o, PassStatistics &stats
   return changed;
 }
 
+void declareSplitVjpOptions(PassOptionBinder<SplitVjpOptions> &b) {
+  b.choice("policy", &SplitVjpOptions::policy,
+           {RematPolicy::Store, RematPolicy::Recompute, RematPolicy::SaveSvd}, rematPolicyName,
+           "store: the residuals are what the backward reads; recompute: only the forward's "
+           "inputs, the backward redoes the rest; save-svd: also the svd results");
+}
+
+bool runSplitVjpPass(ir::Program &p, const SplitVjpOptions &o, PassStatistics &stats) {
+  const bool changed = runSplitVjp(p, o);
+  const ir::Program &bwd = p.functions.back();
+  stats.add("residuals", static_cast<int64_t>(bwd.inputs.size() - p.gradSignature->cotangents));
+  return changed;
+}
+
 /// A registry row for a module pass (PassInfo::modulePass).
 PassInfo modulePass(PassInfo info) {
   info.modulePass = true;
@@ -220,6 +235,10 @@ std::vector<PassInfo> buildRegistry() {
                        "Remat policy over grad's forward/backward split: recompute unsaved "
                        "residuals in the backward (the entry's; a call's VJP recomputes its callee)",
                        runCheckpointPass, declareCheckpointOptions)));
+  r.push_back(modulePass(makePass(
+      "split-vjp", "Split a gradient program into forward and backward functions and an entry "
+      "that calls them, the residuals between them (the staged form of a VJP)",
+      runSplitVjpPass, declareSplitVjpOptions)));
   r.push_back(modulePass(makePass(
       "inline", "Inline every call and unroll every scan of a module: one plain program, the "
       "same ops in the same order (prepare runs it on a module)",

@@ -25,6 +25,7 @@ struct OpsArgs {
 };
 
 std::string arity(int n, const char *what) {
+  if (n == -2) return std::string("any number of ") + what + "s";
   if (n < 0) return std::string("one or more ") + what + "s";
   return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
 }

@@ -139,11 +139,14 @@ public:
     passes::Pipeline chosen;
     int grads = 0;
     const std::vector<passes::PassInfo> &registry = passes::passRegistry();
-    const passes::PassInfo *checkpoint = passes::lookupPass("checkpoint");
+    const passes::PassInfo *afterGrad[] = {passes::lookupPass("checkpoint"),
+                                           passes::lookupPass("split-vjp")};
     for (size_t n = pick(7); n > 0; --n) {
-      // checkpoint applies only after a grad that kept its outputs: take it more often then.
-      const passes::PassInfo &info = checkpoint && eligible(*checkpoint, cur, grads) && chance(0.25)
-                                         ? *checkpoint
+      // checkpoint and split-vjp apply only after a grad that kept its outputs: take them
+      // more often then.
+      const passes::PassInfo *special = afterGrad[pick(2)];
+      const passes::PassInfo &info = special && eligible(*special, cur, grads) && chance(0.35)
+                                         ? *special
                                          : registry[pick(registry.size())];
       // A "wild" pass gets option values without regard to their validity; it must
       // succeed or throw tessel::Error, and is then left out of the pipeline.
@@ -195,7 +198,7 @@ private:
 
   bool eligible(const passes::PassInfo &info, const Program &cur, int grads) {
     if (info.name == "grad") return allowGrad_ && grads < 2 && !cur.inputs.empty();
-    if (info.name == "checkpoint")
+    if (info.name == "checkpoint" || info.name == "split-vjp")
       return cur.gradSignature && cur.gradSignature->primalOutputs > 0;
     return true;
   }

@@ -13,6 +13,7 @@
 #include "passes/Dce.h"
 #include "passes/Grad.h"
 #include "passes/Inline.h"
+#include "passes/SplitVjp.h"
 #include "runtime/Runtime.h"
 
 using namespace tessel;
@@ -181,4 +182,24 @@ TEST_CASE("module: inline refuses a module that unrolls past the op limit") {
   Program p = isingChain(1 << 30);
   CHECK(passes::inlinedOpCount(p) > passes::kMaxInlinedOps);
   CHECK_THROWS_WITH_AS(passes::runInline(p), doctest::Contains("unrolls to"), Error);
+}
+
+TEST_CASE("module: split-vjp gives forward and backward functions whose results are the "
+          "gradient program's, bitwise") {
+  // The chain's gradient with its value (keep-outputs), staged as a loop: split-vjp
+  // puts the scan in the forward function and the reverse scan in the backward one.
+  passes::GradOptions o;
+  Program g = passes::grad(isingChain(9), o);
+  Program split = g;
+  REQUIRE(passes::runSplitVjp(split, {}));
+  CHECK(verify(split).empty());
+  CHECK(split.function("chain_fwd") != nullptr);
+  CHECK(split.function("chain_bwd") != nullptr);
+  CHECK(split.ops.size() == 2);
+  const std::vector<Tensor> in = {Tensor::scalar(0.61)};
+  CHECK(bitwiseEqual(rt::evaluateReference(g, in), rt::evaluateReference(split, in)));
+  rt::Engine e(2);
+  CHECK(bitwiseEqual(e.run(*rt::prepare(g), in), e.run(*rt::prepare(split), in)));
+  Program notGrad = isingChain(3);
+  CHECK_THROWS_WITH_AS(passes::runSplitVjp(notGrad, {}), doctest::Contains("not a gradient program"), Error);
 }
