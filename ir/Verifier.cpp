@@ -137,6 +137,25 @@ std::vector<std::string> verify(const Program &p) {
     for (std::string &e : fe) errs.push_back("function " + text::atName(f.name) + ": " + e);
   }
   verifyInto(p, p.functions, errs);
+  // Nesting: the longest chain of calls and scans from the entry. Every stage that
+  // follows it (grad, the interpreters) recurses once per level.
+  if (errs.empty() && !p.functions.empty()) {
+    std::vector<size_t> depth(p.functions.size() + 1, 1);
+    auto nesting = [&](const Program &f) {
+      size_t d = 1;
+      for (const Op &op : f.ops)
+        if (hasCallee(op.kind))
+          if (int i = p.functionIndex(op.attrs.getStr("callee")); i >= 0)
+            d = std::max(d, 1 + depth[static_cast<size_t>(i)]);
+      return d;
+    };
+    for (size_t i = 0; i < p.functions.size(); ++i) depth[i] = nesting(p.functions[i]);
+    const size_t entry = nesting(p);
+    if (entry > kMaxCallDepth)
+      errs.push_back("module " + ir::text::atName(p.name) + ": calls and scans nest " +
+                     std::to_string(entry) + " functions deep, more than the " +
+                     std::to_string(kMaxCallDepth) + " a module may nest");
+  }
   return errs;
 }
 

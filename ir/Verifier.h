@@ -13,9 +13,13 @@ namespace tessel::ir {
 /// types) with its attributes in canonical form, outputs defined, the grad signature.
 /// Returns one message per problem; one about an op starts with ir::describeOp (its
 /// results, operands, loc and file:line:col) followed by checkOp's message.
+/// How many functions deep calls and scans may nest in a module (the entry counts as one).
+inline constexpr size_t kMaxCallDepth = 256;
+
 /// A module (a program with functions) is checked function by function, each seeing only
 /// the functions before it (so a call names an earlier function: no recursion); no two
-/// functions share a name, and only the entry holds functions.
+/// functions share a name, only the entry holds functions, and calls and scans nest at
+/// most kMaxCallDepth functions deep.
 std::vector<std::string> verify(const Program &p);
 
 /// verify() of one function of a module, whose calls may name `callees`.

@@ -44,6 +44,7 @@
 #endif
 
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 #include "runtime/Kernels.h"
 #include "runtime/ModulePlan.h"
 #include "runtime/Plan.h"
@@ -360,7 +361,16 @@ int Engine::width() const { return impl_->width; }
 
 std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs) {
   validateInputs(P.program, inputs);
-  if (P.module) return runModulePlan(*this, P, inputs);
+  if (P.module) {
+    try {
+      return runModulePlan(*this, P, inputs);
+    } catch (const std::bad_alloc &) {
+      throw Error("error: run: module " + ir::text::atName(P.program.name) +
+                  ": out of memory for the tensors the module interpreter holds between its "
+                  "segments (calls, scan carries and stacked outputs), which the plan's peak "
+                  "does not count");
+    }
+  }
   PlanState &S = impl_->stateFor(P);
   double *arena = impl_->arenaFor(P);
   // Output tensors: the only allocation of a steady-state run.

@@ -32,7 +32,10 @@ ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last, const P
     llvm::SmallVector<ir::ValueId, 4> args;
     for (ir::ValueId v : op.operands) {
       if (map[v] == ir::kNoValue) {
-        map[v] = q.addInput("in." + std::to_string(seg.inputs.size()), f.type(v));
+        // The function's own name for the value when it has one (errors name it).
+        const std::string &own = f.value(v).name;
+        const bool free = !ir::isAnonymousName(own) && q.lookup(own) == ir::kNoValue;
+        map[v] = q.addInput(free ? own : "in." + std::to_string(seg.inputs.size()), f.type(v));
         seg.inputs.push_back(v);
       }
       args.push_back(map[v]);
@@ -40,6 +43,7 @@ ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last, const P
     llvm::SmallVector<ir::Type, 3> types;
     for (ir::ValueId r : op.results) types.push_back(f.type(r));
     auto rs = q.appendOp(op.kind, args, op.attrs, types, op.loc, op.remat);
+    q.ops.back().pos = op.pos; // errors point at the op in the file
     for (size_t k = 0; k < rs.size(); ++k) {
       map[op.results[k]] = rs[k];
       const std::string &name = f.value(op.results[k]).name;

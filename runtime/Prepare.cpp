@@ -70,10 +70,12 @@ void checkPlanFitsInMemory(const Plan &P, const MemoryLimit &mem) {
 
 std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &opts) {
   ensureBlasSingleThreaded();
-  if (!p.functions.empty()) return prepareModule(p, opts);
   ir::verifyOrThrow(p);
   const MemoryLimit mem = memoryLimit();
+  // A module: every value of every function (a scan's stacked outputs too) must fit.
+  for (const ir::Program &f : p.functions) checkValuesFitInMemory(f, mem);
   checkValuesFitInMemory(p, mem);
+  if (!p.functions.empty()) return prepareModule(p, opts);
   auto plan = std::make_shared<Plan>();
   plan->id = nextPlanId.fetch_add(1);
   plan->program = p;

@@ -143,8 +143,10 @@ def function(fn: Optional[Callable[..., Any]] = None, *, name: Optional[str] = N
     call stays a call in the traced program).
 
     Args:
-        fn: a function of Tensors returning a Tensor or a tuple/list of Tensors. It sees
-            only its arguments (a Tensor of the enclosing trace cannot be captured).
+        fn: a function of Tensors returning a Tensor or a tuple/list of Tensors. Tensors
+            of the enclosing trace it uses are captured (extra inputs the call passes); it
+            is then traced again at each use. A function that calls itself is recursion,
+            which a module cannot hold: Python's RecursionError.
         name: the function's name in the module (default ``fn.__name__``).
 
     Returns:
@@ -181,12 +183,16 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
     """
     carries, build_carry = _flatten(init, "tessel.scan: init")
     xs_list, build_x = _flatten(xs, "tessel.scan: xs")
+    for i, x in enumerate(xs_list):
+        if not x.shape:
+            raise Error(f"tessel.scan: xs item {i} is a scalar: it has no leading axis to scan over")
     if length is None:
         if not xs_list:
             raise Error("tessel.scan: give xs or length (the number of iterations)")
-        length = xs_list[0].shape[0] if xs_list[0].shape else 0
-    if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1:
-        raise Error(f"tessel.scan: length must be an int >= 1, got {length!r:.40}")
+        length = xs_list[0].shape[0]
+    if (not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1
+            or length > 2 ** 30):
+        raise Error(f"tessel.scan: length must be an int in [1, 2^30], got {length!r:.40}")
     length = int(length)
     for i, x in enumerate(xs_list):
         if not x.shape or x.shape[0] != length:
@@ -250,17 +256,26 @@ def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, Any], Any], init_
                         f"static), got {type(v).__name__}")
     if upper <= lower:
         raise Error(f"tessel.fori_loop: upper ({upper}) must be greater than lower ({lower})")
-    carries, _ = _flatten(init_val, "tessel.fori_loop: init_val")
+    if upper - lower > 2 ** 30:
+        raise Error(f"tessel.fori_loop: {upper - lower} iterations; a loop runs at most 2^30")
+    carries, build = _flatten(init_val, "tessel.fori_loop: init_val")
     tr = _trace_of(carries, "tessel.fori_loop")
     ops._push(tr)
     try:
-        index = ops.constant(np.arange(int(lower), int(upper), dtype=np.float64))
+        start = ops.constant(float(lower))
     finally:
         ops._pop()
 
-    def step(val: Any, i: Any) -> tuple[Any, None]:
-        return body_fun(i, val), None
+    # The index is a carry (i, then i + 1), not a vector of every index: the program
+    # stays one op whatever the trip count.
+    def step(carry: Any, _: Any) -> tuple[Any, None]:
+        *val, i = carry
+        new = body_fun(i, build(list(val)))
+        new_list, _ = _flatten(new, "tessel.fori_loop: the body's result")
+        return (*new_list, i + 1.0), None
 
     step.__name__ = getattr(body_fun, "__name__", "body")
-    final, _ = scan(step, init_val, index)
-    return final
+    if not step.__name__.isidentifier():
+        step.__name__ = "body"
+    final, _ = scan(step, (*carries, start), None, length=int(upper - lower))
+    return build(list(final[:-1]))

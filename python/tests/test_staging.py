@@ -135,8 +135,22 @@ def test_staging_errors_name_the_problem():
     with pytest.raises(tessel.Error, match="leading extent must be the length 3"):
         tessel.trace(mismatched, (3,), (4,))
 
-    with pytest.raises(tessel.Error, match="length must be an int >= 1"):
+    with pytest.raises(tessel.Error, match=r"length must be an int in \[1, 2\^30\]"):
         tessel.trace(lambda c: tessel.scan(lambda c, _: (c, None), c, length=0)[0], ())
 
     with pytest.raises(tessel.Error, match="upper"):
         tessel.trace(lambda c: tessel.fori_loop(3, 3, lambda i, c: c, c), ())
+
+
+def test_fori_loop_keeps_the_index_as_a_carry():
+    # A million iterations: the program holds no index vector, and its text is as long as
+    # for ten.
+    def count(n):
+        return lambda x: tessel.fori_loop(0, n, lambda i, acc: acc + x, ops.constant(0.0) * x)
+
+    small, large = (str(tessel.trace(count(n), ())) for n in (10, 10 ** 6))
+    assert len(large) - len(small) < 16  # only the length's digits differ
+    with pytest.raises(tessel.Error, match="at most 2\\^30"):
+        tessel.trace(count(2 ** 31), ())
+    with pytest.raises(tessel.Error, match="no leading axis"):
+        tessel.trace(lambda a: tessel.scan(lambda c, x: (c, x), a, a)[0], ())

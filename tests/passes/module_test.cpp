@@ -203,3 +203,19 @@ TEST_CASE("module: split-vjp gives forward and backward functions whose results 
   Program notGrad = isingChain(3);
   CHECK_THROWS_WITH_AS(passes::runSplitVjp(notGrad, {}), doctest::Contains("not a gradient program"), Error);
 }
+
+TEST_CASE("module: prepare refuses a scan whose stacked output cannot fit, naming the op") {
+  Program p = parseProgram(R"(program @body(%c: f64[]) {
+  %b = broadcast_in_dim %c {shape = [1024], dims = []} : f64[1024]
+  return %c, %b
+}
+
+entry program @main(%a: f64[]) {
+  %c, %ys = scan @body(%a) {length = 1073741824, carries = 1} : f64[], f64[1073741824,1024]
+  return %ys
+}
+)",
+                           "big.tir");
+  CHECK_THROWS_WITH_AS(rt::prepare(p), doctest::Contains("result %ys f64[1073741824,1024] needs 8796093022208 bytes"),
+                       Error);
+}

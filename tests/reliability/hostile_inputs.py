@@ -232,6 +232,30 @@ CASES = [
       Exact("case.tir:2:%d: error: expected a number, ',', '[' or ']' in dense literal, got 'x'\n...%s\n%s^" % (
           LONG_TIR_LINE.index("x") + 1, LONG_TIR_LINE[-120:], " " * (3 + 120 - len(LONG_TIR_LINE) + LONG_TIR_LINE.index("x"))))),
 
+    # --- modules: call and scan ----------------------------------------------------
+    V("module-mutual-recursion", "text", "two functions calling each other",
+      "program @f(%x: f64[]) {\n  %0 = call @g(%x) : f64[]\n  return %0\n}\n\n"
+      "entry program @g(%x: f64[]) {\n  %0 = call @f(%x) : f64[]\n  return %0\n}\n",
+      r"case\.tir:2:13: error: no function @g above the calling function"),
+    V("module-two-entries", "text", "two programs marked entry",
+      "entry program @f(%x: f64[]) {\n  return %x\n}\nentry program @g(%x: f64[]) {\n  return %x\n}\n",
+      r"case\.tir:4:1: error: unexpected 'entry' after the entry program"),
+    V("module-scan-length-2^31", "text", "a scan of length 2^31",
+      "program @b(%c: f64[]) {\n  return %c\n}\n\nentry program @m(%c: f64[]) {\n"
+      "  %0 = scan @b(%c) {length = 2147483648, carries = 1} : f64[]\n  return %0\n}\n",
+      r"case\.tir:6:8: error: scan: length = 2147483648 must be in \[1, 2\^30\]"),
+    Case("module-scan-stack-too-big", "text", "a scan whose stacked output needs 8 TiB",
+         ["run", "case.tir", "-i", "a=1"],
+         r"error: prepare: %c, %ys = scan @b\(%a\) at case\.tir:7:13: result %ys f64\[1073741824,1024\] needs 8796093022208 bytes",
+         {"case.tir": "program @b(%c: f64[]) {\n  %x = broadcast_in_dim %c {shape = [1024], dims = []} : f64[1024]\n"
+                      "  return %c, %x\n}\n\nentry program @m(%a: f64[]) {\n"
+                      "  %c, %ys = scan @b(%a) {length = 1073741824, carries = 1} : f64[], f64[1073741824,1024]\n"
+                      "  return %ys\n}\n"}),
+    Case("module-inline-too-big", "cli", "inlining a scan of 2^30 iterations",
+         ["opt", "case.tir", "--passes=inline"],
+         r"error: inline: module @m unrolls to 1073741824 ops, more than the 20000000",
+         {"case.tir": "program @b(%c: f64[]) {\n  %0 = neg %c : f64[]\n  return %0\n}\n\nentry program @m(%c: f64[]) {\n"
+                      "  %0 = scan @b(%c) {length = 1073741824, carries = 1} : f64[]\n  return %0\n}\n"}),
     # --- JSON reader ----------------------------------------------------------------
     V("json-truncated", "json", "JSON cut in the middle of the ops array",
       json_prog(X2, "[" + op("neg", ["x"], [("y", "f64[2]")]), '["y"]')[:120],
