@@ -26,8 +26,8 @@ struct OpCost {
   ///                    m = max(rows, cols), k = min (Golub & Van Loan, Matrix
   ///                    Computations, 3rd ed., §5.4.5, the table of SVD work);
   ///   shape ops, constant, iota, stop_gradient  0;
-  ///   call, scan       0 here: the callee's ops are ops of the callee (a report on a
-  ///                    module counts them there, times the calls and the trip count).
+  ///   call, scan       0 here: the callee's ops are ops of the callee (`tessel cost`
+  ///                    counts them there, once per call and scan iteration).
   double flops = 0;
   /// Bytes read and written: every operand and every result once (f64: 8 bytes per
   /// element), as if nothing were aliased or fused.

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <sstream>
 
@@ -187,37 +188,47 @@ std::string printEinsumReport(const ir::Program &p, const passes::OrderOptions &
 }
 
 /// Op count, flops and bytes per op kind over the whole program (ir/OpCost.h), in
-/// op-table order, then the total.
+/// op-table order, then the total. In a module, a function's ops count once per call and
+/// per iteration of a scan (the ops the program runs, not the ops it is written with).
 std::string printOpKindReport(const ir::Program &p, bool json) {
   struct Row {
-    int64_t count = 0;
-    double flops = 0, bytes = 0;
+    double count = 0, flops = 0, bytes = 0;
   };
   std::vector<Row> rows(ir::kNumOpKinds);
   Row total;
-  for (const ir::Op &op : p.ops) {
-    const ir::OpCost c = ir::opCost(p, op);
-    for (Row *r : {&rows[static_cast<size_t>(op.kind)], &total}) {
-      ++r->count;
-      r->flops += c.flops;
-      r->bytes += c.bytes;
+  std::function<void(const ir::Program &, double)> add = [&](const ir::Program &f, double times) {
+    for (const ir::Op &op : f.ops) {
+      const ir::OpCost c = ir::opCost(f, op);
+      for (Row *r : {&rows[static_cast<size_t>(op.kind)], &total}) {
+        r->count += times;
+        r->flops += times * c.flops;
+        r->bytes += times * c.bytes;
+      }
+      if (ir::hasCallee(op.kind))
+        if (const ir::Program *g = p.function(op.attrs.getStr("callee")))
+          add(*g, times * (op.kind == ir::OpKind::Scan ? static_cast<double>(op.attrs.getI64("length")) : 1.0));
     }
-  }
+  };
+  add(p, 1.0);
   if (json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (ir::OpKind k : ir::allOpKinds()) {
       const Row &r = rows[static_cast<size_t>(k)];
       if (r.count > 0)
-        j.push_back({{"op", ir::opName(k)}, {"count", r.count}, {"flops", r.flops}, {"bytes", r.bytes}});
+        j.push_back({{"op", ir::opName(k)},
+                     {"count", static_cast<int64_t>(std::min(r.count, 9.2e18))}, // an integer
+                     {"flops", r.flops},
+                     {"bytes", r.bytes}});
     }
     return j.dump();
   }
-  std::string s = "\n=== ops by kind (flops and bytes of each op as written, before lowering)\n";
+  std::string s = "\n=== ops by kind (flops and bytes of each op as written, before lowering" +
+                  std::string(p.functions.empty() ? ")\n" : "; a function's ops once per call and scan iteration)\n");
   char buf[160];
   std::snprintf(buf, sizeof buf, "  %-18s %8s %20s %20s\n", "op", "count", "flops", "bytes");
   s += buf;
   auto line = [&](const char *name, const Row &r) {
-    std::snprintf(buf, sizeof buf, "  %-18s %8lld %20s %20s\n", name, static_cast<long long>(r.count),
+    std::snprintf(buf, sizeof buf, "  %-18s %8s %20s %20s\n", name, fmt("%.0f", r.count).c_str(),
                   fmt("%.0f", r.flops).c_str(), fmt("%.0f", r.bytes).c_str());
     s += buf;
   };
