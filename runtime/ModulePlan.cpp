@@ -8,7 +8,6 @@
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
 #include "ir/TextUtil.h"
-#include "ir/Verifier.h"
 #include "runtime/Runtime.h"
 #include "runtime/RuntimeInternal.h"
 
@@ -18,8 +17,8 @@ namespace {
 
 /// The ops [first, last) of `f` as a program: inputs the values they read from before,
 /// outputs the values they define that a later op or an output of `f` reads.
-ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last, const PrepareOptions &opts,
-                        size_t number) {
+ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last,
+                        const std::vector<size_t> &lastUse, const PrepareOptions &opts, size_t number) {
   ModuleSegment seg;
   ir::Program q;
   q.name = f.name + "." + std::to_string(number);
@@ -50,12 +49,8 @@ ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last, const P
       if (!ir::isAnonymousName(name)) q.setName(rs[k], name);
     }
   }
-  std::vector<char> used(f.values.size(), 0);
-  for (size_t i = last; i < f.ops.size(); ++i)
-    for (ir::ValueId v : f.ops[i].operands) used[v] = 1;
-  for (ir::ValueId v : f.outputs) used[v] = 1;
   for (ir::ValueId v = 0; v < f.values.size(); ++v)
-    if (inside[v] && used[v]) {
+    if (inside[v] && lastUse[v] >= last) {
       seg.outputs.push_back(v);
       q.addOutput(map[v]);
     }
@@ -68,10 +63,16 @@ ModuleFunction prepareFunction(const ir::Program &module, const ir::Program &f,
   ModuleFunction mf;
   mf.fn = f;
   mf.fn.functions.clear();
+  // The last op that reads each value (ops.size() for an output): a segment's outputs are
+  // its values read after it.
+  std::vector<size_t> lastUse(f.values.size(), 0);
+  for (size_t i = 0; i < f.ops.size(); ++i)
+    for (ir::ValueId v : f.ops[i].operands) lastUse[v] = i;
+  for (ir::ValueId v : f.outputs) lastUse[v] = f.ops.size();
   size_t start = 0;
   auto cut = [&](size_t end) {
     if (end > start) {
-      ModuleSegment seg = segmentOf(f, start, end, opts, mf.segments.size());
+      ModuleSegment seg = segmentOf(f, start, end, lastUse, opts, mf.segments.size());
       if (seg.plan) {
         mf.steps.push_back({ModuleStep::Kind::Segment, mf.segments.size(), 0});
         mf.segments.push_back(std::move(seg));
@@ -166,7 +167,6 @@ private:
 } // namespace
 
 std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOptions &opts) {
-  ir::verifyOrThrow(p);
   auto exec = std::make_shared<ModuleExec>();
   for (const ir::Program &f : p.functions) exec->functions.push_back(prepareFunction(p, f, opts));
   exec->functions.push_back(prepareFunction(p, p, opts));

@@ -52,7 +52,8 @@ struct ModuleExec {
   std::vector<ModuleFunction> functions;
 };
 
-/// Prepares a module (p.functions non-empty): a Plan whose `module` is set.
+/// Prepares a module (p.functions non-empty) that rt::prepare has verified and checked
+/// against the memory limit: a Plan whose `module` is set.
 std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOptions &opts);
 
 class Engine;
