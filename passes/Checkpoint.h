@@ -59,8 +59,6 @@
 
 namespace tessel::passes {
 
-enum class RematPolicy { Store, Recompute, SaveSvd };
-
 /// "store", "recompute", "save-svd".
 const char *rematPolicyName(RematPolicy p);
 /// Parses a policy name; throws tessel::Error listing the allowed names.

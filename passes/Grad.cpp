@@ -31,7 +31,9 @@
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
+#include "passes/Checkpoint.h"
 #include "passes/Rewrite.h"
+#include "passes/SvdTopkGuards.h"
 #include "passes/VjpRules.h"
 
 namespace tessel::passes {
@@ -296,6 +298,62 @@ public:
     return name;
   }
 
+  const SplitCallee *splitCallee(llvm::StringRef forward) const override {
+    auto it = splits_.find(forward.str());
+    return it == splits_.end() ? nullptr : &it->second;
+  }
+
+  /// The forward half of `callee`'s gradient for these marks (made once per callee,
+  /// marks and use): GradOptions::callRemat. For a scan body (`scan`) every residual is
+  /// an output of the forward half that is not a carry, so that the scan stacks it.
+  std::string splitFunction(const std::string &callee, const std::vector<bool> &wrt,
+                            const std::vector<bool> &cts, bool scan, size_t carries) {
+    std::string key = callee + "\x01";
+    for (bool w : wrt) key += w ? '1' : '0';
+    key += '\x01';
+    for (bool c : cts) key += c ? '1' : '0';
+    key += scan ? "\x01" "scan" + std::to_string(carries) : std::string("\x01" "call");
+    if (auto it = splitNames_.find(key); it != splitNames_.end()) return it->second;
+    Program f = *function(callee);
+    GradOptions o = opts_;
+    o.vjp = true;
+    o.keepOutputs = true;
+    o.cotangentsFor = cts;
+    o.wrt.clear();
+    for (size_t i = 0; i < f.inputs.size() && i < wrt.size(); ++i)
+      if (wrt[i]) o.wrt.push_back(f.value(f.inputs[i]).name);
+    Program g = gradFunction(f, o, *this);
+    if (opts_.svdTopkGuards) runSvdTopkGuards(g, {});
+    g.functions = fns_; // the halves are verified against the module
+    ForwardBackward fb = splitGradient(g, f.outputs.size(), f.inputs.size(), opts_.callRemat);
+    fb.forward.functions.clear();
+    fb.backward.functions.clear();
+    SplitCallee sc;
+    sc.callee = callee;
+    sc.primal = f.outputs.size();
+    sc.wrt = wrt;
+    sc.cotangents = cts;
+    for (const Residual &r : fb.residuals) {
+      int operand = r.forwardInput, result = r.forwardOutput;
+      if (scan && (operand >= 0 || static_cast<size_t>(result) < carries)) {
+        // An input or a carry of the iteration: an output of its own, stacked.
+        fb.forward.addOutput(operand >= 0 ? fb.forward.inputs[static_cast<size_t>(operand)]
+                                          : fb.forward.outputs[static_cast<size_t>(result)]);
+        operand = -1;
+        result = static_cast<int>(fb.forward.outputs.size()) - 1;
+      }
+      sc.fromOperand.push_back(operand);
+      sc.fromResult.push_back(operand >= 0 ? -1 : result);
+    }
+    fb.forward.name = callee + "_fwd";
+    fb.backward.name = callee + "_bwd";
+    sc.backward = addFunction(std::move(fb.backward));
+    const std::string fwd = addFunction(std::move(fb.forward));
+    splits_[fwd] = std::move(sc);
+    splitNames_[key] = fwd;
+    return fwd;
+  }
+
   const Program *function(llvm::StringRef name) const {
     for (const Program &f : fns_)
       if (f.name == name) return &f;
@@ -308,7 +366,67 @@ private:
   GradOptions opts_;
   std::map<std::string, std::string> vjps_;
   std::map<std::string, ScanResiduals> residualForms_;
+  std::map<std::string, SplitCallee> splits_;       ///< by forward half
+  std::map<std::string, std::string> splitNames_;   ///< forward half by callee and marks
 };
+
+/// Which values get a cotangent in the reverse sweep: those an output with a cotangent
+/// depends on differentiably through active values (a superset of what the rules give).
+std::vector<char> cotangentReach(const Program &p, const std::vector<char> &active, const GradOptions &opts) {
+  std::vector<char> reach(p.values.size(), 0);
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const bool seeded = opts.vjp ? i >= opts.cotangentsFor.size() || opts.cotangentsFor[i] : i == 0;
+    if (seeded && active[p.outputs[i]]) reach[p.outputs[i]] = 1;
+  }
+  for (size_t i = p.ops.size(); i-- > 0;) {
+    const Op &op = p.ops[i];
+    bool any = false;
+    for (ValueId r : op.results) any |= reach[r] != 0;
+    if (!any) continue;
+    for (size_t j = 0; j < op.operands.size(); ++j)
+      if (active[op.operands[j]] && vjp::isDifferentiableOperand(op.kind, static_cast<unsigned>(j)))
+        reach[op.operands[j]] = 1;
+  }
+  return reach;
+}
+
+/// Under a store policy (GradOptions::callRemat): makes every call and scan whose
+/// cotangents grad will need run the forward half of its callee's gradient, whose
+/// residuals become new results after the op's own (stacked per iteration for a scan).
+void storeCallResiduals(Program &p, const std::vector<char> &active, const std::vector<char> &reach,
+                        ModuleGradImpl &m) {
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    ir::Op &op = p.ops[i];
+    const bool scan = op.kind == ir::OpKind::Scan;
+    if (op.kind != ir::OpKind::Call && !scan) continue;
+    const size_t k = scan ? static_cast<size_t>(op.attrs.getI64("carries")) : 0;
+    std::vector<bool> wrt, cts;
+    bool anyWrt = false, anyCt = false;
+    for (size_t j = 0; j < op.operands.size(); ++j) {
+      wrt.push_back(j < k || active[op.operands[j]] != 0);
+      anyWrt |= active[op.operands[j]] != 0;
+    }
+    for (size_t r = 0; r < op.results.size(); ++r) {
+      cts.push_back(r < k || reach[op.results[r]] != 0);
+      anyCt |= reach[op.results[r]] != 0;
+    }
+    if (!anyWrt || !anyCt) continue;
+    const size_t primal = op.results.size();
+    const std::string fwd = m.splitFunction(op.attrs.getStr("callee"), wrt, cts, scan, k);
+    op.attrs.set("callee", ir::Attr::str(fwd));
+    const Program &f = *m.function(fwd);
+    for (size_t o = primal; o < f.outputs.size(); ++o) {
+      ir::Shape shape;
+      if (scan) shape.push_back(op.attrs.getI64("length"));
+      const ir::Type &t = f.type(f.outputs[o]);
+      shape.append(t.shape.begin(), t.shape.end());
+      const ValueId v = static_cast<ValueId>(p.values.size());
+      p.values.push_back(ir::ValueInfo{ir::Type(shape), "", static_cast<int32_t>(i),
+                                       static_cast<uint32_t>(op.results.size())});
+      op.results.push_back(v);
+    }
+  }
+}
 
 /// Makes every scan of `p` with an active operand run its residual body, which also
 /// stacks the carries each iteration was given: new results after the op's own.
@@ -339,7 +457,12 @@ Program gradFunction(const Program &p0, const GradOptions &opts, ModuleGradImpl 
   const std::vector<ValueId> wrt = resolveWrt(p0, opts);
   if (!opts.vjp) checkScalarLoss(p0);
   Program p = p0;
-  storeScanCarries(p, activeValues(p, wrt), m);
+  if (opts.callRemat == RematPolicy::Recompute) {
+    storeScanCarries(p, activeValues(p, wrt), m);
+  } else {
+    const std::vector<char> act = activeValues(p, wrt);
+    storeCallResiduals(p, act, cotangentReach(p, act, opts), m);
+  }
   const std::vector<char> active = activeValues(p, wrt);
   for (const ir::Op &op : p.ops)
     if ((op.kind == ir::OpKind::Svd || op.kind == ir::OpKind::SvdTopk) &&

@@ -13,6 +13,9 @@
 
 namespace tessel::passes {
 
+/// How the backward gets the forward values it reads (passes/Checkpoint.h).
+enum class RematPolicy { Store, Recompute, SaveSvd };
+
 struct GradOptions {
   /// Names of the inputs to differentiate with respect to. Empty = all inputs.
   std::vector<std::string> wrt;
@@ -44,6 +47,19 @@ struct GradOptions {
   /// outputs its call site does not differentiate (diagnostic outputs, say), so that no
   /// zeros flow back through them.
   std::vector<bool> cotangentsFor;
+  /// The remat policy at the boundaries of calls and scans. Recompute: a call's
+  /// cotangents come from the callee's VJP function, which recomputes the callee's
+  /// forward, and a scan stores only its carries (JAX's remat of a call). Store or
+  /// SaveSvd: the call runs the forward half of the callee's gradient (splitGradient
+  /// with that policy inside the callee), which also returns the residuals its backward
+  /// half reads; the cotangents come from a call of the backward half on them. A scan
+  /// then stacks each iteration's residuals and its reverse loop runs the backward half.
+  RematPolicy callRemat = RematPolicy::Recompute;
+  /// With callRemat Store or SaveSvd: run svd-topk-guards (passes/SvdTopkGuards.h) on each
+  /// callee's gradient before it is split, where the forward's svd_topk and the
+  /// backward's svd_topk_complement are still in one function (after the split the
+  /// pass would see neither pair).
+  bool svdTopkGuards = false;
 };
 
 /// Reverse-mode transform (JAX ad.py style, one VJP rule per op keyed by op kind, in

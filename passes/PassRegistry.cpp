@@ -69,6 +69,15 @@ void declareGradOptions(PassOptionBinder<GradOptions> &b) {
   b.flag("bond-gauge", &GradOptions::bondGauge,
          "use svd's gauge = \"bond\" promise in its rule (exact first derivatives through "
          "tied kept pairs; the result must not be differentiated again)");
+  b.choice("remat", &GradOptions::callRemat,
+           {RematPolicy::Recompute, RematPolicy::Store, RematPolicy::SaveSvd}, rematPolicyName,
+           "remat policy at call and scan boundaries: recompute = each call's VJP function "
+           "recomputes the callee's forward; store / save-svd = the call runs the forward half "
+           "of the callee's gradient (split with that policy), which returns the residuals its "
+           "backward half reads");
+  b.flag("svd-topk-guards", &GradOptions::svdTopkGuards,
+         "with remat = store or save-svd: run svd-topk-guards on each callee's gradient "
+         "before it is split");
 }
 
 bool runGradPass(ir::Program &p, const GradOptions &o, PassStatistics &stats) {

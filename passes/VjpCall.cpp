@@ -17,6 +17,11 @@
 // recomputes its forward from its stored carries (the body's VJP function does), so
 // the memory is the carries, not every intermediate of every iteration.
 //
+// Under grad{remat=store} (or save-svd) grad has first made each such call or scan run
+// the forward half of its callee's gradient (passes/Grad.cpp, storeCallResiduals), whose
+// residuals are new results of the op (stacked per iteration for a scan): the rules then
+// call the backward half on them, and nothing is recomputed.
+//
 // Outputs whose cotangent is zero (a call result, a stacked output no one
 // differentiates) get no cotangent input in the VJP function, which is made for that
 // set: no zeros flow back, and the ops only they need are not differentiated.
@@ -42,10 +47,77 @@ ModuleGrad &moduleOf(const VjpCall &c) {
   return *c.module;
 }
 
+/// The rule of a call that runs the forward half of its callee's gradient (a store
+/// policy): the backward half on the residuals the call returned.
+OperandCotangents vjpSplitCall(const VjpCall &c, const ModuleGrad::SplitCallee &s) {
+  llvm::SmallVector<ValueId, 8> args;
+  for (size_t r = 0; r < s.fromOperand.size(); ++r)
+    args.push_back(s.fromOperand[r] >= 0 ? c.op.operands[static_cast<size_t>(s.fromOperand[r])]
+                                         : c.op.results[static_cast<size_t>(s.fromResult[r])]);
+  for (size_t o = 0; o < s.primal; ++o)
+    if (s.cotangents[o]) args.push_back(orZeros(c.b, c.cotangents[o], c.op.results[o]));
+  llvm::SmallVector<ValueId, 1> grads = c.b.call(s.backward, args);
+  OperandCotangents out(c.op.operands.size(), kNone);
+  size_t g = 0;
+  for (size_t i = 0; i < c.op.operands.size(); ++i)
+    if (s.wrt[i]) {
+      if (c.needed[i]) out[i] = grads[g];
+      ++g;
+    }
+  return out;
+}
+
+/// The rule of a scan whose body is the forward half of a gradient (a store policy):
+/// a reverse scan of the backward half over the stacked residuals.
+OperandCotangents vjpSplitScan(const VjpCall &c, const ModuleGrad::SplitCallee &s) {
+  ModuleGrad &m = moduleOf(c);
+  const size_t k = static_cast<size_t>(c.op.attrs.getI64("carries"));
+  const size_t nres = s.fromResult.size();
+  const ir::Program *bwd = nullptr;
+  for (const ir::Program &f : m.functions())
+    if (f.name == s.backward) bwd = &f;
+  // adapter(c̄..., r_i..., ȳ_i...) = call @bwd(r_i..., c̄..., ȳ_i...)
+  ir::Program adapter;
+  adapter.name = s.backward + "_scan";
+  {
+    llvm::SmallVector<ValueId, 8> ctc, res, cty;
+    for (size_t i = 0; i < k; ++i)
+      ctc.push_back(adapter.addInput("ct_c" + std::to_string(i), bwd->type(bwd->inputs[nres + i])));
+    for (size_t r = 0; r < nres; ++r)
+      res.push_back(adapter.addInput("r" + std::to_string(r), bwd->type(bwd->inputs[r])));
+    for (size_t j = nres + k; j < bwd->inputs.size(); ++j)
+      cty.push_back(adapter.addInput("ct_y" + std::to_string(j - nres - k), bwd->type(bwd->inputs[j])));
+    Builder ab(adapter);
+    ab.setCallees(m.functions());
+    ab.setLoc("reverse scan of @" + s.callee);
+    llvm::SmallVector<ValueId, 16> args(res.begin(), res.end());
+    args.append(ctc.begin(), ctc.end());
+    args.append(cty.begin(), cty.end());
+    for (ValueId g : ab.call(s.backward, args)) adapter.addOutput(g);
+  }
+  const std::string adapterName = m.addFunction(std::move(adapter));
+  llvm::SmallVector<ValueId, 8> init, xsIn;
+  for (size_t i = 0; i < k; ++i) init.push_back(orZeros(c.b, c.cotangents[i], c.op.results[i]));
+  for (size_t r = 0; r < nres; ++r) xsIn.push_back(c.op.results[static_cast<size_t>(s.fromResult[r])]);
+  for (size_t o = k; o < s.primal; ++o)
+    if (s.cotangents[o]) xsIn.push_back(orZeros(c.b, c.cotangents[o], c.op.results[o]));
+  const bool reverse = c.op.attrs.getI64("reverse") != 0;
+  llvm::SmallVector<ValueId, 1> r = c.b.scan(adapterName, init, xsIn, c.op.attrs.getI64("length"), !reverse);
+  OperandCotangents out(c.op.operands.size(), kNone);
+  size_t g = 0;
+  for (size_t i = 0; i < c.op.operands.size(); ++i)
+    if (s.wrt[i]) {
+      if (c.needed[i]) out[i] = r[g];
+      ++g;
+    }
+  return out;
+}
+
 } // namespace
 
 OperandCotangents vjpCall(const VjpCall &c) {
   ModuleGrad &m = moduleOf(c);
+  if (const ModuleGrad::SplitCallee *s = m.splitCallee(c.op.attrs.getStr("callee"))) return vjpSplitCall(c, *s);
   llvm::SmallVector<bool, 8> withCt;
   for (ValueId ct : c.cotangents) withCt.push_back(ct != kNone);
   const std::string vjp = m.vjpFunction(c.op.attrs.getStr("callee"), c.needed, withCt);
@@ -62,6 +134,7 @@ OperandCotangents vjpCall(const VjpCall &c) {
 
 OperandCotangents vjpScan(const VjpCall &c) {
   ModuleGrad &m = moduleOf(c);
+  if (const ModuleGrad::SplitCallee *s = m.splitCallee(c.op.attrs.getStr("callee"))) return vjpSplitScan(c, *s);
   const ModuleGrad::ScanResiduals *res = m.scanResiduals(c.op.attrs.getStr("callee"));
   if (!res)
     throw Error("grad: scan over @" + c.op.attrs.getStr("callee") +

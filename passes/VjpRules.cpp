@@ -453,11 +453,15 @@ constexpr Entry kTable[] = {
     {OpKind::StopGradient, vjpNone, Differentiable::None, "none: an AD barrier"},
     {OpKind::Call, vjpCall, Differentiable::All,
      "x̄ = call @<callee>_vjp(x..., ȳ...): the callee's VJP function (one per callee and set "
-     "of differentiated operands), which recomputes the callee's forward"},
+     "of differentiated operands), which recomputes the callee's forward; with grad{remat=store} "
+     "the call runs the forward half of the callee's gradient, which also returns residuals, "
+     "and x̄ = call @<callee>_bwd(residuals..., ȳ...)"},
     {OpKind::Scan, vjpScan, Differentiable::All,
      "the forward scan also stacks the carries each iteration was given; c̄, x̄s = a scan in "
      "the other direction over the body's VJP (recomputing each iteration's forward from its "
-     "stored carries), carrying c̄ and stacking x̄"},
+     "stored carries), carrying c̄ and stacking x̄; with grad{remat=store} the forward scan runs "
+     "the forward half of the body's gradient and stacks its residuals, the reverse scan the "
+     "backward half"},
 };
 
 static_assert(ir::coversEveryOpInOrder(kTable),

@@ -34,7 +34,7 @@ public:
   /// The name of the VJP function of `callee` for the inputs `wrt` marks: its inputs are
   /// the callee's, then one cotangent per callee output `cotangents` marks (in order; the
   /// others are zero); its outputs one cotangent per marked input, in order. It
-  /// recomputes the callee's forward.
+  /// recomputes the callee's forward (GradOptions::callRemat = recompute).
   virtual std::string vjpFunction(llvm::StringRef callee, llvm::ArrayRef<bool> wrt,
                                   llvm::ArrayRef<bool> cotangents) = 0;
   /// What grad made of a scan before differentiating it: its body now also returns the
@@ -46,6 +46,22 @@ public:
   };
   /// The residual form of a scan over `body`, or null when `body` is not one.
   virtual const ScanResiduals *scanResiduals(llvm::StringRef body) const = 0;
+  /// What grad made of a call or scan under a store policy (GradOptions::callRemat): the
+  /// op now runs `forward`, the forward half of the callee's gradient, whose outputs are
+  /// the callee's (`primal`) and then residuals; `backward` takes the residuals, then one
+  /// cotangent per output `cotangents` marks, and returns one cotangent per input `wrt`
+  /// marks.
+  struct SplitCallee {
+    std::string callee;   ///< the original callee
+    std::string backward; ///< the backward half
+    size_t primal = 0;    ///< the callee's outputs
+    /// Per backward residual input: the op's operand (>= 0) it is, or -1 when it is the
+    /// op's result `resultOf`.
+    std::vector<int> fromOperand, fromResult;
+    std::vector<bool> wrt, cotangents;
+  };
+  /// The split form whose forward half is `forward`, or null.
+  virtual const SplitCallee *splitCallee(llvm::StringRef forward) const = 0;
 };
 
 /// Arguments of one rule invocation.
