@@ -399,6 +399,105 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   return tr.take();
 }
 
+ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptions &opts,
+                           const TrgModel &model) {
+  if (ranks.empty()) throw Error("trg module: needs at least one step");
+  const size_t chain = ranks.size() - (opts.limitClosure ? 1 : 0);
+  if (chain == 0) throw Error("trg module: the limit closure needs at least one step before it");
+  TrgStepOptions so = opts;
+  so.outputKeptSingularValues = true;
+  so.stepNumber = 0;
+  std::vector<ir::Program> fns;
+  fns.push_back(buildTrgInit(model));
+  // The runs of equal step classes (D -> D') in schedule order: each one scan.
+  struct Run {
+    int64_t D, Dp;
+    int64_t length;
+    std::string body;
+  };
+  std::vector<Run> runs;
+  int64_t D = model.states();
+  for (size_t n = 0; n < chain; ++n) {
+    if (!runs.empty() && runs.back().D == D && runs.back().Dp == ranks[n]) ++runs.back().length;
+    else runs.push_back({D, ranks[n], 1, ""});
+    D = ranks[n];
+  }
+  for (Run &r : runs) {
+    const std::string step = trgStepName(r.D, r.Dp);
+    r.body = "trg_chain_" + std::to_string(r.D) + "_" + std::to_string(r.Dp);
+    bool have = false;
+    for (const ir::Program &f : fns) have |= f.name == r.body;
+    if (have) continue;
+    fns.push_back(buildTrgStep(r.D, r.Dp, so));
+    // The loop body: one step, its logm accumulated with weight w = 2^-n (exact), as
+    // buildTrgWhole and the staged driver accumulate: lnz + logm·w, w·½.
+    ir::Program body;
+    body.name = r.body;
+    const ir::ValueId T = body.addInput("T", ir::Type({r.D, r.D, r.D, r.D}));
+    const ir::ValueId lnz = body.addInput("lnz", ir::Type({}));
+    const ir::ValueId w = body.addInput("w", ir::Type({}));
+    ir::Builder b(body);
+    b.setCallees(fns);
+    const std::string cls = "trg " + std::to_string(r.D) + "->" + std::to_string(r.Dp);
+    b.setLoc(cls + ": step");
+    llvm::SmallVector<ir::ValueId, 1> s = b.call(step, {T});
+    b.setLoc(cls + ": accumulate");
+    const ir::ValueId lnzNext = b.add(lnz, b.mul(s[0], w));
+    const ir::ValueId wNext = b.mul(w, b.scalar(0.5));
+    body.setName(s[1], "Tn");
+    body.setName(lnzNext, "lnz_next");
+    body.setName(wNext, "w_next");
+    body.setName(s[2], "skept");
+    for (ir::ValueId v : {s[1], lnzNext, wNext, s[2]}) body.addOutput(v);
+    fns.push_back(std::move(body));
+  }
+  fns.push_back(opts.limitClosure ? buildTrgLimitClosure(D, ranks.back(), so) : buildTrgClosure(D));
+  const std::string closure = fns.back().name;
+
+  Tracer tr("trg");
+  ir::Builder &b = tr.builder();
+  std::vector<Tensor> params;
+  for (const std::string &name : model.parameters()) params.push_back(tr.input(name, {}));
+  b.setCallees(fns);
+  llvm::SmallVector<ir::ValueId, 4> args;
+  for (const Tensor &t : params) args.push_back(t.id());
+  b.setLoc("trg: init");
+  ir::ValueId T = b.call(fns.front().name, args)[0];
+  ir::ValueId lnz = b.scalar(0.0), w = b.scalar(1.0);
+  std::vector<Tensor> kept;
+  for (const Run &r : runs) {
+    b.setLoc("trg: steps " + std::to_string(r.D) + "->" + std::to_string(r.Dp));
+    // A class that changes D is a call (the next step is of another class), so is a
+    // single step.
+    const bool loop = r.D == r.Dp && r.length > 1;
+    llvm::SmallVector<ir::ValueId, 1> o =
+        loop ? b.scan(r.body, {T, lnz, w}, {}, r.length) : b.call(r.body, {T, lnz, w});
+    T = o[0];
+    lnz = o[1];
+    w = o[2];
+    kept.push_back(loop ? Tensor(b, o[3]) : Tensor(b, o[3]).reshape({1, 2}));
+  }
+  b.setLoc("trg: closure");
+  llvm::SmallVector<ir::ValueId, 1> c = b.call(closure, {T});
+  if (opts.limitClosure) kept.push_back(Tensor(b, c[1]).reshape({1, 2}));
+  b.setLoc("trg: accumulate closure");
+  Tensor total = Tensor(b, lnz) + Tensor(b, c[0]) * Tensor(b, w);
+  b.setLoc("trg: initial tensor scale");
+  const Tensor &beta = params[0];
+  total = model.kind == TrgModel::Kind::Potts ? total + beta * 2.0 : total + logCosh(beta) * 2.0;
+  if (model.hasField()) total = total + logCosh(beta * params[1]);
+  b.setLoc("");
+  tr.output(total, "lnz");
+  if (opts.outputKeptSingularValues) {
+    b.setLoc("trg: kept singular values");
+    tr.output(kept.size() == 1 ? kept[0] : concatenate(kept, 0), "skept");
+    b.setLoc("");
+  }
+  ir::Program m = tr.take();
+  m.functions = std::move(fns);
+  return m;
+}
+
 int64_t squareSaturated(int64_t d) {
   int64_t sq = 0;
   return __builtin_mul_overflow(d, d, &sq) ? INT64_MAX : sq;

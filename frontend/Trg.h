@@ -167,6 +167,17 @@ ir::Program buildTrgLimitClosure(int64_t d, int64_t dout, const TrgStepOptions &
 ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {},
                           const TrgModel &model = {});
 
+/// The same computation as buildTrgWhole (output %lnz; %skept: f64[N,2] with
+/// opts.outputKeptSingularValues), staged
+/// as a module (docs/trg.md §6.1): a function per piece (trg_init, one trg_step_D_D'
+/// per step class, the closure) and per step class a loop body trg_chain_D_D'(T, lnz, w)
+/// -> (Tn, lnz + logm·w, w/2, skept); the entry calls init, runs one scan per run of equal
+/// classes in the schedule (16 identical 16 -> 16 steps are one op) and calls the closure.
+/// lnZ/N accumulates in step order with the weights 2^-n, bitwise as buildTrgWhole does.
+/// opts.limitClosure: end with the limit closure (its step keeping ranks.back()).
+ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {},
+                           const TrgModel &model = {});
+
 /// The default truncation schedule (docs/trg.md §2.4): ranks[n] = D' of step n+1 =
 /// min(D², χ, r), where r is the exact rank bound the lattice structure puts on Ma and
 /// Mb: the cut of the input of step k crosses two bonds of the tensors step k−1 started

@@ -69,12 +69,28 @@ ModuleFunction prepareFunction(const ir::Program &module, const ir::Program &f,
   for (size_t i = 0; i < f.ops.size(); ++i)
     for (ir::ValueId v : f.ops[i].operands) lastUse[v] = i;
   for (ir::ValueId v : f.outputs) lastUse[v] = f.ops.size();
+  // The values each op reads last (none for an output of the function).
+  std::vector<std::vector<ir::ValueId>> diesAt(f.ops.size());
+  {
+    std::vector<char> isOutput(f.values.size(), 0);
+    for (ir::ValueId v : f.outputs) isOutput[v] = 1;
+    std::vector<char> read(f.values.size(), 0);
+    for (const ir::Op &op : f.ops)
+      for (ir::ValueId v : op.operands) read[v] = 1;
+    for (ir::ValueId v = 0; v < f.values.size(); ++v)
+      if (read[v] && !isOutput[v]) diesAt[lastUse[v]].push_back(v);
+  }
+  auto dying = [&](size_t lo, size_t hi) {
+    std::vector<ir::ValueId> d;
+    for (size_t i = lo; i < hi; ++i) d.insert(d.end(), diesAt[i].begin(), diesAt[i].end());
+    return d;
+  };
   size_t start = 0;
   auto cut = [&](size_t end) {
     if (end > start) {
       ModuleSegment seg = segmentOf(f, start, end, lastUse, opts, mf.segments.size());
       if (seg.plan) {
-        mf.steps.push_back({ModuleStep::Kind::Segment, mf.segments.size(), 0});
+        mf.steps.push_back({ModuleStep::Kind::Segment, mf.segments.size(), 0, dying(start, end)});
         mf.segments.push_back(std::move(seg));
       }
     }
@@ -85,12 +101,67 @@ ModuleFunction prepareFunction(const ir::Program &module, const ir::Program &f,
     cut(i);
     const int callee = module.functionIndex(op.attrs.getStr("callee"));
     mf.steps.push_back({op.kind == ir::OpKind::Call ? ModuleStep::Kind::Call : ModuleStep::Kind::Scan,
-                        i, static_cast<size_t>(callee)});
+                        i, static_cast<size_t>(callee), dying(i, i + 1)});
     start = i + 1;
   }
   cut(f.ops.size());
   return mf;
 }
+
+bool dies(const ModuleStep &step, ir::ValueId v) {
+  return std::find(step.dies.begin(), step.dies.end(), v) != step.dies.end();
+}
+
+/// The most bytes of host tensors the interpreter holds while running function `fi`
+/// (its frame and, during a call or scan, the callee's), by the rules of Interpreter:
+/// `peaks` holds the callees' (callees come first).
+int64_t framePeakBytes(const ModuleExec &m, size_t fi, const std::vector<int64_t> &peaks) {
+  const ModuleFunction &mf = m.functions[fi];
+  const ir::Program &f = mf.fn;
+  auto bytes = [&](ir::ValueId v) { return f.type(v).bytes(); };
+  int64_t live = 0;
+  for (ir::ValueId v : f.inputs) live += bytes(v);
+  int64_t peak = live;
+  for (const ModuleStep &step : mf.steps) {
+    int64_t during = live, results = 0;
+    if (step.kind == ModuleStep::Kind::Segment) {
+      const ModuleSegment &seg = mf.segments[step.index];
+      for (ir::ValueId v : seg.inputs)
+        if (!dies(step, v)) during += bytes(v); // a copy
+      for (ir::ValueId v : seg.outputs) results += bytes(v);
+      during += results;
+    } else {
+      const ir::Op &op = f.ops[step.index];
+      for (ir::ValueId r : op.results) results += bytes(r);
+      if (step.kind == ModuleStep::Kind::Call) {
+        // The callee's frame counts its arguments: those moved leave this one.
+        for (ir::ValueId v : op.operands)
+          if (dies(step, v)) during -= bytes(v);
+        during += peaks[step.callee];
+      } else {
+        const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
+        for (size_t c = 0; c < k; ++c)
+          if (dies(step, op.operands[c])) during -= bytes(op.operands[c]);
+        for (size_t r = k; r < op.results.size(); ++r) during += bytes(op.results[r]); // stacked ys
+        during += peaks[step.callee]; // carries and slices are the body's arguments
+      }
+    }
+    for (ir::ValueId v : step.dies) live -= bytes(v);
+    live += results;
+    peak = std::max({peak, during, live});
+  }
+  return peak;
+}
+
+/// A value of a function frame: a tensor, or a scan's stacked output kept as its
+/// per-iteration tensors (`parts`, in index order), stacked only if a step other than a
+/// scan's xs reads it. So a forward scan's residuals reach the reverse scan without a
+/// copy into a stacked tensor and out of it again.
+struct Slot {
+  Tensor t;
+  std::vector<Tensor> parts;
+  bool stacked() const { return !parts.empty(); }
+};
 
 /// Runs the module of `plan` on engine `e`.
 class Interpreter {
@@ -100,64 +171,96 @@ public:
   std::vector<Tensor> run(size_t fi, std::vector<Tensor> args) {
     const ModuleFunction &mf = m_.functions[fi];
     const ir::Program &f = mf.fn;
-    std::vector<Tensor> env(f.values.size());
-    for (size_t i = 0; i < f.inputs.size(); ++i) env[f.inputs[i]] = std::move(args[i]);
+    std::vector<Slot> env(f.values.size());
+    for (size_t i = 0; i < f.inputs.size(); ++i) env[f.inputs[i]].t = std::move(args[i]);
     for (const ModuleStep &step : mf.steps) {
       if (step.kind == ModuleStep::Kind::Segment) {
         const ModuleSegment &seg = mf.segments[step.index];
-        std::vector<Tensor> in;
-        in.reserve(seg.inputs.size());
-        for (ir::ValueId v : seg.inputs) in.push_back(env[v]);
-        std::vector<Tensor> out = e_.run(*seg.plan, in);
-        for (size_t k = 0; k < seg.outputs.size(); ++k) env[seg.outputs[k]] = std::move(out[k]);
-        continue;
+        std::vector<Tensor> out = e_.run(*seg.plan, gather(f, env, seg.inputs, step));
+        for (size_t k = 0; k < seg.outputs.size(); ++k) env[seg.outputs[k]].t = std::move(out[k]);
+      } else if (step.kind == ModuleStep::Kind::Call) {
+        const ir::Op &op = f.ops[step.index];
+        std::vector<Tensor> out = run(step.callee, gather(f, env, op.operands, step));
+        for (size_t k = 0; k < op.results.size(); ++k) env[op.results[k]].t = std::move(out[k]);
+      } else {
+        scan(f, env, f.ops[step.index], step);
       }
-      const ir::Op &op = f.ops[step.index];
-      std::vector<Tensor> in;
-      for (ir::ValueId v : op.operands) in.push_back(env[v]);
-      std::vector<Tensor> out = step.kind == ModuleStep::Kind::Call ? run(step.callee, std::move(in))
-                                                                    : scan(op, step.callee, std::move(in));
-      for (size_t k = 0; k < op.results.size(); ++k) env[op.results[k]] = std::move(out[k]);
+      for (ir::ValueId v : step.dies) env[v] = Slot();
     }
-    std::vector<Tensor> outs;
-    for (ir::ValueId v : f.outputs) outs.push_back(env[v]);
-    return outs;
+    return gather(f, env, f.outputs, ModuleStep{}, /*all=*/true);
   }
 
 private:
-  std::vector<Tensor> scan(const ir::Op &op, size_t body, std::vector<Tensor> in) {
+  /// The tensor of slot `v`, stacked from its parts if it has them.
+  static Tensor whole(const ir::Program &f, const Slot &s, ir::ValueId v) {
+    if (!s.stacked()) return s.t;
+    Tensor t = Tensor::zeros(f.type(v));
+    const int64_t per = s.parts[0].type.numel();
+    for (size_t i = 0; i < s.parts.size(); ++i)
+      std::copy(s.parts[i].data.begin(), s.parts[i].data.end(), t.data.begin() + static_cast<int64_t>(i) * per);
+    return t;
+  }
+
+  /// The tensors of `vs`: moved out of `env` at their last reader (`step.dies`, or `all`
+  /// when the frame ends) and last occurrence in `vs`, copied otherwise.
+  template <typename Values>
+  static std::vector<Tensor> gather(const ir::Program &f, std::vector<Slot> &env, const Values &vs,
+                                    const ModuleStep &step, bool all = false) {
+    std::vector<Tensor> in;
+    in.reserve(vs.size());
+    for (auto it = vs.begin(); it != vs.end(); ++it) {
+      Slot &s = env[*it];
+      const bool last = std::find(it + 1, vs.end(), *it) == vs.end();
+      if (s.stacked()) in.push_back(whole(f, s, *it));
+      else if (last && (all || dies(step, *it))) in.push_back(std::move(s.t));
+      else in.push_back(s.t);
+    }
+    return in;
+  }
+
+  void scan(const ir::Program &f, std::vector<Slot> &env, const ir::Op &op, const ModuleStep &step) {
+    const size_t body = step.callee;
     const ir::Program &g = m_.functions[body].fn;
     const int64_t n = op.attrs.getI64("length");
     const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
     const bool reverse = op.attrs.getI64("reverse") != 0;
-    std::vector<Tensor> carry(std::make_move_iterator(in.begin()),
-                              std::make_move_iterator(in.begin() + static_cast<ptrdiff_t>(k)));
-    std::vector<Tensor> ys;
-    for (size_t y = k; y < g.outputs.size(); ++y) {
-      const ir::Type &t = g.type(g.outputs[y]);
-      ir::Shape s{n};
-      s.append(t.shape.begin(), t.shape.end());
-      ys.push_back(Tensor::zeros(ir::Type(s)));
+    llvm::SmallVector<ir::ValueId, 4> carries(op.operands.begin(), op.operands.begin() + static_cast<ptrdiff_t>(k));
+    std::vector<Tensor> carry = gather(f, env, carries, step);
+    // Each xs operand: its per-iteration tensors (moved out when this scan reads it last),
+    // or the stacked tensor to slice.
+    const size_t nx = op.operands.size() - k;
+    std::vector<Slot *> xs(nx);
+    std::vector<char> takeParts(nx, 0);
+    for (size_t x = 0; x < nx; ++x) {
+      const ir::ValueId v = op.operands[k + x];
+      xs[x] = &env[v];
+      const bool once = std::count(op.operands.begin(), op.operands.end(), v) == 1;
+      takeParts[x] = xs[x]->stacked() && once && dies(step, v);
     }
-    for (int64_t step = 0; step < n; ++step) {
-      const int64_t i = reverse ? n - 1 - step : step;
-      std::vector<Tensor> args = carry;
-      for (size_t x = k; x < in.size(); ++x) {
-        const ir::Type &t = g.type(g.inputs[x]);
+    std::vector<std::vector<Tensor>> ys(g.outputs.size() - k, std::vector<Tensor>(static_cast<size_t>(n)));
+    for (int64_t it = 0; it < n; ++it) {
+      const size_t i = static_cast<size_t>(reverse ? n - 1 - it : it);
+      std::vector<Tensor> args = std::move(carry);
+      for (size_t x = 0; x < nx; ++x) {
+        Slot &s = *xs[x];
+        if (s.stacked()) {
+          args.push_back(takeParts[x] ? std::move(s.parts[i]) : s.parts[i]);
+          continue;
+        }
+        const ir::Type &t = g.type(g.inputs[k + x]);
         const int64_t per = t.numel();
         Tensor slice = Tensor::zeros(t);
-        std::copy(in[x].data.begin() + i * per, in[x].data.begin() + (i + 1) * per, slice.data.begin());
+        std::copy(s.t.data.begin() + static_cast<int64_t>(i) * per,
+                  s.t.data.begin() + static_cast<int64_t>(i + 1) * per, slice.data.begin());
         args.push_back(std::move(slice));
       }
       std::vector<Tensor> out = run(body, std::move(args));
-      for (size_t c = 0; c < k; ++c) carry[c] = std::move(out[c]);
-      for (size_t y = 0; y < ys.size(); ++y) {
-        const int64_t per = out[k + y].type.numel();
-        std::copy(out[k + y].data.begin(), out[k + y].data.end(), ys[y].data.begin() + i * per);
-      }
+      carry.assign(std::make_move_iterator(out.begin()),
+                   std::make_move_iterator(out.begin() + static_cast<ptrdiff_t>(k)));
+      for (size_t y = 0; y < ys.size(); ++y) ys[y][i] = std::move(out[k + y]);
     }
-    for (Tensor &y : ys) carry.push_back(std::move(y));
-    return carry;
+    for (size_t c = 0; c < k; ++c) env[op.results[c]].t = std::move(carry[c]);
+    for (size_t y = 0; y < ys.size(); ++y) env[op.results[k + y]].parts = std::move(ys[y]);
   }
 
   Engine &e_;
@@ -182,6 +285,9 @@ std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOpt
       plan->arenaElems = std::max(plan->arenaElems, seg.plan->arenaElems);
       plan->peakLiveBytes = std::max(plan->peakLiveBytes, seg.plan->peakLiveBytes);
     }
+  std::vector<int64_t> peaks;
+  for (size_t fi = 0; fi < exec->functions.size(); ++fi) peaks.push_back(framePeakBytes(*exec, fi, peaks));
+  plan->moduleTensorBytes = peaks.back();
   plan->module = std::move(exec);
   return plan;
 }
@@ -194,7 +300,9 @@ std::vector<Tensor> runModulePlan(Engine &e, const Plan &plan, const std::vector
 std::string describeModulePlan(const Plan &plan) {
   const ModuleExec &m = *plan.module;
   std::string out = "module plan " + ir::text::atName(plan.program.name) + ": " +
-                    std::to_string(m.functions.size()) + " functions, run by the module interpreter\n";
+                    std::to_string(m.functions.size()) +
+                    " functions, run by the module interpreter (host tensors between segments: at most " +
+                    std::to_string(plan.moduleTensorBytes) + " bytes at once)\n";
   for (const ModuleFunction &mf : m.functions) {
     out += "function " + ir::text::atName(mf.fn.name) + ":\n";
     for (const ModuleStep &st : mf.steps) {

@@ -9,9 +9,12 @@
 // the trip counts, and the same engine (its width and arena) runs every segment.
 //
 // Values that cross a segment boundary (the segment's inputs and outputs, a call's
-// arguments and results, a scan's carries) are host tensors owned by the interpreter;
-// they are copied into a segment's input list (Engine::run takes a vector of tensors),
-// which costs a copy per boundary per iteration. Results are bitwise those of the
+// arguments and results, a scan's carries) are host tensors owned by the interpreter,
+// each released after the step that reads it last: a step that reads a value last gets
+// it moved in (a carry, a residual read by the backward), an earlier reader a copy; a
+// scan slices its xs (a copy per iteration) and writes its ys into stacked tensors.
+// Plan::moduleTensorBytes is the most bytes of them held at once, computed at prepare
+// by the same rules (the engine's arena comes on top). Results are bitwise those of the
 // inlined program (the same ops in the same order, each segment's kernels planned as in
 // the inlined one, except for fusion and buffer reuse across a boundary, which do not
 // change values).
@@ -39,6 +42,9 @@ struct ModuleStep {
   enum class Kind { Segment, Call, Scan } kind = Kind::Segment;
   size_t index = 0;  ///< segment index, or op index for a call or scan
   size_t callee = 0; ///< function index of a call's or scan's callee
+  /// The values this step reads last (none of them an output of the function): moved
+  /// into the step, released after it.
+  std::vector<ir::ValueId> dies;
 };
 
 struct ModuleFunction {

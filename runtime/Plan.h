@@ -250,6 +250,10 @@ public:
   std::vector<int64_t> slotElems;
   int64_t arenaElems = 0;
   int64_t peakLiveBytes = 0;
+  /// A module's plan: the most bytes of host tensors the module interpreter holds at
+  /// once (values between segments, call frames, a scan's stacked outputs and slices),
+  /// beside the engine's arena (runtime/ModulePlan.h). 0 for a plain plan.
+  int64_t moduleTensorBytes = 0;
   std::vector<int32_t> outputValue;      ///< plan value of each output
   std::vector<FinalCopy> finalCopies;
   int64_t maxChunks = 1;

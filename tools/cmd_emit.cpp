@@ -4,6 +4,7 @@
 //   tessel emit trg-init [--q Q]             beta, h -> T0 (docs/trg.md §1, §8)
 //   tessel emit trg-closure --d D            T -> ln Σ T[i,j,i,j] (docs/trg.md §3)
 //   tessel emit trg --chi 16 --steps N       beta -> lnZ/N, all steps in one program
+//   tessel emit trg ... --staged             the same as a module: functions, calls, scans
 //
 //===----------------------------------------------------------------------===//
 #include <sstream>
@@ -28,6 +29,7 @@ struct EmitArgs {
   double eps = 1e-12;
   bool kept = false;
   bool stopGradient = false;
+  bool staged = false;
   std::string format = "text";
   std::string output = "-";
 };
@@ -106,7 +108,8 @@ ir::Program buildProgram(const EmitArgs &a) {
       throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries but --steps is " +
                   std::to_string(a.steps));
     frontend::checkTrgRanks(ranks, a.chi, model.states());
-    return frontend::buildTrgWhole(ranks, opts, model);
+    return a.staged ? frontend::buildTrgModule(ranks, opts, model)
+                    : frontend::buildTrgWhole(ranks, opts, model);
   }
   throw Error("error: emit: unknown program '" + a.what +
               "' (allowed: trg-step, trg-init, trg-closure, trg-limit-closure, trg)");
@@ -151,6 +154,11 @@ void addEmitCommand(CLI::App &app) {
       "                              all steps (Potts with --q Q: (%beta: f64[]) -> ...);\n"
       "                              default ranks min(D^2, chi, exact rank bound):\n"
       "                              2,4,4,16,16,... for chi = 16\n"
+      "  trg ... --staged            the same computation as a module: functions trg_init,\n"
+      "                              trg_step_D_D' per step class, a loop body per class and\n"
+      "                              the closure; the entry calls init, runs one scan per run\n"
+      "                              of equal D -> D classes, calls the closure (docs/trg.md\n"
+      "                              section 6.1)\n"
       "The output is the traced program (einsums not yet ordered); pipe it to\n"
       "`tessel opt` or `tessel verify -`.");
   cmd->add_option("program", args->what, "trg-step | trg-init | trg-closure | trg-limit-closure | trg")
@@ -175,6 +183,9 @@ void addEmitCommand(CLI::App &app) {
   cmd->add_flag("--kept-singular-values", args->kept,
                 "add the output %skept: the smallest kept singular values of Ma and Mb "
                 "(per step), for run-time rank checks");
+  cmd->add_flag("--staged", args->staged,
+                "trg: emit the staged module (functions, calls, one scan per run of equal step "
+                "classes) instead of one straight-line program; the same lnZ/N, bitwise");
   cmd->add_flag("--stop-gradient,!--no-stop-gradient", args->stopGradient,
                 "normalise by stop_gradient(max|T|); the default (--no-stop-gradient) "
                 "differentiates through m = max|T|. Value and gradient are the same, but with "
