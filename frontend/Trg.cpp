@@ -482,10 +482,12 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
   if (opts.limitClosure) kept.push_back(Tensor(b, c[1]).reshape({1, 2}));
   b.setLoc("trg: accumulate closure");
   Tensor total = Tensor(b, lnz) + Tensor(b, c[0]) * Tensor(b, w);
-  b.setLoc("trg: initial tensor scale");
-  const Tensor &beta = params[0];
-  total = model.kind == TrgModel::Kind::Potts ? total + beta * 2.0 : total + logCosh(beta) * 2.0;
-  if (model.hasField()) total = total + logCosh(beta * params[1]);
+  if (opts.initScale) {
+    b.setLoc("trg: initial tensor scale");
+    const Tensor &beta = params[0];
+    total = model.kind == TrgModel::Kind::Potts ? total + beta * 2.0 : total + logCosh(beta) * 2.0;
+    if (model.hasField()) total = total + logCosh(beta * params[1]);
+  }
   b.setLoc("");
   tr.output(total, "lnz");
   if (opts.outputKeptSingularValues) {

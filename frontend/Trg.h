@@ -69,6 +69,11 @@ struct TrgStepOptions {
   /// buildTrgWhole: end with the closure of the infinite lattice (traceTrgLimitClosure,
   /// its step keeping ranks.back()) instead of the trace of the finite torus.
   bool limitClosure = false;
+  /// buildTrgModule: add ln of the initial tensor's factor (trgInitLogScale) in the
+  /// program, so that %lnz is lnZ/N. The staged driver leaves it out and adds it on the
+  /// host with its derivatives, as for the value sweep (their formulas keep the relative
+  /// digits of d/dβ at high temperature; the traced ln cosh loses them below β ~ 1e-5).
+  bool initScale = true;
   /// Adds outputs %Ma, %Mb: f64[D²,D²], the two SVD inputs (normalised T, permuted and
   /// reshaped), for benchmarks that time the same gesdd calls outside the program.
   bool outputSvdInputs = false;

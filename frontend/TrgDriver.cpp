@@ -24,17 +24,6 @@ using Clock = std::chrono::steady_clock;
 using rt::msSince;
 using ir::text::formatDouble;
 
-/// The input of the VJP program `vjp` (of `p`) that carries the cotangent of p's output
-/// named `output`, found through vjp's gradient signature (its last inputs are the
-/// cotangents of p's outputs, in order).
-ir::ValueId cotangentInput(const ir::Program &p, const ir::Program &vjp, const std::string &output) {
-  for (size_t i = 0; i < p.outputs.size(); ++i)
-    if (p.outputName(i) == output && vjp.gradSignature &&
-        vjp.gradSignature->cotangents == p.outputs.size())
-      return vjp.inputs[vjp.inputs.size() - p.outputs.size() + i];
-  throw Error("internal error: trg: " + ir::text::atName(vjp.name) + " has no cotangent of output '" + output + "'");
-}
-
 std::string classGroup(int64_t din, int64_t dout) {
   return "step " + std::to_string(din) + "->" + std::to_string(dout);
 }
@@ -68,6 +57,11 @@ passes::Pipeline gradPipeline(const passes::GradOptions &go) {
   g.set("keep-outputs", go.keepOutputs ? "true" : "false");
   g.set("svd-blocks", go.svdBlocks ? "true" : "false");
   g.set("bond-gauge", go.bondGauge ? "true" : "false");
+  g.set("remat", passes::rematPolicyName(go.callRemat));
+  g.set("svd-topk-guards", go.svdTopkGuards ? "true" : "false");
+  std::string aux;
+  for (const std::string &a : go.aux) aux += (aux.empty() ? "" : ";") + a;
+  g.set("aux", aux);
   pl.passes.push_back(std::move(g));
   return pl;
 }
@@ -77,13 +71,6 @@ passes::Pipeline gradPipeline(const passes::GradOptions &go) {
 //===--- Impl ----------------------------------------------------------------------===//
 
 struct TrgDriver::Impl {
-  /// A forward/backward pair from splitVjp.
-  struct Split {
-    int fwd = -1, bwd = -1;
-    std::vector<passes::Residual> residuals;
-    size_t numPrimal = 0;
-  };
-
   TrgOptions o;
   /// The inputs of init (and of the whole program): model.parameters().
   std::vector<std::string> params;
@@ -117,19 +104,19 @@ struct TrgDriver::Impl {
 
   // Whole programs.
   int wholeValue = -1, wholeGrad = -1, wholeSecond = -1;
-  // Staged second order: per program P, its VJP P' = grad(P, vjp) and the VJP of
-  // the VJP P'' = grad(P', vjp, wrt {primal input, incoming cotangent}).
-  struct Second {
-    int vjp = -1, vjp2 = -1;
-    int outGrad = 0, outGradCt = -1; ///< output positions of P'' (grad_<x>, grad_ct_<y>)
-  };
-  /// Everything compiled for one staged program class (init, a step class D -> D', the
-  /// closure): indices into `progs`, -1 where not compiled.
+  /// The value program of one staged piece (init, a step class D -> D', the closure):
+  /// an index into `progs`, -1 where not compiled. The value sweep chains them.
   struct StagedClass {
-    int value = -1; ///< the value program
-    Split split;    ///< its VJP split into forward and backward (--grad)
-    Second second;  ///< P' and P'' (--second)
+    int value = -1;
   };
+  /// The staged module of one schedule (frontend::buildTrgModule) with its derivatives:
+  /// value+grad (`grad`) and the Hessian rows (`second`), indices into `progs`.
+  struct StagedModule {
+    std::vector<int64_t> ranks; ///< with the limit closure's D' last (closureRank > 0)
+    int64_t closureRank = 0;
+    int grad = -1, second = -1;
+  };
+  std::vector<StagedModule> modules;
   StagedClass init;
   std::map<std::pair<int64_t, int64_t>, StagedClass> stepClasses;
   /// Per final bond dimension D: the closure (the trace, or the limit closure with
@@ -195,7 +182,7 @@ struct TrgDriver::Impl {
   /// Per group, how many steps of the current schedule use it.
   int usesOf(const std::string &g) const {
     if (planned() && !plannedBeta) return 0; // the schedule is derived at each β
-    if (g == "init" || g == "whole" || g == "second") return 1;
+    if (g == "init" || g == "whole" || g == "second" || g == "staged module") return 1;
     if (g.rfind("closure", 0) == 0) return 1;
     int k = 0;
     for (size_t n = 0; n < ranks.size(); ++n) k += classGroup(dims[n], dims[n + 1]) == g;
@@ -208,14 +195,6 @@ struct TrgDriver::Impl {
   }
   /// The closure of the current schedule (compiled when first needed).
   StagedClass &closure() { return closureClass(dims.back(), closureRank); }
-  /// The closure's cotangents for weight w: its value's, and the limit closure's skept.
-  std::vector<ir::Tensor> closureCotangents(double w) const {
-    std::vector<ir::Tensor> c;
-    c.push_back(ir::Tensor::scalar(w));
-    if (closureRank) c.push_back(ir::Tensor::zeros(ir::Type({2})));
-    return c;
-  }
-
   /// Runs the pipeline on `p` in place; returns the wall time in ms.
   double runPasses(ir::Program &p) {
     auto t0 = Clock::now();
@@ -249,7 +228,7 @@ struct TrgDriver::Impl {
 
   /// Registers a finished program: prepares it (timed) and stores it.
   int add(std::string group, std::string role, ir::Program p, size_t tracedOps, double traceMs,
-          double passesMs, int64_t residualBytes = 0) {
+          double passesMs) {
     TrgProgramInfo info;
     info.group = std::move(group);
     info.role = std::move(role);
@@ -257,7 +236,6 @@ struct TrgDriver::Impl {
     info.ops = p.ops.size();
     info.traceMs = traceMs;
     info.passesMs = passesMs;
-    info.residualBytes = residualBytes;
     if (!o.reference) {
       auto t0 = Clock::now();
       rt::PrepareOptions po;
@@ -284,44 +262,14 @@ struct TrgDriver::Impl {
     return static_cast<int>(progs.size()) - 1;
   }
 
-  /// Traces with `build`, runs the passes, adds the value program and (when gradients
-  /// are requested) the splitVjp pair with respect to `wrt`.
-  template <class Build>
-  void compileStagedProgram(const std::string &group, Build build,
-                            const std::vector<std::string> &wrt, int &valueIdx, Split *split) {
+  /// Traces with `build`, runs the passes and adds the value program.
+  template <class Build> int compileValue(const std::string &group, Build build) {
     auto t0 = Clock::now();
     ir::Program p = build();
     double traceMs = msSince(t0);
     size_t traced = p.ops.size();
     double passMs = runPasses(p);
-    if (o.grad && split) {
-      // splitVjp in two visible steps: the grad pass on a copy of the value program,
-      // then the split of that gradient program into forward and backward.
-      passes::GradOptions go;
-      go.wrt = wrt;
-      go.vjp = true;
-      go.keepOutputs = true;
-      go.bondGauge = true; // first order only: these programs are not differentiated again
-      ir::Program g = p;
-      double gradMs = runGrad(g, go, /*firstOrder=*/true);
-      auto t1 = Clock::now();
-      passes::ForwardBackward fb =
-          passes::splitGradient(g, p.outputs.size(), p.inputs.size(), o.checkpoint);
-      double splitMs = gradMs + msSince(t1);
-      size_t fTraced = fb.forward.ops.size(), bTraced = fb.backward.ops.size();
-      double fMs = runPasses(fb.forward);
-      double bMs = runPasses(fb.backward);
-      split->residuals = fb.residuals;
-      split->numPrimal = fb.numPrimalOutputs;
-      int64_t resBytes = fb.residualBytes();
-      valueIdx = add(group, "value", std::move(p), traced, traceMs, passMs);
-      split->fwd = add(group, "vjp forward", std::move(fb.forward), fTraced, 0, splitMs / 2 + fMs,
-                       resBytes);
-      split->bwd = add(group, "vjp backward", std::move(fb.backward), bTraced, 0,
-                       splitMs / 2 + bMs);
-    } else {
-      valueIdx = add(group, "value", std::move(p), traced, traceMs, passMs);
-    }
+    return add(group, "value", std::move(p), traced, traceMs, passMs);
   }
 
   TrgStepOptions stepOptions() const {
@@ -331,17 +279,14 @@ struct TrgDriver::Impl {
     return so;
   }
 
-  /// The value program of step class (D, D'), compiled (with its VJP split for --grad
-  /// and its second-order programs for --second) when first needed.
+  /// The value program of step class (D, D'), compiled when first needed.
   StagedClass &stepClass(int64_t D, int64_t Dp) {
     StagedClass &sc = stepClasses[{D, Dp}];
     if (sc.value >= 0) return sc;
     const std::string g = classGroup(D, Dp);
     noteGroup(g);
     const TrgStepOptions so = stepOptions();
-    compileStagedProgram(g, [&] { return buildTrgStep(D, Dp, so); }, {"T"}, sc.value, &sc.split);
-    if (o.second)
-      sc.second = compileSecondOf(g, [&] { return buildTrgStep(D, Dp, so); }, {"T"}, "Tn");
+    sc.value = compileValue(g, [&] { return buildTrgStep(D, Dp, so); });
     return sc;
   }
 
@@ -351,13 +296,12 @@ struct TrgDriver::Impl {
     const std::string g = closureGroup(D, Dp);
     noteGroup(g);
     const TrgStepOptions so = stepOptions();
-    auto build = [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D); };
-    compileStagedProgram(g, build, {"T"}, c.value, &c.split);
-    if (o.second) c.second = compileSecondOf(g, build, {"T"}, "");
+    c.value = compileValue(g, [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D); });
     return c;
   }
 
-  /// Compiles what the current schedule needs and has not been compiled.
+  /// Compiles what the current schedule needs and has not been compiled: the value
+  /// programs, and with a given schedule the staged module's derivatives.
   void ensureStaged() {
     for (size_t n = 0; n < ranks.size(); ++n) stepClass(dims[n], dims[n + 1]);
     closureClass(dims.back(), closureRank);
@@ -367,11 +311,92 @@ struct TrgDriver::Impl {
 
   void compileStaged() {
     noteGroup("init");
-    compileStagedProgram("init", [&] { return buildTrgInit(o.model); }, gradParams, init.value,
-                         &init.split);
-    if (o.second)
-      init.second = compileSecondOf("init", [&] { return buildTrgInit(o.model); }, params, "T0");
+    init.value = compileValue("init", [&] { return buildTrgInit(o.model); });
     ensureStaged();
+    // A derived schedule is known only at a β: its module is compiled there.
+    if (!autoRanks) {
+      if (o.grad) stagedModule(false);
+      if (o.second) stagedModule(true);
+    }
+  }
+
+  /// Whether the first-order programs get the complement's guards from the forward (the
+  /// pipeline has svd-topk-guards and --disable-pass does not name it).
+  bool guardsWanted() const {
+    const auto &off = o.passOptions.disabledPasses;
+    if (std::find(off.begin(), off.end(), "svd-topk-guards") != off.end()) return false;
+    for (const passes::PassInvocation &inv : pm->pipeline().passes)
+      if (inv.name() == "svd-topk-guards") return true;
+    return false;
+  }
+
+  static size_t moduleOps(const ir::Program &p) {
+    size_t n = p.ops.size();
+    for (const ir::Program &f : p.functions) n += f.ops.size();
+    return n;
+  }
+
+  /// The staged module of the current schedule (docs/trg.md §6.1), differentiated by the
+  /// compiler: `second` = false: value+grad, grad{wrt=params, aux=skept} with the bond
+  /// gauge, the checkpoint policy at the call and scan boundaries and the complement's
+  /// guards; true: the Hessian rows, grad{keep-outputs=false} then grad{vjp} over it
+  /// (inputs: the parameters and one seed per parameter; outputs: the gradient, then
+  /// Σ_j seed_j ∂²(lnZ/N)/∂p_j∂p). The pipeline runs before and after each grad.
+  /// Compiled once per schedule; returns its index in `progs`.
+  int stagedModule(bool second) {
+    std::vector<int64_t> r = ranks;
+    if (closureRank) r.push_back(closureRank);
+    StagedModule *m = nullptr;
+    for (StagedModule &x : modules)
+      if (x.ranks == r && x.closureRank == closureRank) m = &x;
+    if (!m) {
+      modules.push_back({r, closureRank, -1, -1});
+      m = &modules.back();
+    }
+    int &slot = second ? m->second : m->grad;
+    if (slot >= 0) return slot;
+    noteGroup("staged module");
+    TrgStepOptions so;
+    so.svdEps = o.svdEps;
+    so.outputKeptSingularValues = !second;
+    so.limitClosure = closureRank > 0;
+    so.initScale = false; // added on the host, as in the value sweep
+    auto t0 = Clock::now();
+    ir::Program p = buildTrgModule(r, so, o.model);
+    const double traceMs = msSince(t0);
+    double passMs = runPasses(p);
+    if (!second) {
+      passes::GradOptions go;
+      go.wrt = gradParams;
+      go.keepOutputs = true;
+      go.bondGauge = true; // first order only: not differentiated again
+      go.aux = {"skept"};
+      go.callRemat = o.checkpoint;
+      go.svdTopkGuards = guardsWanted();
+      passMs += runGrad(p, go);
+    } else {
+      // The policy at the call boundaries of both grads: with store the second grad
+      // reads the first one's residuals instead of recomputing its forward halves
+      // (χ = 16, 20 steps: 613 ms per Hessian row against 1754 ms with recompute).
+      passes::GradOptions g1;
+      g1.wrt = params;
+      g1.keepOutputs = false;
+      g1.callRemat = o.checkpoint;
+      passMs += runGrad(p, g1) + runPasses(p);
+      passes::GradOptions g2;
+      g2.wrt = params;
+      g2.vjp = true;
+      g2.callRemat = o.checkpoint;
+      passMs += runGrad(p, g2);
+    }
+    const size_t traced = moduleOps(p);
+    passMs += runPasses(p);
+    const int idx = add("staged module", second ? "second" : "value+grad", std::move(p), traced, traceMs, passMs);
+    progs[static_cast<size_t>(idx)].ops = moduleOps(progs[static_cast<size_t>(idx)].program);
+    // `m` may have moved (a compile adds no module, but keep it simple): look it up again.
+    for (StagedModule &x : modules)
+      if (x.ranks == r && x.closureRank == closureRank) (second ? x.second : x.grad) = idx;
+    return idx;
   }
 
   /// The probe of class (D, D'): its D' leading singular values, as the run computes them.
@@ -421,46 +446,6 @@ struct TrgDriver::Impl {
     allRanks = ranks;
   }
 
-  /// P' = grad(P, vjp, wrt x) and P'' = grad(P', vjp, wrt {x, ct_y}) for one program
-  /// P(x) -> (y, ...) of the staged chain (`ctIn` empty: only wrt x).
-  /// The VJP of the program `build` makes with respect to input `x`, and the VJP of
-  /// that with respect to `x` and to the cotangent of output `ctOf` (none if empty).
-  template <class Build>
-  Second compileSecondOf(const std::string &group, Build build, const std::vector<std::string> &x,
-                         const std::string &ctOf) {
-    auto t0 = Clock::now();
-    ir::Program p = build();
-    double traceMs = msSince(t0);
-    double passMs = runPasses(p);
-    passes::GradOptions g1;
-    g1.wrt = x;
-    g1.vjp = true;
-    g1.keepOutputs = false;
-    ir::Program d1 = p;
-    double gMs = runGrad(d1, g1); // (x..., ct_...) -> grad_x...
-    size_t traced1 = d1.ops.size();
-    double p1Ms = runPasses(d1);
-    passes::GradOptions g2;
-    g2.wrt = x;
-    if (!ctOf.empty()) g2.wrt.push_back(d1.value(cotangentInput(p, d1, ctOf)).name);
-    g2.vjp = true;
-    g2.keepOutputs = false;
-    ir::Program d2 = d1;
-    double g2Ms = runGrad(d2, g2); // (x..., ct_..., ct_grad_x...) -> grad_x..., grad_ct_y
-    size_t traced2 = d2.ops.size();
-    double p2Ms = runPasses(d2);
-    // One gradient per wrt input, in input order (the x come before the cotangents).
-    Second s;
-    size_t want = x.size() + (ctOf.empty() ? 0 : 1);
-    if (d2.outputs.size() != want || d2.inputIndex(x[0]) != 0)
-      throw Error("internal error: trg: unexpected signature of " + ir::text::atName(d2.name));
-    s.outGrad = 0;
-    if (!ctOf.empty()) s.outGradCt = static_cast<int>(x.size());
-    s.vjp = add(group, "second: vjp", std::move(d1), traced1, traceMs, passMs + gMs + p1Ms);
-    s.vjp2 = add(group, "second: vjp of vjp", std::move(d2), traced2, 0, g2Ms + p2Ms);
-    return s;
-  }
-
   /// The Hessian rows of lnZ/N = VJPs of grad(whole) (whole mode): inputs (params...,
   /// seed...), outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...).
   void compileSecond() {
@@ -502,7 +487,8 @@ struct TrgDriver::Impl {
       std::vector<ir::Tensor> out = profEngines.empty()
                                         ? engine->run(*pi.plan, in)
                                         : profEngines[static_cast<size_t>(idx)]->run(*pi.plan, in);
-      ledger.record(in, out, engineResidentBytes());
+      // A module's plan: its interpreter's host tensors beside the engine's arena.
+      ledger.record(in, out, engineResidentBytes() + rt::moduleTensorBytes(*pi.plan));
       return out;
     } catch (const Error &e) {
       std::string msg = e.what();
@@ -605,73 +591,6 @@ struct TrgDriver::Impl {
 
   static ir::Tensor scalar(double v) { return ir::Tensor::scalar(v); }
 
-  /// What one forward run of a sweep leaves for its backward. The chained tensors (the
-  /// run's input T_n and its output T_{n+1}) stay in the sweep's chain, which keeps each
-  /// only while a backward still reads it; the other residuals are moved out of the
-  /// forward's outputs (or copied from its other inputs) into `own`, and the rest of
-  /// the outputs are dropped at once.
-  struct Kept {
-    enum class From : uint8_t { Own, ChainIn, ChainOut };
-    std::vector<ir::Tensor> own; ///< per residual; empty where it is a chained tensor
-    std::vector<From> from;      ///< per residual
-  };
-
-  /// `chainIn` / `chainOut`: positions of T_n among the forward's inputs and of T_{n+1}
-  /// among its outputs (-1: none).
-  static Kept keepResiduals(const Split &s, std::vector<ir::Tensor> &fin,
-                            std::vector<ir::Tensor> &fout, int chainIn, int chainOut) {
-    Kept k;
-    k.own.resize(s.residuals.size());
-    k.from.assign(s.residuals.size(), Kept::From::Own);
-    for (size_t i = 0; i < s.residuals.size(); ++i) {
-      const passes::Residual &r = s.residuals[i];
-      if (r.forwardInput >= 0 && r.forwardInput == chainIn)
-        k.from[i] = Kept::From::ChainIn;
-      else if (r.forwardOutput >= 0 && r.forwardOutput == chainOut)
-        k.from[i] = Kept::From::ChainOut;
-      else if (r.forwardInput >= 0)
-        k.own[i] = fin[static_cast<size_t>(r.forwardInput)];
-      else
-        k.own[i] = std::move(fout[static_cast<size_t>(r.forwardOutput)]);
-    }
-    return k;
-  }
-
-  /// How many residuals of `s` are its forward's input `chainIn` / output `chainOut`.
-  static int readsOf(const Split &s, int chainIn, int chainOut) {
-    int k = 0;
-    for (const passes::Residual &r : s.residuals)
-      k += (chainIn >= 0 && r.forwardInput == chainIn) || (chainOut >= 0 && r.forwardOutput == chainOut);
-    return k;
-  }
-
-  /// The chained tensors T_0 .. T_N of a first-order sweep (at positions 1 .. N+1), each
-  /// kept after the forward only while a backward still reads it; the last reader gets
-  /// it moved, not copied.
-  struct Chain {
-    std::vector<ir::Tensor> T;
-    std::vector<int> readers; ///< residuals still to be read, per T_k
-    ir::Tensor take(size_t k) { return --readers[k] == 0 ? std::move(T[k]) : T[k]; }
-  };
-
-  /// Inputs of a backward program: its residuals (moved out of `k`, or taken from the
-  /// chain: position p for its forward's input, p + 1 for its output), then the
-  /// cotangents.
-  static std::vector<ir::Tensor> backwardInputs(const Split &s, Kept &k, Chain &chain, size_t p,
-                                                std::vector<ir::Tensor> cts) {
-    std::vector<ir::Tensor> in;
-    in.reserve(s.residuals.size() + cts.size());
-    for (size_t i = 0; i < s.residuals.size(); ++i) {
-      switch (k.from[i]) {
-      case Kept::From::Own: in.push_back(std::move(k.own[i])); break;
-      case Kept::From::ChainIn: in.push_back(chain.take(p)); break;
-      case Kept::From::ChainOut: in.push_back(chain.take(p + 1)); break;
-      }
-    }
-    for (ir::Tensor &t : cts) in.push_back(std::move(t));
-    return in;
-  }
-
   /// The inputs of init and the whole program: β (and h).
   std::vector<ir::Tensor> paramInputs(double beta) const {
     return trgParameterInputs(o.model, beta, o.field);
@@ -719,9 +638,7 @@ struct TrgDriver::Impl {
   std::pair<double, size_t> smallestKeptGap(double beta) {
     // Once per β and schedule: a timed second() at one β repeats the same sweep.
     if (gapCache && gapCache->beta == beta && gapCache->ranks == allRanks) return gapCache->gap;
-    if (init.value < 0)
-      compileStagedProgram("init", [&] { return buildTrgInit(o.model); }, params, init.value,
-                           nullptr);
+    if (init.value < 0) init.value = compileValue("init", [&] { return buildTrgInit(o.model); });
     std::vector<ir::Tensor> sweep = call(init.value, "init", beta, paramInputs(beta));
     ir::Tensor T = std::move(sweep[0]);
     std::pair<double, size_t> best{INFINITY, 0};
@@ -1034,189 +951,88 @@ struct TrgDriver::Impl {
     return r;
   }
 
-  /// One-element input list without a copy (an initializer list would copy).
-  static std::vector<ir::Tensor> single(ir::Tensor t) {
-    std::vector<ir::Tensor> v;
-    v.push_back(std::move(t));
-    return v;
+  /// The entry-level steps of a staged module run, for progress reports (the module
+  /// interpreter's hook): per call or scan iteration of the entry, its sweep and its
+  /// number within it.
+  void moduleProgress(const char *run, const ir::Program &p) {
+    if (!progress || !engine) return;
+    struct Phase {
+      std::string name;
+      size_t steps = 0, done = 0;
+    };
+    auto phaseOf = [run](const ir::Op &op) {
+      const llvm::StringRef loc(op.loc);
+      const bool first = std::string(run) == "value+grad";
+      if (loc.startswith("vjp vjp")) return std::string(run) + ": reverse of the backward";
+      if (loc.startswith("vjp")) return std::string(run) + (first ? ": backward" : ": backward and its reverse");
+      return std::string(run) + ": forward";
+    };
+    auto phases = std::make_shared<std::map<std::string, Phase>>();
+    for (const ir::Op &op : p.ops)
+      if (ir::hasCallee(op.kind)) {
+        Phase &ph = (*phases)[phaseOf(op)];
+        ph.name = phaseOf(op);
+        ph.steps += op.kind == ir::OpKind::Scan ? static_cast<size_t>(op.attrs.getI64("length")) : 1;
+      }
+    auto hook = [this, phases, phaseOf](const ir::Op &op, int64_t) {
+      Phase &ph = (*phases)[phaseOf(op)];
+      stepDone(ph.name.c_str(), ++ph.done, ph.steps);
+    };
+    engine->setModuleStepHook(hook);
+    for (auto &e : profEngines) e->setModuleStepHook(hook);
   }
 
+  /// D' of step n + 1 of the current schedule (n = ranks.size(): the limit closure's).
+  int64_t keptOf(size_t n) const { return n < ranks.size() ? dims[n + 1] : closureRank; }
+
+  /// value+grad: the staged module's first derivative (stagedModule(false)) at β. Its
+  /// forward (svd_topk with the complement's guards) can put a kept singular value that
+  /// the value sweep found > tol at the noise level on the other side; with a derived
+  /// schedule that step then keeps one value fewer, as the value sweep would have.
   TrgResult gradStaged(double beta) {
     planFor(beta);
-    TrgResult r = newResult(beta);
-    const size_t N = ranks.size();
-    auto stepSplit = [&](size_t n) -> const Split & { return stepClass(dims[n], dims[n + 1]).split; };
-    // The chain T_0 .. T_N (init's output 0, step n's input 0 and output 1, the
-    // closure's input 0) at positions 1 .. N+1: a backward at position p reads its
-    // forward's input at p and its output at p + 1 (init: p = 0, step n: n + 1,
-    // closure: N + 1).
-    // The readers are counted as the forward runs, since a derived schedule may still
-    // change there (see below).
-    Chain chain;
-    chain.T.resize(N + 2);
-    chain.readers.assign(N + 2, 0);
-    chain.readers[1] += readsOf(init.split, -1, 0);
-
-    // Forward sweep: keep only what the backward sweep reads.
-    std::vector<ir::Tensor> initIn = paramInputs(beta);
-    std::vector<ir::Tensor> initOut = run(init.split.fwd, initIn, "init", beta);
-    Kept initKept = keepResiduals(init.split, initIn, initOut, -1, 0);
-    ir::Tensor T = std::move(initOut[0]);
-    initOut.clear();
-    std::vector<Kept> kept(N);
-    double lnz = 0;
-    for (size_t n = 0; n < N; ++n) {
-      stepDone("value+grad: forward", n + 1, N);
-      std::vector<ir::Tensor> in = single(std::move(T));
-      std::vector<ir::Tensor> out = run(stepSplit(n).fwd, in, stepName(n), beta);
-      // The value sweep derived the schedule with the value programs; this forward
-      // (svd_topk with guards) can put a kept value at the noise level on the other side
-      // of tol after many steps, where the chains differ in their smallest directions.
-      // Then this step keeps one value fewer, as the value sweep would have.
-      while (autoRanks && dims[n + 1] > 1 && !(out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol)) {
-        lowerRank(n);
-        out = run(stepClass(dims[n], dims[n + 1]).split.fwd, in, stepName(n), beta);
+    for (;;) {
+      TrgResult r = newResult(beta);
+      const int idx = stagedModule(false);
+      moduleProgress("value+grad", progs[static_cast<size_t>(idx)].program);
+      std::vector<ir::Tensor> out = run(idx, paramInputs(beta), "value+grad (staged module)", beta);
+      const size_t rows = ranks.size() + (closureRank ? 1 : 0);
+      const double *kept = out[1].data.data();
+      size_t low = rows;
+      for (size_t n = 0; n < rows && low == rows; ++n)
+        if (!(kept[2 * n] > o.rankTol && kept[2 * n + 1] > o.rankTol)) low = n;
+      if (low < rows && autoRanks && keptOf(low) > 1) {
+        lowerRank(low);
+        continue;
       }
-      const Split &sp = stepSplit(n);
-      chain.readers[n + 1] += readsOf(sp, 0, -1);
-      chain.readers[n + 2] += readsOf(sp, -1, 1);
-      checkKept(n, out[2].data.data(), r);
-      r.logm.push_back(out[0].data[0]);
-      lnz += out[0].data[0] * std::ldexp(1.0, -static_cast<int>(n));
-      kept[n] = keepResiduals(sp, in, out, 0, 1);
-      if (chain.readers[n + 1] > 0) chain.T[n + 1] = std::move(in[0]);
-      T = std::move(out[1]);
+      for (size_t n = 0; n < rows; ++n) checkKept(n, kept + 2 * n, r);
+      // The initial tensor's scale on the host, as in the value sweep.
+      r.lnZ = out[0].data[0] + logScale(beta).value;
+      checkFinite("lnZ/N", r.lnZ, beta);
+      std::vector<double> gs;
+      for (size_t j = 0; j < gradParams.size(); ++j) gs.push_back(out[2 + j].data[0]);
+      setDerivatives(r, gs.data(), nullptr, 0, true, gradParams.size() > 1);
+      return r;
     }
-    std::vector<ir::Tensor> clIn = single(std::move(T));
-    std::vector<ir::Tensor> clOut = run(closure().split.fwd, clIn, "closure", beta);
-    while (closureRank > 1 && autoRanks &&
-           !(clOut[1].data[0] > o.rankTol && clOut[1].data[1] > o.rankTol)) {
-      lowerRank(N);
-      clOut = run(closureClass(dims.back(), closureRank).split.fwd, clIn, "closure", beta);
-    }
-    if (closureRank) checkKept(N, clOut[1].data.data(), r);
-    chain.readers[N + 1] += readsOf(closure().split, 0, -1);
-    lnz += clOut[0].data[0] * std::ldexp(1.0, -static_cast<int>(N));
-    lnz += logScale(beta).value;
-    Kept clKept = keepResiduals(closure().split, clIn, clOut, 0, -1);
-    if (chain.readers[N + 1] > 0) chain.T[N + 1] = std::move(clIn[0]);
-    clIn.clear();
-    clOut.clear();
-    checkFinite("lnZ/N", lnz, beta);
-    r.lnZ = lnz;
-    // Backward sweep.
-    ir::Tensor ct = std::move(
-        run(closure().split.bwd,
-            backwardInputs(closure().split, clKept, chain, N + 1,
-                           closureCotangents(std::ldexp(1.0, -static_cast<int>(N)))),
-            "closure", beta)[0]);
-    for (size_t n = N; n-- > 0;) {
-      stepDone("value+grad: backward", N - n, N);
-      const Split &sp = stepSplit(n);
-      std::vector<ir::Tensor> cts;
-      cts.push_back(scalar(std::ldexp(1.0, -static_cast<int>(n)))); // ct_logm
-      cts.push_back(std::move(ct));                                 // ct_Tn
-      cts.push_back(ir::Tensor::zeros(ir::Type({2})));              // ct_skept
-      ct = std::move(run(sp.bwd, backwardInputs(sp, kept[n], chain, n + 1, std::move(cts)),
-                         stepName(n), beta)[0]);
-      kept[n] = Kept{};
-    }
-    auto g = run(init.split.bwd, backwardInputs(init.split, initKept, chain, 0, single(std::move(ct))),
-                 "init", beta);
-    std::vector<double> gs;
-    for (const ir::Tensor &t : g) gs.push_back(t.data[0]);
-    setDerivatives(r, gs.data(), nullptr, 0, true, gradParams.size() > 1);
-    return r;
   }
 
-  static void accumulate(ir::Tensor &acc, ir::Tensor &&t) {
-    if (acc.data.empty()) {
-      acc = std::move(t);
-      return;
-    }
-    for (size_t i = 0; i < acc.data.size(); ++i) acc.data[i] += t.data[i];
-  }
-
-  /// The derivatives in staged mode. The first derivative is the chain
-  ///   T_0 = I(p), T_{n+1} = S_n(T_n), c_N = C'(T_N; 2^-N),
-  ///   c_n = S'_n(T_n; 2^-n, c_{n+1}, 0), g = I'(p; c_0)
-  /// (P' = VJP of P; p = β, or (β, h)). A row w·∂g/∂p of the Hessian is reverse mode over
-  /// that chain: adjoint w on g, back through I', the S'_n (n = 0..N-1) and C' with the
-  /// VJP-of-VJP programs P'', which give adjoints T̄_n of the T_n; then back through the
-  /// forward sweep with the plain VJPs (T̄_n += S'_n(T_n; 0, T̄_{n+1}, 0)) and I'. Each row
-  /// reuses the first two sweeps; the last one takes the tensors it reads last.
+  /// second(): the value sweep (the schedule at β, lnZ/N, the rank check), then per
+  /// Hessian row the staged module's VJP of its gradient with that row's seed
+  /// (stagedModule(true)): grad of grad through the calls and scans.
   TrgResult secondStaged(double beta) {
-    planFor(beta);
-    TrgResult r = newResult(beta);
-    const size_t N = ranks.size(), np = params.size();
-    auto pow2 = [](size_t n) { return std::ldexp(1.0, -static_cast<int>(n)); };
-    auto zeros2 = [] { return ir::Tensor::zeros(ir::Type({2})); };
-    auto step = [&](size_t n) -> const StagedClass & { return stepClasses.at({dims[n], dims[n + 1]}); };
-    // Forward sweep (value programs; rank check).
-    std::vector<ir::Tensor> T(N + 1);
-    T[0] = std::move(call(init.value, "init", beta, paramInputs(beta))[0]);
-    double lnz = 0;
-    for (size_t n = 0; n < N; ++n) {
-      stepDone("second: forward", n + 1, N);
-      auto out = call(step(n).value, stepName(n), beta, T[n]);
-      checkKept(n, out[2].data.data(), r);
-      r.logm.push_back(out[0].data[0]);
-      lnz += out[0].data[0] * pow2(n);
-      T[n + 1] = std::move(out[1]);
-    }
-    {
-      std::vector<ir::Tensor> cl = call(closure().value, "closure", beta, T[N]);
-      if (closureRank) checkKept(N, cl[1].data.data(), r);
-      lnz += cl[0].data[0] * pow2(N);
-    }
-    lnz += logScale(beta).value;
-    checkFinite("lnZ/N", lnz, beta);
-    r.lnZ = lnz;
-    // Backward sweep (first derivative), keeping every cotangent c_n.
-    std::vector<ir::Tensor> c(N + 1);
-    c[N] = std::move(call(closure().second.vjp, "closure", beta, T[N], closureCotangents(pow2(N)))[0]);
-    for (size_t n = N; n-- > 0;) {
-      stepDone("second: backward", N - n, N);
-      c[n] = std::move(call(step(n).second.vjp, stepName(n), beta, T[n], scalar(pow2(n)), c[n + 1],
-                            zeros2())[0]);
-    }
-    std::vector<double> g;
-    for (const ir::Tensor &t : call(init.second.vjp, "init", beta, paramInputs(beta), c[0]))
-      g.push_back(t.data[0]);
-    const size_t rows = hessianRows();
-    for (size_t row = 0; row < rows; ++row) {
-      const bool last = row + 1 == rows;
-      // Reverse over the backward sweep.
+    TrgResult r = valueStaged(beta);
+    const int idx = stagedModule(true);
+    const size_t np = params.size();
+    for (size_t row = 0; row < hessianRows(); ++row) {
+      moduleProgress("second", progs[static_cast<size_t>(idx)].program);
       std::vector<ir::Tensor> in = paramInputs(beta);
-      std::vector<ir::Tensor> seed;
-      for (size_t j = 0; j < np; ++j) seed.push_back(scalar(j == row ? 1.0 : 0.0));
-      std::vector<ir::Tensor> Tbar(N + 1);
-      auto oi = call(init.second.vjp2, "init", beta, std::move(in), Pass{c[0], last}, std::move(seed));
-      std::vector<double> h(np);
-      for (size_t j = 0; j < np; ++j) h[j] = oi[static_cast<size_t>(init.second.outGrad) + j].data[0];
-      ir::Tensor cbar = std::move(oi[static_cast<size_t>(init.second.outGradCt)]);
-      oi.clear();
-      for (size_t n = 0; n < N; ++n) {
-        stepDone("second: reverse of the backward", n + 1, N);
-        const Second &sc = step(n).second;
-        auto os = call(sc.vjp2, stepName(n), beta, T[n], scalar(pow2(n)), Pass{c[n + 1], last},
-                       zeros2(), std::move(cbar));
-        accumulate(Tbar[n], std::move(os[static_cast<size_t>(sc.outGrad)]));
-        cbar = std::move(os[static_cast<size_t>(sc.outGradCt)]);
+      for (size_t j = 0; j < np; ++j) in.push_back(scalar(j == row ? 1.0 : 0.0));
+      auto out = run(idx, in, "second (staged module)", beta);
+      std::vector<double> g(np), h(np);
+      for (size_t j = 0; j < np; ++j) {
+        g[j] = out[j].data[0];
+        h[j] = out[np + j].data[0];
       }
-      auto oc = call(closure().second.vjp2, "closure", beta, Pass{T[N], last}, closureCotangents(pow2(N)),
-                     std::move(cbar));
-      accumulate(Tbar[N], std::move(oc[static_cast<size_t>(closure().second.outGrad)]));
-      oc.clear();
-      // Reverse over the forward sweep (logm is not used by g: zero cotangent).
-      for (size_t n = N; n-- > 0;) {
-        stepDone("second: reverse of the forward", N - n, N);
-        auto ov = call(step(n).second.vjp, stepName(n), beta, Pass{T[n], last}, scalar(0.0),
-                       std::move(Tbar[n + 1]), zeros2());
-        accumulate(Tbar[n], std::move(ov[0]));
-      }
-      auto of = call(init.second.vjp, "init", beta, paramInputs(beta), std::move(Tbar[0]));
-      for (size_t j = 0; j < np; ++j) h[j] += of[j].data[0];
       setDerivatives(r, g.data(), h.data(), row, true, true);
     }
     return r;

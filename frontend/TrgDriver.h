@@ -3,25 +3,21 @@
 // Compiles and prepares the TRG programs of frontend/Trg.h once, then evaluates
 // lnZ/N, d(lnZ/N)/dβ and d²(lnZ/N)/dβ² at any β (docs/trg.md §2–6):
 //
-//   staged (default)  one program per step class D -> D' (and init, closure), compiled
-//                     and prepared once, reused for every step of that class. For
-//                     gradients, the grad pass turns a copy of each into its VJP and
-//                     passes::splitGradient (splitVjp's split) splits that into a forward
-//                     program (which also outputs the residuals its VJP needs, per the
-//                     checkpoint policy) and a backward (VJP) program; the driver runs
-//                     the forward sweep, then the backward sweep with the cotangents
-//                     ct_logm_n = 1/2^n, ct_lntr = 1/2^N, ct_T from the next step.
+//   staged (default)  the value sweep chains one program per step class D -> D' (and
+//                     init, closure), compiled and prepared once, reused for every step
+//                     of that class; it also decides a derived schedule. The derivatives
+//                     run the staged module of the schedule (frontend::buildTrgModule:
+//                     init, a function per step class, a scan per run of equal classes,
+//                     the closure), differentiated by the grad pass through its calls and
+//                     scans: value+grad = grad{wrt=params, aux=skept} with the checkpoint
+//                     policy at the call boundaries (each call runs the forward half of
+//                     its callee's gradient, which returns the residuals the backward
+//                     half reads); second order = grad of grad. No AD on the host.
 //   whole             one program β -> lnZ/N for all steps; its gradient is
 //                     the grad pass on the whole (+ the checkpoint pass's policy).
 //
-// Second order (d²): whole mode differentiates the whole program twice,
-// grad(grad(P)). Staged mode runs reverse mode over the chain of program calls of the
-// first-order sweep: per program P (init, each step class, closure) it compiles the
-// VJP P' = grad(P, vjp) and the VJP of the VJP P'' = grad(P', vjp, wrt {input,
-// incoming cotangent}); one d² evaluation runs the forward sweep, the backward sweep
-// (keeping the cotangents c_n), a sweep of the P'' forward through the steps, and a
-// last backward sweep with the P' (see TrgDriver::second). The two modes agree to
-// ~1e-12 relative at chi = 8.
+// Both modes add ln of the initial tensor's factor (trgInitLogScale) as the value sweep
+// does: staged on the host, whole in the program. The two modes agree to ~1e-12.
 //
 // Compile = trace (frontend builders) + passes (the pipeline, default
 // `order{strategy=S},pad-sink,cse,dce`, applied to every program before grad and to
@@ -181,12 +177,11 @@ std::vector<ir::Tensor> trgParameterInputs(const TrgModel &model, double beta, d
 
 /// One compiled (and prepared) program.
 struct TrgProgramInfo {
-  std::string group; ///< "init", "step 16->16", "closure 16", "whole"
-  std::string role;  ///< "value", "vjp forward", "vjp backward", "value+grad", "second"
+  std::string group; ///< "init", "step 16->16", "closure 16", "staged module", "whole"
+  std::string role;  ///< "value", "value+grad", "second"
   size_t tracedOps = 0; ///< ops after tracing (or after grad/checkpoint and the split)
   size_t ops = 0;       ///< ops after the passes
   double traceMs = 0, passesMs = 0, prepareMs = 0;
-  int64_t residualBytes = 0; ///< vjp forward: bytes of residuals per step
   ir::Program program;
   std::shared_ptr<const rt::Plan> plan; ///< null in reference mode
 };
@@ -245,8 +240,9 @@ public:
   /// The schedule of the last evaluation (ranks[n] = D' of step n+1; its length is the
   /// number of steps); before any, the one the constructor compiled.
   const std::vector<int64_t> &ranks() const;
-  /// Calls `cb` before each step of every staged sweep (not in whole mode), on the calling
-  /// thread; an exception it throws ends the evaluation (how the Python binding stops
+  /// Calls `cb` before each step of every staged sweep (not in whole mode): the value
+  /// sweep's steps, and each call and scan iteration of a staged module's run ("value+grad:
+  /// forward", "value+grad: backward", "second: ..."), on the calling thread; an exception it throws ends the evaluation (how the Python binding stops
   /// on Ctrl-C). Empty: no calls.
   void setProgress(TrgProgressCallback cb);
   /// --steps auto: whether the last evaluation's estimate met the stop criterion within
@@ -262,9 +258,9 @@ public:
   TrgResult value(double beta);
   /// lnZ/N and d(lnZ/N)/dβ (needs TrgOptions::grad).
   TrgResult valueAndGrad(double beta);
-  /// lnZ/N, d(lnZ/N)/dβ and d²(lnZ/N)/dβ² (needs TrgOptions::second). Staged: the
-  /// four sweeps described at the top of this file; whole: the value program (for the
-  /// rank check), then grad(grad(whole)).
+  /// lnZ/N, d(lnZ/N)/dβ and d²(lnZ/N)/dβ² (needs TrgOptions::second). Staged: the value
+  /// sweep (the schedule at β, the rank check), then per Hessian row the staged module's
+  /// grad of grad; whole: the value program, then grad(grad(whole)).
   TrgResult second(double beta);
 
   /// Planned peak bytes of the last value(), valueAndGrad() or second(): the largest,

@@ -15,7 +15,8 @@
 //              ops it needs (JAX `nothing_saveable`);
 //   save-svd   the region's inputs and the results of every `svd` (and `svd_topk`) are saveable, the
 //              rest is recomputed from them (SVDs are the expensive ops; an svd is
-//              never recomputed under this policy).
+//              never recomputed under this policy), and so are the results of a `call`
+//              or `scan`, whose callee may hold svds of its own.
 //
 // Under every policy a broadcast_in_dim that expands a saved operand is not saved: the
 // backward redoes it from the operand (a copy, or for a scalar a value fused into its
@@ -166,7 +167,8 @@ struct ForwardBackward {
 ///              which the backward redoes (it never calls an svd again);
 ///   recompute  the residuals are only forward inputs; the backward first re-runs the
 ///              forward ops it needs (bitwise identical values);
-///   save-svd   the residuals are the svd and svd_topk results the backward needs (+ inputs);
+///   save-svd   the residuals are the svd, svd_topk, call and scan results the backward
+///              needs (+ inputs);
 ///              everything else is recomputed from them.
 /// Both programs verify. Throws tessel::Error from grad (e.g. a non-scalar output
 /// without vjp) as is.

@@ -8,8 +8,9 @@
 // Program::values holds exactly the inputs and the results of the remaining ops, in
 // their previous relative order. Names, locations and op order are kept.
 //
-// On a module it does so in every function (a function keeps its signature) and then
-// removes the functions no call of the entry reaches.
+// On a module it does so in every function, drops the outputs of a function that no
+// call reads (with the ops only they need; a scan body and the entry keep their
+// signatures), and then removes the functions no call of the entry reaches.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -32,6 +32,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
 #include "passes/Checkpoint.h"
+#include "passes/Inline.h"
 #include "passes/Rewrite.h"
 #include "passes/SvdTopkGuards.h"
 #include "passes/VjpRules.h"
@@ -94,8 +95,21 @@ std::string gradientName(const Program &p, const std::string &w) {
   return order == 0 ? "grad_" + w : "grad" + std::to_string(order + 1) + "_" + w;
 }
 
-/// Without vjp the program needs exactly one scalar output (the loss).
-void checkScalarLoss(const Program &p) {
+/// Without vjp the program needs exactly one scalar output (the loss), besides the
+/// auxiliary ones.
+void checkScalarLoss(const Program &p, const GradOptions &opts) {
+  if (!opts.aux.empty()) {
+    const ir::Type &t = p.type(p.outputs[opts.lossOutput]);
+    if (std::count(opts.cotangentsFor.begin(), opts.cotangentsFor.end(), true) != 1)
+      throw Error("grad: program " + ir::text::atName(p.name) + " has " + std::to_string(p.outputs.size()) +
+                  " outputs, " +
+                  std::to_string(std::count(opts.cotangentsFor.begin(), opts.cotangentsFor.end(), false)) +
+                  " of them auxiliary; without vjp exactly one other output (the loss) is needed");
+    if (t.rank() != 0)
+      throw Error("grad: output '%" + p.outputName(opts.lossOutput) + "' has shape " + t.str() +
+                  "; the loss (the one output not in aux) must be a scalar, or use vjp");
+    return;
+  }
   if (p.outputs.size() != 1)
   {
     std::string names;
@@ -151,9 +165,9 @@ std::vector<ValueId> reverseSweep(const Program &p, Program &r, Builder &b,
       ValueId c = r.addInput(uniqueName(r, "ct_" + p.outputName(i)), p.type(out));
       if (active[out]) accumulate(out, c);
     }
-  } else if (active[p.outputs[0]]) {
+  } else if (active[p.outputs[opts.lossOutput]]) {
     b.setLoc("grad: seed");
-    accumulate(p.outputs[0], b.scalar(1.0));
+    accumulate(p.outputs[opts.lossOutput], b.scalar(1.0));
   }
   llvm::SmallVector<ValueId, 3> resultCts;
   llvm::SmallVector<bool, 4> needed;
@@ -255,49 +269,6 @@ public:
     return fns_.back().name;
   }
 
-  std::string vjpFunction(llvm::StringRef callee, llvm::ArrayRef<bool> wrt,
-                          llvm::ArrayRef<bool> cotangents) override {
-    std::string key = callee.str() + "\x01";
-    for (bool w : wrt) key += w ? '1' : '0';
-    key += '\x01';
-    for (bool c : cotangents) key += c ? '1' : '0';
-    if (auto it = vjps_.find(key); it != vjps_.end()) return it->second;
-    // A copy: differentiating it adds functions, which moves the vector's elements.
-    Program f = *function(callee);
-    GradOptions o = opts_;
-    o.vjp = true;
-    o.keepOutputs = false;
-    o.cotangentsFor.assign(cotangents.begin(), cotangents.end());
-    o.wrt.clear();
-    for (size_t i = 0; i < f.inputs.size() && i < wrt.size(); ++i)
-      if (wrt[i]) o.wrt.push_back(f.value(f.inputs[i]).name);
-    Program g = gradFunction(f, o, *this);
-    g.name = f.name + "_vjp";
-    const std::string name = addFunction(std::move(g));
-    vjps_[key] = name;
-    return name;
-  }
-
-  const ScanResiduals *scanResiduals(llvm::StringRef body) const override {
-    auto it = residualForms_.find(body.str());
-    return it == residualForms_.end() ? nullptr : &it->second;
-  }
-
-  /// The body of a scan over `body` with `carries` carries that also returns the carries
-  /// it was given (after its own outputs), made once per body.
-  std::string residualBody(const std::string &body, size_t carries) {
-    for (const auto &[name, r] : residualForms_)
-      if (r.body == body && r.carries == carries) return name;
-    Program f = *function(body);
-    const size_t ys = f.outputs.size() - carries;
-    for (size_t i = 0; i < carries; ++i) f.addOutput(f.inputs[i]);
-    f.gradSignature.reset();
-    f.name = body + "_carries";
-    const std::string name = addFunction(std::move(f));
-    residualForms_[name] = ScanResiduals{body, carries, ys};
-    return name;
-  }
-
   const SplitCallee *splitCallee(llvm::StringRef forward) const override {
     auto it = splits_.find(forward.str());
     return it == splits_.end() ? nullptr : &it->second;
@@ -318,13 +289,16 @@ public:
     GradOptions o = opts_;
     o.vjp = true;
     o.keepOutputs = true;
+    o.aux.clear();
     o.cotangentsFor = cts;
     o.wrt.clear();
     for (size_t i = 0; i < f.inputs.size() && i < wrt.size(); ++i)
       if (wrt[i]) o.wrt.push_back(f.value(f.inputs[i]).name);
     Program g = gradFunction(f, o, *this);
     if (opts_.svdTopkGuards) runSvdTopkGuards(g, {});
-    g.functions = fns_; // the halves are verified against the module
+    // The halves are verified against the functions they call (only those: a copy of
+    // the whole module per split would cost more than the split).
+    g.functions = calleesOf(g);
     ForwardBackward fb = splitGradient(g, f.outputs.size(), f.inputs.size(), opts_.callRemat);
     fb.forward.functions.clear();
     fb.backward.functions.clear();
@@ -335,8 +309,10 @@ public:
     sc.cotangents = cts;
     for (const Residual &r : fb.residuals) {
       int operand = r.forwardInput, result = r.forwardOutput;
-      if (scan && (operand >= 0 || static_cast<size_t>(result) < carries)) {
-        // An input or a carry of the iteration: an output of its own, stacked.
+      if (scan && ((operand >= 0 && static_cast<size_t>(operand) < carries) ||
+                   (operand < 0 && static_cast<size_t>(result) < carries))) {
+        // A carry the iteration got or made: an output of its own, stacked (an x is the
+        // scan's own operand, which the reverse scan slices again).
         fb.forward.addOutput(operand >= 0 ? fb.forward.inputs[static_cast<size_t>(operand)]
                                           : fb.forward.outputs[static_cast<size_t>(result)]);
         operand = -1;
@@ -354,6 +330,24 @@ public:
     return fwd;
   }
 
+  /// The functions `g` calls, directly or not, in module order.
+  std::vector<Program> calleesOf(const Program &g) const {
+    std::vector<char> used(fns_.size(), 0);
+    auto mark = [&](const Program &f) {
+      for (const ir::Op &op : f.ops)
+        if (ir::hasCallee(op.kind))
+          for (size_t i = 0; i < fns_.size(); ++i)
+            if (fns_[i].name == op.attrs.getStr("callee")) used[i] = 1;
+    };
+    mark(g);
+    for (size_t i = fns_.size(); i-- > 0;) // callers come after their callees
+      if (used[i]) mark(fns_[i]);
+    std::vector<Program> out;
+    for (size_t i = 0; i < fns_.size(); ++i)
+      if (used[i]) out.push_back(fns_[i]);
+    return out;
+  }
+
   const Program *function(llvm::StringRef name) const {
     for (const Program &f : fns_)
       if (f.name == name) return &f;
@@ -364,8 +358,6 @@ private:
   std::vector<Program> fns_;
   std::string entry_;
   GradOptions opts_;
-  std::map<std::string, std::string> vjps_;
-  std::map<std::string, ScanResiduals> residualForms_;
   std::map<std::string, SplitCallee> splits_;       ///< by forward half
   std::map<std::string, std::string> splitNames_;   ///< forward half by callee and marks
 };
@@ -375,7 +367,7 @@ private:
 std::vector<char> cotangentReach(const Program &p, const std::vector<char> &active, const GradOptions &opts) {
   std::vector<char> reach(p.values.size(), 0);
   for (size_t i = 0; i < p.outputs.size(); ++i) {
-    const bool seeded = opts.vjp ? i >= opts.cotangentsFor.size() || opts.cotangentsFor[i] : i == 0;
+    const bool seeded = opts.vjp ? i >= opts.cotangentsFor.size() || opts.cotangentsFor[i] : i == opts.lossOutput;
     if (seeded && active[p.outputs[i]]) reach[p.outputs[i]] = 1;
   }
   for (size_t i = p.ops.size(); i-- > 0;) {
@@ -428,38 +420,12 @@ void storeCallResiduals(Program &p, const std::vector<char> &active, const std::
   }
 }
 
-/// Makes every scan of `p` with an active operand run its residual body, which also
-/// stacks the carries each iteration was given: new results after the op's own.
-void storeScanCarries(Program &p, const std::vector<char> &active, ModuleGradImpl &m) {
-  for (size_t i = 0; i < p.ops.size(); ++i) {
-    ir::Op &op = p.ops[i];
-    if (op.kind != ir::OpKind::Scan) continue;
-    bool any = false;
-    for (ValueId v : op.operands) any |= active[v] != 0;
-    if (!any) continue;
-    const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
-    const int64_t n = op.attrs.getI64("length");
-    op.attrs.set("callee", ir::Attr::str(m.residualBody(op.attrs.getStr("callee"), k)));
-    for (size_t c = 0; c < k; ++c) {
-      ir::Shape shape{n};
-      const ir::Type &t = p.type(op.operands[c]);
-      shape.append(t.shape.begin(), t.shape.end());
-      const ValueId v = static_cast<ValueId>(p.values.size());
-      p.values.push_back(ir::ValueInfo{ir::Type(shape), "", static_cast<int32_t>(i),
-                                       static_cast<uint32_t>(op.results.size())});
-      op.results.push_back(v);
-    }
-  }
-}
-
 /// grad of one function of a module (the entry, or a callee for its VJP function).
 Program gradFunction(const Program &p0, const GradOptions &opts, ModuleGradImpl &m) {
   const std::vector<ValueId> wrt = resolveWrt(p0, opts);
-  if (!opts.vjp) checkScalarLoss(p0);
+  if (!opts.vjp) checkScalarLoss(p0, opts);
   Program p = p0;
-  if (opts.callRemat == RematPolicy::Recompute) {
-    storeScanCarries(p, activeValues(p, wrt), m);
-  } else {
+  {
     const std::vector<char> act = activeValues(p, wrt);
     storeCallResiduals(p, act, cotangentReach(p, act, opts), m);
   }
@@ -503,12 +469,41 @@ Program gradFunction(const Program &p0, const GradOptions &opts, ModuleGradImpl 
 
 } // namespace
 
-Program grad(const Program &p, const GradOptions &opts) {
+Program grad(const Program &p, const GradOptions &options) {
+  GradOptions opts = options;
+  if (!opts.aux.empty()) {
+    // The auxiliary outputs: no cotangent input (vjp), or the loss is the other one.
+    std::vector<bool> withCt(p.outputs.size(), true);
+    for (size_t i = 0; i < opts.cotangentsFor.size() && i < withCt.size(); ++i) withCt[i] = opts.cotangentsFor[i];
+    for (const std::string &name : opts.aux) {
+      bool found = false;
+      for (size_t i = 0; i < p.outputs.size(); ++i)
+        if (p.outputName(i) == name) {
+          withCt[i] = false; // every output of that name (an output may repeat a value)
+          found = true;
+        }
+      if (!found) {
+        std::string names;
+        for (size_t i = 0; i < p.outputs.size(); ++i) names += (i ? ", " : "") + ir::text::percentName(p.outputName(i));
+        throw Error("grad: aux: program " + ir::text::atName(p.name) + " has no output named '" +
+                    ir::text::percentName(name) + "' (outputs: " + names + ")");
+      }
+    }
+    opts.cotangentsFor = withCt;
+    for (size_t i = 0; i < withCt.size(); ++i)
+      if (withCt[i]) {
+        opts.lossOutput = i;
+        break;
+      }
+  }
   Program entry = p;
   ModuleGradImpl m(std::move(entry.functions), p.name, opts);
   entry.functions.clear();
   Program r = gradFunction(entry, opts, m);
   r.functions = m.take();
+  // The functions the gradient no longer calls (the differentiated originals, now run
+  // as their forward halves) go: later passes need not see them.
+  removeDeadFunctions(r);
   return r;
 }
 

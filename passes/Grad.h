@@ -47,16 +47,24 @@ struct GradOptions {
   /// outputs its call site does not differentiate (diagnostic outputs, say), so that no
   /// zeros flow back through them.
   std::vector<bool> cotangentsFor;
-  /// The remat policy at the boundaries of calls and scans. Recompute: a call's
-  /// cotangents come from the callee's VJP function, which recomputes the callee's
-  /// forward, and a scan stores only its carries (JAX's remat of a call). Store or
-  /// SaveSvd: the call runs the forward half of the callee's gradient (splitGradient
-  /// with that policy inside the callee), which also returns the residuals its backward
-  /// half reads; the cotangents come from a call of the backward half on them. A scan
-  /// then stacks each iteration's residuals and its reverse loop runs the backward half.
+  /// Auxiliary outputs (JAX's has_aux): names of outputs that are computed and kept but
+  /// get no cotangent, neither an input with vjp nor a seed without it (diagnostics such
+  /// as the TRG's %skept). Without vjp the one remaining output is the loss. Errors
+  /// (tessel::Error): an unknown name; without vjp, other than one scalar output left.
+  std::vector<std::string> aux;
+  /// Without vjp: the index of the output seeded with 1 (grad sets it from `aux`).
+  size_t lossOutput = 0;
+  /// The remat policy at the boundaries of calls and scans: each differentiated call
+  /// runs the forward half of its callee's gradient (passes::splitGradient with this
+  /// policy), which returns the residuals its backward half reads, and its VJP calls
+  /// the backward half on them; a scan stacks them per iteration for a reverse scan of
+  /// the backward half. Recompute (default): the residuals are the callee's inputs and
+  /// the backward half recomputes its forward (JAX's remat of a call; a scan stores its
+  /// carries); Store: every value the backward reads; SaveSvd: the inputs and the svd
+  /// results (passes/VjpCall.cpp).
   RematPolicy callRemat = RematPolicy::Recompute;
-  /// With callRemat Store or SaveSvd: run svd-topk-guards (passes/SvdTopkGuards.h) on each
-  /// callee's gradient before it is split, where the forward's svd_topk and the
+  /// Run svd-topk-guards (passes/SvdTopkGuards.h) on each callee's gradient before it is
+  /// split, where the forward's svd_topk and the
   /// backward's svd_topk_complement are still in one function (after the split the
   /// pass would see neither pair).
   bool svdTopkGuards = false;

@@ -71,13 +71,16 @@ void declareGradOptions(PassOptionBinder<GradOptions> &b) {
          "tied kept pairs; the result must not be differentiated again)");
   b.choice("remat", &GradOptions::callRemat,
            {RematPolicy::Recompute, RematPolicy::Store, RematPolicy::SaveSvd}, rematPolicyName,
-           "remat policy at call and scan boundaries: recompute = each call's VJP function "
-           "recomputes the callee's forward; store / save-svd = the call runs the forward half "
-           "of the callee's gradient (split with that policy), which returns the residuals its "
-           "backward half reads");
+           "remat policy at call and scan boundaries: a call runs the forward half of its "
+           "callee's gradient, which returns the residuals its backward half reads: the "
+           "callee's inputs (recompute: the backward half recomputes the rest), every value "
+           "the backward reads (store), or the inputs and the svd results (save-svd)");
   b.flag("svd-topk-guards", &GradOptions::svdTopkGuards,
-         "with remat = store or save-svd: run svd-topk-guards on each callee's gradient "
-         "before it is split");
+         "run svd-topk-guards on each callee's gradient before it is split (the forward's "
+         "svd_topk and the backward's complement are then in one function)");
+  b.list("aux", &GradOptions::aux,
+         "auxiliary outputs, separated by ';': kept, but given no cotangent (has_aux); "
+         "without vjp the one other output is the loss");
 }
 
 bool runGradPass(ir::Program &p, const GradOptions &o, PassStatistics &stats) {

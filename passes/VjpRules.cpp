@@ -452,16 +452,13 @@ constexpr Entry kTable[] = {
      "differentiate the svd before the truncate-svd pass instead)"},
     {OpKind::StopGradient, vjpNone, Differentiable::None, "none: an AD barrier"},
     {OpKind::Call, vjpCall, Differentiable::All,
-     "x̄ = call @<callee>_vjp(x..., ȳ...): the callee's VJP function (one per callee and set "
-     "of differentiated operands), which recomputes the callee's forward; with grad{remat=store} "
-     "the call runs the forward half of the callee's gradient, which also returns residuals, "
-     "and x̄ = call @<callee>_bwd(residuals..., ȳ...)"},
+     "the call runs @<callee>_fwd, the forward half of the callee's gradient (one per callee "
+     "and set of differentiated operands and outputs), which also returns the residuals of "
+     "grad's remat policy (recompute: the inputs); x̄ = call @<callee>_bwd(residuals..., ȳ...)"},
     {OpKind::Scan, vjpScan, Differentiable::All,
-     "the forward scan also stacks the carries each iteration was given; c̄, x̄s = a scan in "
-     "the other direction over the body's VJP (recomputing each iteration's forward from its "
-     "stored carries), carrying c̄ and stacking x̄; with grad{remat=store} the forward scan runs "
-     "the forward half of the body's gradient and stacks its residuals, the reverse scan the "
-     "backward half"},
+     "the forward scan runs the forward half of the body's gradient and stacks its residuals "
+     "(recompute: the carries each iteration got); c̄, x̄s = a scan in the other direction over "
+     "the backward half, carrying c̄ and stacking x̄"},
 };
 
 static_assert(ir::coversEveryOpInOrder(kTable),

@@ -31,23 +31,9 @@ public:
   virtual const std::vector<ir::Program> &functions() const = 0;
   /// Adds `f` under a name not yet taken, starting from f.name; returns the name.
   virtual std::string addFunction(ir::Program f) = 0;
-  /// The name of the VJP function of `callee` for the inputs `wrt` marks: its inputs are
-  /// the callee's, then one cotangent per callee output `cotangents` marks (in order; the
-  /// others are zero); its outputs one cotangent per marked input, in order. It
-  /// recomputes the callee's forward (GradOptions::callRemat = recompute).
-  virtual std::string vjpFunction(llvm::StringRef callee, llvm::ArrayRef<bool> wrt,
-                                  llvm::ArrayRef<bool> cotangents) = 0;
-  /// What grad made of a scan before differentiating it: its body now also returns the
-  /// carries it was given, stacked per iteration (the residuals of the reverse loop).
-  struct ScanResiduals {
-    std::string body;    ///< the original body
-    size_t carries = 0;  ///< K
-    size_t ys = 0;       ///< the original body's stacked outputs (the K carries come after)
-  };
-  /// The residual form of a scan over `body`, or null when `body` is not one.
-  virtual const ScanResiduals *scanResiduals(llvm::StringRef body) const = 0;
-  /// What grad made of a call or scan under a store policy (GradOptions::callRemat): the
-  /// op now runs `forward`, the forward half of the callee's gradient, whose outputs are
+  /// What grad made of a differentiated call or scan before the reverse sweep: the op now
+  /// runs `forward`, the forward half of the callee's gradient (split with the remat
+  /// policy GradOptions::callRemat), whose outputs are
   /// the callee's (`primal`) and then residuals; `backward` takes the residuals, then one
   /// cotangent per output `cotangents` marks, and returns one cotangent per input `wrt`
   /// marks.
@@ -55,8 +41,8 @@ public:
     std::string callee;   ///< the original callee
     std::string backward; ///< the backward half
     size_t primal = 0;    ///< the callee's outputs
-    /// Per backward residual input: the op's operand (>= 0) it is, or -1 when it is the
-    /// op's result `resultOf`.
+    /// Per backward residual input: the op's operand (>= 0) it is (for a scan an x, sliced
+    /// per iteration), or -1 when it is the op's result `fromResult`.
     std::vector<int> fromOperand, fromResult;
     std::vector<bool> wrt, cotangents;
   };

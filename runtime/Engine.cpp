@@ -109,6 +109,7 @@ struct PlanState {
 struct Engine::Impl {
   int width = 1;
   bool profiling = false;
+  std::function<void(const ir::Op &, int64_t)> moduleStepHook;
   std::vector<std::thread> threads;
   std::vector<std::unique_ptr<PlanState>> cache;
   uint64_t useCounter = 0;
@@ -443,6 +444,14 @@ std::vector<Tensor> Engine::run(const Plan &P, const std::vector<Tensor> &inputs
 void Engine::setProfiling(bool on) { impl_->profiling = on; }
 
 int64_t Engine::residentBytes() const { return impl_->arenaBytes; }
+
+void Engine::setModuleStepHook(std::function<void(const ir::Op &, int64_t)> hook) {
+  impl_->moduleStepHook = std::move(hook);
+}
+
+const std::function<void(const ir::Op &, int64_t)> &Engine::moduleStepHook() const {
+  return impl_->moduleStepHook;
+}
 
 std::string Engine::profileReport(const Plan &P, size_t top) const {
   if (P.module) { // one report per segment plan that ran

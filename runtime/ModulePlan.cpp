@@ -170,6 +170,8 @@ public:
 
   std::vector<Tensor> run(size_t fi, std::vector<Tensor> args) {
     const ModuleFunction &mf = m_.functions[fi];
+    const bool entry = fi + 1 == m_.functions.size();
+    const auto &hook = e_.moduleStepHook();
     const ir::Program &f = mf.fn;
     std::vector<Slot> env(f.values.size());
     for (size_t i = 0; i < f.inputs.size(); ++i) env[f.inputs[i]].t = std::move(args[i]);
@@ -180,10 +182,11 @@ public:
         for (size_t k = 0; k < seg.outputs.size(); ++k) env[seg.outputs[k]].t = std::move(out[k]);
       } else if (step.kind == ModuleStep::Kind::Call) {
         const ir::Op &op = f.ops[step.index];
+        if (entry && hook) hook(op, 0);
         std::vector<Tensor> out = run(step.callee, gather(f, env, op.operands, step));
         for (size_t k = 0; k < op.results.size(); ++k) env[op.results[k]].t = std::move(out[k]);
       } else {
-        scan(f, env, f.ops[step.index], step);
+        scan(f, env, f.ops[step.index], step, entry ? &hook : nullptr);
       }
       for (ir::ValueId v : step.dies) env[v] = Slot();
     }
@@ -218,7 +221,8 @@ private:
     return in;
   }
 
-  void scan(const ir::Program &f, std::vector<Slot> &env, const ir::Op &op, const ModuleStep &step) {
+  void scan(const ir::Program &f, std::vector<Slot> &env, const ir::Op &op, const ModuleStep &step,
+            const std::function<void(const ir::Op &, int64_t)> *hook) {
     const size_t body = step.callee;
     const ir::Program &g = m_.functions[body].fn;
     const int64_t n = op.attrs.getI64("length");
@@ -240,6 +244,7 @@ private:
     std::vector<std::vector<Tensor>> ys(g.outputs.size() - k, std::vector<Tensor>(static_cast<size_t>(n)));
     for (int64_t it = 0; it < n; ++it) {
       const size_t i = static_cast<size_t>(reverse ? n - 1 - it : it);
+      if (hook && *hook) (*hook)(op, it);
       std::vector<Tensor> args = std::move(carry);
       for (size_t x = 0; x < nx; ++x) {
         Slot &s = *xs[x];

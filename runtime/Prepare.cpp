@@ -91,6 +91,7 @@ std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &
 
 int64_t peakLiveBytes(const Plan &plan) { return plan.peakLiveBytes; }
 int64_t arenaBytes(const Plan &plan) { return plan.arenaElems * 8; }
+int64_t moduleTensorBytes(const Plan &plan) { return plan.moduleTensorBytes; }
 TruncatedSvdStats planSvdStats(const Plan &plan) {
   auto get = [&](size_t i) {
     int64_t n = plan.svdCounts[i].load(std::memory_order_relaxed);

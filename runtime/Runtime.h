@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,9 @@ std::string describePlan(const Plan &plan, bool json = false);
 /// and outputs the runtime writes; not the caller's inputs or constants), in list
 /// order.
 int64_t peakLiveBytes(const Plan &plan);
+/// A module's plan: the most bytes of host tensors its interpreter holds at once beside
+/// the engine's arena (runtime/ModulePlan.h); 0 for a plain plan.
+int64_t moduleTensorBytes(const Plan &plan);
 /// Bytes of the arena an engine needs for this plan (buffers at 64-byte aligned
 /// offsets, overlapping when their lifetimes do not); an engine's one arena is the
 /// largest of these over the plans it runs. With buffer reuse it is close to
@@ -123,6 +127,11 @@ public:
   /// plan it runs, the largest arenaBytes(plan) so far rounded up to 64 bytes. Its
   /// small per-plan tables (pointers, counters) are not counted. This is bookkeeping of
   /// what the engine allocated, not a measurement.
+  /// Called by the module interpreter (runtime/ModulePlan.h) before each call and each
+  /// scan iteration of a module's entry function, with the op and the iteration (0 for
+  /// a call); an exception it throws ends the run. Empty: no calls.
+  void setModuleStepHook(std::function<void(const ir::Op &op, int64_t iteration)> hook);
+  const std::function<void(const ir::Op &, int64_t)> &moduleStepHook() const;
   int64_t residentBytes() const;
 
   /// Profiling: when on, run() adds the time spent in each instruction (summed over

@@ -484,8 +484,7 @@ void runTrg(TrgArgs &a) {
     if (a.second)
       std::cout << "  note       d2(lnZ/N)/dbeta2: "
                 << (opts.mode == frontend::TrgMode::Staged
-                        ? "reverse mode over the staged first-order sweep (per step class: "
-                          "VJP and VJP of VJP)"
+                        ? "grad(grad(staged module)): calls and scans, no host sweep"
                         : "grad(grad(whole program))")
                 << "\n";
     std::cout.flush();
@@ -661,14 +660,13 @@ void addTrgCommand(CLI::App &app) {
       "beta order, and the values are bitwise the serial run's. A beta that fails (with\n"
       "or without MPI) is reported in its place, the others are kept, and the exit\n"
       "status is 1. scripts/plot_sweep.py plots a --csv sweep against Onsager.\n"
-      "Pipeline: --passes runs on every program. With --grad (--second) trg builds each\n"
-      "gradient program by running the required passes grad{...} (first order: then\n"
-      "the pipeline's svd-topk-guards, unless disabled; whole mode: then\n"
-      "checkpoint{policy=<--checkpoint>} unless store) on a copy of the optimised value\n"
-      "program through the same pass manager, then --passes on the result; in staged mode\n"
-      "the gradient is split into @<name>_fwd and @<name>_bwd (policy applied), which the\n"
-      "print and dump flags show as the inputs of their own --passes run (--dump-dir\n"
-      "00-input.tir, --print-ir-after-change 'At Start') and after each pass of it.\n"
+      "Pipeline: --passes runs on every program. With --grad (--second) the derivatives\n"
+      "are the staged module's (tessel emit trg --staged): the pipeline, the required\n"
+      "pass grad{...,aux=skept,remat=<--checkpoint>} (first order; --second: grad, the\n"
+      "pipeline, grad{vjp=true}), the pipeline again; each call and scan then runs the\n"
+      "forward half of its callee's gradient, which returns the residuals of the policy.\n"
+      "Whole mode: grad on the whole program, then the pipeline's svd-topk-guards (first\n"
+      "order, unless disabled) and checkpoint{policy=<--checkpoint>} unless store.\n"
       "--print-ir-after=grad, --print-ir-after-all, --dump-dir (one directory per run),\n"
       "--pass-statistics and --time-passes show grad and checkpoint like any pass;\n"
       "--bisect-limit never skips them and does not count them (logged 'running required\n"

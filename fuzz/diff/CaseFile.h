@@ -5,7 +5,7 @@
 //
 //   // tessel_difffuzz case: replay with tessel_difffuzz --replay FILE
 //   // seed: 1234
-//   // pipeline: cse,grad{wrt=x0,vjp=true,keep-outputs=true,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false}
+//   // pipeline: cse,grad{wrt=x0,vjp=true,keep-outputs=true,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false,aux=}
 //   // fd: true
 //   // oracle: engine-vs-reference
 //   // message: output 0 (%3 f64[2]): engine vs reference: at [1] ...

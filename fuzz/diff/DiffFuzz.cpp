@@ -73,6 +73,8 @@ struct PipelineRun {
   /// For each grad of the pipeline, in order: its invocation and the input names of the
   /// program it differentiated.
   std::vector<std::pair<passes::PassInvocation, std::vector<std::string>>> grads;
+  /// For each grad: the output names of the program it differentiated.
+  std::vector<std::vector<std::string>> gradOutputs;
 };
 
 std::vector<std::string> inputNames(const Program &p) {
@@ -82,9 +84,14 @@ std::vector<std::string> inputNames(const Program &p) {
 }
 
 PipelineRun runPassByPass(const passes::Pipeline &pipeline, const Program &p0) {
-  PipelineRun run{p0, {}, {}};
+  PipelineRun run{p0, {}, {}, {}};
   for (const passes::PassInvocation &inv : pipeline.passes) {
-    if (inv.name() == "grad") run.grads.emplace_back(inv, inputNames(run.result));
+    if (inv.name() == "grad") {
+      run.grads.emplace_back(inv, inputNames(run.result));
+      std::vector<std::string> outs;
+      for (size_t i = 0; i < run.result.outputs.size(); ++i) outs.push_back(run.result.outputName(i));
+      run.gradOutputs.push_back(std::move(outs));
+    }
     run.outcome = runPipeline(passes::Pipeline{{inv}}, run.result);
     if (run.outcome.kind != PassOutcome::Kind::Ok) break;
   }
@@ -108,6 +115,13 @@ PassOutcome gradsOnly(const Program &p0, const PipelineRun &run, size_t n, Progr
       wrt += (wrt.empty() ? "" : ";") + out.value(out.inputs[i]).name;
     }
     inv.set("wrt", wrt);
+    // aux names outputs: by position, as wrt.
+    const std::vector<std::string> &sawOut = run.gradOutputs[k];
+    std::string aux;
+    for (const std::string &name : inv.options<passes::GradOptions>().aux)
+      for (size_t i = 0; i < sawOut.size() && i < out.outputs.size(); ++i)
+        if (sawOut[i] == name) aux += (aux.empty() ? "" : ";") + out.outputName(i);
+    inv.set("aux", aux);
     PassOutcome r = runPipeline(passes::Pipeline{{inv}}, out);
     if (r.kind != PassOutcome::Kind::Ok) return r;
   }
@@ -167,6 +181,14 @@ public:
         // Without explicit cotangents grad needs one scalar output.
         bool scalarLoss = cur.outputs.size() == 1 && cur.type(cur.outputs[0]).rank() == 0;
         if (!scalarLoss || chance(0.5)) inv.set("vjp", "true");
+        // Auxiliary outputs (named ones) only with explicit cotangents: without, the
+        // one output is the loss.
+        std::string aux;
+        if (inv.options<passes::GradOptions>().vjp && chance(0.3))
+          for (size_t i = 0; i < cur.outputs.size(); ++i)
+            if (!ir::isAnonymousName(cur.value(cur.outputs[i]).name) && chance(0.5))
+              aux += (aux.empty() ? "" : ";") + cur.value(cur.outputs[i]).name;
+        inv.set("aux", aux);
       }
       Program next = cur;
       PassOutcome r = runPipeline(passes::Pipeline{{inv}}, next);
@@ -518,15 +540,24 @@ void checkGradient(const Case &c, const PipelineRun &run, const Program &full,
   for (const std::string &name : g.wrt)
     wrt.push_back(static_cast<size_t>(std::find(saw.begin(), saw.end(), name) - saw.begin()));
   const size_t first = g.keepOutputs ? nout : 0;
-  if (full.inputs.size() != nq + (g.vjp ? nout : 0) || engineOut.size() != first + wrt.size())
+  // Outputs named in aux get no cotangent (zero).
+  std::vector<bool> withCt(nout, true);
+  const std::vector<std::string> &sawOut = run.gradOutputs.back();
+  for (size_t o = 0; o < nout && o < sawOut.size(); ++o)
+    withCt[o] = std::find(g.aux.begin(), g.aux.end(), sawOut[o]) == g.aux.end();
+  const size_t ncts = static_cast<size_t>(std::count(withCt.begin(), withCt.end(), true));
+  if (full.inputs.size() != nq + (g.vjp ? ncts : 0) || engineOut.size() != first + wrt.size())
     return fail("the result has " + std::to_string(full.inputs.size()) + " inputs and " +
                 std::to_string(engineOut.size()) + " outputs; the differentiated program has " +
                 std::to_string(nq) + " inputs and " + std::to_string(nout) + " outputs");
 
   std::vector<Tensor> x(in.begin(), in.begin() + static_cast<long>(nq));
   std::vector<Tensor> cot;
-  if (g.vjp) cot.assign(in.begin() + static_cast<long>(nq), in.end());
-  else cot.push_back(Tensor::scalar(1.0));
+  for (size_t o = 0, next = nq; o < nout; ++o) {
+    if (!withCt[o]) cot.push_back(Tensor::zeros(q.type(q.outputs[o])));
+    else if (g.vjp) cot.push_back(in[next++]);
+    else cot.push_back(Tensor::scalar(1.0)); // the loss
+  }
   std::mt19937_64 rng(c.seed ^ kDirectionSalt);
   std::normal_distribution<double> normal;
   std::vector<Tensor> dir;

@@ -80,10 +80,11 @@ def test_function_is_traced_once_per_shapes_and_called_at_each_use():
 
     (value,) = run(p, [x, w1, w2]).values()
     np.testing.assert_allclose(value, numpy_net(x, w1, w2), rtol=1e-13)
-    # With respect to every input both call sites differentiate both operands: one VJP
-    # function serves them.
+    # With respect to every input both call sites differentiate both operands: one
+    # forward/backward pair of functions serves them.
     g = tessel.grad(p, keep_outputs=False)
-    assert str(g).count("program @layer_vjp") == 1
+    assert str(g).count("program @layer_fwd(") == 1 and str(g).count("program @layer_bwd(") == 1
+    assert str(g).count("call @layer_fwd(") == 2 and str(g).count("call @layer_bwd(") == 2
     grad_w1 = run(g, [x, w1, w2])["grad_w1"]
     # Central differences of the numpy function.
     fd = np.zeros_like(w1)

@@ -88,7 +88,7 @@ TEST_CASE("pm: registry has the passes with options and one-line help") {
 TEST_CASE("pm: pipeline strings print canonically and round trip") {
   Pipeline p = Pipeline::parse("grad{wrt=beta},checkpoint{policy=save-svd}");
   REQUIRE(p.passes.size() == 2);
-  CHECK(p.str() == "grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false},"
+  CHECK(p.str() == "grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false,aux=},"
                    "checkpoint{policy=save-svd,regions=auto}");
   CHECK(p.passes[0].options<GradOptions>().wrt == std::vector<std::string>{"beta"});
   CHECK(p.passes[1].get("policy") == "save-svd");
@@ -100,7 +100,7 @@ TEST_CASE("pm: pipeline strings print canonically and round trip") {
   for (const char *b : {"1", "0", "yes", "no", "on", "off", "True"})
     CHECK_THROWS_WITH_AS(Pipeline::parse(std::string("grad{vjp=") + b + "}"),
                          doctest::Contains("(allowed: true, false)"), Error);
-  CHECK(q.str() == "grad{wrt=a;b,vjp=true,keep-outputs=false,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false},"
+  CHECK(q.str() == "grad{wrt=a;b,vjp=true,keep-outputs=false,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false,aux=},"
                    "checkpoint{policy=recompute,regions=7}");
   CHECK(q.passes[0].options<GradOptions>().wrt == std::vector<std::string>{"a", "b"});
   CHECK(q.passes[0].options<GradOptions>().vjp);
@@ -228,7 +228,7 @@ TEST_CASE("pm: bisect limit runs only the first N executions and logs each one")
   CHECK(r.passes[0].status == PassRecord::Status::Ran);
   CHECK(r.passes[1].status == PassRecord::Status::Bisected);
   CHECK(log.str() ==
-        "BISECT: running pass (1) grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false} on program @small\n"
+        "BISECT: running pass (1) grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false,aux=} on program @small\n"
         "BISECT: NOT running pass (2) checkpoint{policy=recompute,regions=1} on program @small\n");
   // Limit 0 runs nothing.
   ir::Program q = orig;
@@ -269,7 +269,7 @@ TEST_CASE("pm: a pipeline run as required passes ignores --disable-pass and the 
   PassRunReport r3 = pm.run(q, Pipeline::parse("grad{wrt=beta}"));
   CHECK(r3.passes[0].status == PassRecord::Status::Disabled);
   CHECK(log.str() ==
-        "BISECT: running required pass grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false} "
+        "BISECT: running required pass grad{wrt=beta,vjp=false,keep-outputs=true,svd-blocks=true,bond-gauge=false,remat=recompute,svd-topk-guards=false,aux=} "
         "on program @small (not counted)\n"
         "BISECT: running pass (1) cse on program @small\n"
         "BISECT: NOT running pass (2) dce on program @small\n");

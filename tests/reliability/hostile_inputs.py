@@ -483,7 +483,7 @@ CASES = [
     Case("cli-pass-list-comma", "cli", "grad{wrt=x0,x1}: a list inside one option value uses ';'",
          ["opt", "prog.tir", "--passes=grad{wrt=x0,x1}"],
          Exact("error: --passes: pass 'grad' has no option 'x1' (options: wrt, vjp, keep-outputs, svd-blocks, "
-               "bond-gauge, remat, svd-topk-guards); "
+               "bond-gauge, remat, svd-topk-guards, aux); "
                "',' separates options, the items of a list inside one option value are separated by ';', "
                "as in grad{wrt=x0;x1}"),
          {"prog.tir": tir("  %y = mul %x0, %x1 : f64[]\n  return %y\n", "%x0: f64[], %x1: f64[]")}),
