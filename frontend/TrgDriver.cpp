@@ -427,11 +427,11 @@ struct TrgDriver::Impl {
     size_t traced = p.ops.size();
     double passMs = runPasses(p);
     if (o.grad) {
-      // value_and_grad with a zero cotangent for %skept: outputs (lnz, skept, grad_beta[,
-      // grad_h]).
+      // value_and_grad of lnz with %skept auxiliary (no cotangent): outputs (lnz, skept,
+      // grad_beta[, grad_h]).
       passes::GradOptions go;
       go.wrt = gradParams;
-      go.vjp = true;
+      go.aux = {p.outputName(1)}; // %skept (under the name the tracer gave it)
       go.keepOutputs = true;
       go.bondGauge = true;
       ir::Program g = p;
@@ -1042,10 +1042,7 @@ struct TrgDriver::Impl {
     planFor(beta);
     TrgResult r = newResult(beta);
     const size_t N = ranks.size();
-    std::vector<ir::Tensor> in = paramInputs(beta);
-    in.push_back(scalar(1.0));
-    in.push_back(ir::Tensor::zeros(ir::Type({static_cast<int64_t>(N), 2})));
-    auto out = run(wholeGrad, in, "whole program", beta);
+    auto out = run(wholeGrad, paramInputs(beta), "whole program", beta);
     for (size_t n = 0; n < N; ++n) checkKept(n, out[1].data.data() + 2 * n, r);
     checkFinite("lnZ/N", out[0].data[0], beta);
     r.lnZ = out[0].data[0];
