@@ -346,15 +346,10 @@ struct TrgDriver::Impl {
   int stagedModule(bool second) {
     std::vector<int64_t> r = ranks;
     if (closureRank) r.push_back(closureRank);
-    StagedModule *m = nullptr;
-    for (StagedModule &x : modules)
-      if (x.ranks == r && x.closureRank == closureRank) m = &x;
-    if (!m) {
-      modules.push_back({r, closureRank, -1, -1});
-      m = &modules.back();
-    }
-    int &slot = second ? m->second : m->grad;
-    if (slot >= 0) return slot;
+    size_t mi = 0;
+    while (mi < modules.size() && !(modules[mi].ranks == r && modules[mi].closureRank == closureRank)) ++mi;
+    if (mi == modules.size()) modules.push_back({r, closureRank, -1, -1});
+    if (const int done = second ? modules[mi].second : modules[mi].grad; done >= 0) return done;
     noteGroup("staged module");
     TrgStepOptions so;
     so.svdEps = o.svdEps;
@@ -393,9 +388,7 @@ struct TrgDriver::Impl {
     passMs += runPasses(p);
     const int idx = add("staged module", second ? "second" : "value+grad", std::move(p), traced, traceMs, passMs);
     progs[static_cast<size_t>(idx)].ops = moduleOps(progs[static_cast<size_t>(idx)].program);
-    // `m` may have moved (a compile adds no module, but keep it simple): look it up again.
-    for (StagedModule &x : modules)
-      if (x.ranks == r && x.closureRank == closureRank) (second ? x.second : x.grad) = idx;
+    (second ? modules[mi].second : modules[mi].grad) = idx;
     return idx;
   }
 
@@ -1022,20 +1015,27 @@ struct TrgDriver::Impl {
   TrgResult secondStaged(double beta) {
     TrgResult r = valueStaged(beta);
     const int idx = stagedModule(true);
+    hessianRowsOf(idx, "second (staged module)", /*hostScale=*/true, r);
+    return r;
+  }
+
+  /// Runs second-order program `idx` (inputs: the parameters and one seed per parameter;
+  /// outputs: the gradient, then the seeded Hessian row) once per Hessian row and stores
+  /// the derivatives in `r` (`hostScale`: add the initial tensor's scale on the host).
+  void hessianRowsOf(int idx, const char *where, bool hostScale, TrgResult &r) {
     const size_t np = params.size();
     for (size_t row = 0; row < hessianRows(); ++row) {
       moduleProgress("second", progs[static_cast<size_t>(idx)].program);
-      std::vector<ir::Tensor> in = paramInputs(beta);
+      std::vector<ir::Tensor> in = paramInputs(r.beta);
       for (size_t j = 0; j < np; ++j) in.push_back(scalar(j == row ? 1.0 : 0.0));
-      auto out = run(idx, in, "second (staged module)", beta);
+      auto out = run(idx, in, where, r.beta);
       std::vector<double> g(np), h(np);
       for (size_t j = 0; j < np; ++j) {
         g[j] = out[j].data[0];
         h[j] = out[np + j].data[0];
       }
-      setDerivatives(r, g.data(), h.data(), row, true, true);
+      setDerivatives(r, g.data(), h.data(), row, hostScale, true);
     }
-    return r;
   }
 
   TrgResult gradWhole(double beta) {
@@ -1057,18 +1057,7 @@ struct TrgDriver::Impl {
   /// the VJP of grad(whole) with that row's seed.
   TrgResult secondWhole(double beta) {
     TrgResult r = valueWhole(beta); // plans the schedule at β
-    const size_t np = params.size();
-    for (size_t row = 0; row < hessianRows(); ++row) {
-      std::vector<ir::Tensor> in = paramInputs(beta);
-      for (size_t j = 0; j < np; ++j) in.push_back(scalar(j == row ? 1.0 : 0.0));
-      auto out = run(wholeSecond, in, "whole program", beta);
-      std::vector<double> g(np), h(np);
-      for (size_t j = 0; j < np; ++j) {
-        g[j] = out[j].data[0];
-        h[j] = out[np + j].data[0];
-      }
-      setDerivatives(r, g.data(), h.data(), row, false, true);
-    }
+    hessianRowsOf(wholeSecond, "whole program", /*hostScale=*/false, r);
     return r;
   }
 };
