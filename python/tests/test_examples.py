@@ -20,6 +20,8 @@ def test_trg_written_in_python_reproduces_tessel_trg(source_dir):
     import tessel
     mine = ex["run"](beta=0.3, chi=16, steps=20)
     lib = tessel.trg(0.3, grad=True)
+    # staged: the classes 2->2, 2->4, 4->4, 4->16 are calls, the sixteen 16->16 steps a loop
+    assert mine["op_counts"]["call"] == 4 and mine["op_counts"]["scan"] == 1
     assert abs(mine["lnZ_per_site"] - SEED_LNZ_03) < 1e-13
     assert abs(mine["lnZ_per_site"] - lib["lnZ_per_site"]) < 1e-13
     assert abs(mine["dlnZ_dbeta"] - lib["dlnZ_dbeta"]) < 1e-10 * abs(lib["dlnZ_dbeta"])
