@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "frontend/LiveBytes.h"
+#include "frontend/TrgPrograms.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
 #include "runtime/Stats.h"
@@ -26,44 +26,6 @@ using ir::text::formatDouble;
 
 std::string classGroup(int64_t din, int64_t dout) {
   return "step " + std::to_string(din) + "->" + std::to_string(dout);
-}
-
-/// trg builds its gradient programs by running the registry's `grad` (and, in whole
-/// mode, `checkpoint`) passes itself; the user's pipeline runs on every program after
-/// them. Rejects a --passes or --disable-pass that names them.
-void checkTrgPipelineFlags(const passes::Pipeline &user, const passes::PassManagerOptions &pm) {
-  for (const passes::PassInvocation &inv : user.passes)
-    if (inv.name() == "grad" || inv.name() == "checkpoint")
-      throw Error("error: trg: --passes: pass '" + inv.name() +
-                  "' cannot be in trg's pipeline: trg runs grad (and checkpoint, per "
-                  "--checkpoint) itself to build the gradient programs, and --passes runs on "
-                  "every program after them; --print-ir-after=grad shows the gradient programs");
-  for (const std::string &n : pm.disabledPasses)
-    if (n == "grad" || n == "checkpoint")
-      throw Error("error: trg: --disable-pass=" + n + ": " + n +
-                  " is required by trg (it builds the gradient programs" +
-                  (n == "checkpoint" ? std::string("; --checkpoint store applies no policy") : "") +
-                  ")");
-}
-
-/// The pipeline `grad{...}` for `go`.
-passes::Pipeline gradPipeline(const passes::GradOptions &go) {
-  passes::Pipeline pl;
-  passes::PassInvocation g(*passes::lookupPass("grad"));
-  std::string wrt;
-  for (const std::string &w : go.wrt) wrt += (wrt.empty() ? "" : ";") + w;
-  g.set("wrt", wrt);
-  g.set("vjp", go.vjp ? "true" : "false");
-  g.set("keep-outputs", go.keepOutputs ? "true" : "false");
-  g.set("svd-blocks", go.svdBlocks ? "true" : "false");
-  g.set("bond-gauge", go.bondGauge ? "true" : "false");
-  g.set("remat", passes::rematPolicyName(go.callRemat));
-  g.set("svd-topk-guards", go.svdTopkGuards ? "true" : "false");
-  std::string aux;
-  for (const std::string &a : go.aux) aux += (aux.empty() ? "" : ";") + a;
-  g.set("aux", aux);
-  pl.passes.push_back(std::move(g));
-  return pl;
 }
 
 } // namespace
@@ -84,22 +46,10 @@ struct TrgDriver::Impl {
   std::vector<std::string> gradParams;
   std::vector<int64_t> ranks;
   std::vector<int64_t> dims; // dims[n] = D of the input of step n+1; dims[N] = final D
-  std::vector<TrgProgramInfo> progs;
-  std::vector<std::string> groupOrder;
-  std::unique_ptr<passes::PassManager> pm;
-  std::unique_ptr<rt::Engine> engine;
-  /// With profiling on: one engine per program (the engine keeps per-plan counters
-  /// only for the few plans it has cached, and the TRG sweeps use ~20 plans).
-  std::vector<std::unique_ptr<rt::Engine>> profEngines;
-  /// TrgDriver::setProgress's callback (none: no calls).
-  TrgProgressCallback progress;
-  void stepDone(const char *phase, size_t step, size_t steps, bool atMost = false) {
-    if (progress) progress(TrgProgressStep{phase, step, steps, atMost});
-  }
+  /// The compiled programs, the pass manager and the engine.
+  std::unique_ptr<TrgPrograms> progs;
   /// Whole mode with a derived schedule: the staged value driver that derives it.
   std::unique_ptr<TrgDriver> planner;
-  /// The runs of the current evaluation, for its planned peak bytes.
-  LiveBytesLedger ledger;
   int64_t lastPeakBytes = 0;
 
   // Whole programs.
@@ -154,18 +104,10 @@ struct TrgDriver::Impl {
                                          o.model.states());
     setDims();
     if (autoRanks && o.stepsAuto) closureRank = structuralRank(ranks.size()); // the limit closure's
-    std::string pipe = trgPipeline(o);
-    passes::Pipeline user = passes::Pipeline::parse(pipe, "--passes");
-    checkTrgPipelineFlags(user, o.passOptions);
-    pm = std::make_unique<passes::PassManager>(std::move(user), o.passOptions);
-    if (!o.reference) engine = std::make_unique<rt::Engine>(o.width);
+    progs = std::make_unique<TrgPrograms>(o);
     if (o.mode == TrgMode::Staged) compileStaged();
     else compileWhole();
     if (o.second && o.mode == TrgMode::Whole) compileSecond();
-  }
-
-  void noteGroup(const std::string &g) {
-    if (std::find(groupOrder.begin(), groupOrder.end(), g) == groupOrder.end()) groupOrder.push_back(g);
   }
 
   void setDims() {
@@ -195,83 +137,6 @@ struct TrgDriver::Impl {
   }
   /// The closure of the current schedule (compiled when first needed).
   StagedClass &closure() { return closureClass(dims.back(), closureRank); }
-  /// Runs the pipeline on `p` in place; returns the wall time in ms.
-  double runPasses(ir::Program &p) {
-    auto t0 = Clock::now();
-    pm->run(p);
-    return msSince(t0);
-  }
-
-  /// Turns `p` into its gradient program in place by running gradPipeline(go) through
-  /// the pass manager as required passes (so the print, dump and report flags show
-  /// them, and --bisect-limit never skips them); returns the wall time in ms. A first
-  /// derivative (`firstOrder`) then runs the pipeline's svd-topk-guards, unless
-  /// --disable-pass names it: it rewrites the forward for the backward, so it must see
-  /// both in one program and come before the checkpoint policy clones forward ops;
-  /// then checkpoint{policy} unless `policy` is store.
-  double runGrad(ir::Program &p, const passes::GradOptions &go, bool firstOrder = false,
-                 passes::RematPolicy policy = passes::RematPolicy::Store) {
-    passes::Pipeline pl = gradPipeline(go);
-    const auto &off = o.passOptions.disabledPasses;
-    if (firstOrder && std::find(off.begin(), off.end(), "svd-topk-guards") == off.end())
-      for (const passes::PassInvocation &inv : pm->pipeline().passes)
-        if (inv.name() == "svd-topk-guards") pl.passes.push_back(inv);
-    if (policy != passes::RematPolicy::Store) {
-      passes::PassInvocation c(*passes::lookupPass("checkpoint"));
-      c.set("policy", passes::rematPolicyName(policy));
-      pl.passes.push_back(std::move(c));
-    }
-    auto t0 = Clock::now();
-    pm->run(p, pl, passes::PassRequirement::Required);
-    return msSince(t0);
-  }
-
-  /// Registers a finished program: prepares it (timed) and stores it.
-  int add(std::string group, std::string role, ir::Program p, size_t tracedOps, double traceMs,
-          double passesMs) {
-    TrgProgramInfo info;
-    info.group = std::move(group);
-    info.role = std::move(role);
-    info.tracedOps = tracedOps;
-    info.ops = p.ops.size();
-    info.traceMs = traceMs;
-    info.passesMs = passesMs;
-    if (!o.reference) {
-      auto t0 = Clock::now();
-      rt::PrepareOptions po;
-      po.valueCheck = o.valueCheck;
-      po.fuseElementwise = o.fuseElementwise;
-      try {
-        info.plan = rt::prepare(p, po);
-      } catch (const Error &e) {
-        std::string msg = e.what();
-        if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-        // An einsum left in the program means the pipeline lost its order pass.
-        const bool einsum = std::any_of(p.ops.begin(), p.ops.end(),
-                                        [](const ir::Op &op) { return op.kind == ir::OpKind::Einsum; });
-        throw Error("error: trg: " + info.group + " (" + info.role + "), program " + ir::text::atName(p.name) + ": " +
-                    msg +
-                    (einsum ? "\nnote: in tessel trg the pipeline (--passes, --disable-pass, "
-                              "--bisect-limit) must run the order pass on every program"
-                            : ""));
-      }
-      info.prepareMs = msSince(t0);
-    }
-    info.program = std::move(p);
-    progs.push_back(std::move(info));
-    return static_cast<int>(progs.size()) - 1;
-  }
-
-  /// Traces with `build`, runs the passes and adds the value program.
-  template <class Build> int compileValue(const std::string &group, Build build) {
-    auto t0 = Clock::now();
-    ir::Program p = build();
-    double traceMs = msSince(t0);
-    size_t traced = p.ops.size();
-    double passMs = runPasses(p);
-    return add(group, "value", std::move(p), traced, traceMs, passMs);
-  }
-
   TrgStepOptions stepOptions() const {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
@@ -284,9 +149,9 @@ struct TrgDriver::Impl {
     StagedClass &sc = stepClasses[{D, Dp}];
     if (sc.value >= 0) return sc;
     const std::string g = classGroup(D, Dp);
-    noteGroup(g);
+    progs->noteGroup(g);
     const TrgStepOptions so = stepOptions();
-    sc.value = compileValue(g, [&] { return buildTrgStep(D, Dp, so); });
+    sc.value = progs->compileValue(g, [&] { return buildTrgStep(D, Dp, so); });
     return sc;
   }
 
@@ -294,9 +159,9 @@ struct TrgDriver::Impl {
     StagedClass &c = closures[{D, Dp}];
     if (c.value >= 0) return c;
     const std::string g = closureGroup(D, Dp);
-    noteGroup(g);
+    progs->noteGroup(g);
     const TrgStepOptions so = stepOptions();
-    c.value = compileValue(g, [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D); });
+    c.value = progs->compileValue(g, [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D); });
     return c;
   }
 
@@ -310,30 +175,14 @@ struct TrgDriver::Impl {
   }
 
   void compileStaged() {
-    noteGroup("init");
-    init.value = compileValue("init", [&] { return buildTrgInit(o.model); });
+    progs->noteGroup("init");
+    init.value = progs->compileValue("init", [&] { return buildTrgInit(o.model); });
     ensureStaged();
     // A derived schedule is known only at a β: its module is compiled there.
     if (!autoRanks) {
       if (o.grad) stagedModule(false);
       if (o.second) stagedModule(true);
     }
-  }
-
-  /// Whether the first-order programs get the complement's guards from the forward (the
-  /// pipeline has svd-topk-guards and --disable-pass does not name it).
-  bool guardsWanted() const {
-    const auto &off = o.passOptions.disabledPasses;
-    if (std::find(off.begin(), off.end(), "svd-topk-guards") != off.end()) return false;
-    for (const passes::PassInvocation &inv : pm->pipeline().passes)
-      if (inv.name() == "svd-topk-guards") return true;
-    return false;
-  }
-
-  static size_t moduleOps(const ir::Program &p) {
-    size_t n = p.ops.size();
-    for (const ir::Program &f : p.functions) n += f.ops.size();
-    return n;
   }
 
   /// The staged module of the current schedule (docs/trg.md §6.1), differentiated by the
@@ -350,7 +199,7 @@ struct TrgDriver::Impl {
     while (mi < modules.size() && !(modules[mi].ranks == r && modules[mi].closureRank == closureRank)) ++mi;
     if (mi == modules.size()) modules.push_back({r, closureRank, -1, -1});
     if (const int done = second ? modules[mi].second : modules[mi].grad; done >= 0) return done;
-    noteGroup("staged module");
+    progs->noteGroup("staged module");
     TrgStepOptions so;
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = !second;
@@ -359,7 +208,7 @@ struct TrgDriver::Impl {
     auto t0 = Clock::now();
     ir::Program p = buildTrgModule(r, so, o.model);
     const double traceMs = msSince(t0);
-    double passMs = runPasses(p);
+    double passMs = progs->runPasses(p);
     if (!second) {
       passes::GradOptions go;
       go.wrt = gradParams;
@@ -367,8 +216,8 @@ struct TrgDriver::Impl {
       go.bondGauge = true; // first order only: not differentiated again
       go.aux = {"skept"};
       go.callRemat = o.checkpoint;
-      go.svdTopkGuards = guardsWanted();
-      passMs += runGrad(p, go);
+      go.svdTopkGuards = progs->guardsWanted();
+      passMs += progs->runGrad(p, go);
     } else {
       // The policy at the call boundaries of both grads: with store the second grad
       // reads the first one's residuals instead of recomputing its forward halves
@@ -377,17 +226,17 @@ struct TrgDriver::Impl {
       g1.wrt = params;
       g1.keepOutputs = false;
       g1.callRemat = o.checkpoint;
-      passMs += runGrad(p, g1) + runPasses(p);
+      passMs += progs->runGrad(p, g1) + progs->runPasses(p);
       passes::GradOptions g2;
       g2.wrt = params;
       g2.vjp = true;
       g2.callRemat = o.checkpoint;
-      passMs += runGrad(p, g2);
+      passMs += progs->runGrad(p, g2);
     }
-    const size_t traced = moduleOps(p);
-    passMs += runPasses(p);
-    const int idx = add("staged module", second ? "second" : "value+grad", std::move(p), traced, traceMs, passMs);
-    progs[static_cast<size_t>(idx)].ops = moduleOps(progs[static_cast<size_t>(idx)].program);
+    size_t traced = p.ops.size();
+    for (const ir::Program &f : p.functions) traced += f.ops.size();
+    passMs += progs->runPasses(p);
+    const int idx = progs->add("staged module", second ? "second" : "value+grad", std::move(p), traced, traceMs, passMs);
     (second ? modules[mi].second : modules[mi].grad) = idx;
     return idx;
   }
@@ -402,9 +251,9 @@ struct TrgDriver::Impl {
     ir::Program p = buildTrgStep(D, Dp, so);
     const double traceMs = msSince(t0);
     const size_t traced = p.ops.size();
-    const double passMs = runPasses(p);
-    noteGroup("spectrum probe");
-    it->second = add("spectrum probe", "value", std::move(p), traced, traceMs, passMs);
+    const double passMs = progs->runPasses(p);
+    progs->noteGroup("spectrum probe");
+    it->second = progs->add("spectrum probe", "value", std::move(p), traced, traceMs, passMs);
     return it->second;
   }
 
@@ -412,13 +261,13 @@ struct TrgDriver::Impl {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = true;
-    noteGroup("whole");
+    progs->noteGroup("whole");
     auto t0 = Clock::now();
     so.limitClosure = o.stepsAuto;
     ir::Program p = buildTrgWhole(ranks, so, o.model);
     double traceMs = msSince(t0);
     size_t traced = p.ops.size();
-    double passMs = runPasses(p);
+    double passMs = progs->runPasses(p);
     if (o.grad) {
       // value_and_grad of lnz with %skept auxiliary (no cotangent): outputs (lnz, skept,
       // grad_beta[, grad_h]).
@@ -428,13 +277,13 @@ struct TrgDriver::Impl {
       go.keepOutputs = true;
       go.bondGauge = true;
       ir::Program g = p;
-      double gradMs = runGrad(g, go, /*firstOrder=*/true, o.checkpoint);
+      double gradMs = progs->runGrad(g, go, /*firstOrder=*/true, o.checkpoint);
       size_t gTraced = g.ops.size();
-      double gMs = runPasses(g);
-      wholeValue = add("whole", "value", std::move(p), traced, traceMs, passMs);
-      wholeGrad = add("whole", "value+grad", std::move(g), gTraced, 0, gradMs + gMs);
+      double gMs = progs->runPasses(g);
+      wholeValue = progs->add("whole", "value", std::move(p), traced, traceMs, passMs);
+      wholeGrad = progs->add("whole", "value+grad", std::move(g), gTraced, 0, gradMs + gMs);
     } else {
-      wholeValue = add("whole", "value", std::move(p), traced, traceMs, passMs);
+      wholeValue = progs->add("whole", "value", std::move(p), traced, traceMs, passMs);
     }
     allRanks = ranks;
   }
@@ -444,103 +293,36 @@ struct TrgDriver::Impl {
   void compileSecond() {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
-    noteGroup("second");
+    progs->noteGroup("second");
     auto t0 = Clock::now();
     so.limitClosure = o.stepsAuto;
     ir::Program p = buildTrgWhole(ranks, so, o.model);
     double traceMs = msSince(t0);
-    double passMs = runPasses(p);
+    double passMs = progs->runPasses(p);
     auto t1 = Clock::now();
     passes::GradOptions g1;
     g1.wrt = params;
     g1.keepOutputs = false;
     ir::Program d1 = p;
-    runGrad(d1, g1);
-    runPasses(d1);
+    progs->runGrad(d1, g1);
+    progs->runPasses(d1);
     passes::GradOptions g2;
     g2.wrt = params;
     g2.vjp = true;
     g2.keepOutputs = true;
     ir::Program d2 = d1;
-    runGrad(d2, g2); // outputs (d lnz..., seed · d² lnz...)
+    progs->runGrad(d2, g2); // outputs (d lnz..., seed · d² lnz...)
     size_t traced = d2.ops.size();
     double gMs = msSince(t1);
-    double pMs = runPasses(d2);
-    wholeSecond = add("second", "second", std::move(d2), traced, traceMs, passMs + gMs + pMs);
-  }
-
-  /// Runs program `idx`; `where` names the step (or part of the sweep) for errors: a
-  /// kernel failure or a --check-nan/--check-inf stop becomes "error: trg: <where>, beta = B: <the
-  /// engine's message naming the op>".
-  std::vector<ir::Tensor> run(int idx, const std::vector<ir::Tensor> &in, const std::string &where,
-                              double beta) {
-    const TrgProgramInfo &pi = progs[static_cast<size_t>(idx)];
-    try {
-      if (o.reference) return rt::evaluateReference(pi.program, in);
-      std::vector<ir::Tensor> out = profEngines.empty()
-                                        ? engine->run(*pi.plan, in)
-                                        : profEngines[static_cast<size_t>(idx)]->run(*pi.plan, in);
-      // A module's plan: its interpreter's host tensors beside the engine's arena.
-      ledger.record(in, out, engineResidentBytes() + rt::moduleTensorBytes(*pi.plan));
-      return out;
-    } catch (const Error &e) {
-      std::string msg = e.what();
-      if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-      throw Error("error: trg: " + where + " (" + pi.group + ", " + pi.role + "), beta = " +
-                  formatDouble(beta) + ": " + msg);
-    }
-  }
-
-  /// A kept tensor that a run either borrows (give = false: lent and moved back) or takes
-  /// (give = true: its last reader).
-  struct Pass {
-    ir::Tensor &t;
-    bool give;
-  };
-
-  /// run() on arguments given as they are held: a tensor the driver keeps (an lvalue)
-  /// is lent for the run, moved in and back, so it is neither copied nor counted twice
-  /// by the ledger; a temporary or std::move'd tensor (or a std::vector of them, spliced
-  /// in) is given to the run; a Pass says which at run time.
-  template <typename... A>
-  std::vector<ir::Tensor> call(int idx, const std::string &where, double beta, A &&...args) {
-    std::vector<ir::Tensor> in;
-    in.reserve(sizeof...(A));
-    std::vector<std::pair<size_t, ir::Tensor *>> lent;
-    auto put = [&](auto &&a) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Pass>) {
-        if (!a.give) lent.emplace_back(in.size(), &a.t);
-        in.push_back(std::move(a.t));
-      } else if constexpr (std::is_same_v<std::decay_t<decltype(a)>, std::vector<ir::Tensor>>) {
-        static_assert(!std::is_lvalue_reference_v<decltype(a)>, "a vector of inputs is given");
-        for (ir::Tensor &t : a) in.push_back(std::move(t));
-      } else {
-        if constexpr (std::is_lvalue_reference_v<decltype(a)>) lent.emplace_back(in.size(), &a);
-        in.push_back(std::move(a));
-      }
-    };
-    (put(std::forward<A>(args)), ...);
-    struct GiveBack {
-      std::vector<ir::Tensor> &in;
-      std::vector<std::pair<size_t, ir::Tensor *>> &lent;
-      ~GiveBack() {
-        for (auto &[i, t] : lent) *t = std::move(in[i]);
-      }
-    } giveBack{in, lent};
-    return run(idx, in, where, beta);
-  }
-
-  int64_t engineResidentBytes() const {
-    int64_t b = engine ? engine->residentBytes() : 0;
-    for (const auto &e : profEngines) b += e->residentBytes();
-    return b;
+    double pMs = progs->runPasses(d2);
+    wholeSecond = progs->add("second", "second", std::move(d2), traced, traceMs, passMs + gMs + pMs);
   }
 
   /// Runs one evaluation with a fresh ledger and keeps its planned peak.
   template <typename F> TrgResult evaluate(F &&f) {
-    ledger.clear();
+    progs->beginEvaluation();
     TrgResult r = f();
-    lastPeakBytes = ledger.peakBytes();
+    lastPeakBytes = progs->evaluationPeakBytes();
     return r;
   }
 
@@ -631,14 +413,14 @@ struct TrgDriver::Impl {
   std::pair<double, size_t> smallestKeptGap(double beta) {
     // Once per β and schedule: a timed second() at one β repeats the same sweep.
     if (gapCache && gapCache->beta == beta && gapCache->ranks == allRanks) return gapCache->gap;
-    if (init.value < 0) init.value = compileValue("init", [&] { return buildTrgInit(o.model); });
-    std::vector<ir::Tensor> sweep = call(init.value, "init", beta, paramInputs(beta));
+    if (init.value < 0) init.value = progs->compileValue("init", [&] { return buildTrgInit(o.model); });
+    std::vector<ir::Tensor> sweep = progs->call(init.value, "init", beta, paramInputs(beta));
     ir::Tensor T = std::move(sweep[0]);
     std::pair<double, size_t> best{INFINITY, 0};
     const size_t last = ranks.size() + (closureRank ? 1 : 0);
     for (size_t n = 0; n < last; ++n) {
       const int64_t D = dims[std::min(n, ranks.size())], Dp = n < ranks.size() ? dims[n + 1] : closureRank;
-      std::vector<ir::Tensor> out = call(probeOf(D, Dp), stepName(n), beta, T);
+      std::vector<ir::Tensor> out = progs->call(probeOf(D, Dp), stepName(n), beta, T);
       for (size_t k : {size_t(3), size_t(4)}) {
         const std::vector<double> &sv = out[k].data;
         if (sv.size() < 2) continue;
@@ -745,7 +527,7 @@ struct TrgDriver::Impl {
       }
     }
     for (PlanChain &c : ch) {
-      c.T = std::move(call(init.value, "init", c.beta,
+      c.T = std::move(progs->call(init.value, "init", c.beta,
                            trgParameterInputs(o.model, c.beta, c.h))[0]);
       c.nu = lnNorm(c.T);
     }
@@ -759,9 +541,9 @@ struct TrgDriver::Impl {
       } else if (n == ranks.size()) {
         break;
       }
-      stepDone("value", n + 1, plan ? static_cast<size_t>(o.steps) : ranks.size(), plan && o.stepsAuto);
+      progs->stepDone("value", n + 1, plan ? static_cast<size_t>(o.steps) : ranks.size(), plan && o.stepsAuto);
       std::vector<ir::Tensor> out =
-          call(stepClass(dims[n], dims[n + 1]).value, stepName(n), beta, ch[0].T);
+          progs->call(stepClass(dims[n], dims[n + 1]).value, stepName(n), beta, ch[0].T);
       // Keep only what the step's own SVDs put above tol; near tol, values at the
       // noise level can differ between the probe's svd_topk{D'} and the step's own
       // svd_topk{keep}, so this repeats until the kept values hold.
@@ -770,14 +552,14 @@ struct TrgDriver::Impl {
         const int64_t keep = std::min(countKept(n, beta, ch[0].T), dims[n + 1] - 1);
         if (keep < 1) break; // checkKept names the value
         ranks[n] = dims[n + 1] = keep;
-        out = call(stepClass(dims[n], keep).value, stepName(n), beta, ch[0].T);
+        out = progs->call(stepClass(dims[n], keep).value, stepName(n), beta, ch[0].T);
         planExtraMs += msSince(t0);
       }
       checkKept(n, out[2].data.data(), r);
       for (size_t j = 0; j < ch.size(); ++j) {
         PlanChain &c = ch[j];
         auto t1 = Clock::now();
-        if (j > 0) out = call(stepClass(dims[n], dims[n + 1]).value, stepName(n), c.beta, c.T);
+        if (j > 0) out = progs->call(stepClass(dims[n], dims[n + 1]).value, stepName(n), c.beta, c.T);
         c.advance(n, out[0].data[0], std::move(out[1]));
         if (j > 0) planExtraMs += msSince(t1);
       }
@@ -798,15 +580,15 @@ struct TrgDriver::Impl {
     }
     if (plan) {
       auto t0 = Clock::now();
-      const size_t before = progs.size();
+      const size_t before = progs->size();
       ensureStaged();
-      if (progs.size() > before) planExtraMs += msSince(t0);
+      if (progs->size() > before) planExtraMs += msSince(t0);
       plannedBeta = beta;
     }
     PlanChain &c = ch[0];
     ir::Tensor &TN = plan && o.stepsAuto ? c.prevT : c.T;
     double lnz = plan && o.stepsAuto ? c.prevLnz : c.lnz;
-    std::vector<ir::Tensor> cl = call(closure().value, "closure", beta, std::move(TN));
+    std::vector<ir::Tensor> cl = progs->call(closure().value, "closure", beta, std::move(TN));
     if (closureRank) checkKept(ranks.size(), cl[1].data.data(), r);
     lnz += cl[0].data[0] * std::ldexp(1.0, -static_cast<int>(ranks.size()));
     lnz += logScale(beta).value;
@@ -885,7 +667,7 @@ struct TrgDriver::Impl {
   /// How many of the D' leading singular values of step n + 1's two SVDs (on its input
   /// T) exceed rankTol; throws when none does.
   int64_t countKept(size_t n, double beta, ir::Tensor &T) {
-    std::vector<ir::Tensor> sv = call(probeOf(dims[n], dims[n + 1]), stepName(n), beta, T);
+    std::vector<ir::Tensor> sv = progs->call(probeOf(dims[n], dims[n + 1]), stepName(n), beta, T);
     int64_t keep = dims[n + 1];
     for (size_t k : {size_t(3), size_t(4)}) {
       int64_t c = 0;
@@ -937,42 +719,11 @@ struct TrgDriver::Impl {
   TrgResult valueWhole(double beta) {
     planFor(beta);
     TrgResult r = newResult(beta);
-    auto out = run(wholeValue, paramInputs(beta), "whole program", beta);
+    auto out = progs->run(wholeValue, paramInputs(beta), "whole program", beta);
     for (size_t n = 0; n < ranks.size(); ++n) checkKept(n, out[1].data.data() + 2 * n, r);
     checkFinite("lnZ/N", out[0].data[0], beta);
     r.lnZ = out[0].data[0];
     return r;
-  }
-
-  /// The entry-level steps of a staged module run, for progress reports (the module
-  /// interpreter's hook): per call or scan iteration of the entry, its sweep and its
-  /// number within it.
-  void moduleProgress(const char *run, const ir::Program &p) {
-    if (!progress || !engine) return;
-    struct Phase {
-      std::string name;
-      size_t steps = 0, done = 0;
-    };
-    auto phaseOf = [run](const ir::Op &op) {
-      const llvm::StringRef loc(op.loc);
-      const bool first = std::string(run) == "value+grad";
-      if (loc.startswith("vjp vjp")) return std::string(run) + ": reverse of the backward";
-      if (loc.startswith("vjp")) return std::string(run) + (first ? ": backward" : ": backward and its reverse");
-      return std::string(run) + ": forward";
-    };
-    auto phases = std::make_shared<std::map<std::string, Phase>>();
-    for (const ir::Op &op : p.ops)
-      if (ir::hasCallee(op.kind)) {
-        Phase &ph = (*phases)[phaseOf(op)];
-        ph.name = phaseOf(op);
-        ph.steps += op.kind == ir::OpKind::Scan ? static_cast<size_t>(op.attrs.getI64("length")) : 1;
-      }
-    auto hook = [this, phases, phaseOf](const ir::Op &op, int64_t) {
-      Phase &ph = (*phases)[phaseOf(op)];
-      stepDone(ph.name.c_str(), ++ph.done, ph.steps);
-    };
-    engine->setModuleStepHook(hook);
-    for (auto &e : profEngines) e->setModuleStepHook(hook);
   }
 
   /// D' of step n + 1 of the current schedule (n = ranks.size(): the limit closure's).
@@ -987,8 +738,8 @@ struct TrgDriver::Impl {
     for (;;) {
       TrgResult r = newResult(beta);
       const int idx = stagedModule(false);
-      moduleProgress("value+grad", progs[static_cast<size_t>(idx)].program);
-      std::vector<ir::Tensor> out = run(idx, paramInputs(beta), "value+grad (staged module)", beta);
+      progs->moduleProgress("value+grad", progs->at(idx).program);
+      std::vector<ir::Tensor> out = progs->run(idx, paramInputs(beta), "value+grad (staged module)", beta);
       const size_t rows = ranks.size() + (closureRank ? 1 : 0);
       const double *kept = out[1].data.data();
       size_t low = rows;
@@ -1025,10 +776,10 @@ struct TrgDriver::Impl {
   void hessianRowsOf(int idx, const char *where, bool hostScale, TrgResult &r) {
     const size_t np = params.size();
     for (size_t row = 0; row < hessianRows(); ++row) {
-      moduleProgress("second", progs[static_cast<size_t>(idx)].program);
+      progs->moduleProgress("second", progs->at(idx).program);
       std::vector<ir::Tensor> in = paramInputs(r.beta);
       for (size_t j = 0; j < np; ++j) in.push_back(scalar(j == row ? 1.0 : 0.0));
-      auto out = run(idx, in, where, r.beta);
+      auto out = progs->run(idx, in, where, r.beta);
       std::vector<double> g(np), h(np);
       for (size_t j = 0; j < np; ++j) {
         g[j] = out[j].data[0];
@@ -1042,7 +793,7 @@ struct TrgDriver::Impl {
     planFor(beta);
     TrgResult r = newResult(beta);
     const size_t N = ranks.size();
-    auto out = run(wholeGrad, paramInputs(beta), "whole program", beta);
+    auto out = progs->run(wholeGrad, paramInputs(beta), "whole program", beta);
     for (size_t n = 0; n < N; ++n) checkKept(n, out[1].data.data() + 2 * n, r);
     checkFinite("lnZ/N", out[0].data[0], beta);
     r.lnZ = out[0].data[0];
@@ -1070,16 +821,15 @@ TrgDriver::~TrgDriver() = default;
 const TrgOptions &TrgDriver::options() const { return impl_->o; }
 const std::vector<int64_t> &TrgDriver::ranks() const { return impl_->allRanks; }
 bool TrgDriver::stepsConverged() const { return impl_->converged; }
-void TrgDriver::setProgress(TrgProgressCallback cb) { impl_->progress = std::move(cb); }
+void TrgDriver::setProgress(TrgProgressCallback cb) { impl_->progs->setProgress(std::move(cb)); }
 double TrgDriver::planExtraMs() const { return impl_->planExtraMs; }
-const std::vector<TrgProgramInfo> &TrgDriver::programs() const { return impl_->progs; }
+const std::vector<TrgProgramInfo> &TrgDriver::programs() const { return impl_->progs->all(); }
 
 rt::TruncatedSvdStats TrgDriver::svdStats() const {
+  rt::TruncatedSvdStats t = impl_->progs->svdStats();
   // Whole mode's schedule comes from a staged planner driver: its SVDs count too.
-  rt::TruncatedSvdStats t = impl_->planner ? impl_->planner->svdStats() : rt::TruncatedSvdStats{};
-  for (const TrgProgramInfo &p : impl_->progs) {
-    if (!p.plan) continue;
-    const rt::TruncatedSvdStats s = rt::planSvdStats(*p.plan);
+  if (impl_->planner) {
+    const rt::TruncatedSvdStats s = impl_->planner->svdStats();
     t.topkCalls += s.topkCalls, t.topkIterations += s.topkIterations, t.topkFallbacks += s.topkFallbacks;
     t.complementCalls += s.complementCalls, t.complementIterations += s.complementIterations;
     t.complementFallbacks += s.complementFallbacks, t.complementBroadened += s.complementBroadened;
@@ -1117,96 +867,13 @@ TrgResult TrgDriver::second(double beta) {
 int64_t TrgDriver::plannedPeakBytes() const { return impl_->lastPeakBytes; }
 
 std::vector<TrgGroupInfo> TrgDriver::groups() const {
-  std::vector<TrgGroupInfo> gs;
-  for (const std::string &g : impl_->groupOrder) {
-    TrgGroupInfo gi;
-    gi.group = g;
-    gi.uses = impl_->usesOf(g);
-    for (const TrgProgramInfo &p : impl_->progs)
-      if (p.group == g) {
-        gi.ops += p.ops;
-        gi.compileMs += p.traceMs + p.passesMs;
-        gi.prepareMs += p.prepareMs;
-        if (p.plan) gi.peakLiveBytes = std::max(gi.peakLiveBytes, rt::peakLiveBytes(*p.plan));
-      }
-    gs.push_back(gi);
-  }
-  return gs;
+  return impl_->progs->groups([this](const std::string &g) { return impl_->usesOf(g); });
 }
-
-double TrgDriver::compileMs() const {
-  double s = 0;
-  for (const TrgProgramInfo &p : impl_->progs) s += p.traceMs + p.passesMs;
-  return s;
-}
-
-double TrgDriver::prepareMs() const {
-  double s = 0;
-  for (const TrgProgramInfo &p : impl_->progs) s += p.prepareMs;
-  return s;
-}
-
-size_t TrgDriver::totalOps() const {
-  size_t s = 0;
-  for (const TrgProgramInfo &p : impl_->progs) s += p.ops;
-  return s;
-}
-
-void TrgDriver::setProfiling(bool on) {
-  if (!impl_->engine) return;
-  if (!on) {
-    for (auto &e : impl_->profEngines) e->setProfiling(false);
-    return;
-  }
-  if (impl_->profEngines.empty())
-    for (size_t i = 0; i < impl_->progs.size(); ++i) {
-      impl_->profEngines.push_back(std::make_unique<rt::Engine>(impl_->o.width));
-      impl_->profEngines.back()->setProfiling(true);
-    }
-  for (auto &e : impl_->profEngines) e->setProfiling(true);
-}
-
-std::string TrgDriver::profileReport(size_t top) const {
-  if (!impl_->engine || impl_->profEngines.empty()) return "";
-  // The engine's table starts with "profile: N runs, X ms per run ..."; rank programs
-  // by total time N·X, print a summary line each, then the tables of the top three.
-  struct Entry {
-    const TrgProgramInfo *p;
-    std::string table;
-    long runs = 0;
-    double perRun = 0;
-  };
-  std::vector<Entry> es;
-  double total = 0;
-  for (size_t i = 0; i < impl_->progs.size() && i < impl_->profEngines.size(); ++i) {
-    const TrgProgramInfo &p = impl_->progs[i];
-    if (!p.plan) continue;
-    Entry e{&p, impl_->profEngines[i]->profileReport(*p.plan, top)};
-    if (e.table.empty()) continue;
-    std::sscanf(e.table.c_str(), "profile: %ld runs, %lf ms per run", &e.runs, &e.perRun);
-    total += static_cast<double>(e.runs) * e.perRun;
-    es.push_back(std::move(e));
-  }
-  std::stable_sort(es.begin(), es.end(), [](const Entry &a, const Entry &b) {
-    return static_cast<double>(a.runs) * a.perRun > static_cast<double>(b.runs) * b.perRun;
-  });
-  std::string r;
-  char line[256];
-  for (const Entry &e : es) {
-    double t = static_cast<double>(e.runs) * e.perRun;
-    std::snprintf(line, sizeof line, "  %-14s %-20s %6ld runs  %9.3f ms/run  %10.3f ms  %5.1f%%\n",
-                  e.p->group.c_str(), e.p->role.c_str(), e.runs, e.perRun, t,
-                  total > 0 ? 100 * t / total : 0.0);
-    r += line;
-  }
-  for (size_t i = 0; i < es.size() && i < 3; ++i) {
-    r += "== " + es[i].p->group + " (" + es[i].p->role + "): " + ir::text::atName(es[i].p->program.name) + "\n" +
-         es[i].table;
-    if (r.back() != '\n') r += "\n";
-  }
-  return r;
-}
-
+double TrgDriver::compileMs() const { return impl_->progs->compileMs(); }
+double TrgDriver::prepareMs() const { return impl_->progs->prepareMs(); }
+size_t TrgDriver::totalOps() const { return impl_->progs->totalOps(); }
+void TrgDriver::setProfiling(bool on) { impl_->progs->setProfiling(on); }
+std::string TrgDriver::profileReport(size_t top) const { return impl_->progs->profileReport(top); }
 std::string TrgDriver::blas() { return rt::blasInfo(); }
 
 } // namespace tessel::frontend
