@@ -414,12 +414,13 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
     int64_t D, Dp;
     int64_t length;
     std::string body;
+    size_t first; ///< its first step (1-based)
   };
   std::vector<Run> runs;
   int64_t D = model.states();
   for (size_t n = 0; n < chain; ++n) {
     if (!runs.empty() && runs.back().D == D && runs.back().Dp == ranks[n]) ++runs.back().length;
-    else runs.push_back({D, ranks[n], 1, ""});
+    else runs.push_back({D, ranks[n], 1, "", n + 1});
     D = ranks[n];
   }
   for (Run &r : runs) {
@@ -439,7 +440,9 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
     ir::Builder b(body);
     b.setCallees(fns);
     const std::string cls = "trg " + std::to_string(r.D) + "->" + std::to_string(r.Dp);
-    b.setLoc(cls + ": step");
+    // No location of its own: inlined, the step's ops name the entry's call or scan
+    // (which names the step) as their call site.
+    b.setLoc("");
     llvm::SmallVector<ir::ValueId, 1> s = b.call(step, {T});
     b.setLoc(cls + ": accumulate");
     const ir::ValueId lnzNext = b.add(lnz, b.mul(s[0], w));
@@ -466,10 +469,13 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
   ir::ValueId lnz = b.scalar(0.0), w = b.scalar(1.0);
   std::vector<Tensor> kept;
   for (const Run &r : runs) {
-    b.setLoc("trg: steps " + std::to_string(r.D) + "->" + std::to_string(r.Dp));
     // A class that changes D is a call (the next step is of another class), so is a
     // single step.
     const bool loop = r.D == r.Dp && r.length > 1;
+    const std::string cls = " (" + std::to_string(r.D) + "->" + std::to_string(r.Dp) + ")";
+    b.setLoc(loop ? "trg: steps " + std::to_string(r.first) + " to " +
+                        std::to_string(r.first + static_cast<size_t>(r.length) - 1) + cls
+                  : "trg: step " + std::to_string(r.first) + cls);
     llvm::SmallVector<ir::ValueId, 1> o =
         loop ? b.scan(r.body, {T, lnz, w}, {}, r.length) : b.call(r.body, {T, lnz, w});
     T = o[0];

@@ -1,30 +1,29 @@
 //===- frontend/TrgDriver.cpp - Staged and whole-graph TRG drivers ----------------===//
+//
+// The driver decides which programs a run needs and runs them: the value sweep and the
+// schedule are TrgSweep's (frontend/TrgSweep.h), compiling, preparing and running are
+// TrgPrograms' (frontend/TrgPrograms.h), and every derivative is the compiler's: the
+// staged module of the schedule differentiated by the grad pass (whole mode: inlined
+// first). No derivative is formed on the host.
+//
+//===----------------------------------------------------------------------===//
 #include "frontend/TrgDriver.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <limits>
-#include <map>
-#include <sstream>
-#include <type_traits>
 #include <utility>
 
 #include "frontend/TrgSweep.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
-#include "runtime/Stats.h"
 #include "passes/Grad.h"
+#include "runtime/Stats.h"
 
 namespace tessel::frontend {
-namespace {
 
 using Clock = std::chrono::steady_clock;
 using rt::msSince;
 using ir::text::formatDouble;
-
-} // namespace
 
 //===--- Impl ----------------------------------------------------------------------===//
 
@@ -48,16 +47,15 @@ struct TrgDriver::Impl {
   std::unique_ptr<TrgDriver> planner;
   int64_t lastPeakBytes = 0;
 
-  // Whole programs.
-  int wholeValue = -1, wholeGrad = -1, wholeSecond = -1;
-  /// The staged module of one schedule (frontend::buildTrgModule) with its derivatives:
-  /// value+grad (`grad`) and the Hessian rows (`second`), indices into `progs`.
-  struct StagedModule {
-    std::vector<int64_t> ranks; ///< with the limit closure's D' last (closureRank > 0)
-    int64_t closureRank = 0;
-    int grad = -1, second = -1;
+  /// What a program of the staged module computes: lnZ/N (whole mode; the staged value
+  /// is the sweep), value+grad, or the Hessian rows.
+  enum class Kind { Value, Grad, Second };
+  /// The programs of one schedule, indices into `progs` (-1: not compiled).
+  struct Compiled {
+    std::vector<int64_t> ranks; ///< the steps' D' (staged: the limit closure's D' last)
+    int value = -1, grad = -1, second = -1;
   };
-  std::vector<StagedModule> modules;
+  std::vector<Compiled> compiled;
 
   explicit Impl(TrgOptions opts) : o(std::move(opts)) {
     validateTrgOptions(o);
@@ -68,54 +66,78 @@ struct TrgDriver::Impl {
       gradParams.resize(1); // β
     progs = std::make_unique<TrgPrograms>(o);
     sw = std::make_unique<TrgSweep>(o, *progs);
-    if (o.mode == TrgMode::Staged) compileStaged();
-    else compileWhole();
-    if (o.second && o.mode == TrgMode::Whole) compileSecond();
-  }
-
-  void compileStaged() {
+    if (whole()) {
+      // The schedule's ranks end with the limit closure's step (--steps auto).
+      sw->closureRank = 0;
+      sw->allRanks = sw->ranks;
+      compileWhole();
+      return;
+    }
     sw->compile();
     // A derived schedule is known only at a β: its module is compiled there.
     if (!sw->autoRanks) {
-      if (o.grad) stagedModule(false);
-      if (o.second) stagedModule(true);
+      if (o.grad) moduleProgram(Kind::Grad);
+      if (o.second) moduleProgram(Kind::Second);
     }
   }
 
-  /// The staged module of the current schedule (docs/trg.md §6.1), differentiated by the
-  /// compiler: `second` = false: value+grad, grad{wrt=params, aux=skept} with the bond
-  /// gauge, the checkpoint policy at the call and scan boundaries and the complement's
-  /// guards; true: the Hessian rows, grad{keep-outputs=false} then grad{vjp} over it
-  /// (inputs: the parameters and one seed per parameter; outputs: the gradient, then
-  /// Σ_j seed_j ∂²(lnZ/N)/∂p_j∂p). The pipeline runs before and after each grad.
-  /// Compiled once per schedule; returns its index in `progs`.
-  int stagedModule(bool second) {
+  bool whole() const { return o.mode == TrgMode::Whole; }
+
+  /// Whole mode's programs for the current schedule.
+  void compileWhole() {
+    moduleProgram(Kind::Value);
+    if (o.grad) moduleProgram(Kind::Grad);
+    if (o.second) moduleProgram(Kind::Second);
+  }
+
+  /// The program of `kind` for the current schedule, compiled once per schedule from the
+  /// staged module (frontend::buildTrgModule; docs/trg.md §6.1); whole mode inlines it
+  /// first (the `inline` pass: one program, the initial scale included; value+grad
+  /// starts from the value program), staged mode differentiates through its calls and
+  /// scans. Grad: value+grad, grad{wrt=params,
+  /// aux=skept} with the bond gauge; staged: the checkpoint policy at the call and scan
+  /// boundaries and the complement's guards, whole: svd-topk-guards and the checkpoint
+  /// pass. Second: the Hessian rows, grad{keep-outputs=false} then grad{vjp} (inputs:
+  /// the parameters and one seed per parameter; outputs: the gradient, then Σ_j seed_j
+  /// ∂²(lnZ/N)/∂p_j∂p). The pipeline runs before and after each transform.
+  int moduleProgram(Kind kind) {
     std::vector<int64_t> r = sw->ranks;
     if (sw->closureRank) r.push_back(sw->closureRank);
-    size_t mi = 0;
-    while (mi < modules.size() && !(modules[mi].ranks == r && modules[mi].closureRank == sw->closureRank)) ++mi;
-    if (mi == modules.size()) modules.push_back({r, sw->closureRank, -1, -1});
-    if (const int done = second ? modules[mi].second : modules[mi].grad; done >= 0) return done;
-    progs->noteGroup("staged module");
+    size_t ci = 0;
+    while (ci < compiled.size() && compiled[ci].ranks != r) ++ci;
+    if (ci == compiled.size()) compiled.push_back({r});
+    int &idx = kind == Kind::Value ? compiled[ci].value : kind == Kind::Grad ? compiled[ci].grad : compiled[ci].second;
+    if (idx >= 0) return idx;
+    const std::string group = !whole() ? "staged module" : kind == Kind::Second ? "second" : "whole";
+    progs->noteGroup(group);
     TrgStepOptions so;
     so.svdEps = o.svdEps;
-    so.outputKeptSingularValues = !second;
-    so.limitClosure = sw->closureRank > 0;
-    so.initScale = false; // added on the host, as in the value sweep
-    auto t0 = Clock::now();
-    ir::Program p = buildTrgModule(r, so, o.model);
-    const double traceMs = msSince(t0);
-    double passMs = progs->runPasses(p);
-    if (!second) {
+    so.outputKeptSingularValues = kind != Kind::Second;
+    so.limitClosure = whole() ? o.stepsAuto : sw->closureRank > 0;
+    so.initScale = whole(); // staged: added on the host, as in the value sweep
+    ir::Program p;
+    double traceMs = 0, passMs = 0;
+    if (whole() && kind == Kind::Grad && compiled[ci].value >= 0) {
+      p = progs->at(compiled[ci].value).program; // value_and_grad of the value program
+    } else {
+      auto t0 = Clock::now();
+      p = buildTrgModule(r, so, o.model);
+      traceMs = msSince(t0);
+      if (whole()) passMs += progs->runInline(p);
+      passMs += progs->runPasses(p);
+    }
+    size_t traced = p.ops.size();
+    for (const ir::Program &f : p.functions) traced += f.ops.size();
+    if (kind == Kind::Grad) {
       passes::GradOptions go;
       go.wrt = gradParams;
       go.keepOutputs = true;
       go.bondGauge = true; // first order only: not differentiated again
       go.aux = {"skept"};
       go.callRemat = o.checkpoint;
-      go.svdTopkGuards = progs->guardsWanted();
-      passMs += progs->runGrad(p, go);
-    } else {
+      go.svdTopkGuards = !whole() && progs->guardsWanted();
+      passMs += progs->runGrad(p, go, whole(), whole() ? o.checkpoint : passes::RematPolicy::Store);
+    } else if (kind == Kind::Second) {
       // The policy at the call boundaries of both grads: with store the second grad
       // reads the first one's residuals instead of recomputing its forward halves
       // (χ = 16, 20 steps: 613 ms per Hessian row against 1754 ms with recompute).
@@ -124,79 +146,14 @@ struct TrgDriver::Impl {
       g1.keepOutputs = false;
       g1.callRemat = o.checkpoint;
       passMs += progs->runGrad(p, g1) + progs->runPasses(p);
-      passes::GradOptions g2;
-      g2.wrt = params;
+      passes::GradOptions g2 = g1;
       g2.vjp = true;
-      g2.callRemat = o.checkpoint;
+      g2.keepOutputs = true; // outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...)
       passMs += progs->runGrad(p, g2);
     }
-    size_t traced = p.ops.size();
-    for (const ir::Program &f : p.functions) traced += f.ops.size();
-    passMs += progs->runPasses(p);
-    const int idx = progs->add("staged module", second ? "second" : "value+grad", std::move(p), traced, traceMs, passMs);
-    (second ? modules[mi].second : modules[mi].grad) = idx;
-    return idx;
-  }
-
-  void compileWhole() {
-    TrgStepOptions so;
-    so.svdEps = o.svdEps;
-    so.outputKeptSingularValues = true;
-    progs->noteGroup("whole");
-    auto t0 = Clock::now();
-    so.limitClosure = o.stepsAuto;
-    ir::Program p = buildTrgWhole(sw->ranks, so, o.model);
-    double traceMs = msSince(t0);
-    size_t traced = p.ops.size();
-    double passMs = progs->runPasses(p);
-    if (o.grad) {
-      // value_and_grad of lnz with %skept auxiliary (no cotangent): outputs (lnz, skept,
-      // grad_beta[, grad_h]).
-      passes::GradOptions go;
-      go.wrt = gradParams;
-      go.aux = {p.outputName(1)}; // %skept (under the name the tracer gave it)
-      go.keepOutputs = true;
-      go.bondGauge = true;
-      ir::Program g = p;
-      double gradMs = progs->runGrad(g, go, /*firstOrder=*/true, o.checkpoint);
-      size_t gTraced = g.ops.size();
-      double gMs = progs->runPasses(g);
-      wholeValue = progs->add("whole", "value", std::move(p), traced, traceMs, passMs);
-      wholeGrad = progs->add("whole", "value+grad", std::move(g), gTraced, 0, gradMs + gMs);
-    } else {
-      wholeValue = progs->add("whole", "value", std::move(p), traced, traceMs, passMs);
-    }
-    sw->allRanks = sw->ranks;
-  }
-
-  /// The Hessian rows of lnZ/N = VJPs of grad(whole) (whole mode): inputs (params...,
-  /// seed...), outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...).
-  void compileSecond() {
-    TrgStepOptions so;
-    so.svdEps = o.svdEps;
-    progs->noteGroup("second");
-    auto t0 = Clock::now();
-    so.limitClosure = o.stepsAuto;
-    ir::Program p = buildTrgWhole(sw->ranks, so, o.model);
-    double traceMs = msSince(t0);
-    double passMs = progs->runPasses(p);
-    auto t1 = Clock::now();
-    passes::GradOptions g1;
-    g1.wrt = params;
-    g1.keepOutputs = false;
-    ir::Program d1 = p;
-    progs->runGrad(d1, g1);
-    progs->runPasses(d1);
-    passes::GradOptions g2;
-    g2.wrt = params;
-    g2.vjp = true;
-    g2.keepOutputs = true;
-    ir::Program d2 = d1;
-    progs->runGrad(d2, g2); // outputs (d lnz..., seed · d² lnz...)
-    size_t traced = d2.ops.size();
-    double gMs = msSince(t1);
-    double pMs = progs->runPasses(d2);
-    wholeSecond = progs->add("second", "second", std::move(d2), traced, traceMs, passMs + gMs + pMs);
+    if (kind != Kind::Value) passMs += progs->runPasses(p);
+    const char *role = kind == Kind::Value ? "value" : kind == Kind::Grad ? "value+grad" : "second";
+    return idx = progs->add(group, role, std::move(p), traced, traceMs, passMs);
   }
 
   /// Runs one evaluation with a fresh ledger and keeps its planned peak.
@@ -212,7 +169,6 @@ struct TrgDriver::Impl {
       throw Error("error: trg: beta must be finite and > 0, got " + formatDouble(beta));
   }
 
-  static ir::Tensor scalar(double v) { return ir::Tensor::scalar(v); }
 
 
   /// Second order in the field's direction through the leading pair of kept singular
@@ -229,7 +185,7 @@ struct TrgDriver::Impl {
     // differentiated again (the general rule), which divide that pair's rounding by its
     // gap: take them from the first-order sweep, whose rule has no such division (the
     // bond gauge, docs/trg.md §5).
-    const TrgResult g = o.mode == TrgMode::Staged ? gradStaged(r.beta) : gradWhole(r.beta);
+    const TrgResult g = valueAndGrad(r.beta);
     r.dlnZ = g.dlnZ;
     r.dlnZdh = g.dlnZdh;
     r.refused = "d2/dbeta dh and d2/dh2 refused: the two leading singular values of step " +
@@ -269,10 +225,9 @@ struct TrgDriver::Impl {
     auto t0 = Clock::now();
     planner->value(beta);
     if (planner->ranks() != sw->ranks) {
-      sw->ranks = planner->ranks();
+      sw->allRanks = sw->ranks = planner->ranks();
       sw->setDims();
       compileWhole();
-      if (o.second) compileSecond();
     }
     sw->planExtraMs = msSince(t0);
     sw->plannedBeta = beta;
@@ -281,93 +236,64 @@ struct TrgDriver::Impl {
   TrgResult valueWhole(double beta) {
     planFor(beta);
     TrgResult r = sw->newResult(beta);
-    auto out = progs->run(wholeValue, sw->paramInputs(beta), "whole program", beta);
+    auto out = progs->run(moduleProgram(Kind::Value), sw->paramInputs(beta), "whole program", beta);
     for (size_t n = 0; n < sw->ranks.size(); ++n) sw->checkKept(n, out[1].data.data() + 2 * n, r);
     sw->checkFinite("lnZ/N", out[0].data[0], beta);
     r.lnZ = out[0].data[0];
     return r;
   }
 
-  /// value+grad: the staged module's first derivative (stagedModule(false)) at β. Its
-  /// forward (svd_topk with the complement's guards) can put a kept singular value that
-  /// the value sweep found > tol at the noise level on the other side; with a derived
-  /// schedule that step then keeps one value fewer, as the value sweep would have.
-  TrgResult gradStaged(double beta) {
+  /// value+grad at β: moduleProgram(Grad). Staged, its forward (svd_topk with the
+  /// complement's guards) can put a kept singular value that the value sweep found > tol
+  /// at the noise level on the other side; with a derived schedule that step then keeps
+  /// one value fewer, as the value sweep would have.
+  TrgResult valueAndGrad(double beta) {
     planFor(beta);
     for (;;) {
       TrgResult r = sw->newResult(beta);
-      const int idx = stagedModule(false);
+      const int idx = moduleProgram(Kind::Grad);
       progs->moduleProgress("value+grad", progs->at(idx).program);
-      std::vector<ir::Tensor> out = progs->run(idx, sw->paramInputs(beta), "value+grad (staged module)", beta);
+      std::vector<ir::Tensor> out = progs->run(idx, sw->paramInputs(beta),
+                                               whole() ? "whole program" : "value+grad (staged module)", beta);
       const size_t rows = sw->ranks.size() + (sw->closureRank ? 1 : 0);
       const double *kept = out[1].data.data();
       size_t low = rows;
       for (size_t n = 0; n < rows && low == rows; ++n)
         if (!(kept[2 * n] > o.rankTol && kept[2 * n + 1] > o.rankTol)) low = n;
-      if (low < rows && sw->autoRanks && sw->keptOf(low) > 1) {
+      if (low < rows && !whole() && sw->autoRanks && sw->keptOf(low) > 1) {
         sw->lowerRank(low);
         continue;
       }
       for (size_t n = 0; n < rows; ++n) sw->checkKept(n, kept + 2 * n, r);
-      // The initial tensor's scale on the host, as in the value sweep.
-      r.lnZ = out[0].data[0] + sw->logScale(beta).value;
+      // Staged: the initial tensor's scale on the host, as in the value sweep.
+      r.lnZ = out[0].data[0] + (whole() ? 0.0 : sw->logScale(beta).value);
       sw->checkFinite("lnZ/N", r.lnZ, beta);
       std::vector<double> gs;
       for (size_t j = 0; j < gradParams.size(); ++j) gs.push_back(out[2 + j].data[0]);
-      sw->setDerivatives(r, gs.data(), nullptr, 0, true, gradParams.size() > 1);
+      sw->setDerivatives(r, gs.data(), nullptr, 0, !whole(), gradParams.size() > 1);
       return r;
     }
   }
 
-  /// second(): the value sweep (the schedule at β, lnZ/N, the rank check), then per
-  /// Hessian row the staged module's VJP of its gradient with that row's seed
-  /// (stagedModule(true)): grad of grad through the calls and scans.
-  TrgResult secondStaged(double beta) {
-    TrgResult r = sw->value(beta);
-    const int idx = stagedModule(true);
-    hessianRowsOf(idx, "second (staged module)", /*hostScale=*/true, r);
-    return r;
-  }
-
-  /// Runs second-order program `idx` (inputs: the parameters and one seed per parameter;
-  /// outputs: the gradient, then the seeded Hessian row) once per Hessian row and stores
-  /// the derivatives in `r` (`hostScale`: add the initial tensor's scale on the host).
-  void hessianRowsOf(int idx, const char *where, bool hostScale, TrgResult &r) {
+  /// second(): the value (staged: the sweep, which plans the schedule at β; whole: the
+  /// value program), then per Hessian row the VJP of the gradient with that row's seed
+  /// (moduleProgram(Second): grad of grad, through the calls and scans when staged).
+  TrgResult second(double beta) {
+    TrgResult r = whole() ? valueWhole(beta) : sw->value(beta);
+    const int idx = moduleProgram(Kind::Second);
     const size_t np = params.size();
     for (size_t row = 0; row < hessianRows(); ++row) {
       progs->moduleProgress("second", progs->at(idx).program);
       std::vector<ir::Tensor> in = sw->paramInputs(r.beta);
-      for (size_t j = 0; j < np; ++j) in.push_back(scalar(j == row ? 1.0 : 0.0));
-      auto out = progs->run(idx, in, where, r.beta);
+      for (size_t j = 0; j < np; ++j) in.push_back(ir::Tensor::scalar(j == row ? 1.0 : 0.0));
+      auto out = progs->run(idx, in, whole() ? "whole program" : "second (staged module)", r.beta);
       std::vector<double> g(np), h(np);
       for (size_t j = 0; j < np; ++j) {
         g[j] = out[j].data[0];
         h[j] = out[np + j].data[0];
       }
-      sw->setDerivatives(r, g.data(), h.data(), row, hostScale, true);
+      sw->setDerivatives(r, g.data(), h.data(), row, !whole(), true);
     }
-  }
-
-  TrgResult gradWhole(double beta) {
-    planFor(beta);
-    TrgResult r = sw->newResult(beta);
-    const size_t N = sw->ranks.size();
-    auto out = progs->run(wholeGrad, sw->paramInputs(beta), "whole program", beta);
-    for (size_t n = 0; n < N; ++n) sw->checkKept(n, out[1].data.data() + 2 * n, r);
-    sw->checkFinite("lnZ/N", out[0].data[0], beta);
-    r.lnZ = out[0].data[0];
-    // The whole program includes the initial tensor's scale: no host terms.
-    std::vector<double> gs;
-    for (size_t j = 0; j < gradParams.size(); ++j) gs.push_back(out[2 + j].data[0]);
-    sw->setDerivatives(r, gs.data(), nullptr, 0, false, gradParams.size() > 1);
-    return r;
-  }
-
-  /// second() in whole mode: the value program (for the rank check), then per Hessian row
-  /// the VJP of grad(whole) with that row's seed.
-  TrgResult secondWhole(double beta) {
-    TrgResult r = valueWhole(beta); // plans the schedule at β
-    hessianRowsOf(wholeSecond, "whole program", /*hostScale=*/false, r);
     return r;
   }
 };
@@ -408,7 +334,7 @@ TrgResult TrgDriver::valueAndGrad(double beta) {
   if (!impl_->o.grad)
     throw Error("error: trg: valueAndGrad needs the gradient programs (TrgOptions::grad)");
   return impl_->evaluate([&] {
-    return impl_->o.mode == TrgMode::Staged ? impl_->gradStaged(beta) : impl_->gradWhole(beta);
+    return impl_->valueAndGrad(beta);
   });
 }
 
@@ -417,7 +343,7 @@ TrgResult TrgDriver::second(double beta) {
   if (!impl_->o.second)
     throw Error("error: trg: second needs the second-order program (TrgOptions::second)");
   TrgResult r = impl_->evaluate([&] {
-    return impl_->o.mode == TrgMode::Staged ? impl_->secondStaged(beta) : impl_->secondWhole(beta);
+    return impl_->second(beta);
   });
   impl_->refuseFieldSecondOrder(r);
   return r;

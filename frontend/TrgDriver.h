@@ -13,8 +13,9 @@
 //                     policy at the call boundaries (each call runs the forward half of
 //                     its callee's gradient, which returns the residuals the backward
 //                     half reads); second order = grad of grad. No AD on the host.
-//   whole             one program β -> lnZ/N for all steps; its gradient is
-//                     the grad pass on the whole (+ the checkpoint pass's policy).
+//   whole             the same staged module inlined (the `inline` pass): one program
+//                     β -> lnZ/N for all steps; its gradient is the grad pass on that
+//                     program (+ the checkpoint pass's policy).
 //
 // Both modes add ln of the initial tensor's factor (trgInitLogScale) as the value sweep
 // does: staged on the host, whole in the program. The two modes agree to ~1e-12.

@@ -89,6 +89,14 @@ double TrgPrograms::runGrad(ir::Program &p, const passes::GradOptions &go, bool 
   return msSince(t0);
 }
 
+double TrgPrograms::runInline(ir::Program &p) {
+  passes::Pipeline pl;
+  pl.passes.emplace_back(*passes::lookupPass("inline"));
+  auto t0 = Clock::now();
+  pm_->run(p, pl, passes::PassRequirement::Required);
+  return msSince(t0);
+}
+
 bool TrgPrograms::guardsWanted() const {
   if (disabled(o_, "svd-topk-guards")) return false;
   for (const passes::PassInvocation &inv : pm_->pipeline().passes)

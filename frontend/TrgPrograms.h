@@ -44,6 +44,10 @@ public:
   double runGrad(ir::Program &p, const passes::GradOptions &go, bool firstOrder = false,
                  passes::RematPolicy policy = passes::RematPolicy::Store);
 
+  /// Inlines the module `p` (the `inline` pass, as a required pass: whole mode's
+  /// programs); returns the wall time in ms.
+  double runInline(ir::Program &p);
+
   /// Whether the pipeline has svd-topk-guards and --disable-pass does not name it.
   bool guardsWanted() const;
 

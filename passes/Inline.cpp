@@ -57,6 +57,16 @@ std::vector<int64_t> inlinedSizes(const Program &p) {
   return sizes;
 }
 
+/// The location of an op of a callee inlined at a call site located at `site` (a
+/// scan's: with the iteration): the op's own, then where it was called from, as
+/// MLIR's call-site locations ("<op's> (in <site's>)"); either alone where the other
+/// is empty.
+std::string inlinedLoc(const std::string &own, const std::string &site) {
+  if (own.empty()) return site;
+  if (site.empty()) return own;
+  return own + " (in " + site + ")";
+}
+
 /// Appends the ops of `f` (whose calls are inlined already: `flat`) to `b`'s program
 /// with f's inputs bound to `args`; returns the values of f's outputs.
 class Inliner {
@@ -80,7 +90,7 @@ public:
         results.assign(rs.begin(), rs.end());
       } else {
         const Program &g = flat_[static_cast<size_t>(module_.functionIndex(op.attrs.getStr("callee")))];
-        results = op.kind == OpKind::Call ? inlineBody(b, g, args, op) : unroll(b, g, args, op);
+        results = op.kind == OpKind::Call ? inlineBody(b, g, args, op, op.loc) : unroll(b, g, args, op);
       }
       for (size_t i = 0; i < op.results.size(); ++i) {
         ValueId r = results[i];
@@ -102,7 +112,8 @@ private:
   /// The ops of the flat function `g` on `args`, tagged as coming from `site`; g's
   /// output values.
   llvm::SmallVector<ValueId, 4> inlineBody(Builder &b, const Program &g,
-                                           llvm::ArrayRef<ValueId> args, const Op &site) {
+                                           llvm::ArrayRef<ValueId> args, const Op &site,
+                                           const std::string &siteLoc) {
     Program &out = b.program();
     std::vector<ValueId> map(g.values.size(), ir::kNoValue);
     for (size_t i = 0; i < g.inputs.size(); ++i) map[g.inputs[i]] = args[i];
@@ -111,7 +122,7 @@ private:
       for (ValueId v : op.operands) in.push_back(map[v]);
       llvm::SmallVector<ir::Type, 3> types;
       for (ValueId r : op.results) types.push_back(g.type(r));
-      auto rs = out.appendOp(op.kind, in, op.attrs, types, op.loc.empty() ? site.loc : op.loc,
+      auto rs = out.appendOp(op.kind, in, op.attrs, types, inlinedLoc(op.loc, siteLoc),
                              op.remat || site.remat);
       for (size_t i = 0; i < rs.size(); ++i) map[op.results[i]] = rs[i];
     }
@@ -141,7 +152,9 @@ private:
         limit[0] = i + 1;
         in.push_back(b.reshape(b.slice(args[x], start, limit), g.type(g.inputs[x]).shape));
       }
-      llvm::SmallVector<ValueId, 4> outs = inlineBody(b, g, in, site);
+      const std::string iteration = "iteration " + std::to_string(i + 1) + " of " + std::to_string(n);
+      llvm::SmallVector<ValueId, 4> outs =
+          inlineBody(b, g, in, site, site.loc.empty() ? iteration : site.loc + ", " + iteration);
       for (size_t c = 0; c < k; ++c) carry[c] = outs[c];
       for (size_t y = 0; y < ny; ++y) {
         ir::Shape one{1};
