@@ -138,10 +138,14 @@ std::optional<std::vector<Type>> checkOpAndInferTypes(OpKind kind,
     return std::nullopt;
   }
   if (!checkAttrs(kind, attrs, report)) return std::nullopt;
-  AttrList canon = attrs;
-  canonicalizeAttrs(kind, canon);
+  // The shape rules read the canonical form (defaults filled in): copy only when needed.
+  std::optional<AttrList> canon;
+  if (!isCanonicalAttrs(kind, attrs)) {
+    canon = attrs;
+    canonicalizeAttrs(kind, *canon);
+  }
   try {
-    return inferResultTypes(kind, operandTypes, canon, callees);
+    return inferResultTypes(kind, operandTypes, canon ? *canon : attrs, callees);
   } catch (const Error &e) {
     report(OpProblem{Part::Op, 0, e.what()});
     return std::nullopt;
@@ -163,10 +167,10 @@ void checkOp(const Program &p, const Op &op, OpProblemSink report, ResultNamer r
   std::optional<std::vector<Type>> inferred =
       checkOpAndInferTypes(op.kind, operandTypes, op.attrs, report, callees);
   if (!inferred) return;
-  const std::string name = quoted(opName(op.kind));
+  auto name = [&] { return quoted(opName(op.kind)); }; // only for a message
   if (inferred->size() != op.results.size()) {
     report(OpProblem{Part::Op, 0,
-                     name + ": the shape rule gives " + std::to_string(inferred->size()) +
+                     name() + ": the shape rule gives " + std::to_string(inferred->size()) +
                          " results, " + std::to_string(op.results.size()) + " are declared"});
     return;
   }
@@ -174,7 +178,7 @@ void checkOp(const Program &p, const Op &op, OpProblemSink report, ResultNamer r
     const Type &declared = p.type(op.results[i]);
     if (declared != (*inferred)[i])
       report(OpProblem{Part::ResultType, i,
-                       name + ": result " + resultName(i) + " is declared as " +
+                       name() + ": result " + resultName(i) + " is declared as " +
                            text::formatType(declared) + ", but the op's shape rule gives " +
                            text::formatType((*inferred)[i])});
   }

@@ -111,6 +111,15 @@ bool isCheapElementwise(OpKind k) {
   }
 }
 
+bool isCanonicalAttrs(OpKind kind, const AttrList &attrs) {
+  const auto &specs = opInfo(kind).attrs;
+  const std::vector<NamedAttr> &list = attrs.list();
+  if (list.size() != specs.size()) return false;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].name != specs[i].name) return false;
+  return true;
+}
+
 void canonicalizeAttrs(OpKind kind, AttrList &attrs) {
   std::vector<NamedAttr> out;
   for (const AttrSpec &s : opInfo(kind).attrs) {

@@ -68,9 +68,7 @@ void verifyInto(const Program &p, Callees callees, std::vector<std::string> &err
           },
           callees);
       // The stored form: what the readers and the builder make of the attributes.
-      AttrList canon = op.attrs;
-      canonicalizeAttrs(op.kind, canon);
-      if (attrsWellFormed && !(canon == op.attrs))
+      if (attrsWellFormed && !isCanonicalAttrs(op.kind, op.attrs))
         errs.push_back(where() + ": attributes are not in canonical form (order or defaults)");
     }
     for (ValueId r : op.results)

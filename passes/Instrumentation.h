@@ -124,8 +124,9 @@ private:
 // The instrumentations of the pass-manager flags
 //===----------------------------------------------------------------------===//
 
-/// --verify-each: ir::verify on the input (a VerifyError) and after every pass (fails
-/// the pass with the verifier's messages); its time goes to PassRecord::verifySeconds.
+/// --verify-each: ir::verify on the input (a VerifyError) and after every pass that
+/// reports a change (fails the pass with the verifier's messages; a pass that reports
+/// none left the verified input); its time goes to PassRecord::verifySeconds.
 class VerifierInstrumentation : public PassInstrumentation {
 public:
   explicit VerifierInstrumentation(size_t pipelineSize) : pipelineSize_(pipelineSize) {}

@@ -36,7 +36,8 @@
 //
 // Instrumentations (PassManagerOptions; LLVM `opt` / `mlir-opt` style), all written to
 // PassManagerOptions::log (stderr in the driver, so stdout stays the program):
-//   * verify-each: ir::verify after every pass (default on); a failure names the pass;
+//   * verify-each: ir::verify after every pass that changed the program (default on; a
+//     pass that reports no change is not verified again); a failure names the pass;
 //   * print IR before/after named passes, after all passes, after change only;
 //   * dump-dir: 00-input.tir, 01-<pass>.tir, ... (number = position in the pipeline);
 //   * per-pass wall time (text or JSON), pass statistics (ops before/after and the

@@ -46,7 +46,7 @@ void PassFlags::addTo(CLI::App &cmd, const std::string &passesHelp) {
   cmd.add_flag("--pass-statistics", passStatistics,
                "Report ops before/after and the counters of every pass (stderr)");
   cmd.add_flag("--verify-each,!--no-verify-each", verifyEach,
-               "Verify the program after every pass (default: on; --verify-each=false "
+               "Verify the program after every pass that changed it (default: on; --verify-each=false "
                "or --no-verify-each to disable)");
   cmd.add_option("--bisect-limit", bisectLimit,
                  "Run only the first N pass executions, logging each as BISECT: running / "
