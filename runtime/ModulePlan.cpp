@@ -18,7 +18,8 @@ namespace {
 /// The ops [first, last) of `f` as a program: inputs the values they read from before,
 /// outputs the values they define that a later op or an output of `f` reads.
 ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last,
-                        const std::vector<size_t> &lastUse, const PrepareOptions &opts, size_t number) {
+                        const std::vector<size_t> &lastUse, const PrepareOptions &opts, size_t number,
+                        const MemoryLimit &mem) {
   ModuleSegment seg;
   ir::Program q;
   q.name = f.name + "." + std::to_string(number);
@@ -54,12 +55,12 @@ ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last,
       seg.outputs.push_back(v);
       q.addOutput(map[v]);
     }
-  if (!seg.outputs.empty()) seg.plan = prepare(q, opts);
+  if (!seg.outputs.empty()) seg.plan = preparePlain(q, opts, mem);
   return seg;
 }
 
 ModuleFunction prepareFunction(const ir::Program &module, const ir::Program &f,
-                               const PrepareOptions &opts) {
+                               const PrepareOptions &opts, const MemoryLimit &mem) {
   ModuleFunction mf;
   mf.fn = f;
   mf.fn.functions.clear();
@@ -88,7 +89,7 @@ ModuleFunction prepareFunction(const ir::Program &module, const ir::Program &f,
   size_t start = 0;
   auto cut = [&](size_t end) {
     if (end > start) {
-      ModuleSegment seg = segmentOf(f, start, end, lastUse, opts, mf.segments.size());
+      ModuleSegment seg = segmentOf(f, start, end, lastUse, opts, mf.segments.size(), mem);
       if (seg.plan) {
         mf.steps.push_back({ModuleStep::Kind::Segment, mf.segments.size(), 0, dying(start, end)});
         mf.segments.push_back(std::move(seg));
@@ -274,10 +275,11 @@ private:
 
 } // namespace
 
-std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOptions &opts) {
+std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOptions &opts,
+                                          const MemoryLimit &mem) {
   auto exec = std::make_shared<ModuleExec>();
-  for (const ir::Program &f : p.functions) exec->functions.push_back(prepareFunction(p, f, opts));
-  exec->functions.push_back(prepareFunction(p, p, opts));
+  for (const ir::Program &f : p.functions) exec->functions.push_back(prepareFunction(p, f, opts, mem));
+  exec->functions.push_back(prepareFunction(p, p, opts, mem));
   auto plan = std::make_shared<Plan>();
   static std::atomic<uint64_t> nextId{uint64_t(1) << 62};
   plan->id = nextId.fetch_add(1);

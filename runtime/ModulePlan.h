@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/MemoryLimit.h"
 #include "runtime/Plan.h"
 
 namespace tessel::rt {
@@ -59,8 +60,16 @@ struct ModuleExec {
 };
 
 /// Prepares a module (p.functions non-empty) that rt::prepare has verified and checked
-/// against the memory limit: a Plan whose `module` is set.
-std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOptions &opts);
+/// against the memory limit `mem`: a Plan whose `module` is set.
+std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOptions &opts,
+                                          const MemoryLimit &mem);
+
+/// rt::prepare of a plain program (no functions) known to verify: lower, assign buffers,
+/// schedule, and check the plan against `mem`. A module's segments are prepared so (they
+/// are the verified module's ops), without verifying and reading the limit again per
+/// segment.
+std::shared_ptr<const Plan> preparePlain(const ir::Program &p, const PrepareOptions &opts,
+                                         const MemoryLimit &mem);
 
 class Engine;
 /// Runs a module's plan on `e` (Engine::run does, for a plan whose `module` is set).

@@ -75,7 +75,12 @@ std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &
   // A module: every value of every function (a scan's stacked outputs too) must fit.
   for (const ir::Program &f : p.functions) checkValuesFitInMemory(f, mem);
   checkValuesFitInMemory(p, mem);
-  if (!p.functions.empty()) return prepareModule(p, opts);
+  if (!p.functions.empty()) return prepareModule(p, opts, mem);
+  return preparePlain(p, opts, mem);
+}
+
+std::shared_ptr<const Plan> preparePlain(const ir::Program &p, const PrepareOptions &opts,
+                                         const MemoryLimit &mem) {
   auto plan = std::make_shared<Plan>();
   plan->id = nextPlanId.fetch_add(1);
   plan->program = p;

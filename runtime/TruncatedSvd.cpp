@@ -8,11 +8,14 @@
 #include "runtime/TruncatedSvd.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <complex>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -405,7 +408,31 @@ double svdWorkingScale(double maxAbs) { return powerOfTwoScale(maxAbs, 0x1p-300,
 //===----------------------------------------------------------------------===//
 // topkSvd
 
+namespace {
+TopkSvdConfig computeTopkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block);
+} // namespace
+
 TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
+  // Memoised: the workspace queries (one gesdd query per basis size up to the cap, ~100
+  // for k = 16) and the sketch are the same for every instruction of one shape, and a
+  // module has many (the forward and backward halves of each step class). The config is
+  // immutable (its sketch a shared const vector); the cache is bounded.
+  static std::mutex mu;
+  static std::map<std::array<int64_t, 4>, TopkSvdConfig> cache;
+  const std::array<int64_t, 4> key{m, n, k, block};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  TopkSvdConfig c = computeTopkSvdConfig(m, n, k, block);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() >= 256) cache.clear();
+  cache.emplace(key, c);
+  return c;
+}
+
+namespace {
+TopkSvdConfig computeTopkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
   TopkSvdConfig c;
   c.m = m;
   c.n = n;
@@ -449,6 +476,7 @@ TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block) {
                 (c.liworkEig * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
   return c;
 }
+} // namespace
 
 TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, double *sout,
                        double *Vtout, double *work, double scaleFloor, double aMaxAbs) {
