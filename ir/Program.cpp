@@ -1,6 +1,7 @@
 //===- ir/Program.cpp ---------------------------------------------------------------===//
 #include "ir/Program.h"
 
+#include <type_traits>
 #include <algorithm>
 #include <cctype>
 
@@ -137,3 +138,9 @@ void Program::recomputeDefs() {
 }
 
 } // namespace tessel::ir
+// A vector grows by moving its elements only if their moves cannot throw; otherwise it
+// copies them (every op of every function, each time a module's vectors grow).
+static_assert(std::is_nothrow_move_constructible_v<tessel::ir::Op>);
+static_assert(std::is_nothrow_move_constructible_v<tessel::ir::ValueInfo>);
+static_assert(std::is_nothrow_move_constructible_v<tessel::ir::Tensor>);
+static_assert(std::is_nothrow_move_constructible_v<tessel::ir::Program>);

@@ -64,6 +64,13 @@ struct Op {
   bool remat = false;
   /// Where the op was parsed from (not printed); unknown for built ops.
   SourcePos pos;
+
+  // Moves do not throw (as Type's), so a vector of ops grows by moving them.
+  Op() = default;
+  Op(const Op &) = default;
+  Op(Op &&) noexcept = default;
+  Op &operator=(const Op &) = default;
+  Op &operator=(Op &&) noexcept = default;
 };
 
 /// The signature of a gradient program (what passes::grad made): its outputs are
@@ -84,6 +91,13 @@ struct GradSignature {
 /// result of an earlier op; result types match the op's shape rule.
 class Program {
 public:
+  // Moves do not throw (as Op's), so a module's vector of functions grows by moving.
+  Program() = default;
+  Program(const Program &) = default;
+  Program(Program &&) noexcept = default;
+  Program &operator=(const Program &) = default;
+  Program &operator=(Program &&) noexcept = default;
+
   std::string name = "main";
   std::vector<ValueInfo> values;
   std::vector<ValueId> inputs;

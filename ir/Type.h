@@ -28,6 +28,12 @@ struct Type {
   Shape shape;
 
   Type() = default;
+  // Moves do not throw (a SmallVector's move allocates nothing), so that vectors of
+  // types, values and ops move their elements when they grow instead of copying them.
+  Type(const Type &) = default;
+  Type(Type &&) noexcept = default;
+  Type &operator=(const Type &) = default;
+  Type &operator=(Type &&) noexcept = default;
   explicit Type(llvm::ArrayRef<int64_t> s, DType d = DType::F64)
       : dtype(d), shape(s.begin(), s.end()) {}
   /// Type({2, 3}) is f64[2,3]; Type({}) is the scalar type f64[].
