@@ -149,9 +149,12 @@ std::vector<ir::Tensor> TrgPrograms::run(int idx, const std::vector<ir::Tensor> 
   const TrgProgramInfo &pi = at(idx);
   try {
     if (o_.reference) return rt::evaluateReference(pi.program, in);
-    std::vector<ir::Tensor> out = profEngines_.empty()
-                                      ? engine_->run(*pi.plan, in)
-                                      : profEngines_[static_cast<size_t>(idx)]->run(*pi.plan, in);
+    std::vector<ir::Tensor> out =
+        profiling_ ? profEngine(idx).run(*pi.plan, in) : engine_->run(*pi.plan, in);
+    if (profiling_) {
+      if (profRuns_.size() <= static_cast<size_t>(idx)) profRuns_.resize(static_cast<size_t>(idx) + 1, 0);
+      ++profRuns_[static_cast<size_t>(idx)];
+    }
     // A module's plan: its interpreter's host tensors beside the engine's arena.
     ledger_.record(in, out, engineResidentBytes() + rt::moduleTensorBytes(*pi.plan));
     return out;
@@ -193,6 +196,7 @@ void TrgPrograms::moduleProgress(const char *run, const ir::Program &p) {
     Phase &ph = (*phases)[phaseOf(op)];
     stepDone(ph.name.c_str(), ++ph.done, ph.steps);
   };
+  moduleHook_ = hook;
   engine_->setModuleStepHook(hook);
   for (auto &e : profEngines_) e->setModuleStepHook(hook);
 }
@@ -243,22 +247,27 @@ rt::TruncatedSvdStats TrgPrograms::svdStats() const {
 
 void TrgPrograms::setProfiling(bool on) {
   if (!engine_) return;
-  if (!on) {
-    for (auto &e : profEngines_) e->setProfiling(false);
-    return;
+  profiling_ = on;
+  for (auto &e : profEngines_) e->setProfiling(on);
+}
+
+rt::Engine &TrgPrograms::profEngine(int idx) {
+  // Programs compiled after profiling was turned on (a derived schedule's classes, the
+  // staged module, the probes) get theirs when they first run.
+  while (profEngines_.size() <= static_cast<size_t>(idx)) {
+    profEngines_.push_back(std::make_unique<rt::Engine>(o_.width));
+    profEngines_.back()->setProfiling(true);
+    if (progress_) profEngines_.back()->setModuleStepHook(moduleHook_);
   }
-  if (profEngines_.empty())
-    for (size_t i = 0; i < progs_.size(); ++i) {
-      profEngines_.push_back(std::make_unique<rt::Engine>(o_.width));
-      profEngines_.back()->setProfiling(true);
-    }
-  for (auto &e : profEngines_) e->setProfiling(true);
+  return *profEngines_[static_cast<size_t>(idx)];
 }
 
 std::string TrgPrograms::profileReport(size_t top) const {
   if (!engine_ || profEngines_.empty()) return "";
-  // The engine's table starts with "profile: N runs, X ms per run ..."; rank programs
-  // by total time N·X, print a summary line each, then the tables of the top three.
+  // The engine's table starts with "profile: N runs, X ms per run ..." (a module's: one
+  // such table per segment that ran); rank programs by total time (Σ N·X), print a
+  // summary line each (runs: this driver's runs of the program), then the tables of the
+  // top three.
   struct Entry {
     const TrgProgramInfo *p;
     std::string table;
@@ -272,8 +281,17 @@ std::string TrgPrograms::profileReport(size_t top) const {
     if (!p.plan) continue;
     Entry e{&p, profEngines_[i]->profileReport(*p.plan, top)};
     if (e.table.empty()) continue;
-    std::sscanf(e.table.c_str(), "profile: %ld runs, %lf ms per run", &e.runs, &e.perRun);
-    total += static_cast<double>(e.runs) * e.perRun;
+    double ms = 0;
+    for (size_t at = e.table.find("profile: "); at != std::string::npos;
+         at = e.table.find("profile: ", at + 1)) {
+      long n = 0;
+      double x = 0;
+      if (std::sscanf(e.table.c_str() + at, "profile: %ld runs, %lf ms per run", &n, &x) == 2)
+        ms += static_cast<double>(n) * x;
+    }
+    e.runs = static_cast<long>(i < profRuns_.size() ? profRuns_[i] : 0);
+    e.perRun = e.runs > 0 ? ms / static_cast<double>(e.runs) : 0.0;
+    total += ms;
     es.push_back(std::move(e));
   }
   std::stable_sort(es.begin(), es.end(), [](const Entry &a, const Entry &b) {

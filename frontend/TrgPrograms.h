@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -154,6 +155,8 @@ public:
 private:
   TrgGroupInfo groupInfo(const std::string &g, int uses) const;
   int64_t engineResidentBytes() const;
+  /// With profiling on: program idx's engine (made when it first runs).
+  rt::Engine &profEngine(int idx);
 
   const TrgOptions &o_;
   std::unique_ptr<passes::PassManager> pm_;
@@ -161,6 +164,10 @@ private:
   /// With profiling on: one engine per program (the engine keeps per-plan counters
   /// only for the few plans it has cached, and the TRG sweeps use ~20 plans).
   std::vector<std::unique_ptr<rt::Engine>> profEngines_;
+  bool profiling_ = false;
+  std::vector<int64_t> profRuns_; ///< per program: runs while profiling
+  /// The last module progress hook (moduleProgress), for engines made after it.
+  std::function<void(const ir::Op &, int64_t)> moduleHook_;
   std::vector<TrgProgramInfo> progs_;
   std::vector<std::string> groupOrder_;
   TrgProgressCallback progress_;

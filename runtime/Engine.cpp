@@ -160,7 +160,9 @@ struct Engine::Impl {
         s->lastUse = useCounter;
         return *s;
       }
-    if (cache.size() >= kCachedPlans) {
+    // While profiling, no plan's state (its counters) is evicted: a module runs a plan
+    // per segment of every function, far more than the cache holds.
+    if (cache.size() >= kCachedPlans && !profiling) {
       auto lru = std::min_element(cache.begin(), cache.end(),
                                   [](const auto &a, const auto &b) { return a->lastUse < b->lastUse; });
       cache.erase(lru);
