@@ -127,7 +127,7 @@ def make_lnz(chi, steps):
 
 def run(beta=0.3, chi=16, steps=20, width=1):
     """Traces, differentiates, prepares and runs; returns the values and the stage times."""
-    program = tessel.trace(make_lnz(chi, steps), (), names=["beta"], name="trg_whole")
+    program = tessel.trace(make_lnz(chi, steps), (), names=["beta"], name="trg")
     # The pipeline of `tessel trg`, before and after the grad transform: truncate-svd turns
     # each svd whose factors are used only through their leading D' triplets into svd_topk
     # (computes only those), svd-transpose-fold runs the svd_topk of Mb (an axis reversal

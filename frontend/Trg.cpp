@@ -440,9 +440,7 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
     ir::Builder b(body);
     b.setCallees(fns);
     const std::string cls = "trg " + std::to_string(r.D) + "->" + std::to_string(r.Dp);
-    // No location of its own: inlined, the step's ops name the entry's call or scan
-    // (which names the step) as their call site.
-    b.setLoc("");
+    b.setLoc(cls + ": step");
     llvm::SmallVector<ir::ValueId, 1> s = b.call(step, {T});
     b.setLoc(cls + ": accumulate");
     const ir::ValueId lnzNext = b.add(lnz, b.mul(s[0], w));

@@ -52,7 +52,8 @@ struct TrgDriver::Impl {
   enum class Kind { Value, Grad, Second };
   /// The programs of one schedule, indices into `progs` (-1: not compiled).
   struct Compiled {
-    std::vector<int64_t> ranks; ///< the steps' D' (staged: the limit closure's D' last)
+    std::vector<int64_t> ranks; ///< the steps' D' (with a limit closure, its D' last)
+    bool limitClosure = false;
     int value = -1, grad = -1, second = -1;
   };
   std::vector<Compiled> compiled;
@@ -103,9 +104,10 @@ struct TrgDriver::Impl {
   int moduleProgram(Kind kind) {
     std::vector<int64_t> r = sw->ranks;
     if (sw->closureRank) r.push_back(sw->closureRank);
+    const bool limitClosure = whole() ? o.stepsAuto : sw->closureRank > 0;
     size_t ci = 0;
-    while (ci < compiled.size() && compiled[ci].ranks != r) ++ci;
-    if (ci == compiled.size()) compiled.push_back({r});
+    while (ci < compiled.size() && !(compiled[ci].ranks == r && compiled[ci].limitClosure == limitClosure)) ++ci;
+    if (ci == compiled.size()) compiled.push_back({r, limitClosure});
     int &idx = kind == Kind::Value ? compiled[ci].value : kind == Kind::Grad ? compiled[ci].grad : compiled[ci].second;
     if (idx >= 0) return idx;
     const std::string group = !whole() ? "staged module" : kind == Kind::Second ? "second" : "whole";
@@ -113,10 +115,16 @@ struct TrgDriver::Impl {
     TrgStepOptions so;
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = kind != Kind::Second;
-    so.limitClosure = whole() ? o.stepsAuto : sw->closureRank > 0;
+    so.limitClosure = limitClosure;
     so.initScale = whole(); // staged: added on the host, as in the value sweep
+    auto opsOf = [](const ir::Program &q) {
+      size_t n = q.ops.size();
+      for (const ir::Program &f : q.functions) n += f.ops.size();
+      return n;
+    };
     ir::Program p;
     double traceMs = 0, passMs = 0;
+    size_t traced = 0; // TrgProgramInfo::tracedOps: after tracing (and inline), or grad
     if (whole() && kind == Kind::Grad && compiled[ci].value >= 0) {
       p = progs->at(compiled[ci].value).program; // value_and_grad of the value program
     } else {
@@ -124,10 +132,9 @@ struct TrgDriver::Impl {
       p = buildTrgModule(r, so, o.model);
       traceMs = msSince(t0);
       if (whole()) passMs += progs->runInline(p);
+      traced = opsOf(p);
       passMs += progs->runPasses(p);
     }
-    size_t traced = p.ops.size();
-    for (const ir::Program &f : p.functions) traced += f.ops.size();
     if (kind == Kind::Grad) {
       passes::GradOptions go;
       go.wrt = gradParams;
@@ -151,7 +158,10 @@ struct TrgDriver::Impl {
       g2.keepOutputs = true; // outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...)
       passMs += progs->runGrad(p, g2);
     }
-    if (kind != Kind::Value) passMs += progs->runPasses(p);
+    if (kind != Kind::Value) {
+      traced = opsOf(p);
+      passMs += progs->runPasses(p);
+    }
     const char *role = kind == Kind::Value ? "value" : kind == Kind::Grad ? "value+grad" : "second";
     return idx = progs->add(group, role, std::move(p), traced, traceMs, passMs);
   }
@@ -212,7 +222,7 @@ struct TrgDriver::Impl {
   }
 
   /// Whole mode with a derived schedule or --steps auto: a staged value sweep (of its own
-  /// value programs) decides, and the whole programs are compiled anew when it differs.
+  /// value programs) decides, and the whole programs of a schedule it has not met are compiled.
   void planWhole(double beta) {
     if (!planner) {
       TrgOptions po = o;

@@ -180,7 +180,7 @@ std::vector<ir::Tensor> trgParameterInputs(const TrgModel &model, double beta, d
 struct TrgProgramInfo {
   std::string group; ///< "init", "step 16->16", "closure 16", "staged module", "whole"
   std::string role;  ///< "value", "value+grad", "second"
-  size_t tracedOps = 0; ///< ops after tracing (or after grad/checkpoint and the split)
+  size_t tracedOps = 0; ///< ops after tracing (whole mode: and inline; a derivative: after grad/checkpoint), every function's
   size_t ops = 0;       ///< ops after the passes
   double traceMs = 0, passesMs = 0, prepareMs = 0;
   ir::Program program;

@@ -161,8 +161,8 @@ TrgSweep::StagedClass &TrgSweep::closureClass(int64_t D, int64_t Dp) {
   return c;
 }
 
-/// Compiles what the current schedule needs and has not been compiled: the value
-/// programs, and with a given schedule the staged module's derivatives.
+/// Compiles the value programs the current schedule needs and has not compiled (the
+/// derivatives' module is TrgDriver's).
 void TrgSweep::ensureStaged() {
   for (size_t n = 0; n < ranks.size(); ++n) stepClass(dims[n], dims[n + 1]);
   closureClass(dims.back(), closureRank);

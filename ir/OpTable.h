@@ -71,8 +71,9 @@ template <typename Entry, size_t N> constexpr bool coversEveryOpInOrder(const En
 /// the op does not have are dropped and a missing required one stays missing: check
 /// the attributes first (ir::checkOp reports those).
 void canonicalizeAttrs(OpKind kind, AttrList &attrs);
-/// Whether `attrs` is already in canonical form (canonicalizeAttrs would leave it as it
-/// is): exactly the op's attributes, in the op table's order, defaults included. No copy.
+/// Whether `attrs` is exactly the op's attributes in the op table's order, defaults
+/// included (no copy). For attributes that pass checkAttrs (no unknown, duplicate or
+/// missing required ones) this is "canonicalizeAttrs would leave them as they are".
 bool isCanonicalAttrs(OpKind kind, const AttrList &attrs);
 
 } // namespace tessel::ir

@@ -59,11 +59,15 @@ std::vector<int64_t> inlinedSizes(const Program &p) {
 
 /// The location of an op of a callee inlined at a call site located at `site` (a
 /// scan's: with the iteration): the op's own, then where it was called from, as
-/// MLIR's call-site locations ("<op's> (in <site's>)"); either alone where the other
-/// is empty.
+/// MLIR's call-site locations ("<op's> (in <site's>)"; inlined again, the outer site
+/// joins the list: "<op's> (in <inner site>, in <outer site>)"); either alone where
+/// the other is empty.
 std::string inlinedLoc(const std::string &own, const std::string &site) {
   if (own.empty()) return site;
   if (site.empty()) return own;
+  const size_t at = own.find(" (in ");
+  if (at != std::string::npos && own.back() == ')')
+    return own.substr(0, own.size() - 1) + ", in " + site + ")";
   return own + " (in " + site + ")";
 }
 

@@ -7,8 +7,9 @@
 // balanced tree of pads and adds (about 3·length ops per stacked output, exact: each
 // element is a sum of one value and zeros). An inlined op's location says where it was
 // called from, as MLIR's call-site locations: "<its own> (in <the call's>)", a scan's
-// with the iteration ("... (in <the scan's>, iteration 3 of 16)"), nested calls nested;
-// the call's alone where the op has none. Remat flags are kept (a remat call makes them
+// with the iteration ("... (in <the scan's>, iteration 3 of 16)"), the sites of nested
+// calls innermost first ("... (in <inner>, in <outer>, iteration 3 of 16)"); the call's
+// alone where the op has none. Remat flags are kept (a remat call makes them
 // remat).
 // Names: the caller's names are kept, the callee's dropped (they would clash); a call
 // result that is a named value of the caller gets an identity reshape of its own.

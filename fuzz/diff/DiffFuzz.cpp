@@ -14,6 +14,7 @@
 #include "ir/ShapeRules.h"
 #include "passes/Grad.h"
 #include "passes/Inline.h"
+#include "passes/Instrumentation.h"
 #include "passes/PassManager.h"
 #include "runtime/Runtime.h"
 
@@ -41,13 +42,30 @@ struct PassOutcome {
   std::string message;
 };
 
+/// The pass manager verifies only after a pass that reports a change: this checks that
+/// a pass reporting none left the program as it was (printed text, constants bit-exact).
+class UnchangedCheck : public passes::PassInstrumentation {
+public:
+  void runBeforePass(const passes::PassRecord &, const Program &p) override { before_ = ir::printProgram(p); }
+  void runAfterPass(passes::PassRecord &pass, const Program &p) override {
+    if (!pass.changed && ir::printProgram(p) != before_)
+      throw passes::PassFailure{passes::PassFailure::Kind::Verify,
+                                "error: pass '" + pass.name + "' reported no change but changed the program", ""};
+  }
+
+private:
+  std::string before_;
+};
+
 PassOutcome runPipeline(const passes::Pipeline &pipeline, Program &p) {
   std::ostringstream log;
   passes::PassManagerOptions o;
   o.verifyEach = true;
   o.log = &log;
   try {
-    passes::PassManager(pipeline, o).run(p);
+    passes::PassManager pm(pipeline, o);
+    pm.addInstrumentation(std::make_shared<UnchangedCheck>());
+    pm.run(p);
     return {};
   } catch (const VerifyError &e) {
     return {PassOutcome::Kind::Verify, e.what()};

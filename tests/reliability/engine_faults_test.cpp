@@ -397,7 +397,7 @@ TEST_CASE("reliability: trg: a LAPACK failure or a NaN names the step; --check-n
     // which call or scan iteration they were inlined from (steps 5 and 6 are one scan).
     const std::string svdLoc = mode == frontend::TrgMode::Staged
                                    ? "loc(\"trg 16->16: svd"
-                                   : "(in trg: steps 5 to 6 (16->16), iteration " +
+                                   : "in trg: steps 5 to 6 (16->16), iteration " +
                                          std::string(full ? "1" : "2") + " of 2)";
     {
       InjectSvdFailure inject = full ? InjectSvdFailure(256, 256) : InjectSvdFailure::between(16, 256);
