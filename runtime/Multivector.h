@@ -1,7 +1,7 @@
 //===- runtime/Multivector.h - Products of a large matrix with a few vectors -===//
 //
-// The Krylov kernels of runtime/TruncatedSvd.cpp multiply one large matrix A (m×n,
-// 1024×1024 at χ = 32) by blocks of a few vectors, tens of times per call, alternately
+// The Krylov kernels of runtime/TruncatedSvd.cpp and runtime/SvdComplement.cpp multiply
+// one large matrix A (m×n, 1024×1024 at χ = 32) by blocks of a few vectors, tens of times per call, alternately
 // A·X and Aᵀ·Y. A BLAS dgemm packs its large operand into panels on every call; with
 // 8 columns that copy of A costs as much as the flops (OpenBLAS, 1024×1024×8: 0.9–1.0
 // ms per product, half of it packing). These kernels stream A once per product,
