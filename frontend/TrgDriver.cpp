@@ -323,12 +323,7 @@ const std::vector<TrgProgramInfo> &TrgDriver::programs() const { return impl_->p
 rt::TruncatedSvdStats TrgDriver::svdStats() const {
   rt::TruncatedSvdStats t = impl_->progs->svdStats();
   // Whole mode's schedule comes from a staged planner driver: its SVDs count too.
-  if (impl_->planner) {
-    const rt::TruncatedSvdStats s = impl_->planner->svdStats();
-    t.topkCalls += s.topkCalls, t.topkIterations += s.topkIterations, t.topkFallbacks += s.topkFallbacks;
-    t.complementCalls += s.complementCalls, t.complementIterations += s.complementIterations;
-    t.complementFallbacks += s.complementFallbacks, t.complementBroadened += s.complementBroadened;
-  }
+  if (impl_->planner) t += impl_->planner->svdStats();
   return t;
 }
 

@@ -235,13 +235,8 @@ size_t TrgPrograms::totalOps() const {
 
 rt::TruncatedSvdStats TrgPrograms::svdStats() const {
   rt::TruncatedSvdStats t;
-  for (const TrgProgramInfo &p : progs_) {
-    if (!p.plan) continue;
-    const rt::TruncatedSvdStats s = rt::planSvdStats(*p.plan);
-    t.topkCalls += s.topkCalls, t.topkIterations += s.topkIterations, t.topkFallbacks += s.topkFallbacks;
-    t.complementCalls += s.complementCalls, t.complementIterations += s.complementIterations;
-    t.complementFallbacks += s.complementFallbacks, t.complementBroadened += s.complementBroadened;
-  }
+  for (const TrgProgramInfo &p : progs_)
+    if (p.plan) t += rt::planSvdStats(*p.plan);
   return t;
 }
 

@@ -160,6 +160,13 @@ struct TruncatedSvdStats {
   int64_t topkCalls = 0, topkIterations = 0, topkFallbacks = 0;
   int64_t complementCalls = 0, complementIterations = 0, complementFallbacks = 0;
   int64_t complementBroadened = 0;
+  /// Adds another set of counts (of other plans, or another driver's).
+  TruncatedSvdStats &operator+=(const TruncatedSvdStats &o) {
+    topkCalls += o.topkCalls, topkIterations += o.topkIterations, topkFallbacks += o.topkFallbacks;
+    complementCalls += o.complementCalls, complementIterations += o.complementIterations;
+    complementFallbacks += o.complementFallbacks, complementBroadened += o.complementBroadened;
+    return *this;
+  }
 };
 TruncatedSvdStats truncatedSvdStats();
 /// The same counters for the runs of one plan only (by any engine, any thread).
