@@ -86,17 +86,21 @@ size_t eraseOpsAndCompact(Program &p, const std::vector<bool> &dead) {
   for (size_t i = 0; i < p.ops.size(); ++i)
     if (!isDead(i))
       for (ValueId r : p.ops[i].results) keep[r] = true;
-  auto check = [&](ValueId v, const std::string &user) {
-    if (v >= keep.size() || !keep[v])
-      throw Error("internal: " + user + " uses " + valueRef(p, v) +
-                  ", the result of an op being erased");
+  // The message is built only for a failure (this runs after every erasing rewrite).
+  auto kept = [&](ValueId v) { return v < keep.size() && keep[v]; };
+  auto fail = [&](ValueId v, const std::string &user) {
+    throw Error("internal: " + user + " uses " + valueRef(p, v) + ", the result of an op being erased");
   };
   for (size_t i = 0; i < p.ops.size(); ++i)
     if (!isDead(i))
       for (ValueId v : p.ops[i].operands)
-        check(v, std::string(opName(p.ops[i].kind)) + " (op " + std::to_string(i) + ")");
+        if (!kept(v)) fail(v, std::string(opName(p.ops[i].kind)) + " (op " + std::to_string(i) + ")");
   for (size_t i = 0; i < p.outputs.size(); ++i)
-    check(p.outputs[i], "output " + std::to_string(i));
+    if (!kept(p.outputs[i])) fail(p.outputs[i], "output " + std::to_string(i));
+
+  bool anyDead = false;
+  for (size_t i = 0; i < p.ops.size() && !anyDead; ++i) anyDead = isDead(i);
+  if (!anyDead && std::find(keep.begin(), keep.end(), false) == keep.end()) return 0; // nothing to erase
 
   std::vector<ValueId> remap(p.values.size(), kNoValue);
   ValueId next = 0;
@@ -110,8 +114,9 @@ size_t eraseOpsAndCompact(Program &p, const std::vector<bool> &dead) {
   q.functions = std::move(p.functions);
   q.values.resize(next);
   for (size_t v = 0; v < keep.size(); ++v)
-    if (keep[v]) q.values[remap[v]] = p.values[v];
+    if (keep[v]) q.values[remap[v]] = std::move(p.values[v]);
   for (ValueId v : p.inputs) q.inputs.push_back(remap[v]);
+  q.ops.reserve(p.ops.size());
   size_t removed = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     if (isDead(i)) {
