@@ -126,7 +126,7 @@ struct TrgDriver::Impl {
     double traceMs = 0, passMs = 0;
     size_t traced = 0; // TrgProgramInfo::tracedOps: after tracing (and inline), or grad
     if (whole() && kind == Kind::Grad && compiled[ci].value >= 0) {
-      p = progs->at(compiled[ci].value).program; // value_and_grad of the value program
+      p = progs->at(compiled[ci].value).program(); // value_and_grad of the value program
     } else {
       auto t0 = Clock::now();
       p = buildTrgModule(r, so, o.model);
@@ -262,7 +262,7 @@ struct TrgDriver::Impl {
     for (;;) {
       TrgResult r = sw->newResult(beta);
       const int idx = moduleProgram(Kind::Grad);
-      progs->moduleProgress("value+grad", progs->at(idx).program);
+      progs->moduleProgress("value+grad", progs->at(idx).program());
       std::vector<ir::Tensor> out = progs->run(idx, sw->paramInputs(beta),
                                                whole() ? "whole program" : "value+grad (staged module)", beta);
       const size_t rows = sw->ranks.size() + (sw->closureRank ? 1 : 0);
@@ -293,7 +293,7 @@ struct TrgDriver::Impl {
     const int idx = moduleProgram(Kind::Second);
     const size_t np = params.size();
     for (size_t row = 0; row < hessianRows(); ++row) {
-      progs->moduleProgress("second", progs->at(idx).program);
+      progs->moduleProgress("second", progs->at(idx).program());
       std::vector<ir::Tensor> in = sw->paramInputs(r.beta);
       for (size_t j = 0; j < np; ++j) in.push_back(ir::Tensor::scalar(j == row ? 1.0 : 0.0));
       auto out = progs->run(idx, in, whole() ? "whole program" : "second (staged module)", r.beta);

@@ -183,8 +183,10 @@ struct TrgProgramInfo {
   size_t tracedOps = 0; ///< ops after tracing (whole mode: and inline; a derivative: after grad/checkpoint), every function's
   size_t ops = 0;       ///< ops after the passes
   double traceMs = 0, passesMs = 0, prepareMs = 0;
-  ir::Program program;
   std::shared_ptr<const rt::Plan> plan; ///< null in reference mode
+  ir::Program unprepared;               ///< the program in reference mode (else the plan holds it)
+  /// The program after the passes: the plan's, or the one the reference evaluator runs.
+  const ir::Program &program() const;
 };
 
 /// Compile figures of one group (a step class, init, closure or the whole program).

@@ -108,6 +108,10 @@ void TrgPrograms::noteGroup(const std::string &g) {
   if (std::find(groupOrder_.begin(), groupOrder_.end(), g) == groupOrder_.end()) groupOrder_.push_back(g);
 }
 
+const ir::Program &TrgProgramInfo::program() const {
+  return plan ? rt::planProgram(*plan) : unprepared;
+}
+
 int TrgPrograms::add(std::string group, std::string role, ir::Program p, size_t tracedOps,
                      double traceMs, double passesMs) {
   TrgProgramInfo info;
@@ -123,23 +127,26 @@ int TrgPrograms::add(std::string group, std::string role, ir::Program p, size_t 
     rt::PrepareOptions po;
     po.valueCheck = o_.valueCheck;
     po.fuseElementwise = o_.fuseElementwise;
+    // What an error names (the plan takes the program over).
+    const std::string name = p.name;
+    const bool einsum = std::any_of(p.ops.begin(), p.ops.end(),
+                                    [](const ir::Op &op) { return op.kind == ir::OpKind::Einsum; });
     try {
-      info.plan = rt::prepare(p, po);
+      info.plan = rt::prepare(std::move(p), po);
     } catch (const Error &e) {
       std::string msg = e.what();
       if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
       // An einsum left in the program means the pipeline lost its order pass.
-      const bool einsum = std::any_of(p.ops.begin(), p.ops.end(),
-                                      [](const ir::Op &op) { return op.kind == ir::OpKind::Einsum; });
       throw Error("error: trg: " + info.group + " (" + info.role + "), program " +
-                  ir::text::atName(p.name) + ": " + msg +
+                  ir::text::atName(name) + ": " + msg +
                   (einsum ? "\nnote: in tessel trg the pipeline (--passes, --disable-pass, "
                             "--bisect-limit) must run the order pass on every program"
                           : ""));
     }
     info.prepareMs = msSince(t0);
+  } else {
+    info.unprepared = std::move(p);
   }
-  info.program = std::move(p);
   progs_.push_back(std::move(info));
   return static_cast<int>(progs_.size()) - 1;
 }
@@ -148,7 +155,7 @@ std::vector<ir::Tensor> TrgPrograms::run(int idx, const std::vector<ir::Tensor> 
                                          const std::string &where, double beta) {
   const TrgProgramInfo &pi = at(idx);
   try {
-    if (o_.reference) return rt::evaluateReference(pi.program, in);
+    if (o_.reference) return rt::evaluateReference(pi.unprepared, in);
     std::vector<ir::Tensor> out =
         profiling_ ? profEngine(idx).run(*pi.plan, in) : engine_->run(*pi.plan, in);
     if (profiling_) {
@@ -303,7 +310,7 @@ std::string TrgPrograms::profileReport(size_t top) const {
   }
   for (size_t i = 0; i < es.size() && i < 3; ++i) {
     r += "== " + es[i].p->group + " (" + es[i].p->role + "): " +
-         ir::text::atName(es[i].p->program.name) + "\n" + es[i].table;
+         ir::text::atName(es[i].p->program().name) + "\n" + es[i].table;
     if (r.back() != '\n') r += "\n";
   }
   return r;

@@ -461,7 +461,7 @@ std::string Engine::profileReport(const Plan &P, size_t top) const {
     for (const ModuleFunction &f : P.module->functions)
       for (size_t k = 0; k < f.segments.size(); ++k) {
         std::string r = profileReport(*f.segments[k].plan, top);
-        if (!r.empty()) out += "function " + f.fn.name + ", segment " + std::to_string(k) + ":\n" + r;
+        if (!r.empty()) out += "function " + f.fn->name + ", segment " + std::to_string(k) + ":\n" + r;
       }
     return out;
   }

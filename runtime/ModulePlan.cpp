@@ -55,15 +55,14 @@ ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last,
       seg.outputs.push_back(v);
       q.addOutput(map[v]);
     }
-  if (!seg.outputs.empty()) seg.plan = preparePlain(q, opts, mem);
+  if (!seg.outputs.empty()) seg.plan = preparePlain(std::move(q), opts, mem);
   return seg;
 }
 
 ModuleFunction prepareFunction(const ir::Program &module, const ir::Program &f,
                                const PrepareOptions &opts, const MemoryLimit &mem) {
   ModuleFunction mf;
-  mf.fn = f;
-  mf.fn.functions.clear();
+  mf.fn = &f;
   // The last op that reads each value (ops.size() for an output): a segment's outputs are
   // its values read after it.
   std::vector<size_t> lastUse(f.values.size(), 0);
@@ -118,7 +117,7 @@ bool dies(const ModuleStep &step, ir::ValueId v) {
 /// `peaks` holds the callees' (callees come first).
 int64_t framePeakBytes(const ModuleExec &m, size_t fi, const std::vector<int64_t> &peaks) {
   const ModuleFunction &mf = m.functions[fi];
-  const ir::Program &f = mf.fn;
+  const ir::Program &f = *mf.fn;
   auto bytes = [&](ir::ValueId v) { return f.type(v).bytes(); };
   int64_t live = 0;
   for (ir::ValueId v : f.inputs) live += bytes(v);
@@ -173,7 +172,7 @@ public:
     const ModuleFunction &mf = m_.functions[fi];
     const bool entry = fi + 1 == m_.functions.size();
     const auto &hook = e_.moduleStepHook();
-    const ir::Program &f = mf.fn;
+    const ir::Program &f = *mf.fn;
     std::vector<Slot> env(f.values.size());
     for (size_t i = 0; i < f.inputs.size(); ++i) env[f.inputs[i]].t = std::move(args[i]);
     for (const ModuleStep &step : mf.steps) {
@@ -225,7 +224,7 @@ private:
   void scan(const ir::Program &f, std::vector<Slot> &env, const ir::Op &op, const ModuleStep &step,
             const std::function<void(const ir::Op &, int64_t)> *hook) {
     const size_t body = step.callee;
-    const ir::Program &g = m_.functions[body].fn;
+    const ir::Program &g = *m_.functions[body].fn;
     const int64_t n = op.attrs.getI64("length");
     const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
     const bool reverse = op.attrs.getI64("reverse") != 0;
@@ -275,16 +274,17 @@ private:
 
 } // namespace
 
-std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOptions &opts,
+std::shared_ptr<const Plan> prepareModule(ir::Program p, const PrepareOptions &opts,
                                           const MemoryLimit &mem) {
-  auto exec = std::make_shared<ModuleExec>();
-  for (const ir::Program &f : p.functions) exec->functions.push_back(prepareFunction(p, f, opts, mem));
-  exec->functions.push_back(prepareFunction(p, p, opts, mem));
   auto plan = std::make_shared<Plan>();
   static std::atomic<uint64_t> nextId{uint64_t(1) << 62};
   plan->id = nextId.fetch_add(1);
-  plan->program = p;
+  plan->program = std::move(p);
   plan->options = opts;
+  const ir::Program &m = plan->program; // the functions' home (ModuleFunction::fn)
+  auto exec = std::make_shared<ModuleExec>();
+  for (const ir::Program &f : m.functions) exec->functions.push_back(prepareFunction(m, f, opts, mem));
+  exec->functions.push_back(prepareFunction(m, m, opts, mem));
   // The largest segment's arena and peak; the tensors the interpreter keeps between
   // segments are host memory beside them (ModulePlan.h).
   for (const ModuleFunction &mf : exec->functions)
@@ -311,7 +311,7 @@ std::string describeModulePlan(const Plan &plan) {
                     " functions, run by the module interpreter (host tensors between segments: at most " +
                     std::to_string(plan.moduleTensorBytes) + " bytes at once)\n";
   for (const ModuleFunction &mf : m.functions) {
-    out += "function " + ir::text::atName(mf.fn.name) + ":\n";
+    out += "function " + ir::text::atName(mf.fn->name) + ":\n";
     for (const ModuleStep &st : mf.steps) {
       if (st.kind == ModuleStep::Kind::Segment) {
         const ModuleSegment &seg = mf.segments[st.index];
@@ -327,7 +327,7 @@ std::string describeModulePlan(const Plan &plan) {
           at = nl + 1;
         }
       } else {
-        out += "  " + ir::describeOp(mf.fn, mf.fn.ops[st.index]) + "\n";
+        out += "  " + ir::describeOp(*mf.fn, mf.fn->ops[st.index]) + "\n";
       }
     }
   }

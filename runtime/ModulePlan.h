@@ -49,7 +49,9 @@ struct ModuleStep {
 };
 
 struct ModuleFunction {
-  ir::Program fn; ///< the function (without functions of its own)
+  /// The function: one of the plan's program's functions, or its entry (the plan owns
+  /// the program and is neither copied nor moved, so the pointer stays valid).
+  const ir::Program *fn = nullptr;
   std::vector<ModuleStep> steps;
   std::vector<ModuleSegment> segments;
 };
@@ -61,14 +63,14 @@ struct ModuleExec {
 
 /// Prepares a module (p.functions non-empty) that rt::prepare has verified and checked
 /// against the memory limit `mem`: a Plan whose `module` is set.
-std::shared_ptr<const Plan> prepareModule(const ir::Program &p, const PrepareOptions &opts,
+std::shared_ptr<const Plan> prepareModule(ir::Program p, const PrepareOptions &opts,
                                           const MemoryLimit &mem);
 
 /// rt::prepare of a plain program (no functions) known to verify: lower, assign buffers,
 /// schedule, and check the plan against `mem`. A module's segments are prepared so (they
 /// are the verified module's ops), without verifying and reading the limit again per
 /// segment.
-std::shared_ptr<const Plan> preparePlain(const ir::Program &p, const PrepareOptions &opts,
+std::shared_ptr<const Plan> preparePlain(ir::Program p, const PrepareOptions &opts,
                                          const MemoryLimit &mem);
 
 class Engine;

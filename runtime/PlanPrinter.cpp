@@ -49,7 +49,7 @@ std::string describePlan(const Plan &P, bool json) {
     j["functions"] = nlohmann::ordered_json::array();
     for (const ModuleFunction &f : P.module->functions) {
       nlohmann::ordered_json fj;
-      fj["name"] = f.fn.name;
+      fj["name"] = f.fn->name;
       fj["segments"] = nlohmann::ordered_json::array();
       for (const ModuleSegment &seg : f.segments)
         fj["segments"].push_back(nlohmann::ordered_json::parse(describePlan(*seg.plan, true)));

@@ -69,21 +69,25 @@ void checkPlanFitsInMemory(const Plan &P, const MemoryLimit &mem) {
 } // namespace
 
 std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &opts) {
+  return prepare(ir::Program(p), opts);
+}
+
+std::shared_ptr<const Plan> prepare(ir::Program &&p, const PrepareOptions &opts) {
   ensureBlasSingleThreaded();
   ir::verifyOrThrow(p);
   const MemoryLimit mem = memoryLimit();
   // A module: every value of every function (a scan's stacked outputs too) must fit.
   for (const ir::Program &f : p.functions) checkValuesFitInMemory(f, mem);
   checkValuesFitInMemory(p, mem);
-  if (!p.functions.empty()) return prepareModule(p, opts, mem);
-  return preparePlain(p, opts, mem);
+  if (!p.functions.empty()) return prepareModule(std::move(p), opts, mem);
+  return preparePlain(std::move(p), opts, mem);
 }
 
-std::shared_ptr<const Plan> preparePlain(const ir::Program &p, const PrepareOptions &opts,
+std::shared_ptr<const Plan> preparePlain(ir::Program p, const PrepareOptions &opts,
                                          const MemoryLimit &mem) {
   auto plan = std::make_shared<Plan>();
   plan->id = nextPlanId.fetch_add(1);
-  plan->program = p;
+  plan->program = std::move(p);
   plan->options = opts;
   prep::lower(*plan);
   prep::DepGraph deps(*plan, opts.reuseBuffers && plan->insts.size() <= prep::kMaxAncestorInsts);

@@ -73,6 +73,8 @@ class Plan;
 /// instructions buffers are placed greedily by size with ancestor sets; larger
 /// programs place them in list order (runtime/PrepareStages.h, kMaxAncestorInsts).
 std::shared_ptr<const Plan> prepare(const ir::Program &p, const PrepareOptions &opts = {});
+/// prepare() of a program the plan takes over (planProgram gives it back), without a copy.
+std::shared_ptr<const Plan> prepare(ir::Program &&p, const PrepareOptions &opts = {});
 
 /// Human-readable (text) or JSON listing of a plan: one instruction per line with its
 /// kernel, op, results and operands with their storage (arena+BYTES, inputN, constN,

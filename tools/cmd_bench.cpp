@@ -291,7 +291,7 @@ void benchPrepare(const PrepareBenchOpts &o) {
                   static_cast<long long>(o.chi), static_cast<long long>(steps),
                   second ? "--second" : "--grad", drv.compileMs(), drv.prepareMs());
       for (const frontend::TrgProgramInfo &info : drv.programs())
-        row("  " + info.group + ": " + info.role, info.program);
+        row("  " + info.group + ": " + info.role, info.program());
     }
   std::printf("load average: before %s, after %s\n", loadBefore.c_str(), rt::loadAverage().c_str());
 }

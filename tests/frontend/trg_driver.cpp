@@ -37,8 +37,8 @@ TrgOptions smallOptions() {
 /// (<name>_fwd, <name>_bwd), the program's own role otherwise.
 template <class F> void forEachFunction(const TrgDriver &d, F &&f) {
   for (const TrgProgramInfo &pi : d.programs()) {
-    f(pi, pi.program, pi.role);
-    for (const ir::Program &fn : pi.program.functions) {
+    f(pi, pi.program(), pi.role);
+    for (const ir::Program &fn : pi.program().functions) {
       const llvm::StringRef n(fn.name);
       f(pi, fn, n.endswith("_fwd") ? std::string("vjp forward")
                 : n.endswith("_bwd") ? std::string("vjp backward")
@@ -342,14 +342,14 @@ TEST_CASE("trg driver: the planned peak holds the residuals of every step until 
     int64_t held = 0;
     for (const auto &p : d.programs()) {
       if (p.role != "value+grad") continue;
-      std::vector<char> readByBackward(p.program.values.size(), 0);
-      for (const ir::Op &op : p.program.ops)
+      std::vector<char> readByBackward(p.program().values.size(), 0);
+      for (const ir::Op &op : p.program().ops)
         if (op.loc.rfind("vjp", 0) == 0)
           for (ir::ValueId v : op.operands) readByBackward[v] = 1;
-      for (const ir::Op &op : p.program.ops)
+      for (const ir::Op &op : p.program().ops)
         if (ir::hasCallee(op.kind) && op.loc.rfind("vjp", 0) != 0)
           for (ir::ValueId r : op.results)
-            if (readByBackward[r]) held += p.program.type(r).bytes();
+            if (readByBackward[r]) held += p.program().type(r).bytes();
     }
     residuals[pol] = held;
     INFO("policy " << std::string(passes::rematPolicyName(pol)) << ": residuals " << held << " bytes, value peak "
