@@ -119,7 +119,12 @@ std::vector<std::string> verifyFunction(const Program &f, Callees callees) {
 }
 
 std::vector<std::string> verify(const Program &p) {
+  return verify(p, std::vector<char>(p.functions.size() + 1, 1));
+}
+
+std::vector<std::string> verify(const Program &p, const std::vector<char> &which) {
   std::vector<std::string> errs;
+  auto marked = [&](size_t i) { return i < which.size() && which[i]; };
   // The functions first, each seeing only those before it (so no recursion), then the
   // entry, which sees them all.
   for (size_t i = 0; i < p.functions.size(); ++i) {
@@ -131,10 +136,10 @@ std::vector<std::string> verify(const Program &p) {
       if (p.functions[j].name == f.name) fe.push_back("is defined twice (function " + std::to_string(j) + " too)");
     if (!f.functions.empty())
       fe.push_back("has functions of its own (only a module's entry holds functions)");
-    verifyInto(f, Callees(p.functions).take_front(i), fe);
+    if (marked(i)) verifyInto(f, Callees(p.functions).take_front(i), fe);
     for (std::string &e : fe) errs.push_back("function " + text::atName(f.name) + ": " + e);
   }
-  verifyInto(p, p.functions, errs);
+  if (marked(p.functions.size())) verifyInto(p, p.functions, errs);
   // Nesting: the longest chain of calls and scans from the entry. Every stage that
   // follows it (grad, the interpreters) recurses once per level.
   if (errs.empty() && !p.functions.empty()) {

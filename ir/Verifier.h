@@ -22,6 +22,13 @@ inline constexpr size_t kMaxCallDepth = 256;
 /// most kMaxCallDepth functions deep.
 std::vector<std::string> verify(const Program &p);
 
+/// verify() of the functions of module `p` marked in `which` (index i < p.functions.size()
+/// is function i, index p.functions.size() the entry), each against the functions before
+/// it, and the module-wide checks (names, nesting). What a pass manager verifies after a
+/// function pass that changed only those functions (their callers' calls must be marked
+/// too: they check the callee's signature).
+std::vector<std::string> verify(const Program &p, const std::vector<char> &which);
+
 /// verify() of one function of a module, whose calls may name `callees`.
 std::vector<std::string> verifyFunction(const Program &f, Callees callees);
 

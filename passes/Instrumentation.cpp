@@ -13,6 +13,7 @@
 
 #include "ir/TextUtil.h"
 #include "ir/Diagnostics.h"
+#include "ir/OpTable.h"
 #include "ir/Verifier.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -190,7 +191,25 @@ void VerifierInstrumentation::runAfterPass(PassRecord &pass, const ir::Program &
   // MLIR's pass manager skips the verifier when a pass preserves everything).
   if (!pass.changed) return;
   Stopwatch watch;
-  std::vector<std::string> errs = ir::verify(p);
+  std::vector<std::string> errs;
+  if (pass.changedFunctions.empty()) {
+    errs = ir::verify(p);
+  } else {
+    // A function pass: the functions it changed, and their callers (a call checks its
+    // callee's signature); the others are as the last verification left them.
+    std::vector<char> which = pass.changedFunctions;
+    auto callsChanged = [&](const ir::Program &f) {
+      for (const ir::Op &op : f.ops)
+        if (ir::hasCallee(op.kind))
+          if (int c = p.functionIndex(op.attrs.getStr("callee")); c >= 0 && pass.changedFunctions[static_cast<size_t>(c)])
+            return true;
+      return false;
+    };
+    for (size_t i = 0; i < p.functions.size(); ++i)
+      if (!which[i]) which[i] = callsChanged(p.functions[i]);
+    if (!which.back()) which.back() = callsChanged(p);
+    errs = ir::verify(p, which);
+  }
   pass.verifySeconds = watch.seconds();
   if (!errs.empty())
     throw PassFailure{PassFailure::Kind::Verify,

@@ -1,6 +1,7 @@
 //===- passes/PassManager.cpp - Registry look-ups, pipelines, the pass driver ---===//
 #include "passes/PassManager.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -409,8 +410,12 @@ void runPass(const PassInvocation &inv, size_t pipelineSize, PassRecord &rec, ir
     if (inv.info().modulePass || p.functions.empty()) {
       rec.changed = inv.info().run(p, inv, rec.stats);
     } else {
-      for (ir::Program &f : p.functions) rec.changed |= inv.info().run(f, inv, rec.stats);
-      rec.changed |= inv.info().run(p, inv, rec.stats);
+      rec.changedFunctions.assign(p.functions.size() + 1, 0);
+      for (size_t i = 0; i < p.functions.size(); ++i)
+        rec.changedFunctions[i] = inv.info().run(p.functions[i], inv, rec.stats);
+      rec.changedFunctions.back() = inv.info().run(p, inv, rec.stats);
+      rec.changed = std::find(rec.changedFunctions.begin(), rec.changedFunctions.end(), 1) !=
+                    rec.changedFunctions.end();
     }
   } catch (const std::exception &e) {
     throw failureOf(e, rec, pipelineSize);

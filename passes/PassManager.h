@@ -207,6 +207,11 @@ struct PassRecord {
   /// A required pass: --disable-pass and --bisect-limit never skip it.
   bool required = false;
   bool changed = false;  ///< as reported by the pass
+  /// A function pass on a module: which functions it reported changed (index i <
+  /// functions.size() is function i, the last the entry). Empty when the pass ran on the
+  /// program as a whole (a module pass, or a plain program). The verifier checks only
+  /// those (and their callers).
+  std::vector<char> changedFunctions;
   double seconds = 0;    ///< wall time of the pass (not the verifier)
   double verifySeconds = 0;
   size_t opsBefore = 0, opsAfter = 0;

@@ -42,19 +42,41 @@ struct PassOutcome {
   std::string message;
 };
 
-/// The pass manager verifies only after a pass that reports a change: this checks that
-/// a pass reporting none left the program as it was (printed text, constants bit-exact).
+/// The pass manager verifies only after a pass that reports a change, and after a
+/// function pass on a module only the functions it reports changed: this checks that a
+/// pass (or a function) reporting none was left as it was (printed text, constants
+/// bit-exact).
 class UnchangedCheck : public passes::PassInstrumentation {
 public:
-  void runBeforePass(const passes::PassRecord &, const Program &p) override { before_ = ir::printProgram(p); }
+  void runBeforePass(const passes::PassRecord &, const Program &p) override { before_ = texts(p); }
   void runAfterPass(passes::PassRecord &pass, const Program &p) override {
-    if (!pass.changed && ir::printProgram(p) != before_)
+    const std::vector<std::string> after = texts(p);
+    auto fail = [&](const std::string &what) {
       throw passes::PassFailure{passes::PassFailure::Kind::Verify,
-                                "error: pass '" + pass.name + "' reported no change but changed the program", ""};
+                                "error: pass '" + pass.name + "' reported no change but changed " + what, ""};
+    };
+    if (pass.changedFunctions.empty()) {
+      if (!pass.changed && after != before_) fail("the program");
+      return;
+    }
+    if (after.size() != before_.size() || pass.changedFunctions.size() != after.size())
+      fail("the module's functions");
+    for (size_t i = 0; i < after.size(); ++i)
+      if (!pass.changedFunctions[i] && after[i] != before_[i])
+        fail(i + 1 == after.size() ? std::string("the entry") : "function @" + p.functions[i].name);
   }
 
 private:
-  std::string before_;
+  /// Each function's text, the entry's last (the whole program for a plain one).
+  static std::vector<std::string> texts(const Program &p) {
+    std::vector<std::string> t;
+    for (const Program &f : p.functions) t.push_back(ir::printProgram(f));
+    Program entry = p;
+    entry.functions.clear();
+    t.push_back(ir::printProgram(entry));
+    return t;
+  }
+  std::vector<std::string> before_;
 };
 
 PassOutcome runPipeline(const passes::Pipeline &pipeline, Program &p) {

@@ -11,6 +11,7 @@
 #include "ir/Builder.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
+#include "ir/Verifier.h"
 #include "passes/Checkpoint.h"
 #include "passes/Fold.h"
 #include "passes/Grad.h"
@@ -434,6 +435,80 @@ TEST_CASE("pm: verify-each names the pass that broke the program; off lets it th
   PassRunReport r = PassManager(pl, off).run(q);
   CHECK(r.passes.size() == 3);
   CHECK(r.passes[1].verifySeconds == 0);
+}
+
+namespace {
+
+/// A test-only function pass that widens the output of every function named @f
+/// (f64[2] -> f64[3]: its own ops still verify, its callers' calls no longer do) and
+/// changes nothing else.
+const PassInfo &widenFPass() {
+  static const PassInfo info{
+      "test-widen-f", "gives @f's output type f64[3]", {},
+      [](ir::Program &p, const PassInvocation &, PassStatistics &) {
+        if (p.name != "f") return false;
+        ir::Builder b(p);
+        p.outputs[0] = b.pad(p.outputs[0], {0}, {1});
+        return true;
+      }};
+  return info;
+}
+
+const char *kTwoCallers = R"(program @f(%x: f64[2]) {
+  %y = neg %x : f64[2]
+  return %y
+}
+
+program @g(%x: f64[2]) {
+  %y = abs %x : f64[2]
+  return %y
+}
+
+program @h(%x: f64[2]) {
+  %y = call @f(%x) : f64[2]
+  return %y
+}
+
+entry program @main(%a: f64[2]) {
+  %b = call @g(%a) : f64[2]
+  return %b
+}
+)";
+
+} // namespace
+
+TEST_CASE("pm: after a function pass on a module, verify-each checks the functions it "
+          "changed and their callers") {
+  std::ostringstream log;
+  PassManagerOptions o;
+  o.log = &log;
+  Pipeline pl;
+  pl.passes.push_back(PassInvocation(widenFPass()));
+  // @f changed (and verifies alone); its caller @h does not verify any more.
+  ir::Program p = ir::parseProgram(kTwoCallers, "m.tir");
+  std::string msg;
+  try {
+    PassManager(pl, o).run(p);
+  } catch (const VerifyError &e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("verifier failed after pass 'test-widen-f'") != std::string::npos);
+  CHECK(msg.find("function @h: ") != std::string::npos);
+  CHECK(msg.find("function @f: ") == std::string::npos);
+
+  // The record names the changed functions (index 0 = @f; the entry last).
+  ir::Program q = ir::parseProgram(kTwoCallers, "m.tir");
+  PassManagerOptions off = o;
+  off.verifyEach = false;
+  PassRunReport r = PassManager(pl, off).run(q);
+  REQUIRE(r.passes.size() == 1);
+  CHECK(r.passes[0].changed);
+  CHECK(r.passes[0].changedFunctions == std::vector<char>{1, 0, 0, 0});
+
+  // ir::verify of marked functions only: the broken @h is found when marked, not otherwise.
+  CHECK_FALSE(ir::verify(q).empty());
+  CHECK(ir::verify(q, {1, 1, 0, 1}).empty());
+  CHECK(ir::verify(q, {0, 0, 1, 0}).size() == 1);
 }
 
 TEST_CASE("pm: an internal error in a pass becomes a tessel::Error naming the reproducer") {
