@@ -50,6 +50,8 @@ struct Table {
   kinds.push_back(OpKind::Enum);                                                           \
   byName[name] = OpKind::Enum;
 #include "ir/ops.def"
+    for (OpInfo &info : infos)
+      for (const AttrSpec &a : info.attrs) info.hasCallee |= a.name == "callee";
   }
 };
 
@@ -83,11 +85,7 @@ std::string closestOpName(llvm::StringRef name) {
   return best;
 }
 
-bool hasCallee(OpKind kind) {
-  for (const AttrSpec &a : opInfo(kind).attrs)
-    if (a.name == "callee") return true;
-  return false;
-}
+bool hasCallee(OpKind kind) { return opInfo(kind).hasCallee; }
 
 bool isElementwise(OpKind k) {
   switch (k) {

@@ -35,6 +35,7 @@ struct OpInfo {
   int numResults;  ///< -1 = variadic, at least one
   std::vector<AttrSpec> attrs; ///< canonical order
   const char *summary;         ///< what the op computes (ops.def)
+  bool hasCallee = false;      ///< a `callee` attribute (hasCallee), from `attrs`
 };
 
 /// The row of the op table for `kind`.

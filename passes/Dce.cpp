@@ -1,6 +1,7 @@
 //===- passes/Dce.cpp - Dead code elimination (see Dce.h) ----------------------===//
 #include "passes/Dce.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "passes/Inline.h"
@@ -30,13 +31,15 @@ size_t dropUnreadOutputs(Program &m, size_t fi) {
   Program &f = m.functions[fi];
   std::vector<bool> read(f.outputs.size(), false);
   bool called = false;
+  auto uses = [&](const Op &op) { return hasCallee(op.kind) && op.attrs.getStr("callee") == f.name; };
   auto visit = [&](const Program &g) {
+    if (std::none_of(g.ops.begin(), g.ops.end(), uses)) return true;
     std::vector<bool> used(g.values.size(), false);
     for (const Op &op : g.ops)
       for (ValueId v : op.operands) used[v] = true;
     for (ValueId v : g.outputs) used[v] = true;
     for (const Op &op : g.ops) {
-      if (!hasCallee(op.kind) || op.attrs.getStr("callee") != f.name) continue;
+      if (!uses(op)) continue;
       if (op.kind != OpKind::Call) return false;
       called = true;
       for (size_t k = 0; k < op.results.size() && k < read.size(); ++k) read[k] = read[k] || used[op.results[k]];
