@@ -163,7 +163,14 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
       if (d >= 0 && region[d] < region[i]) boundary[u] = 1;
     }
   }
-  std::function<bool(ValueId)> saved = [&](ValueId v) {
+  // Memoised: every backward operand asks, and a broadcast's answer asks its operand's.
+  std::vector<signed char> savedMemo(g.values.size(), -1);
+  std::function<bool(ValueId)> savedUncached;
+  auto saved = [&](ValueId v) {
+    if (savedMemo[v] < 0) savedMemo[v] = savedUncached(v) ? 1 : 0;
+    return savedMemo[v] == 1;
+  };
+  savedUncached = [&](ValueId v) {
     int32_t d = g.values[v].def;
     if (d < 0 || !fwd[d]) return true; // input or backward value: nothing to recompute
     if (cfg.keepPrimalOutputs && isPrimal[v]) return true;
@@ -220,18 +227,20 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
   auto resolve = [&](ValueId u) { return saved(u) ? map[u] : clone[u]; };
   // Emits clones of every unsaved forward value `roots` need that has none yet, in
   // forward order.
+  std::vector<uint32_t> queued(g.ops.size(), 0);
+  uint32_t walk = 0;
   auto materialize = [&](llvm::ArrayRef<ValueId> roots) {
     std::vector<int32_t> need;
     std::vector<ValueId> stack;
-    std::vector<char> queued(g.ops.size(), 0);
+    ++walk; // queued[d] == walk: op d is already in `need`
     for (ValueId u : roots) stack.push_back(u);
     while (!stack.empty()) {
       ValueId u = stack.back();
       stack.pop_back();
       if (saved(u) || clone[u] != ir::kNoValue) continue;
       int32_t d = g.values[u].def;
-      if (queued[d]) continue;
-      queued[d] = 1;
+      if (queued[d] == walk) continue;
+      queued[d] = walk;
       need.push_back(d);
       for (ValueId w : g.ops[d].operands) stack.push_back(w);
     }
@@ -467,7 +476,7 @@ ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolic
 }
 
 ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrimalInputs,
-                              RematPolicy policy) {
+                              RematPolicy policy, bool asCallee) {
   if (g.outputs.size() < numPrimal || g.inputs.size() < numPrimalInputs)
     throw Error("internal: gradient program " + ir::text::atName(g.name) + " does not keep the primal outputs");
 
@@ -538,7 +547,7 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
     fb.residuals.push_back(std::move(rr));
   }
   // Origins, described with the forward program's names.
-  for (size_t k = 0; k < res.size(); ++k) {
+  for (size_t k = 0; k < res.size() && !asCallee; ++k) {
     Residual &rr = fb.residuals[k];
     int32_t d = h.values[res[k]].def;
     if (d < 0) {
@@ -578,8 +587,10 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
 
   removeDeadFunctions(F);
   removeDeadFunctions(B);
-  ir::verifyOrThrow(F);
-  ir::verifyOrThrow(B);
+  if (!asCallee) {
+    ir::verifyOrThrow(F);
+    ir::verifyOrThrow(B);
+  }
   return fb;
 }
 

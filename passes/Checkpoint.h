@@ -178,8 +178,13 @@ ForwardBackward splitVjp(const ir::Program &fwd, const GradOptions &opts, RematP
 /// with keep-outputs=true: `numPrimalOutputs` leading outputs of `g` are the original
 /// outputs and its `numPrimalInputs` leading inputs the original inputs (the rest are
 /// cotangents). splitVjp(fwd, opts, policy) is splitGradient(grad(fwd, opts with
-/// keepOutputs), fwd.outputs.size(), fwd.inputs.size(), policy).
+/// keepOutputs), fwd.outputs.size(), fwd.inputs.size(), policy). With `asCallee` (grad's
+/// own split of a function a call or scan differentiates) the halves are not verified
+/// here and the residuals carry no origin text: they become functions of the module,
+/// which the pass manager verifies after grad (verifying a half alone would need copies
+/// of the functions it calls), and nothing prints their residual table.
 ForwardBackward splitGradient(const ir::Program &g, size_t numPrimalOutputs,
-                              size_t numPrimalInputs, RematPolicy policy);
+                              size_t numPrimalInputs, RematPolicy policy,
+                              bool asCallee = false);
 
 } // namespace tessel::passes

@@ -285,7 +285,15 @@ public:
     for (bool c : cts) key += c ? '1' : '0';
     key += scan ? "\x01" "scan" + std::to_string(carries) : std::string("\x01" "call");
     if (auto it = splitNames_.find(key); it != splitNames_.end()) return it->second;
-    Program f = *function(callee);
+    // gradFunction adds the splits of the callee's own calls to the module, which may
+    // move its functions: a callee with calls is differentiated from a copy.
+    const Program *fp = function(callee);
+    Program copy;
+    if (std::any_of(fp->ops.begin(), fp->ops.end(), [](const ir::Op &op) { return ir::hasCallee(op.kind); })) {
+      copy = *fp;
+      fp = &copy;
+    }
+    const Program &f = *fp;
     GradOptions o = opts_;
     o.vjp = true;
     o.keepOutputs = true;
@@ -296,12 +304,10 @@ public:
       if (wrt[i]) o.wrt.push_back(f.value(f.inputs[i]).name);
     Program g = gradFunction(f, o, *this);
     if (opts_.svdTopkGuards) runSvdTopkGuards(g, {});
-    // The halves are verified against the functions they call (only those: a copy of
-    // the whole module per split would cost more than the split).
-    g.functions = calleesOf(g);
-    ForwardBackward fb = splitGradient(g, f.outputs.size(), f.inputs.size(), opts_.callRemat);
-    fb.forward.functions.clear();
-    fb.backward.functions.clear();
+    // The halves become functions of the module, which the pass manager verifies after
+    // grad (verifying them here would need copies of the functions they call).
+    ForwardBackward fb = splitGradient(g, f.outputs.size(), f.inputs.size(), opts_.callRemat,
+                                       /*asCallee=*/true);
     SplitCallee sc;
     sc.callee = callee;
     sc.primal = f.outputs.size();
@@ -328,24 +334,6 @@ public:
     splits_[fwd] = std::move(sc);
     splitNames_[key] = fwd;
     return fwd;
-  }
-
-  /// The functions `g` calls, directly or not, in module order.
-  std::vector<Program> calleesOf(const Program &g) const {
-    std::vector<char> used(fns_.size(), 0);
-    auto mark = [&](const Program &f) {
-      for (const ir::Op &op : f.ops)
-        if (ir::hasCallee(op.kind))
-          for (size_t i = 0; i < fns_.size(); ++i)
-            if (fns_[i].name == op.attrs.getStr("callee")) used[i] = 1;
-    };
-    mark(g);
-    for (size_t i = fns_.size(); i-- > 0;) // callers come after their callees
-      if (used[i]) mark(fns_[i]);
-    std::vector<Program> out;
-    for (size_t i = 0; i < fns_.size(); ++i)
-      if (used[i]) out.push_back(fns_[i]);
-    return out;
   }
 
   const Program *function(llvm::StringRef name) const {
