@@ -124,6 +124,9 @@ struct TrgDriver::Impl {
     };
     ir::Program p;
     double traceMs = 0, passMs = 0;
+    // Each run below starts from the output of a run before it (or a prepared program),
+    // which the verifier checked: only the traced module is verified on input.
+    constexpr passes::InputState Verified = passes::InputState::Verified;
     size_t traced = 0; // TrgProgramInfo::tracedOps: after tracing (and inline), or grad
     if (whole() && kind == Kind::Grad && compiled[ci].value >= 0) {
       p = progs->at(compiled[ci].value).program(); // value_and_grad of the value program
@@ -133,7 +136,7 @@ struct TrgDriver::Impl {
       traceMs = msSince(t0);
       if (whole()) passMs += progs->runInline(p);
       traced = opsOf(p);
-      passMs += progs->runPasses(p);
+      passMs += progs->runPasses(p, whole() ? Verified : passes::InputState::Unverified);
     }
     if (kind == Kind::Grad) {
       passes::GradOptions go;
@@ -143,7 +146,7 @@ struct TrgDriver::Impl {
       go.aux = {"skept"};
       go.callRemat = o.checkpoint;
       go.svdTopkGuards = !whole() && progs->guardsWanted();
-      passMs += progs->runGrad(p, go, whole(), whole() ? o.checkpoint : passes::RematPolicy::Store);
+      passMs += progs->runGrad(p, go, whole(), whole() ? o.checkpoint : passes::RematPolicy::Store, Verified);
     } else if (kind == Kind::Second) {
       // The policy at the call boundaries of both grads: with store the second grad
       // reads the first one's residuals instead of recomputing its forward halves
@@ -152,15 +155,16 @@ struct TrgDriver::Impl {
       g1.wrt = params;
       g1.keepOutputs = false;
       g1.callRemat = o.checkpoint;
-      passMs += progs->runGrad(p, g1) + progs->runPasses(p);
+      passMs += progs->runGrad(p, g1, false, passes::RematPolicy::Store, Verified) +
+                progs->runPasses(p, Verified);
       passes::GradOptions g2 = g1;
       g2.vjp = true;
       g2.keepOutputs = true; // outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...)
-      passMs += progs->runGrad(p, g2);
+      passMs += progs->runGrad(p, g2, false, passes::RematPolicy::Store, Verified);
     }
     if (kind != Kind::Value) {
       traced = opsOf(p);
-      passMs += progs->runPasses(p);
+      passMs += progs->runPasses(p, Verified);
     }
     const char *role = kind == Kind::Value ? "value" : kind == Kind::Grad ? "value+grad" : "second";
     return idx = progs->add(group, role, std::move(p), traced, traceMs, passMs);

@@ -67,14 +67,14 @@ TrgPrograms::TrgPrograms(const TrgOptions &o) : o_(o) {
   if (!o.reference) engine_ = std::make_unique<rt::Engine>(o.width);
 }
 
-double TrgPrograms::runPasses(ir::Program &p) {
+double TrgPrograms::runPasses(ir::Program &p, passes::InputState input) {
   auto t0 = Clock::now();
-  pm_->run(p);
+  pm_->run(p, input);
   return msSince(t0);
 }
 
 double TrgPrograms::runGrad(ir::Program &p, const passes::GradOptions &go, bool firstOrder,
-                            passes::RematPolicy policy) {
+                            passes::RematPolicy policy, passes::InputState input) {
   passes::Pipeline pl = gradPipeline(go);
   if (firstOrder && !disabled(o_, "svd-topk-guards"))
     for (const passes::PassInvocation &inv : pm_->pipeline().passes)
@@ -85,7 +85,7 @@ double TrgPrograms::runGrad(ir::Program &p, const passes::GradOptions &go, bool 
     pl.passes.push_back(std::move(c));
   }
   auto t0 = Clock::now();
-  pm_->run(p, pl, passes::PassRequirement::Required);
+  pm_->run(p, pl, passes::PassRequirement::Required, input);
   return msSince(t0);
 }
 

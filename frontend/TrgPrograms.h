@@ -33,8 +33,9 @@ public:
   /// (none with o.reference). `o` must outlive this object.
   explicit TrgPrograms(const TrgOptions &o);
 
-  /// Runs the pipeline on `p` in place; returns the wall time in ms.
-  double runPasses(ir::Program &p);
+  /// Runs the pipeline on `p` in place; returns the wall time in ms. `input`: Verified
+  /// when `p` is the output of an earlier run (run*), which verified it.
+  double runPasses(ir::Program &p, passes::InputState input = passes::InputState::Unverified);
 
   /// Turns `p` into its gradient program in place by running grad{go} through the
   /// pass manager as a required pass (so the print, dump and report flags show it, and
@@ -43,7 +44,8 @@ public:
   /// for the backward, so it must see both in one program, before a checkpoint policy
   /// clones forward ops); then checkpoint{policy} unless `policy` is store.
   double runGrad(ir::Program &p, const passes::GradOptions &go, bool firstOrder = false,
-                 passes::RematPolicy policy = passes::RematPolicy::Store);
+                 passes::RematPolicy policy = passes::RematPolicy::Store,
+                 passes::InputState input = passes::InputState::Unverified);
 
   /// Inlines the module `p` (the `inline` pass, as a required pass: whole mode's
   /// programs); returns the wall time in ms.

@@ -157,9 +157,12 @@ void PassInstrumentor::runAfterPipeline(const PassRunReport &report) {
 }
 
 PassInstrumentor standardInstrumentations(const PassManagerOptions &opts,
-                                          const Pipeline &pipeline, std::ostream &log) {
+                                          const Pipeline &pipeline, std::ostream &log,
+                                          InputState input) {
   PassInstrumentor list;
-  if (opts.verifyEach) list.add(std::make_shared<VerifierInstrumentation>(pipeline.passes.size()));
+  if (opts.verifyEach)
+    list.add(std::make_shared<VerifierInstrumentation>(pipeline.passes.size(),
+                                                       input == InputState::Unverified));
   list.add(std::make_shared<IRPrinterInstrumentation>(opts, pipeline, log));
   if (!opts.disabledPasses.empty())
     list.add(std::make_shared<DisablePassInstrumentation>(opts.disabledPasses));
@@ -181,6 +184,7 @@ std::string passLabel(const PassRecord &pass, size_t pipelineSize) {
 //===----------------------------------------------------------------------===//
 
 void VerifierInstrumentation::runBeforePipeline(const ir::Program &p) {
+  if (!verifyInput_) return;
   std::vector<std::string> errs = ir::verify(p);
   if (!errs.empty())
     throw VerifyError("error: the input program does not verify:\n" + llvm::join(errs, "\n"));

@@ -97,9 +97,11 @@ private:
 };
 
 /// The instrumentations `opts` asks for, in the order of the table at the top of this
-/// file, writing to `log`. Dump files and reproducers name `pipeline`.
+/// file, writing to `log`. Dump files and reproducers name `pipeline`; the verifier
+/// skips an input known to verify (`input`).
 PassInstrumentor standardInstrumentations(const PassManagerOptions &opts,
-                                          const Pipeline &pipeline, std::ostream &log);
+                                          const Pipeline &pipeline, std::ostream &log,
+                                          InputState input = InputState::Unverified);
 
 /// "pass 'order' (2 of 5)", as diagnostics name a pass of a pipeline of `pipelineSize`.
 std::string passLabel(const PassRecord &pass, size_t pipelineSize);
@@ -129,12 +131,16 @@ private:
 /// none left the verified input); its time goes to PassRecord::verifySeconds.
 class VerifierInstrumentation : public PassInstrumentation {
 public:
-  explicit VerifierInstrumentation(size_t pipelineSize) : pipelineSize_(pipelineSize) {}
+  /// `verifyInput`: verify the program before the first pass (false for an input
+  /// known to verify, InputState::Verified).
+  explicit VerifierInstrumentation(size_t pipelineSize, bool verifyInput = true)
+      : pipelineSize_(pipelineSize), verifyInput_(verifyInput) {}
   void runBeforePipeline(const ir::Program &p) override;
   void runAfterPass(PassRecord &pass, const ir::Program &p) override;
 
 private:
   size_t pipelineSize_;
+  bool verifyInput_;
 };
 
 /// --print-ir-before/-after/-after-all/-after-change and --print-changed=diff to the

@@ -427,7 +427,7 @@ void runPass(const PassInvocation &inv, size_t pipelineSize, PassRecord &rec, ir
 } // namespace
 
 PassRunReport PassManager::run(ir::Program &p, const Pipeline &pipeline,
-                               PassRequirement requirement) const {
+                               PassRequirement requirement, InputState input) const {
   Stopwatch watch;
   std::ostream &log = opts_.log ? *opts_.log : std::cerr;
   const int64_t run = ++*runs_;
@@ -438,9 +438,9 @@ PassRunReport PassManager::run(ir::Program &p, const Pipeline &pipeline,
     std::string k = std::to_string(run);
     if (k.size() < 2) k = "0" + k;
     o.dumpDir += "/" + k + "-" + p.name;
-    instrumentor = standardInstrumentations(o, pipeline, log);
+    instrumentor = standardInstrumentations(o, pipeline, log, input);
   } else {
-    instrumentor = standardInstrumentations(opts_, pipeline, log);
+    instrumentor = standardInstrumentations(opts_, pipeline, log, input);
   }
   if (bisect_) instrumentor.add(bisect_);
   for (const auto &i : extraInstrumentations_) instrumentor.add(i);

@@ -235,6 +235,11 @@ struct PassRunReport {
 
 class PassInstrumentation;
 
+/// Whether the program given to PassManager::run is known to verify: the output of an
+/// earlier run with verifyEach (each run verifies its input or, after its last pass that
+/// changed the program, its output). verifyEach then does not verify it again first.
+enum class InputState { Unverified, Verified };
+
 /// Whether the passes of a pipeline given to PassManager::run may be skipped by
 /// --disable-pass and --bisect-limit (Optional) or always run (Required).
 enum class PassRequirement { Optional, Required };
@@ -258,8 +263,10 @@ public:
   /// statistics; each names the program) to the log at the end. Errors: the pass's own tessel::Error with a
   /// note naming the pass (and the reproducer file), or a VerifyError naming the pass
   /// after which verification failed. The input program is verified first when
-  /// verifyEach is set.
-  PassRunReport run(ir::Program &p) const { return run(p, pipeline_); }
+  /// verifyEach is set, unless `input` says it verifies.
+  PassRunReport run(ir::Program &p, InputState input = InputState::Unverified) const {
+    return run(p, pipeline_, PassRequirement::Optional, input);
+  }
 
   /// Runs `pipeline` instead of the manager's own, with the same instrumentation state:
   /// the run counts towards the --dump-dir subdirectory numbering and the bisect count,
@@ -267,7 +274,8 @@ public:
   /// `pipeline` runs whatever --disable-pass and --bisect-limit say (see the top of
   /// this file).
   PassRunReport run(ir::Program &p, const Pipeline &pipeline,
-                    PassRequirement requirement = PassRequirement::Optional) const;
+                    PassRequirement requirement = PassRequirement::Optional,
+                    InputState input = InputState::Unverified) const;
 
 private:
   Pipeline pipeline_;
