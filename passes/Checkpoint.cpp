@@ -201,6 +201,8 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
   Program &h = r.prog;
   h.name = g.name;
   h.gradSignature = g.gradSignature;
+  h.ops.reserve(g.ops.size());
+  h.values.reserve(g.values.size());
   std::vector<ValueId> map(g.values.size(), ir::kNoValue);
   std::vector<ValueId> clone(g.values.size(), ir::kNoValue);
   for (ValueId in : g.inputs) map[in] = h.addInput(g.values[in].name, g.values[in].type);
@@ -504,8 +506,12 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
     for (int k = 1; g.functionIndex(n) >= 0; ++k) n = base + "_" + std::to_string(k);
     return n;
   };
-  Program &F = fb.forward;
+  Program &F = fb.forward, &B = fb.backward;
   F.name = freshName(h.name + "_fwd");
+  const size_t forwardOps = static_cast<size_t>(
+      std::count_if(r.isForward.begin(), r.isForward.end(), [](char f) { return f != 0; }));
+  F.ops.reserve(forwardOps);
+  B.ops.reserve(h.ops.size() - forwardOps);
   F.functions = g.functions; // both halves of a module's entry call its functions
   std::vector<ValueId> toF(h.values.size(), ir::kNoValue);
   for (size_t k = 0; k < numPrimalInputs; ++k) {
@@ -561,7 +567,6 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
   }
 
   // Backward program: residuals, then the cotangents; the backward ops and clones.
-  Program &B = fb.backward;
   B.name = freshName(h.name + "_bwd");
   B.functions = g.functions;
   std::vector<ValueId> toB(h.values.size(), ir::kNoValue);

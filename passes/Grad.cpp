@@ -457,7 +457,10 @@ Program gradFunction(const Program &p0, const GradOptions &opts, ModuleGradImpl 
 
 } // namespace
 
-Program grad(const Program &p, const GradOptions &options) {
+namespace {
+
+/// grad of a program it may take apart (runGrad's is moved in, grad's copied).
+Program gradOf(Program p, const GradOptions &options) {
   GradOptions opts = options;
   if (!opts.aux.empty()) {
     // The auxiliary outputs: no cotangent input (vjp), or the loss is the other one.
@@ -484,10 +487,9 @@ Program grad(const Program &p, const GradOptions &options) {
         break;
       }
   }
-  Program entry = p;
-  ModuleGradImpl m(std::move(entry.functions), p.name, opts);
-  entry.functions.clear();
-  Program r = gradFunction(entry, opts, m);
+  ModuleGradImpl m(std::move(p.functions), p.name, opts);
+  p.functions.clear();
+  Program r = gradFunction(p, opts, m);
   r.functions = m.take();
   // The functions the gradient no longer calls (the differentiated originals, now run
   // as their forward halves) go: later passes need not see them.
@@ -495,8 +497,12 @@ Program grad(const Program &p, const GradOptions &options) {
   return r;
 }
 
+} // namespace
+
+Program grad(const Program &p, const GradOptions &options) { return gradOf(p, options); }
+
 bool runGrad(Program &p, const GradOptions &opts) {
-  p = grad(p, opts);
+  p = gradOf(std::move(p), opts);
   return true;
 }
 

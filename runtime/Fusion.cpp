@@ -27,18 +27,28 @@ Fusion::Fusion(const ir::Program &prog, bool enabled)
   const size_t nv = prog.values.size();
   std::vector<int32_t> uses(nv, 0), elementwiseUses(nv, 0), steps(nv, 0);
   std::vector<size_t> lastUse(nv, 0);
-  std::vector<std::vector<int32_t>> readers(nv); // per value: its readers, once per use
   for (size_t i = 0; i < prog.ops.size(); ++i) {
     const ir::Op &op = prog.ops[i];
     for (ir::ValueId r : op.results) def[r] = static_cast<int32_t>(i);
     for (ir::ValueId v : op.operands) {
       ++uses[v];
       lastUse[v] = i;
-      readers[v].push_back(static_cast<int32_t>(i));
       if (fusible(op.kind) && prog.type(v).numel() == prog.type(op.results[0]).numel())
         ++elementwiseUses[v];
     }
   }
+  // Per value: its readers in program order, once per use (readers(v), one flat array).
+  std::vector<int32_t> readerStart(nv + 1, 0), readerOps;
+  for (size_t v = 0; v < nv; ++v) readerStart[v + 1] = readerStart[v] + uses[v];
+  readerOps.resize(static_cast<size_t>(readerStart[nv]));
+  {
+    std::vector<int32_t> fill(readerStart.begin(), readerStart.end() - 1);
+    for (size_t i = 0; i < prog.ops.size(); ++i)
+      for (ir::ValueId v : prog.ops[i].operands) readerOps[static_cast<size_t>(fill[v]++)] = static_cast<int32_t>(i);
+  }
+  auto readers = [&](ir::ValueId v) {
+    return llvm::ArrayRef<int32_t>(readerOps.data() + readerStart[v], readerOps.data() + readerStart[v + 1]);
+  };
   for (ir::ValueId v : prog.outputs) {
     uses[v] += 2; // an output has its own buffer
     lastUse[v] = prog.ops.size();
@@ -143,7 +153,7 @@ Fusion::Fusion(const ir::Program &prog, bool enabled)
         for (ir::ValueId u : r) {
           const bool allHere = def[u] >= 0 && fusible(prog.ops[def[u]].kind) && !inline_[u] &&
                                uses[u] == elementwiseUses[u] && uses[u] > 0 &&
-                               std::all_of(readers[u].begin(), readers[u].end(),
+                               std::all_of(readers(u).begin(), readers(u).end(),
                                            [&](int32_t o) { return inLoop[o] != 0; });
           if (!allHere || total + steps[u] > kMaxFusedSteps || !keepsLifetimes(u, i)) continue;
           inline_[u] = true;
@@ -177,12 +187,12 @@ Fusion::Fusion(const ir::Program &prog, bool enabled)
     const ir::ValueId v = op.results.empty() ? 0 : op.results[0];
     if (!ir::isCheapElementwise(op.kind) || inline_[v] || steps[v] != 1) continue;
     int32_t taken = 0;
-    for (int32_t rd : readers[v]) {
+    for (int32_t rd : readers(v)) {
       const ir::Op &R = prog.ops[rd];
       if (fusible(R.kind) && prog.type(R.results[0]).numel() == prog.type(v).numel()) ++taken;
       else if (reduceTakesInputFusion(prog, R) && R.operands[0] == v) ++taken;
     }
-    const bool twoReaders = !readers[v].empty() && readers[v].front() != readers[v].back();
+    const bool twoReaders = !readers(v).empty() && readers(v).front() != readers(v).back();
     if (!twoReaders || taken != uses[v]) continue; // an output counts 2 in uses only
     // The buffers its recomputation reads (through operands already recomputed) are
     // read up to v's last reader: at most one of them may live longer for it.

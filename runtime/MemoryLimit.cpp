@@ -2,12 +2,17 @@
 #include "runtime/MemoryLimit.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include <cctype>
+
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,11 +23,32 @@
 namespace tessel::rt {
 namespace {
 
+/// The first word of a small file (cgroup files), read with one pread(2) on a descriptor
+/// opened at the first call and kept (-1 for a file that is not there): prepare asks for
+/// the limit every time, and opening a cgroup file costs more than reading it again.
+std::string firstWord(const std::string &path) {
+  static std::mutex mu;
+  static std::map<std::string, int> fds;
+  int fd;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = fds.find(path);
+    if (it == fds.end()) it = fds.emplace(path, ::open(path.c_str(), O_RDONLY | O_CLOEXEC)).first;
+    fd = it->second;
+  }
+  if (fd < 0) return "";
+  char buf[64];
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return "";
+  size_t end = 0;
+  while (end < static_cast<size_t>(n) && !std::isspace(static_cast<unsigned char>(buf[end]))) ++end;
+  return std::string(buf, end);
+}
+
 /// The first line of a file as a byte count; "max" or anything else unreadable: -1.
 int64_t fileBytes(const std::string &path) {
-  std::ifstream f(path);
-  std::string s;
-  if (!(f >> s) || s == "max") return -1;
+  const std::string s = firstWord(path);
+  if (s.empty() || s == "max") return -1;
   try {
     size_t used = 0;
     long long v = std::stoll(s, &used);
@@ -33,13 +59,16 @@ int64_t fileBytes(const std::string &path) {
 }
 
 /// This process's cgroup v2 directory under /sys/fs/cgroup ("0::/a/b" in
-/// /proc/self/cgroup), or empty.
-std::string cgroupV2Dir() {
-  std::ifstream f("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
-  return "";
+/// /proc/self/cgroup), or empty. Read once: a process stays in its cgroup.
+const std::string &cgroupV2Dir() {
+  static const std::string dir = [] {
+    std::ifstream f("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
+    return std::string();
+  }();
+  return dir;
 }
 
 void tighten(MemoryLimit &m, int64_t limit, int64_t used, const std::string &name) {
@@ -72,7 +101,7 @@ MemoryLimit memoryLimit() {
   if (getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
     tighten(m, static_cast<int64_t>(r.rlim_cur), procStatusBytes("VmData"),
             "the data-segment limit (ulimit -d)");
-  if (std::string dir = cgroupV2Dir(); !dir.empty())
+  if (const std::string &dir = cgroupV2Dir(); !dir.empty())
     tighten(m, fileBytes(dir + "/memory.max"), fileBytes(dir + "/memory.current"),
             "the cgroup's memory limit (memory.max)");
   tighten(m, fileBytes("/sys/fs/cgroup/memory/memory.limit_in_bytes"),

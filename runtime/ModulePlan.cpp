@@ -25,8 +25,11 @@ ModuleSegment segmentOf(const ir::Program &f, size_t first, size_t last,
   q.name = f.name + "." + std::to_string(number);
   std::vector<ir::ValueId> map(f.values.size(), ir::kNoValue);
   std::vector<char> inside(f.values.size(), 0);
+  size_t results = 0;
   for (size_t i = first; i < last; ++i)
-    for (ir::ValueId r : f.ops[i].results) inside[r] = 1;
+    for (ir::ValueId r : f.ops[i].results) inside[r] = 1, ++results;
+  q.ops.reserve(last - first);
+  q.values.reserve(2 * results); // the results and, at most as many again, inputs
   for (size_t i = first; i < last; ++i) {
     const ir::Op &op = f.ops[i];
     llvm::SmallVector<ir::ValueId, 4> args;
