@@ -117,8 +117,17 @@ struct TrgOptions {
   double rankTol = kTrgRankTol;
   /// Pass pipeline applied to every program; empty = defaultTrgPipeline(order).
   std::string pipeline;
-  /// Pass-manager instrumentation (--print-ir-*, --time-passes, ...).
-  passes::PassManagerOptions passOptions;
+  /// Pass-manager instrumentation (--print-ir-*, --time-passes, ...). Each program is
+  /// verified once, when it is prepared (rt::prepare), not after every pass: verifyEach
+  /// is off unless asked for (--verify-each), as LLVM's opt verifies at the end unless
+  /// -verify-each. It costs 1.5 ms of the 11.4 ms that compile + prepare of `tessel trg
+  /// --grad` take at χ = 16 (docs/trg.md §6.1); a program that fails verification at
+  /// prepare says to run with it to find the pass that broke it.
+  passes::PassManagerOptions passOptions = [] {
+    passes::PassManagerOptions o;
+    o.verifyEach = false;
+    return o;
+  }();
   /// Run with rt::evaluateReference instead of prepare + engine (slow; tests).
   bool reference = false;
   /// Prepare every program with this rt::PrepareOptions::valueCheck: after each op the

@@ -136,12 +136,15 @@ int TrgPrograms::add(std::string group, std::string role, ir::Program p, size_t 
     } catch (const Error &e) {
       std::string msg = e.what();
       if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-      // An einsum left in the program means the pipeline lost its order pass.
+      // An einsum left in the program means the pipeline lost its order pass; a program
+      // that does not verify, a pass that broke it (verified once, here, by default).
+      const bool unverified = dynamic_cast<const VerifyError *>(&e) && !o_.passOptions.verifyEach;
       throw Error("error: trg: " + info.group + " (" + info.role + "), program " +
                   ir::text::atName(name) + ": " + msg +
                   (einsum ? "\nnote: in tessel trg the pipeline (--passes, --disable-pass, "
                             "--bisect-limit) must run the order pass on every program"
-                          : ""));
+                          : "") +
+                  (unverified ? "\nnote: run with --verify-each to find the pass that broke it" : ""));
     }
     info.prepareMs = msSince(t0);
   } else {

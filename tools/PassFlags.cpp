@@ -46,8 +46,11 @@ void PassFlags::addTo(CLI::App &cmd, const std::string &passesHelp) {
   cmd.add_flag("--pass-statistics", passStatistics,
                "Report ops before/after and the counters of every pass (stderr)");
   cmd.add_flag("--verify-each,!--no-verify-each", verifyEach,
-               "Verify the program after every pass that changed it (default: on; --verify-each=false "
-               "or --no-verify-each to disable)");
+               verifyEach ? "Verify the program after every pass that changed it (default: on; "
+                            "--verify-each=false or --no-verify-each to disable)"
+                          : "Verify each program after every pass that changed it (default: off: "
+                            "each program is verified once, when it is prepared; this finds the "
+                            "pass that broke one)");
   cmd.add_option("--bisect-limit", bisectLimit,
                  "Run only the first N pass executions, logging each as BISECT: running / "
                  "NOT running (-1 = no limit)");

@@ -42,7 +42,7 @@ struct PassFlags {
   bool timePasses = false;
   bool timePassesJson = false;
   bool passStatistics = false;
-  bool verifyEach = true;
+  bool verifyEach = true; ///< the default (tessel trg: false) before addTo
   int64_t bisectLimit = -1;
   std::string crashReproducer;
 

@@ -757,6 +757,9 @@ void addTrgCommand(CLI::App &app) {
                 "profile the engine during the runs and print where the time goes (per program, "
                 "top instructions; to stderr with --json)");
   args->prepareFlags.addTo(*cmd, "the TRG step, the op, its location and which operands held NaN or inf");
+  // A run verifies each program once, when it is prepared (TrgOptions::passOptions);
+  // --verify-each verifies after every pass, as tessel opt does by default.
+  args->flags.verifyEach = frontend::TrgOptions{}.passOptions.verifyEach;
   args->flags.addTo(*cmd, "pass pipeline applied to every TRG program, gradient programs "
                           "after grad/checkpoint (default: "
                           "order{strategy=<--order>},pad-sink,cse,dce; grad and checkpoint "
