@@ -40,14 +40,29 @@ std::vector<AttrSpec> parseSpec(llvm::StringRef spec) {
   return out;
 }
 
+// Parses the traits column of ops.def ("elementwise,cheap").
+void parseTraits(OpInfo &info, llvm::StringRef traits) {
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  traits.split(parts, ',', -1, false);
+  for (llvm::StringRef t : parts) {
+    t = t.trim();
+    if (t == "elementwise") info.elementwise = true;
+    else if (t == "cheap") info.cheap = true;
+    else if (t == "save-svd") info.savedBySaveSvd = true;
+    else std::abort(); // ops.def is malformed; caught by the op-table test
+  }
+  if (info.cheap && !info.elementwise) std::abort(); // cheap is a kind of elementwise
+}
+
 struct Table {
   std::vector<OpInfo> infos;
   std::vector<OpKind> kinds;
   llvm::StringMap<OpKind> byName;
   Table() {
-#define TESSEL_OP(Enum, name, operands, results, attrs, summary)                                    \
+#define TESSEL_OP(Enum, name, operands, results, attrs, traits, summary)                            \
   infos.push_back(OpInfo{OpKind::Enum, name, operands, results, parseSpec(attrs), summary});         \
-  kinds.push_back(OpKind::Enum);                                                           \
+  parseTraits(infos.back(), traits);                                                                \
+  kinds.push_back(OpKind::Enum);                                                                    \
   byName[name] = OpKind::Enum;
 #include "ir/ops.def"
     for (OpInfo &info : infos)
@@ -87,26 +102,20 @@ std::string closestOpName(llvm::StringRef name) {
 
 bool hasCallee(OpKind kind) { return opInfo(kind).hasCallee; }
 
-bool isElementwise(OpKind k) {
-  switch (k) {
-  case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-  case OpKind::Sin: case OpKind::Cos: case OpKind::Tanh: case OpKind::Abs: case OpKind::Sign:
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-  case OpKind::Maximum: case OpKind::Compare: case OpKind::Select:
-    return true;
-  default:
-    return false;
-  }
-}
+bool isElementwise(OpKind k) { return opInfo(k).elementwise; }
+bool isCheapElementwise(OpKind k) { return opInfo(k).cheap; }
+bool isSavedBySaveSvd(OpKind k) { return opInfo(k).savedBySaveSvd; }
 
-bool isCheapElementwise(OpKind k) {
-  switch (k) {
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Neg: case OpKind::Abs:
-  case OpKind::Sign: case OpKind::Maximum: case OpKind::Compare: case OpKind::Select:
-    return true;
-  default:
-    return false;
-  }
+std::string opTraitsText(OpKind k) {
+  const OpInfo &info = opInfo(k);
+  std::string s;
+  auto add = [&](bool on, const char *name) {
+    if (on) s += (s.empty() ? "" : ", ") + std::string(name);
+  };
+  add(info.elementwise, "elementwise");
+  add(info.cheap, "cheap");
+  add(info.savedBySaveSvd, "save-svd");
+  return s;
 }
 
 bool isCanonicalAttrs(OpKind kind, const AttrList &attrs) {

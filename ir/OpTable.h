@@ -11,12 +11,12 @@
 namespace tessel::ir {
 
 enum class OpKind : uint8_t {
-#define TESSEL_OP(Enum, name, operands, results, attrs, summary) Enum,
+#define TESSEL_OP(Enum, name, operands, results, attrs, traits, summary) Enum,
 #include "ir/ops.def"
 };
 
 inline constexpr int kNumOpKinds = 0
-#define TESSEL_OP(Enum, name, operands, results, attrs, summary) +1
+#define TESSEL_OP(Enum, name, operands, results, attrs, traits, summary) +1
 #include "ir/ops.def"
     ;
 
@@ -35,6 +35,8 @@ struct OpInfo {
   int numResults;  ///< -1 = variadic, at least one
   std::vector<AttrSpec> attrs; ///< canonical order
   const char *summary;         ///< what the op computes (ops.def)
+  /// The traits column of ops.def (its header says what each means).
+  bool elementwise = false, cheap = false, savedBySaveSvd = false;
   bool hasCallee = false;      ///< a `callee` attribute (hasCallee), from `attrs`
 };
 
@@ -48,13 +50,19 @@ std::string closestOpName(llvm::StringRef name);
 /// All op kinds in table order.
 const std::vector<OpKind> &allOpKinds();
 
-bool isElementwise(OpKind kind); ///< unary, binary, compare and select
+/// The traits of ops.def: unary, binary, compare and select (trait `elementwise`).
+bool isElementwise(OpKind kind);
+/// Trait `save-svd`: the save-svd remat policy keeps the op's results (svd, svd_topk,
+/// call, scan: recomputing them would redo an SVD).
+bool isSavedBySaveSvd(OpKind kind);
+/// The traits of `kind` as ops.def spells them ("elementwise, cheap"; "" for none).
+std::string opTraitsText(OpKind kind);
 /// The op runs a function of its module, named by its `callee` attribute (call, scan):
 /// the text form prints the callee as a symbol, `call @f(%x)`.
 bool hasCallee(OpKind kind);
-/// An elementwise op of a few cycles per element (add, sub, mul, neg, abs, sign,
-/// maximum, compare, select: no division, no square root, no transcendental), cheaper
-/// to redo inside a reader's loop than to write and read back as a buffer.
+/// Trait `cheap`: an elementwise op of a few cycles per element (add, sub, mul, neg,
+/// abs, sign, maximum, compare, select: no division, no square root, no transcendental),
+/// cheaper to redo inside a reader's loop than to write and read back as a buffer.
 bool isCheapElementwise(OpKind kind);
 
 /// True if `table` has exactly one entry per op of ops.def, in its order. Per-op rule

@@ -191,10 +191,7 @@ RematResult rematerialize(const Program &g, const RematConfig &cfg) {
     if (boundary[v]) return true;
     // save-svd: the svd results, and the results of a call or scan (its forward half
     // holds its own svds: recomputing it would redo them).
-    if (cfg.policy == RematPolicy::SaveSvd &&
-        (g.ops[d].kind == OpKind::Svd || g.ops[d].kind == OpKind::SvdTopk ||
-         g.ops[d].kind == OpKind::Call || g.ops[d].kind == OpKind::Scan))
-      return true;
+    if (cfg.policy == RematPolicy::SaveSvd && ir::isSavedBySaveSvd(g.ops[d].kind)) return true;
     return false;
   };
 

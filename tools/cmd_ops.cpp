@@ -49,14 +49,17 @@ std::string describe(ir::OpKind k, bool markdown) {
                                   ? std::string(vjp.rule)
                                   : std::string(vjp.rule) + " (differentiable operands: " +
                                         vjp.differentiableOperands + ")";
+  const std::string traits = ir::opTraitsText(k).empty() ? "none" : ir::opTraitsText(k);
   if (markdown)
     return "## `" + std::string(info.name) + "`\n\n" + info.summary + "\n\n" +
            "* operands and results: " + counts + "\n" +
            "* attributes: " + attributes(info) + "\n" +
+           "* traits: " + traits + "\n" +
            "* shape rule: " + ir::shapeRuleDoc(k) + "\n" +
            "* VJP: " + vjpText + "\n\n";
   return std::string(info.name) + " (" + counts + ")\n  " + info.summary + "\n" +
-         "  attributes: " + attributes(info) + "\n" + "  shape:      " + ir::shapeRuleDoc(k) + "\n" +
+         "  attributes: " + attributes(info) + "\n" + "  traits:     " + traits + "\n" +
+         "  shape:      " + ir::shapeRuleDoc(k) + "\n" +
          "  vjp:        " + vjpText + "\n";
 }
 
@@ -79,7 +82,11 @@ void runOps(const OpsArgs &a) {
                  "`passes/VjpRules.cpp`); a test fails when this file and the tables disagree. "
                  "The text form of programs is in `docs/ir-text.md`; elementwise ops take "
                  "operands of one shape (broadcast explicitly with `broadcast_in_dim`); every "
-                 "value is f64. In the VJP rules ȳ is the cotangent of the result.\n\n";
+                 "value is f64. In the VJP rules ȳ is the cotangent of the result. The traits "
+                 "are what passes and prepare ask of an op instead of listing kinds "
+                 "(`elementwise`: computed per element over operands of one shape, fused into "
+                 "loops; `cheap`: elementwise of a few cycles per element, redone in a reader's "
+                 "loop rather than stored; `save-svd`: kept by the save-svd remat policy).\n\n";
   for (ir::OpKind k : ir::allOpKinds()) {
     std::cout << describe(k, a.markdown);
     if (!a.markdown) std::cout << "\n";

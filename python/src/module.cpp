@@ -348,12 +348,17 @@ NB_MODULE(_tessel, m) {
       d["results"] = info.numResults;
       d["attrs"] = attrs;
       d["summary"] = info.summary;
+      nb::list traits;
+      if (info.elementwise) traits.append("elementwise");
+      if (info.cheap) traits.append("cheap");
+      if (info.savedBySaveSvd) traits.append("save-svd");
+      d["traits"] = traits;
       d["has_vjp"] = passes::hasVjpRule(k);
       l.append(d);
     }
     return l;
   }, "The op table: per op its name, operand count (-1 = variadic), result count, attributes "
-     "(name, kind, default or None) and summary.");
+     "(name, kind, default or None), traits (ir/ops.def) and summary.");
 
   nb::class_<PyPlan>(m, "Plan",
                      "A prepared program: flat instruction list, kernel plans, buffer plan. "

@@ -498,7 +498,8 @@ def _check_str(name: str, v: Any) -> None:
 
 def op_table() -> list[dict[str, Any]]:
     """The op table (ir/ops.def): per op ``name``, ``operands`` (-1 = variadic),
-    ``results``, ``attrs`` [(name, kind, default or None)], ``summary`` and ``has_vjp``.
+    ``results``, ``attrs`` [(name, kind, default or None)], ``traits`` (``elementwise``,
+    ``cheap``, ``save-svd``; ir/ops.def says what each means), ``summary`` and ``has_vjp``.
     ``tessel.ops`` has one function of the same name per op."""
     return _tessel.op_table()
 

@@ -37,6 +37,28 @@ TEST_CASE("op table: every op has a unique name, a shape rule and parseable attr
   CHECK(svd.attrs[1].defaultValue->getStr() == "none");
 }
 
+TEST_CASE("op table: the traits column says which ops are elementwise, cheap and kept by "
+          "save-svd; cheap implies elementwise; callee comes from the attributes") {
+  std::string elementwise, cheap, saved, callee;
+  for (OpKind k : allOpKinds()) {
+    CAPTURE(opName(k));
+    if (isCheapElementwise(k)) CHECK(isElementwise(k));
+    if (isElementwise(k)) {
+      elementwise += std::string(opName(k)) + " ";
+      CHECK(opInfo(k).numResults == 1); // one result of the operands' shape
+    }
+    if (isCheapElementwise(k)) cheap += std::string(opName(k)) + " ";
+    if (isSavedBySaveSvd(k)) saved += std::string(opName(k)) + " ";
+    if (hasCallee(k)) callee += std::string(opName(k)) + " ";
+  }
+  CHECK(elementwise == "neg exp log sqrt sin cos tanh abs sign add sub mul div maximum compare select ");
+  CHECK(cheap == "neg abs sign add sub mul maximum compare select ");
+  CHECK(saved == "svd svd_topk call scan ");
+  CHECK(callee == "call scan ");
+  CHECK(opTraitsText(OpKind::Mul) == "elementwise, cheap");
+  CHECK(opTraitsText(OpKind::Reshape).empty());
+}
+
 TEST_CASE("shape rules: results and errors naming the op and both shapes") {
   Program p;
   Builder b(p);
