@@ -98,6 +98,7 @@ public:
   bool einsum();
   bool svd();
   bool svdTopk();
+  bool svdTopkComplement();
 
 private:
   // --- Randomness -----------------------------------------------------------------
@@ -686,6 +687,41 @@ bool Gen::svdTopk() {
   return true;
 }
 
+/// svd_topk_complement as svd_topk's reverse rule uses it, on cotangents that turn with
+/// the kept triplets (Ū = G·V_r, V̄t = U_rᵀ·G' for fresh continuous G, G': a sign flip or
+/// a rotation of kept triplets with equal values turns X and Y alike), read out as
+/// X·Vt_r + U_r·Yt, which does not depend on the basis the kernel picks. The matrix gets
+/// a fresh continuous one added (distinct singular values: the solve's gaps are
+/// generic). Never in a program meant to be differentiated: the op has no VJP rule yet.
+bool Gen::svdTopkComplement() {
+  if (out_.differentiable) return false;
+  Val m;
+  if (!asMatrix(any(), m)) return false;
+  m = scaled(m, 1);
+  Shape ms = shapeOf(m);
+  const int64_t rows = ms[0], cols = ms[1], K = std::min(rows, cols);
+  if (K < 2) return false;
+  Val noise = input(Type(ms), true);
+  m = Val{b_.add(m.id, noise.id), false, m.bound + 1, 0};
+  // k < K: with every triplet kept a projector I − UUᵀ is zero, and X (or Y) is rounding
+  // around 0, which no relative comparison can judge.
+  const int64_t k = 1 + static_cast<int64_t>(pick(static_cast<size_t>(K - 1)));
+  const int64_t r = 1 + static_cast<int64_t>(pick(static_cast<size_t>(k)));
+  auto usv = b_.svdTopk(m.id, k);
+  ValueId ur = b_.slice(usv[0], {0, 0}, {rows, r});
+  ValueId vtr = b_.slice(usv[2], {0, 0}, {r, cols});
+  Val g = input(Type({rows, cols}), true), g2 = input(Type({rows, cols}), true);
+  ValueId gU = b_.dotGeneral(g.id, vtr, {}, {}, {1}, {1});   // G·V_r [rows, r]
+  ValueId gVt = b_.dotGeneral(ur, g2.id, {}, {}, {0}, {0});  // U_rᵀ·G' [r, cols]
+  static const double epss[] = {1e-12, 1e-9, 0.0};
+  auto xy = b_.svdTopkComplement(m.id, usv[0], usv[1], usv[2], gU, gVt, epss[pick(3)]);
+  ValueId out = b_.add(b_.dotGeneral(xy[0], vtr, {}, {}, {1}, {0}), b_.dotGeneral(ur, xy[1], {}, {}, {1}, {0}));
+  // |X|, |Y| <= |Ū| / gap: no bound the generator knows; tanh keeps the value in (-1, 1)
+  // for the ops after it (its derivative at most 1, so differences stay as they are).
+  push(Val{b_.unary(OpKind::Tanh, out), false, 1, 0});
+  return true;
+}
+
 bool Gen::svd() {
   Val m;
   if (!asMatrix(any(), m)) return false;
@@ -787,7 +823,7 @@ constexpr Entry kCases[] = {
     {OpKind::Svd, [](Gen &g) { return g.svd(); }},
     {OpKind::SvdTopk, [](Gen &g) { return g.svdTopk(); }},
     // Appears in gradients of svd_topk only (its operands are an SVD and cotangents).
-    {OpKind::SvdTopkComplement, [](Gen &) { return false; }},
+    {OpKind::SvdTopkComplement, [](Gen &g) { return g.svdTopkComplement(); }},
     {OpKind::StopGradient, [](Gen &g) { return g.unary(OpKind::StopGradient); }},
     // Made by stageProgram (below) from a generated program, not op by op.
     {OpKind::Call, [](Gen &) { return false; }},

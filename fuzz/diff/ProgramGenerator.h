@@ -29,7 +29,9 @@
 //     of the matrix. In programs meant to be differentiated, the svd's operand also
 //     gets a fresh continuous random matrix added (distinct, nonzero singular values:
 //     the reverse rule's reciprocal gaps stay well conditioned), and truncated
-//     reconstructions U[:, :r]·diag(s[:r])·Vt[:r, :] appear as well;
+//     reconstructions U[:, :r]·diag(s[:r])·Vt[:r, :] appear as well. svd_topk_complement
+//     (not differentiated: it has no VJP rule) gets cotangents that turn with the kept
+//     triplets, Ū = G·V_r and V̄t = U_rᵀ·G', and is read out as X·Vt_r + U_r·Yt;
 //   * non-finite values: in a few programs some inputs hold NaN or ±inf;
 //   * ties on purpose: "quantized" programs draw inputs from {-1, -0.5, 0, 0.5, 1},
 //     so maximum and reduce_max meet equal values, compare EQ holds somewhere, abs
