@@ -155,8 +155,8 @@ struct TrgDriver::Impl {
       g1.wrt = params;
       g1.keepOutputs = false;
       g1.callRemat = o.checkpoint;
-      passMs += progs->runGrad(p, g1, false, passes::RematPolicy::Store, Verified) +
-                progs->runPasses(p, Verified);
+      passMs += progs->runGrad(p, g1, false, passes::RematPolicy::Store, Verified);
+      passMs += progs->runPasses(p, Verified);
       passes::GradOptions g2 = g1;
       g2.vjp = true;
       g2.keepOutputs = true; // outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...)
@@ -233,7 +233,8 @@ struct TrgDriver::Impl {
       po.mode = TrgMode::Staged;
       po.grad = po.second = po.susceptibility = false;
       po.pipeline = trgPipeline(o);
-      po.passOptions = {};
+      po.passOptions = TrgOptions{}.passOptions; // no instrumentation: its programs are not the run's
+      po.passOptions.verifyEach = o.passOptions.verifyEach;
       planner = std::make_unique<TrgDriver>(po);
     }
     auto t0 = Clock::now();

@@ -7,6 +7,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
+#include "ir/Verifier.h"
 
 namespace tessel::frontend {
 namespace {
@@ -148,6 +149,16 @@ int TrgPrograms::add(std::string group, std::string role, ir::Program p, size_t 
     }
     info.prepareMs = msSince(t0);
   } else {
+    // The reference evaluator does not verify: this is the one verification (as prepare's).
+    try {
+      ir::verifyOrThrow(p);
+    } catch (const Error &e) {
+      std::string msg = e.what();
+      if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+      throw Error("error: trg: " + info.group + " (" + info.role + "), program " + ir::text::atName(p.name) +
+                  ": " + msg +
+                  (o_.passOptions.verifyEach ? "" : "\nnote: run with --verify-each to find the pass that broke it"));
+    }
     info.unprepared = std::move(p);
   }
   progs_.push_back(std::move(info));

@@ -181,8 +181,9 @@ ForwardBackward splitVjp(const ir::Program &fwd, const GradOptions &opts, RematP
 /// keepOutputs), fwd.outputs.size(), fwd.inputs.size(), policy). With `asCallee` (grad's
 /// own split of a function a call or scan differentiates) the halves are not verified
 /// here and the residuals carry no origin text: they become functions of the module,
-/// which the pass manager verifies after grad (verifying a half alone would need copies
-/// of the functions it calls), and nothing prints their residual table.
+/// verified with it (passes::grad verifies its result; after the grad pass, --verify-each
+/// or prepare does), as verifying a half alone would need copies of the functions it
+/// calls; and nothing prints their residual table.
 ForwardBackward splitGradient(const ir::Program &g, size_t numPrimalOutputs,
                               size_t numPrimalInputs, RematPolicy policy,
                               bool asCallee = false);

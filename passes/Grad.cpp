@@ -31,6 +31,7 @@
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
+#include "ir/Verifier.h"
 #include "passes/Checkpoint.h"
 #include "passes/Inline.h"
 #include "passes/Rewrite.h"
@@ -304,8 +305,9 @@ public:
       if (wrt[i]) o.wrt.push_back(f.value(f.inputs[i]).name);
     Program g = gradFunction(f, o, *this);
     if (opts_.svdTopkGuards) runSvdTopkGuards(g, {});
-    // The halves become functions of the module, which the pass manager verifies after
-    // grad (verifying them here would need copies of the functions they call).
+    // The halves become functions of the module, verified with it (grad() verifies its
+    // result; the grad pass leaves it to the pass manager, i.e. to --verify-each or to
+    // prepare): verifying them here would need copies of the functions they call.
     ForwardBackward fb = splitGradient(g, f.outputs.size(), f.inputs.size(), opts_.callRemat,
                                        /*asCallee=*/true);
     SplitCallee sc;
@@ -499,7 +501,13 @@ Program gradOf(Program p, const GradOptions &options) {
 
 } // namespace
 
-Program grad(const Program &p, const GradOptions &options) { return gradOf(p, options); }
+Program grad(const Program &p, const GradOptions &options) {
+  // Called directly (Python's tessel.grad, gradcheck): the result is verified here, once,
+  // which also covers the forward and backward halves of every callee it split.
+  Program r = gradOf(p, options);
+  ir::verifyOrThrow(r);
+  return r;
+}
 
 bool runGrad(Program &p, const GradOptions &opts) {
   p = gradOf(std::move(p), opts);

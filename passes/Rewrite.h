@@ -50,7 +50,8 @@ std::vector<int> useCounts(const ir::Program &p);
 
 /// Removes the ops with dead[i] == true (dead.size() == p.ops.size(); a shorter vector
 /// is padded with false) and rebuilds the value table so that it holds only the
-/// inputs and the results of the remaining ops, in their previous relative order.
+/// inputs and the results of the remaining ops, in their previous relative order (when
+/// no op is removed and every value is one of those, `p` is left as it is).
 /// Names, locations, source positions and attributes are kept. The caller must make
 /// sure no remaining op or output uses a result of a removed op (throws
 /// tessel::Error naming the op otherwise). Returns the number of ops removed.

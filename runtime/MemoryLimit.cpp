@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <cctype>
+#include <cerrno>
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -33,8 +34,13 @@ std::string firstWord(const std::string &path) {
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = fds.find(path);
-    if (it == fds.end()) it = fds.emplace(path, ::open(path.c_str(), O_RDONLY | O_CLOEXEC)).first;
-    fd = it->second;
+    if (it != fds.end()) {
+      fd = it->second;
+    } else {
+      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      // Kept: a descriptor, or a file that is not there; a transient failure is retried.
+      if (fd >= 0 || errno == ENOENT || errno == ENOTDIR) fds.emplace(path, fd);
+    }
   }
   if (fd < 0) return "";
   char buf[64];
