@@ -84,11 +84,12 @@ void declareGradOptions(PassOptionBinder<GradOptions> &b) {
 }
 
 bool runGradPass(ir::Program &p, const GradOptions &o, PassStatistics &stats) {
-  size_t before = p.ops.size();
-  ir::Program g = grad(p, o);
-  stats.add("gradients", static_cast<int64_t>(o.wrt.empty() ? p.inputs.size() : o.wrt.size()));
-  stats.add("ops-added", static_cast<int64_t>(g.ops.size()) - static_cast<int64_t>(before));
-  p = std::move(g);
+  const size_t before = p.ops.size(), inputs = p.inputs.size();
+  // In place (no copy of the module); the pass manager verifies the result (--verify-each,
+  // or prepare).
+  runGrad(p, o);
+  stats.add("gradients", static_cast<int64_t>(o.wrt.empty() ? inputs : o.wrt.size()));
+  stats.add("ops-added", static_cast<int64_t>(p.ops.size()) - static_cast<int64_t>(before));
   return true;
 }
 

@@ -8,6 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
 #include <numeric>
 
 #include <lapacke.h>
@@ -122,6 +125,15 @@ bool isMemoryOrder(const std::vector<int64_t> &order, llvm::ArrayRef<int64_t> sh
 /// gesdd's optimal workspace for a row-major m×n matrix (computed as the column-major
 /// SVD of its transpose), jobz 'S' (thin U and Vt) or 'N' (singular values only).
 int64_t gesddWorkspace(const ir::Program &prog, const ir::Op &op, const SvdPlan &s, char jobz) {
+  // Memoised per shape (a module holds the same SVD shape in many functions; a query
+  // costs tens of microseconds); failures are not cached (they throw).
+  static std::mutex mu;
+  static std::map<std::array<int64_t, 4>, int64_t> cache;
+  const std::array<int64_t, 4> key{s.m, s.n, s.k, jobz};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
   double wq = 0, dummy = 0;
   lapack_int idummy = 0;
   const bool vectors = jobz == 'S';
@@ -130,7 +142,11 @@ int64_t gesddWorkspace(const ir::Program &prog, const ir::Op &op, const SvdPlan 
       static_cast<lapack_int>(s.n), &dummy, &dummy, vectors ? static_cast<lapack_int>(s.n) : 1,
       &dummy, vectors ? static_cast<lapack_int>(s.k) : 1, &wq, -1, &idummy);
   if (info != 0) throw Error(svdFailureMessage(prog, op, info));
-  return std::max<int64_t>(1, static_cast<int64_t>(wq));
+  const int64_t lwork = std::max<int64_t>(1, static_cast<int64_t>(wq));
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() >= 1024) cache.clear();
+  cache.emplace(key, lwork);
+  return lwork;
 }
 
 /// An elementwise op lowered by lowerElementwise (stop_gradient is an alias).
