@@ -123,43 +123,34 @@ int TrgPrograms::add(std::string group, std::string role, ir::Program p, size_t 
   for (const ir::Program &f : p.functions) info.ops += f.ops.size(); // a module: every function's
   info.traceMs = traceMs;
   info.passesMs = passesMs;
-  if (!o_.reference) {
-    auto t0 = Clock::now();
-    rt::PrepareOptions po;
-    po.valueCheck = o_.valueCheck;
-    po.fuseElementwise = o_.fuseElementwise;
-    // What an error names (the plan takes the program over).
-    const std::string name = p.name;
-    const bool einsum = std::any_of(p.ops.begin(), p.ops.end(),
-                                    [](const ir::Op &op) { return op.kind == ir::OpKind::Einsum; });
-    try {
+  // What an error names (the plan takes the program over).
+  const std::string name = p.name;
+  const bool einsum = std::any_of(p.ops.begin(), p.ops.end(),
+                                  [](const ir::Op &op) { return op.kind == ir::OpKind::Einsum; });
+  try {
+    if (!o_.reference) {
+      auto t0 = Clock::now();
+      rt::PrepareOptions po;
+      po.valueCheck = o_.valueCheck;
+      po.fuseElementwise = o_.fuseElementwise;
       info.plan = rt::prepare(std::move(p), po);
-    } catch (const Error &e) {
-      std::string msg = e.what();
-      if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-      // An einsum left in the program means the pipeline lost its order pass; a program
-      // that does not verify, a pass that broke it (verified once, here, by default).
-      const bool unverified = dynamic_cast<const VerifyError *>(&e) && !o_.passOptions.verifyEach;
-      throw Error("error: trg: " + info.group + " (" + info.role + "), program " +
-                  ir::text::atName(name) + ": " + msg +
-                  (einsum ? "\nnote: in tessel trg the pipeline (--passes, --disable-pass, "
-                            "--bisect-limit) must run the order pass on every program"
-                          : "") +
-                  (unverified ? "\nnote: run with --verify-each to find the pass that broke it" : ""));
+      info.prepareMs = msSince(t0);
+    } else {
+      ir::verifyOrThrow(p); // the reference evaluator does not verify: this is the one check
+      info.unprepared = std::move(p);
     }
-    info.prepareMs = msSince(t0);
-  } else {
-    // The reference evaluator does not verify: this is the one verification (as prepare's).
-    try {
-      ir::verifyOrThrow(p);
-    } catch (const Error &e) {
-      std::string msg = e.what();
-      if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-      throw Error("error: trg: " + info.group + " (" + info.role + "), program " + ir::text::atName(p.name) +
-                  ": " + msg +
-                  (o_.passOptions.verifyEach ? "" : "\nnote: run with --verify-each to find the pass that broke it"));
-    }
-    info.unprepared = std::move(p);
+  } catch (const Error &e) {
+    std::string msg = e.what();
+    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+    // An einsum left in the program means the pipeline lost its order pass; a program
+    // that does not verify, a pass that broke it (verified once, here, by default).
+    const bool unverified = dynamic_cast<const VerifyError *>(&e) && !o_.passOptions.verifyEach;
+    throw Error("error: trg: " + info.group + " (" + info.role + "), program " +
+                ir::text::atName(name) + ": " + msg +
+                (einsum && !o_.reference ? "\nnote: in tessel trg the pipeline (--passes, --disable-pass, "
+                                           "--bisect-limit) must run the order pass on every program"
+                                         : "") +
+                (unverified ? "\nnote: run with --verify-each to find the pass that broke it" : ""));
   }
   progs_.push_back(std::move(info));
   return static_cast<int>(progs_.size()) - 1;
