@@ -313,7 +313,11 @@ std::string TrgPrograms::profileReport(size_t top) const {
                   total > 0 ? 100 * t / total : 0.0);
     r += line;
   }
-  for (size_t i = 0; i < es.size() && i < 3; ++i) {
+  // The tables of the three costliest programs, and of every derivative program (the
+  // staged module's segments are what a profile of --grad or --second is for, whatever
+  // the value sweep's small programs cost on a given run).
+  for (size_t i = 0; i < es.size(); ++i) {
+    if (i >= 3 && es[i].p->role == "value") continue;
     r += "== " + es[i].p->group + " (" + es[i].p->role + "): " +
          ir::text::atName(es[i].p->program().name) + "\n" + es[i].table;
     if (r.back() != '\n') r += "\n";
