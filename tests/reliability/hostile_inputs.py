@@ -397,7 +397,7 @@ CASES = [
     Case("verify-dev-zero", "cli", "verify /dev/zero grew to the memory cap (bad_alloc, exit 2)",
          ["verify", "/dev/zero"],
          r"error: '/dev/zero' is longer than \d+ bytes, more than (tessel reads from a stream of "
-         r"unknown size \(1 GiB\)|half of the address-space limit)"),
+         r"unknown size \(1 GiB\)|half of the address-space limit|half of the cgroup's memory limit)"),
     R("npy-version-9", "an unknown format version", npy("(2, 3)", data=f8(*range(6)), version=(9, 0)),
       r"error: input %x: x\.npy: unsupported \.npy version 9\.0"),
     R("npy-unterminated-dict", "a header dict without its closing brace",
@@ -449,14 +449,14 @@ CASES = [
     Case("cli-run-iota-tables-40GB", "cli", "ten 4 GB iotas: tables built at prepare were not counted "
          "(arena 0 bytes, then bad_alloc)", ["run", "big.tir", "--passes", "", "--input", "x=[1,2]"],
          r"error: prepare: the iota tables of program @f \(built at prepare\) need [0-9.]+ GiB up to "
-         r"%i\d = iota at big\.tir:\d+:\d+, more than (this machine's|the address-space limit)",
+         r"%i\d = iota at big\.tir:\d+:\d+, more than (this machine's|the address-space limit|the cgroup's memory limit)",
          {"big.tir": tir("".join("  %%i%d = iota {shape = [500000000], dim = 0} : f64[500000000]\n" % k
                                  for k in range(10)) + "  return %x\n")}),
     Case("cli-run-terabyte-iota", "cli", "running a program whose iota is 8 TB (no allocation attempt)",
          ["run", "big.tir"],
          r"error: prepare: %y = iota loc\(\"8 TB\"\) at big\.tir:2:8: result %y f64\[1000000,1000000\] needs "
          r"8000000000000 bytes, more than (this machine's [0-9.]+ GiB of memory|the address-space "
-         r"limit \(ulimit -v\) of 4 GiB, [0-9.]+ GiB of it free)",
+         r"limit \(ulimit -v\) of 4 GiB, [0-9.]+ GiB of it free|the cgroup's memory limit)",
          {"big.tir": tir("  %y = iota {shape = [1000000, 1000000], dim = 0} : f64[1000000,1000000] "
                          "loc(\"8 TB\")\n  return %y\n", "")}),
     Case("cli-run-terabyte-input", "cli", "a program input declared as 8 TB, given inline",
