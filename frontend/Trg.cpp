@@ -53,12 +53,60 @@ Tensor isingBondFactor(const Tensor &beta) {
   return (colC + s * colS).named("W");
 }
 
+/// s^e for s > 0 (singular values): sqrt for e = ½ (bitwise what TRG computes), ones
+/// for e = 0 (so that BTRG with k = 0 is TRG bitwise), exp(e·ln s) otherwise.
+Tensor powConst(const Tensor &s, double e) {
+  if (e == 0.5) return s.sqrt();
+  if (e == 0) return Tensor(s.builder(), s.builder().scalar(1.0)).broadcastInDim(s.shape(), {});
+  if (e == 1) return s;
+  return (s.log() * e).exp();
+}
+
+/// The weight wh[i]·wv[j] of a pair of legs (i on a 0–2 bond, j on a 1–3 bond), broadcast
+/// to `shape` with i, j on its dims 0 and 1.
+Tensor legPairWeight(const TrgBondWeights &w, llvm::ArrayRef<int64_t> shape) {
+  return w.h.broadcastInDim(shape, {0}) * w.v.broadcastInDim(shape, {1});
+}
+
+/// ln ‖T̃‖ of T̃ = T with √w absorbed into each leg: ½ ln Σ T²·wh[i]·wv[j]·wh[k]·wv[l].
+Tensor lnNormWeighted(const Tensor &T, const TrgBondWeights &w) {
+  if (!w.valid()) return (T * T).sum().log() * 0.5;
+  const ir::Shape &sh = T.shape();
+  Tensor W = w.h.broadcastInDim(sh, {0}) * w.v.broadcastInDim(sh, {1}) *
+             w.h.broadcastInDim(sh, {2}) * w.v.broadcastInDim(sh, {3});
+  return (T * T * W).sum().log() * 0.5;
+}
+
+void checkWeights(const Tensor &T, const TrgBondWeights &w, const char *where) {
+  const int64_t D = T.shape()[0];
+  for (const Tensor *t : {&w.h, &w.v})
+    if (!t->valid() || t->rank() != 1 || t->shape()[0] != D)
+      throw ShapeError(std::string(where) + ": BTRG's bond weights must be f64[" + std::to_string(D) +
+                       "] for T of " + T.type().str() +
+                       (t->valid() ? ", got " + t->type().str() : std::string(", got none")));
+}
+
 void checkScalarInput(const Tensor &t, const char *what) {
   if (t.rank() != 0)
     throw ShapeError(std::string("trg init: ") + what + " must be a scalar f64[], got " + t.type().str());
 }
 
 } // namespace
+
+const char *trgAlgorithmName(TrgAlgorithm a) { return a == TrgAlgorithm::Btrg ? "btrg" : "trg"; }
+
+TrgAlgorithm parseTrgAlgorithm(const std::string &s) {
+  if (s == "trg") return TrgAlgorithm::Trg;
+  if (s == "btrg") return TrgAlgorithm::Btrg;
+  throw Error("error: --algorithm: unknown algorithm '" + ir::text::clipForMessage(s) +
+              "' (allowed: trg, btrg)");
+}
+
+void checkBtrgK(double k) {
+  if (!(k >= -1 && k < 1))
+    throw Error("error: --btrg-k: the bond-weight exponent k must be in [-1, 1) (the half-tensors "
+                "carry s^((1-k)/2)), got " + ir::text::formatDouble(k));
+}
 
 std::vector<std::string> TrgModel::parameters() const {
   if (hasField()) return {"beta", "h"};
@@ -179,7 +227,8 @@ Tensor traceTrgPottsInit(const Tensor &beta, int q) {
   return T0;
 }
 
-TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &opts) {
+TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &opts,
+                          const TrgBondWeights &w) {
   ir::Builder &b = T.builder();
   const ir::Shape &sh = T.shape();
   if (T.rank() != 4 || sh[1] != sh[0] || sh[2] != sh[0] || sh[3] != sh[0])
@@ -188,6 +237,11 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   if (Dp < 1 || Dp > D2)
     throw ShapeError("trg step: D' = " + std::to_string(Dp) + " must be in [1, D^2 = " +
                      std::to_string(D2) + "] for D = " + std::to_string(D));
+  const bool btrg = opts.weighted();
+  if (btrg) {
+    checkBtrgK(opts.btrgK);
+    checkWeights(T, w, "trg step");
+  }
   auto loc = [&](const std::string &what) { b.setLoc(stepLoc(D, Dp, opts.stepNumber, what)); };
   TrgStepTrace r;
 
@@ -208,13 +262,17 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   // 3. Full SVDs.
   loc("svd Ma");
   // The half-tensors U·√s and √s·Vt meet again only across the new bond, so lnZ/N does
-  // not change under an orthogonal gauge of that bond (docs/trg.md §5).
-  SvdResult A = svd(Ma, opts.svdEps, "bond");
+  // not change under an orthogonal gauge of that bond (docs/trg.md §5). Not so in BTRG:
+  // the weight s^k on the new bond commutes only with a rotation inside a degenerate
+  // multiplet, so its SVDs promise nothing (§9), except at k = 0, where the weights are
+  // ones and the step is TRG's.
+  const char *gauge = btrg && opts.btrgK != 0 ? "none" : "bond";
+  SvdResult A = svd(Ma, opts.svdEps, gauge);
   A.U.named("Ua");
   A.s.named("sa");
   A.Vt.named("Vta");
   loc("svd Mb");
-  SvdResult B = svd(Mb, opts.svdEps, "bond");
+  SvdResult B = svd(Mb, opts.svdEps, gauge);
   B.U.named("Ub");
   B.s.named("sb");
   B.Vt.named("Vtb");
@@ -233,15 +291,31 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   };
   SvdResult Ak = truncate(A, "a"), Bk = truncate(B, "b");
 
-  // 5. Half-tensors S1..S4 of shape (D, D, D').
+  // 5. Half-tensors S1..S4 of shape (D, D, D'): U·s^e and V·s^e, e = ½ (TRG) or
+  //    (1 − k)/2 (BTRG, docs/trg.md §9).
+  const double e = btrg ? (1.0 - opts.btrgK) / 2 : 0.5;
   loc("half-tensors a");
-  Tensor sqa = Ak.s.sqrt().broadcastInDim({D, D, Dp}, {2});
-  Tensor S1 = halfTensor(Ak.U, sqa, D, Dp).named("S1");
-  Tensor S3 = halfTensor(Ak.Vt.T(), sqa, D, Dp).named("S3");
+  Tensor sqa = powConst(Ak.s, e).broadcastInDim({D, D, Dp}, {2});
+  Tensor S1 = halfTensor(Ak.U, sqa, D, Dp);
+  Tensor S3 = halfTensor(Ak.Vt.T(), sqa, D, Dp);
   loc("half-tensors b");
-  Tensor sqb = Bk.s.sqrt().broadcastInDim({D, D, Dp}, {2});
+  Tensor sqb = powConst(Bk.s, e).broadcastInDim({D, D, Dp}, {2});
   Tensor S2 = halfTensor(Bk.U, sqb, D, Dp).named("S2");
   Tensor S4 = halfTensor(Bk.Vt.T(), sqb, D, Dp).named("S4");
+  if (btrg) {
+    // The old weights on the four internal bonds of the plaquette, each once: S1's and
+    // S3's legs (dims 0, 1) are a 0–2 leg and a 1–3 leg of the sublattice-a tensor.
+    loc("bond weights");
+    Tensor W = legPairWeight(w, {D, D, Dp});
+    S1 = S1 * W;
+    S3 = S3 * W;
+    // The new bonds: r–l of Tn split an a tensor, u–d a b tensor.
+    loc("new bond weights");
+    r.wn.h = powConst(Ak.s, opts.btrgK).named("wh_next");
+    r.wn.v = powConst(Bk.s, opts.btrgK).named("wv_next");
+  }
+  S1.named("S1");
+  S3.named("S3");
 
   // 6. Plaquette contraction (lowered later by the ordering pass).
   loc("plaquette einsum");
@@ -256,7 +330,7 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   return r;
 }
 
-Tensor traceTrgClosure(const Tensor &T) {
+Tensor traceTrgClosure(const Tensor &T, const TrgBondWeights &w) {
   ir::Builder &b = T.builder();
   const ir::Shape &sh = T.shape();
   if (T.rank() != 4 || sh[1] != sh[0] || sh[2] != sh[0] || sh[3] != sh[0])
@@ -267,6 +341,10 @@ Tensor traceTrgClosure(const Tensor &T) {
   // diagonal, without a mask: flatten, pad n zeros, view as [n, n+1]; column 0 holds
   // M[r,r] (flat index r·(n+1) = r·n + r).
   Tensor diag = T.reshape({n * n}).pad({0}, {n}).reshape({n, n + 1}).slice({0, 0}, {n, 1});
+  if (w.valid()) {
+    checkWeights(T, w, "trg closure");
+    diag = diag * legPairWeight(w, {D, D}).reshape({n, 1}); // wh[i]·wv[j] at row i·D + j
+  }
   Tensor tr = diag.sum().named("tr");
   b.setLoc("trg closure " + std::to_string(D) + ": log");
   Tensor lntr = tr.log().named("lntr");
@@ -274,16 +352,16 @@ Tensor traceTrgClosure(const Tensor &T) {
   return lntr;
 }
 
-TrgStepTrace traceTrgLimitClosure(const Tensor &T, int64_t dout, const TrgStepOptions &opts) {
+TrgStepTrace traceTrgLimitClosure(const Tensor &T, int64_t dout, const TrgStepOptions &opts,
+                                  const TrgBondWeights &w) {
   ir::Builder &b = T.builder();
   if (T.rank() != 4)
     throw ShapeError("trg limit closure: T must be f64[D,D,D,D], got " + T.type().str());
   TrgStepOptions so = opts;
   so.outputKeptSingularValues = true;
-  TrgStepTrace s = traceTrgStep(T, dout, so);
+  TrgStepTrace s = traceTrgStep(T, dout, so, w);
   b.setLoc("trg limit closure " + std::to_string(T.shape()[0]) + ": 2 ln m + ln|T'| - ln|T|");
-  auto lnNorm = [](const Tensor &t) { return (t * t).sum().log() * 0.5; };
-  s.ltail = (s.logm * 2.0 + lnNorm(s.Tn) - lnNorm(T)).named("ltail");
+  s.ltail = (s.logm * 2.0 + lnNormWeighted(s.Tn, s.wn) - lnNormWeighted(T, w)).named("ltail");
   b.setLoc("");
   return s;
 }
@@ -297,7 +375,37 @@ Tensor traceModelInit(Tracer &tr, const TrgModel &model, std::vector<Tensor> &pa
   if (model.hasField()) return traceTrgInit(params[0], params[1]);
   return traceTrgPottsInit(params[0], model.q);
 }
+
+/// BTRG: the inputs %wh, %wv: f64[d] of a step or closure program; TRG: none.
+TrgBondWeights weightInputs(Tracer &tr, int64_t d, const TrgStepOptions &opts) {
+  if (!opts.weighted()) return {};
+  return {tr.input("wh", {d}), tr.input("wv", {d})};
+}
+
+/// BTRG: the initial tensor's bond weights, ones; TRG: none.
+TrgBondWeights initialWeights(Tracer &tr, int64_t d, const TrgStepOptions &opts) {
+  if (!opts.weighted()) return {};
+  return {tr.full({d}, 1.0).named("wh0"), tr.full({d}, 1.0).named("wv0")};
+}
 } // namespace
+
+double trgLnNorm(const ir::Tensor &T, const ir::Tensor *wh, const ir::Tensor *wv) {
+  double s = 0;
+  if (!wh) {
+    for (double v : T.data) s += v * v;
+    return 0.5 * std::log(s);
+  }
+  const size_t D = wh->data.size();
+  size_t at = 0;
+  for (size_t i = 0; i < D; ++i)
+    for (size_t j = 0; j < D; ++j)
+      for (size_t k = 0; k < D; ++k)
+        for (size_t l = 0; l < D; ++l, ++at) {
+          const double v = T.data[at];
+          s += v * v * (wh->data[i] * wv->data[j] * wh->data[k] * wv->data[l]);
+        }
+  return 0.5 * std::log(s);
+}
 
 ir::Program buildTrgInit(const TrgModel &model) {
   Tracer tr("trg_init");
@@ -310,7 +418,8 @@ ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts) 
   if (din < 1) throw Error("trg step: D must be >= 1, got " + std::to_string(din));
   Tracer tr(trgStepName(din, dout));
   Tensor T = tr.input("T", {din, din, din, din});
-  TrgStepTrace s = traceTrgStep(T, dout, opts);
+  const TrgBondWeights w = weightInputs(tr, din, opts);
+  TrgStepTrace s = traceTrgStep(T, dout, opts, w);
   tr.output(s.logm, "logm");
   tr.output(s.Tn, "Tn");
   if (opts.outputKeptSingularValues) tr.output(s.skept, "skept");
@@ -325,14 +434,19 @@ ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts) 
     tr.output(s.Ma, "Ma");
     tr.output(s.Mb, "Mb");
   }
+  if (s.wn.valid()) {
+    tr.output(s.wn.h, "wh_next");
+    tr.output(s.wn.v, "wv_next");
+  }
   return tr.take();
 }
 
-ir::Program buildTrgClosure(int64_t d) {
+ir::Program buildTrgClosure(int64_t d, const TrgStepOptions &opts) {
   if (d < 1) throw Error("trg closure: D must be >= 1, got " + std::to_string(d));
   Tracer tr("trg_closure_" + std::to_string(d));
   Tensor T = tr.input("T", {d, d, d, d});
-  tr.output(traceTrgClosure(T), "lntr");
+  const TrgBondWeights w = weightInputs(tr, d, opts);
+  tr.output(traceTrgClosure(T, w), "lntr");
   return tr.take();
 }
 
@@ -340,7 +454,8 @@ ir::Program buildTrgLimitClosure(int64_t d, int64_t dout, const TrgStepOptions &
   if (d < 1) throw Error("trg limit closure: D must be >= 1, got " + std::to_string(d));
   Tracer tr("trg_limit_closure_" + std::to_string(d) + "_" + std::to_string(dout));
   Tensor T = tr.input("T", {d, d, d, d});
-  TrgStepTrace s = traceTrgLimitClosure(T, dout, opts);
+  const TrgBondWeights w = weightInputs(tr, d, opts);
+  TrgStepTrace s = traceTrgLimitClosure(T, dout, opts, w);
   tr.output(s.ltail, "ltail");
   tr.output(s.skept, "skept");
   return tr.take();
@@ -353,6 +468,7 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   ir::Builder &b = tr.builder();
   std::vector<Tensor> params;
   Tensor T = traceModelInit(tr, model, params);
+  TrgBondWeights w = initialWeights(tr, model.states(), opts);
   const Tensor &beta = params[0];
   // lnZ/N = Σ_n logm_n / 2^n + lntr / 2^N, accumulated in step order (same order as
   // the staged driver on the host, so the two modes agree to the last bits).
@@ -364,22 +480,23 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   for (size_t n = 0; n < chain; ++n) {
     TrgStepOptions stepOpts = opts;
     stepOpts.stepNumber = static_cast<int>(n + 1);
-    TrgStepTrace s = traceTrgStep(T, ranks[n], stepOpts);
+    TrgStepTrace s = traceTrgStep(T, ranks[n], stepOpts, w);
     b.setLoc("trg whole: accumulate step " + std::to_string(n + 1));
     Tensor term = n == 0 ? s.logm : s.logm * std::ldexp(1.0, -static_cast<int>(n));
     lnz = n == 0 ? term : lnz + term;
     if (opts.outputKeptSingularValues) kept.push_back(s.skept.reshape({1, 2}));
     T = s.Tn;
+    w = s.wn;
   }
   Tensor lntr;
   if (opts.limitClosure) {
     TrgStepOptions closureOpts = opts;
     closureOpts.stepNumber = static_cast<int>(chain + 1);
-    TrgStepTrace c = traceTrgLimitClosure(T, ranks.back(), closureOpts);
+    TrgStepTrace c = traceTrgLimitClosure(T, ranks.back(), closureOpts, w);
     lntr = c.ltail;
     if (opts.outputKeptSingularValues) kept.push_back(c.skept.reshape({1, 2}));
   } else {
-    lntr = traceTrgClosure(T);
+    lntr = traceTrgClosure(T, w);
   }
   b.setLoc("trg whole: accumulate closure");
   lnz = lnz + lntr * std::ldexp(1.0, -static_cast<int>(chain));
@@ -431,17 +548,21 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
     if (have) continue;
     fns.push_back(buildTrgStep(r.D, r.Dp, so));
     // The loop body: one step, its logm accumulated with weight w = 2^-n (exact), as
-    // buildTrgWhole and the staged driver accumulate: lnz + logm·w, w·½.
+    // buildTrgWhole and the staged driver accumulate: lnz + logm·w, w·½. BTRG carries
+    // the bond weights after T.
     ir::Program body;
     body.name = r.body;
     const ir::ValueId T = body.addInput("T", ir::Type({r.D, r.D, r.D, r.D}));
+    llvm::SmallVector<ir::ValueId, 3> stepArgs{T};
+    if (so.weighted())
+      for (const char *name : {"wh", "wv"}) stepArgs.push_back(body.addInput(name, ir::Type({r.D})));
     const ir::ValueId lnz = body.addInput("lnz", ir::Type({}));
     const ir::ValueId w = body.addInput("w", ir::Type({}));
     ir::Builder b(body);
     b.setCallees(fns);
     const std::string cls = "trg " + std::to_string(r.D) + "->" + std::to_string(r.Dp);
     b.setLoc(cls + ": step");
-    llvm::SmallVector<ir::ValueId, 1> s = b.call(step, {T});
+    llvm::SmallVector<ir::ValueId, 1> s = b.call(step, stepArgs);
     b.setLoc(cls + ": accumulate");
     const ir::ValueId lnzNext = b.add(lnz, b.mul(s[0], w));
     const ir::ValueId wNext = b.mul(w, b.scalar(0.5));
@@ -449,10 +570,17 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
     body.setName(lnzNext, "lnz_next");
     body.setName(wNext, "w_next");
     body.setName(s[2], "skept");
-    for (ir::ValueId v : {s[1], lnzNext, wNext, s[2]}) body.addOutput(v);
+    body.addOutput(s[1]);
+    if (so.weighted()) {
+      body.setName(s[3], "wh_next");
+      body.setName(s[4], "wv_next");
+      body.addOutput(s[3]);
+      body.addOutput(s[4]);
+    }
+    for (ir::ValueId v : {lnzNext, wNext, s[2]}) body.addOutput(v);
     fns.push_back(std::move(body));
   }
-  fns.push_back(opts.limitClosure ? buildTrgLimitClosure(D, ranks.back(), so) : buildTrgClosure(D));
+  fns.push_back(opts.limitClosure ? buildTrgLimitClosure(D, ranks.back(), so) : buildTrgClosure(D, so));
   const std::string closure = fns.back().name;
 
   Tracer tr("trg");
@@ -464,6 +592,13 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
   for (const Tensor &t : params) args.push_back(t.id());
   b.setLoc("trg: init");
   ir::ValueId T = b.call(fns.front().name, args)[0];
+  // BTRG: the state is (T, wh, wv), the weights of T0 ones.
+  llvm::SmallVector<ir::ValueId, 2> weights;
+  if (so.weighted()) {
+    const TrgBondWeights w0 = initialWeights(tr, model.states(), so);
+    weights = {w0.h.id(), w0.v.id()};
+  }
+  const size_t nw = weights.size();
   ir::ValueId lnz = b.scalar(0.0), w = b.scalar(1.0);
   std::vector<Tensor> kept;
   for (const Run &r : runs) {
@@ -474,15 +609,21 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
     b.setLoc(loop ? "trg: steps " + std::to_string(r.first) + " to " +
                         std::to_string(r.first + static_cast<size_t>(r.length) - 1) + cls
                   : "trg: step " + std::to_string(r.first) + cls);
+    llvm::SmallVector<ir::ValueId, 6> carried{T};
+    carried.append(weights.begin(), weights.end());
+    carried.append({lnz, w});
     llvm::SmallVector<ir::ValueId, 1> o =
-        loop ? b.scan(r.body, {T, lnz, w}, {}, r.length) : b.call(r.body, {T, lnz, w});
+        loop ? b.scan(r.body, carried, {}, r.length) : b.call(r.body, carried);
     T = o[0];
-    lnz = o[1];
-    w = o[2];
-    kept.push_back(loop ? Tensor(b, o[3]) : Tensor(b, o[3]).reshape({1, 2}));
+    for (size_t i = 0; i < nw; ++i) weights[i] = o[1 + i];
+    lnz = o[1 + nw];
+    w = o[2 + nw];
+    kept.push_back(loop ? Tensor(b, o[3 + nw]) : Tensor(b, o[3 + nw]).reshape({1, 2}));
   }
   b.setLoc("trg: closure");
-  llvm::SmallVector<ir::ValueId, 1> c = b.call(closure, {T});
+  llvm::SmallVector<ir::ValueId, 3> closureArgs{T};
+  closureArgs.append(weights.begin(), weights.end());
+  llvm::SmallVector<ir::ValueId, 1> c = b.call(closure, closureArgs);
   if (opts.limitClosure) kept.push_back(Tensor(b, c[1]).reshape({1, 2}));
   b.setLoc("trg: accumulate closure");
   Tensor total = Tensor(b, lnz) + Tensor(b, c[0]) * Tensor(b, w);

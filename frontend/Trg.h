@@ -48,7 +48,31 @@ inline constexpr double kTrgSvdEps = 1e-9;
 /// Up to 1e-6 the bias stays below the 1e-10 to which AD and finite differences agree.
 inline constexpr double kTrgMaxSvdEps = 1e-6;
 
+/// The coarse-graining algorithm (docs/trg.md §2, §9).
+///   Trg   Levin–Nave TRG (PRL 99, 120601 (2007)): the state is T.
+///   Btrg  bond-weighted TRG (Adachi, Okubo, Todo, PRB 105, L060402 (2022)): the state is
+///         T and two bond weights (TrgBondWeights); each SVD M = U·s·V† splits as
+///         U·s^((1−k)/2) and s^((1−k)/2)·V†, the new bond carries s^k, and the old weights
+///         sit on the four internal bonds of the plaquette. k = 0 is TRG.
+enum class TrgAlgorithm { Trg, Btrg };
+/// "trg", "btrg".
+const char *trgAlgorithmName(TrgAlgorithm a);
+/// Throws tessel::Error "--algorithm: unknown algorithm 'x' (allowed: trg, btrg)".
+TrgAlgorithm parseTrgAlgorithm(const std::string &s);
+/// BTRG's bond-weight exponent by default: k = −½, the value Adachi et al. find best
+/// (the error at T_c falls ~10× from k = 0 and rises again beyond −½).
+inline constexpr double kBtrgDefaultK = -0.5;
+/// Throws tessel::Error "--btrg-k: ..." for k outside [−1, 1) or not finite: the half-
+/// tensors carry s^((1−k)/2), which must keep a positive power of s.
+void checkBtrgK(double k);
+
 struct TrgStepOptions {
+  /// The algorithm of the step and closure programs, and BTRG's exponent k.
+  TrgAlgorithm algorithm = TrgAlgorithm::Trg;
+  double btrgK = kBtrgDefaultK;
+  /// Whether the state carries bond weights (BTRG): the step takes (T, wh, wv) and adds
+  /// the outputs %wh_next, %wv_next last; the closures take (T, wh, wv).
+  bool weighted() const { return algorithm == TrgAlgorithm::Btrg; }
   /// Lorentzian broadening ε of the svd reverse rule, relative to the largest singular
   /// value (docs/trg.md §5).
   double svdEps = kTrgSvdEps;
@@ -136,6 +160,14 @@ struct TrgLogScale {
 };
 TrgLogScale trgInitLogScale(const TrgModel &m, double beta, double h = 0);
 
+/// BTRG's bond weights, f64[D] each, positive: `h` on the bonds of legs 0–2 of T (the
+/// trace's i), `v` on those of legs 1–3 (j). Ones for the initial tensor; after a step
+/// h = s_a^k, v = s_b^k of its kept singular values (docs/trg.md §9). Invalid = TRG.
+struct TrgBondWeights {
+  Tensor h, v;
+  bool valid() const { return h.valid(); }
+};
+
 struct TrgStepTrace {
   Tensor logm;  ///< f64[]: ln max|T|
   Tensor Tn;    ///< f64[D',D',D',D']
@@ -143,28 +175,42 @@ struct TrgStepTrace {
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
   Tensor ltail; ///< traceTrgLimitClosure: f64[], f(T)
   Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
+  TrgBondWeights wn; ///< BTRG: the weights of Tn's bonds, f64[D'] each
 };
 /// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), docs/trg.md §2. Throws
 /// tessel::ShapeError if T is not rank 4 with equal extents or dout ∉ [1, D²].
-TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &opts = {});
+/// BTRG (opts.weighted()): `w` are T's bond weights (required), the step's own weights
+/// come back in TrgStepTrace::wn.
+TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &opts = {},
+                          const TrgBondWeights &w = {});
 
 /// ln Σ_ij T[i,j,i,j] (opposite legs paired, docs/trg.md §3). T: f64[D,D,D,D] -> f64[].
-Tensor traceTrgClosure(const Tensor &T);
+/// With weights: ln Σ_ij T[i,j,i,j]·w.h[i]·w.v[j] (docs/trg.md §9).
+Tensor traceTrgClosure(const Tensor &T, const TrgBondWeights &w = {});
 /// The closure of the infinite lattice (docs/trg.md §3.1): f(T) = 2·ln m + ln‖T'‖ − ln‖T‖,
 /// with T' = the step D -> dout of T (m = max|T| as in the step, ‖·‖ the Frobenius norm).
 /// lnZ/N of an infinite lattice of T's is f(T) per tensor when T is at its fixed point up
 /// to the bond gauge (an orthogonal transformation of each bond, which keeps ‖·‖): f is
 /// homogeneous (f(aT) = ln a + f(T)) and halves the tensors per step (f(T) = f(T')/2),
 /// so f(t) = ln‖step(t)‖ for ‖t‖ = 1. T: f64[D,D,D,D] -> ltail f64[] and the step's skept.
-TrgStepTrace traceTrgLimitClosure(const Tensor &T, int64_t dout, const TrgStepOptions &opts = {});
+/// With weights (BTRG) the norms are those of T with √w absorbed into each leg, the tensor
+/// of the same network without weights (docs/trg.md §9).
+TrgStepTrace traceTrgLimitClosure(const Tensor &T, int64_t dout, const TrgStepOptions &opts = {},
+                                  const TrgBondWeights &w = {});
 
 /// The programs. buildTrgInit's inputs are model.parameters(); its output %T0 is
 /// f64[d,d,d,d], d = model.states().
 ir::Program buildTrgInit(const TrgModel &model = {});
+/// BTRG (opts.weighted()): the step's inputs are (%T, %wh, %wv: f64[din]) and it adds
+/// the outputs %wh_next, %wv_next: f64[dout] after all others; the closures' inputs are
+/// (%T, %wh, %wv).
 ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts = {});
-ir::Program buildTrgClosure(int64_t d);
+ir::Program buildTrgClosure(int64_t d, const TrgStepOptions &opts = {});
 /// (%T: f64[d,d,d,d]) -> (%ltail: f64[], %skept: f64[2]) = traceTrgLimitClosure(T, dout).
 ir::Program buildTrgLimitClosure(int64_t d, int64_t dout, const TrgStepOptions &opts = {});
+/// ln ‖T‖ (Frobenius) of T with √wh, √wv absorbed into its legs (no weights: of T), on
+/// the host: the gauge-invariant norm of the staged sweep's estimates (docs/trg.md §3.1).
+double trgLnNorm(const ir::Tensor &T, const ir::Tensor *wh = nullptr, const ir::Tensor *wv = nullptr);
 /// The whole computation (β[, h]) -> lnZ/N for the schedule `ranks` (ranks[n] = D' of step
 /// n+1; D of step 1 is model.states()), trgInitLogScale included. With
 /// opts.outputKeptSingularValues also outputs %skept: f64[N,2] (row n = smallest kept
@@ -176,7 +222,7 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
 /// opts.outputKeptSingularValues), staged
 /// as a module (docs/trg.md §6.1): a function per piece (trg_init, one trg_step_D_D'
 /// per step class, the closure) and per step class a loop body trg_chain_D_D'(T, lnz, w)
-/// -> (Tn, lnz + logm·w, w/2, skept); the entry calls init, runs one scan per run of equal
+/// -> (Tn, lnz + logm·w, w/2, skept) (BTRG: (T, wh, wv, lnz, w) -> (Tn, wh', wv', …)); the entry calls init, runs one scan per run of equal
 /// classes in the schedule (16 identical 16 -> 16 steps are one op) and calls the closure.
 /// lnZ/N accumulates in step order with the weights 2^-n, bitwise as buildTrgWhole does.
 /// opts.limitClosure: end with the limit closure (its step keeping ranks.back()).

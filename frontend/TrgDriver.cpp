@@ -113,6 +113,8 @@ struct TrgDriver::Impl {
     const std::string group = !whole() ? "staged module" : kind == Kind::Second ? "second" : "whole";
     progs->noteGroup(group);
     TrgStepOptions so;
+    so.algorithm = o.algorithm;
+    so.btrgK = o.btrgK;
     so.svdEps = o.svdEps;
     so.outputKeptSingularValues = kind != Kind::Second;
     so.limitClosure = limitClosure;

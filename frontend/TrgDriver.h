@@ -76,6 +76,9 @@ std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd = TrgSvd:
 struct TrgOptions {
   /// The lattice model (Ising, the default, or q-state Potts).
   TrgModel model;
+  /// The coarse-graining algorithm (TRG, or BTRG with exponent btrgK; docs/trg.md §9).
+  TrgAlgorithm algorithm = TrgAlgorithm::Trg;
+  double btrgK = kBtrgDefaultK;
   /// The magnetic field h of the Ising model (units of J; the programs' input %h).
   double field = 0;
   /// Also compute ∂²(lnZ/N)/∂h² (χ_m) in second(): one more reverse sweep (the row of the

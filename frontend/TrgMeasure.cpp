@@ -233,6 +233,8 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["temperature"] = 1 / beta;
   j["model"] = opts.model.kind == TrgModel::Kind::Ising ? "ising" : "potts";
   j["q"] = opts.model.states();
+  j["algorithm"] = trgAlgorithmName(opts.algorithm);
+  j["btrg_k"] = opts.algorithm == TrgAlgorithm::Btrg ? nlohmann::json(opts.btrgK) : nlohmann::json(nullptr);
   j["field"] = opts.model.hasField() ? nlohmann::json(opts.field) : nlohmann::json(nullptr);
   j["chi"] = opts.chi;
   j["eps"] = opts.svdEps;

@@ -58,6 +58,7 @@ void validateTrgOptions(const TrgOptions &o) {
                 "beyond ~60 steps lnZ/N no longer changes in double precision)");
   if (o.width < 1)
     throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
+  if (o.algorithm == TrgAlgorithm::Btrg) checkBtrgK(o.btrgK);
   if (!(o.svdEps >= 0) || !(o.svdEps <= kTrgMaxSvdEps))
     throw Error("error: --eps: the svd broadening must be in [0, " + formatDouble(kTrgMaxSvdEps) +
                 "], got " + formatDouble(o.svdEps) +

@@ -19,11 +19,10 @@ std::string classGroup(int64_t din, int64_t dout) {
   return "step " + std::to_string(din) + "->" + std::to_string(dout);
 }
 
-/// ln ‖T‖ (Frobenius), invariant under the bond gauge.
-double lnNorm(const ir::Tensor &T) {
-  double s = 0;
-  for (double v : T.data) s += v * v;
-  return 0.5 * std::log(s);
+/// ln ‖T‖ (Frobenius), invariant under the bond gauge; with BTRG's weights `w` (wh, wv)
+/// that of T with √w absorbed into its legs (the same network without weights).
+double lnNorm(const ir::Tensor &T, const std::vector<ir::Tensor> &w) {
+  return w.empty() ? trgLnNorm(T) : trgLnNorm(T, &w[0], &w[1]);
 }
 
 /// A chain of the planning sweep: the run itself, or a companion at a parameter
@@ -37,14 +36,15 @@ struct PlanChain {
   /// the shifted parameter (a companion).
   double offset = 0;
   ir::Tensor T, prevT;         ///< T_{n+1}, T_n
+  std::vector<ir::Tensor> w, prevW; ///< BTRG: their bond weights (wh, wv); TRG: none
   double nu = 0, prevNu = 0;   ///< ln‖T_{n+1}‖, ln‖T_n‖
   double lnz = 0, prevLnz = 0; ///< Σ_{k≤n} ln m_k/2^k, and Σ_{k<n}
   double logm = 0;             ///< ln m_n
   double gamma = 0, prevGamma = 0;           ///< γ_n, γ_{n−1}
   double gammaSize = 0, prevGammaSize = 0;   ///< Σ of |terms| of γ (for its rounding)
-  void advance(size_t n, double lm, ir::Tensor next) {
+  void advance(size_t n, double lm, ir::Tensor next, std::vector<ir::Tensor> nextW) {
     prevNu = nu;
-    nu = lnNorm(next);
+    nu = lnNorm(next, nextW);
     prevGamma = gamma;
     prevGammaSize = gammaSize;
     gamma = nu - 2 * prevNu + 2 * lm;
@@ -54,6 +54,8 @@ struct PlanChain {
     logm = lm;
     prevT = std::move(T);
     T = std::move(next);
+    prevW = std::move(w);
+    w = std::move(nextW);
   }
   /// E_n: Σ_{k<n} ln m_k/2^k + (2·ln m_n + ln‖T_{n+1}‖ − ln‖T_n‖)/2^n, what the limit
   /// closure on T_n gives.
@@ -135,6 +137,8 @@ TrgSweep::StagedClass &TrgSweep::closure() { return closureClass(dims.back(), cl
 
 TrgStepOptions TrgSweep::stepOptions() const {
   TrgStepOptions so;
+  so.algorithm = o.algorithm;
+  so.btrgK = o.btrgK;
   so.svdEps = o.svdEps;
   so.outputKeptSingularValues = true;
   return so;
@@ -157,7 +161,7 @@ TrgSweep::StagedClass &TrgSweep::closureClass(int64_t D, int64_t Dp) {
   const std::string g = closureGroup(D, Dp);
   progs.noteGroup(g);
   const TrgStepOptions so = stepOptions();
-  c.value = progs.compileValue(g, [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D); });
+  c.value = progs.compileValue(g, [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D, so); });
   return c;
 }
 
@@ -224,6 +228,19 @@ std::vector<ir::Tensor> TrgSweep::paramInputs(double beta) const {
 
 TrgLogScale TrgSweep::logScale(double beta) const { return trgInitLogScale(o.model, beta, o.field); }
 
+std::vector<ir::Tensor> TrgSweep::initialWeights() const {
+  if (o.algorithm != TrgAlgorithm::Btrg) return {};
+  const int64_t d = o.model.states();
+  ir::Tensor ones(ir::Type({d}), std::vector<double>(static_cast<size_t>(d), 1.0));
+  return {ones, ones};
+}
+
+std::vector<ir::Tensor> TrgSweep::weightsOut(std::vector<ir::Tensor> &out) const {
+  if (o.algorithm != TrgAlgorithm::Btrg) return {};
+  const size_t n = out.size();
+  return {std::move(out[n - 2]), std::move(out[n - 1])};
+}
+
 TrgResult TrgSweep::newResult(double beta) const {
   TrgResult r;
   r.beta = beta;
@@ -243,11 +260,12 @@ std::pair<double, size_t> TrgSweep::smallestKeptGap(double beta) {
   if (init.value < 0) init.value = progs.compileValue("init", [&] { return buildTrgInit(o.model); });
   std::vector<ir::Tensor> sweep = progs.call(init.value, "init", beta, paramInputs(beta));
   ir::Tensor T = std::move(sweep[0]);
+  std::vector<ir::Tensor> w = initialWeights();
   std::pair<double, size_t> best{INFINITY, 0};
   const size_t last = ranks.size() + (closureRank ? 1 : 0);
   for (size_t n = 0; n < last; ++n) {
     const int64_t D = dims[std::min(n, ranks.size())], Dp = n < ranks.size() ? dims[n + 1] : closureRank;
-    std::vector<ir::Tensor> out = progs.call(probeOf(D, Dp), stepName(n), beta, T);
+    std::vector<ir::Tensor> out = progs.call(probeOf(D, Dp), stepName(n), beta, T, std::vector<ir::Tensor>(w));
     for (size_t k : {size_t(3), size_t(4)}) {
       const std::vector<double> &sv = out[k].data;
       if (sv.size() < 2) continue;
@@ -255,6 +273,7 @@ std::pair<double, size_t> TrgSweep::smallestKeptGap(double beta) {
       if (gap < best.first) best = {gap, n + 1};
     }
     T = std::move(out[1]);
+    w = weightsOut(out);
   }
   gapCache = GapCache{beta, allRanks, best};
   return best;
@@ -317,7 +336,8 @@ TrgResult TrgSweep::value(double beta) {
   for (PlanChain &c : ch) {
     c.T = std::move(progs.call(init.value, "init", c.beta,
                          trgParameterInputs(o.model, c.beta, c.h))[0]);
-    c.nu = lnNorm(c.T);
+    c.w = initialWeights();
+    c.nu = lnNorm(c.T, c.w);
   }
   int still = 0;
   if (plan) converged = !o.stepsAuto;
@@ -331,24 +351,29 @@ TrgResult TrgSweep::value(double beta) {
     }
     progs.stepDone("value", n + 1, plan ? static_cast<size_t>(o.steps) : ranks.size(), plan && o.stepsAuto);
     std::vector<ir::Tensor> out =
-        progs.call(stepClass(dims[n], dims[n + 1]).value, stepName(n), beta, ch[0].T);
+        progs.call(stepClass(dims[n], dims[n + 1]).value, stepName(n), beta, ch[0].T,
+                   std::vector<ir::Tensor>(ch[0].w));
     // Keep only what the step's own SVDs put above tol; near tol, values at the
     // noise level can differ between the probe's svd_topk{D'} and the step's own
     // svd_topk{keep}, so this repeats until the kept values hold.
     auto t0 = Clock::now();
     while (plan && !(out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol)) {
-      const int64_t keep = std::min(countKept(n, beta, ch[0].T), dims[n + 1] - 1);
+      const int64_t keep = std::min(countKept(n, beta, ch[0].T, ch[0].w), dims[n + 1] - 1);
       if (keep < 1) break; // checkKept names the value
       ranks[n] = dims[n + 1] = keep;
-      out = progs.call(stepClass(dims[n], keep).value, stepName(n), beta, ch[0].T);
+      out = progs.call(stepClass(dims[n], keep).value, stepName(n), beta, ch[0].T,
+                       std::vector<ir::Tensor>(ch[0].w));
       planExtraMs += msSince(t0);
     }
     checkKept(n, out[2].data.data(), r);
     for (size_t j = 0; j < ch.size(); ++j) {
       PlanChain &c = ch[j];
       auto t1 = Clock::now();
-      if (j > 0) out = progs.call(stepClass(dims[n], dims[n + 1]).value, stepName(n), c.beta, c.T);
-      c.advance(n, out[0].data[0], std::move(out[1]));
+      if (j > 0)
+        out = progs.call(stepClass(dims[n], dims[n + 1]).value, stepName(n), c.beta, c.T,
+                         std::vector<ir::Tensor>(c.w));
+      std::vector<ir::Tensor> w = weightsOut(out);
+      c.advance(n, out[0].data[0], std::move(out[1]), std::move(w));
       if (j > 0) planExtraMs += msSince(t1);
     }
     r.logm.push_back(ch[0].logm);
@@ -375,8 +400,10 @@ TrgResult TrgSweep::value(double beta) {
   }
   PlanChain &c = ch[0];
   ir::Tensor &TN = plan && o.stepsAuto ? c.prevT : c.T;
+  std::vector<ir::Tensor> &WN = plan && o.stepsAuto ? c.prevW : c.w;
   double lnz = plan && o.stepsAuto ? c.prevLnz : c.lnz;
-  std::vector<ir::Tensor> cl = progs.call(closure().value, "closure", beta, std::move(TN));
+  std::vector<ir::Tensor> cl =
+      progs.call(closure().value, "closure", beta, std::move(TN), std::move(WN));
   if (closureRank) checkKept(ranks.size(), cl[1].data.data(), r);
   lnz += cl[0].data[0] * std::ldexp(1.0, -static_cast<int>(ranks.size()));
   lnz += logScale(beta).value;
@@ -387,8 +414,9 @@ TrgResult TrgSweep::value(double beta) {
 
 /// How many of the D' leading singular values of step n + 1's two SVDs (on its input
 /// T) exceed rankTol; throws when none does.
-int64_t TrgSweep::countKept(size_t n, double beta, ir::Tensor &T) {
-  std::vector<ir::Tensor> sv = progs.call(probeOf(dims[n], dims[n + 1]), stepName(n), beta, T);
+int64_t TrgSweep::countKept(size_t n, double beta, ir::Tensor &T, const std::vector<ir::Tensor> &w) {
+  std::vector<ir::Tensor> sv =
+      progs.call(probeOf(dims[n], dims[n + 1]), stepName(n), beta, T, std::vector<ir::Tensor>(w));
   int64_t keep = dims[n + 1];
   for (size_t k : {size_t(3), size_t(4)}) {
     int64_t c = 0;

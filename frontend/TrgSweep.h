@@ -99,6 +99,11 @@ struct TrgSweep {
   /// ln of the initial tensor's factor and its derivatives (trgInitLogScale).
   TrgLogScale logScale(double beta) const;
   TrgResult newResult(double beta) const;
+  /// BTRG: the bond weights of the initial tensor (ones, f64[d] twice); TRG: none.
+  std::vector<ir::Tensor> initialWeights() const;
+  /// BTRG: moves a step program's last two outputs (the new bond weights) out of `out`;
+  /// TRG: none.
+  std::vector<ir::Tensor> weightsOut(std::vector<ir::Tensor> &out) const;
   static std::string stepName(size_t n) { return "step " + std::to_string(n + 1); }
 
 private:
@@ -109,7 +114,8 @@ private:
   StagedClass &stepClass(int64_t D, int64_t Dp);
   StagedClass &closureClass(int64_t D, int64_t Dp);
   int probeOf(int64_t D, int64_t Dp);
-  int64_t countKept(size_t n, double beta, ir::Tensor &T);
+  /// T: the step's input, w: its bond weights (BTRG; empty for TRG).
+  int64_t countKept(size_t n, double beta, ir::Tensor &T, const std::vector<ir::Tensor> &w);
 
   struct GapCache {
     double beta;

@@ -30,6 +30,8 @@ struct EmitArgs {
   bool kept = false;
   bool stopGradient = false;
   bool staged = false;
+  std::string algorithm = "trg";
+  double btrgK = frontend::kBtrgDefaultK;
   std::string format = "text";
   std::string output = "-";
 };
@@ -72,6 +74,14 @@ ir::Program buildProgram(const EmitArgs &a) {
     model = frontend::parseTrgModel("potts", a.q);
   }
   frontend::TrgStepOptions opts;
+  opts.algorithm = frontend::parseTrgAlgorithm(a.algorithm);
+  opts.btrgK = a.btrgK;
+  if (opts.weighted()) {
+    frontend::checkBtrgK(a.btrgK);
+    if (a.what == "trg-init")
+      throw Error("error: --algorithm: trg-init is the same for every algorithm (BTRG's initial "
+                  "bond weights are ones, made by the program that runs the steps)");
+  }
   opts.svdEps = a.eps;
   opts.stopGradientOnMax = a.stopGradient;
   opts.outputKeptSingularValues = a.kept;
@@ -88,7 +98,7 @@ ir::Program buildProgram(const EmitArgs &a) {
   if (a.what == "trg-init") return frontend::buildTrgInit(model);
   if (a.what == "trg-closure") {
     requirePositive(a.d, "--d");
-    return frontend::buildTrgClosure(a.d);
+    return frontend::buildTrgClosure(a.d, opts);
   }
   if (a.what == "trg-limit-closure") {
     requirePositive(a.d, "--d");
@@ -180,6 +190,12 @@ void addEmitCommand(CLI::App &app) {
                   "default rule");
   cmd->add_option("--eps", args->eps,
                   "Lorentzian broadening of the svd reverse rule (default 1e-12)");
+  cmd->add_option("--algorithm", args->algorithm,
+                  "trg (Levin-Nave, default) or btrg (bond-weighted TRG: the step and closures "
+                  "also take the bond weights %wh, %wv and the step returns the next ones; "
+                  "docs/trg.md section 9)");
+  cmd->add_option("--btrg-k", args->btrgK,
+                  "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG)");
   cmd->add_flag("--kept-singular-values", args->kept,
                 "add the output %skept: the smallest kept singular values of Ma and Mb "
                 "(per step), for run-time rank checks");

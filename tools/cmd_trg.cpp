@@ -63,6 +63,8 @@ struct TrgArgs {
   bool second = false;
   std::string mode = "staged";
   std::string svd = "truncated";
+  std::string algorithm = "trg";
+  double btrgK = frontend::kBtrgDefaultK;
   std::string checkpoint = "store";
   std::string order = "pairwise";
   int64_t width = 1;
@@ -186,6 +188,8 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   }
   o.mode = frontend::parseTrgMode(a.mode);
   o.svd = frontend::parseTrgSvd(a.svd);
+  o.algorithm = frontend::parseTrgAlgorithm(a.algorithm);
+  o.btrgK = a.btrgK;
   o.checkpoint = parseFlag("--checkpoint", [&] { return passes::parseRematPolicy(a.checkpoint); });
   o.order = parseFlag("--order", [&] { return passes::parseOrderStrategy(a.order); });
   o.width = toInt(a.width, "--width");
@@ -242,6 +246,12 @@ std::string csvHeader() {
 std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
 
 /// "ising, h = 0.001" or "potts, q = 3".
+/// "trg", "btrg (k = -0.5)".
+std::string algorithmText(const frontend::TrgOptions &o) {
+  if (o.algorithm == frontend::TrgAlgorithm::Btrg) return "btrg (k = " + formatDouble(o.btrgK) + ")";
+  return "trg";
+}
+
 std::string modelText(const frontend::TrgOptions &o) {
   if (o.model.hasField()) return "ising, h = " + formatDouble(o.field);
   return "potts, q = " + std::to_string(o.model.q);
@@ -436,7 +446,8 @@ void runTrg(TrgArgs &a) {
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
               << ", ranks = " << ranksText(opts, *drv) << "; " << exactText(opts)
               << "; nan = not computed; no timings (--json or the table give them, with "
-                 "--repeat N)\n"
+                 "--repeat N); algorithm = "
+              << algorithmText(opts) << "\n"
               << csvHeader() << "\n";
     std::cout.flush();
   }
@@ -445,7 +456,8 @@ void runTrg(TrgArgs &a) {
               << ", steps = " << (opts.stepsAuto ? std::string("auto") : std::to_string(opts.steps))
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
-              << ", width = " << opts.width << ", eps = " << formatDouble(opts.svdEps) << "\n";
+              << ", width = " << opts.width << ", eps = " << formatDouble(opts.svdEps)
+              << ", algorithm = " << algorithmText(opts) << "\n";
     if (sweep.size() > 1)
       std::cout << "  mpi        " << sweep.size() << " ranks (beta number i on rank i mod "
                 << sweep.size() << "; each compiles and prepares once; compile and prepare "
@@ -715,6 +727,13 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_flag("--second", args->second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (reverse over the "
                 "staged sweep, or grad of grad of the whole program; implies --grad)");
+  cmd->add_option("--algorithm", args->algorithm,
+                  "trg (default: Levin-Nave TRG) or btrg (bond-weighted TRG, Adachi-Okubo-Todo "
+                  "2022: the same cost per step, 10-40x more accurate at T_c; docs/trg.md "
+                  "section 9)");
+  cmd->add_option("--btrg-k", args->btrgK,
+                  "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG)")
+      ->check(nonEmpty);
   cmd->add_option("--mode", args->mode, "staged (default) or whole");
   cmd->add_option("--svd", args->svd,
                   "step SVDs: truncated (default: the truncate-svd pass computes only the D' "

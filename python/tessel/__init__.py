@@ -304,14 +304,14 @@ def onsager(beta: float) -> dict[str, Optional[float]]:
 def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising",
         q: Optional[int] = None, field: float = 0.0, susceptibility: bool = False,
         chi: int = 16, steps: Union[None, int, str] = None, grad: bool = False, second: bool = False,
-        mode: str = "staged",
+        mode: str = "staged", algorithm: str = "trg", btrg_k: float = -0.5,
         checkpoint: str = "store", order: str = "pairwise", svd: str = "truncated",
         width: int = 1, ranks: Union[None, str, Sequence[int]] = None, repeat: int = 0,
         eps: float = _tessel.TRG_SVD_EPS, check_nan: bool = False,
         check_inf: bool = False,
         progress: Union[bool, Callable[..., Any]] = False) -> Union[dict[str, Any], list[dict[str, Any]]]:
-    """TRG (Levin–Nave) of the 2D Ising model (or the q-state Potts model), as
-    ``tessel trg ... --json``.
+    """TRG (Levin–Nave) or bond-weighted TRG of the 2D Ising model (or the q-state Potts
+    model), as ``tessel trg ... --json``.
 
     Compiles and prepares the programs once, then per β computes lnZ/N (and with
     ``grad`` d(lnZ/N)/dβ, with ``second`` also d²(lnZ/N)/dβ²) on the infinite lattice
@@ -337,6 +337,11 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         grad, second: also the first / first and second derivative in β (reverse mode
             through every SVD).
         mode: ``staged`` (one program per step class) or ``whole`` (one program).
+        algorithm: ``"trg"`` (Levin–Nave, PRL 99, 120601 (2007)) or ``"btrg"`` (bond-weighted
+            TRG, Adachi, Okubo, Todo, PRB 105, L060402 (2022): each SVD splits as
+            U·s^((1−k)/2), s^((1−k)/2)·V† with the weight s^k on the new bond; the same
+            cost per step, 10–40× smaller error of lnZ/N at T_c; docs/trg.md §9).
+        btrg_k: BTRG's bond-weight exponent k in [−1, 1) (default −½; 0 is TRG, bitwise).
         checkpoint: residual policy of the backward programs (``store``, ``recompute``,
             ``save-svd``). order: contraction order of the plaquette einsum.
         svd: ``truncated`` (svd_topk: only the kept triplets) or ``full`` (LAPACK gesdd).
@@ -387,8 +392,11 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         raise Error(f"trg: steps must be an int >= 1 or 'auto', got {steps!r}")
     if not steps_auto:
         _check_int("steps", steps)
-    for name, v in (("mode", mode), ("checkpoint", checkpoint), ("order", order), ("svd", svd)):
+    for name, v in (("mode", mode), ("checkpoint", checkpoint), ("order", order), ("svd", svd),
+                    ("algorithm", algorithm)):
         _check_str(name, v)
+    if isinstance(btrg_k, bool) or not isinstance(btrg_k, (int, float, np.integer, np.floating)):
+        raise Error(f"trg: btrg_k must be a number, got {btrg_k!r}")
     _check_str("model", model)
     if q is not None:
         _check_int("q", q)
@@ -430,8 +438,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     try:
         reports = _tessel.trg(betas, model, q, float(field), bool(susceptibility), chi,
                               0 if steps_auto else steps, steps_auto, grad, second, mode,
-                              checkpoint, order, svd, width, explicit, repeat, float(eps), check,
-                              callback)
+                              algorithm, float(btrg_k), checkpoint, order, svd, width, explicit,
+                              repeat, float(eps), check, callback)
     except Error as e:
         raise type(e)(_python_option_names(str(e))) from None
     finally:
@@ -476,10 +484,11 @@ class _progress_display:
 
 
 # The library reports option errors with the command line's flag names.
-_FLAG = re.compile(r"--(chi|steps|width|mode|checkpoint|order|svd|ranks|eps|repeat|q|field|susceptibility|model)\b")
+_FLAG = re.compile(r"--(chi|steps|width|mode|algorithm|checkpoint|order|svd|ranks|eps|repeat|q|field|susceptibility|model)\b")
 
 
 def _python_option_names(message: str) -> str:
+    message = message.replace("--btrg-k", "btrg_k")
     return _FLAG.sub(lambda m: m.group(1), message).replace("ranks auto", 'ranks="auto"')
 
 
