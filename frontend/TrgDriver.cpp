@@ -361,6 +361,14 @@ TrgResult TrgDriver::second(double beta) {
   return r;
 }
 
+std::vector<TrgCftRow> TrgDriver::cftData(double beta) {
+  impl_->checkBeta(beta);
+  if (!impl_->o.cft) throw Error("error: trg: cftData needs TrgOptions::cft");
+  std::vector<TrgCftRow> rows;
+  impl_->evaluate([&] { return impl_->sw->value(beta, &rows); });
+  return rows;
+}
+
 int64_t TrgDriver::plannedPeakBytes() const { return impl_->lastPeakBytes; }
 
 std::vector<TrgGroupInfo> TrgDriver::groups() const {

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "frontend/Trg.h"
+#include "frontend/TrgCft.h"
 #include "passes/Checkpoint.h"
 #include "passes/Order.h"
 #include "passes/PassManager.h"
@@ -111,6 +112,8 @@ struct TrgOptions {
   bool grad = false;
   /// Build the second-order program (second()).
   bool second = false;
+  /// Report the CFT data of each step's tensor (cftData(); docs/trg.md §10). Staged mode.
+  bool cft = false;
   /// Lorentzian broadening of the svd reverse rule.
   double svdEps = kTrgSvdEps;
   /// Step SVDs (the default pipeline's truncate-svd). With `second` the full SVD is
@@ -277,6 +280,11 @@ public:
   /// sweep (the schedule at β, the rank check), then per Hessian row the staged module's
   /// grad of grad; whole: the value program, then grad(grad(whole)).
   TrgResult second(double beta);
+
+  /// The CFT data of every tensor of the value sweep at β (T_0 … T_{N−1}; docs/trg.md
+  /// §10, frontend/TrgCft.h): one more value sweep, untimed. Needs TrgOptions::cft
+  /// (staged mode).
+  std::vector<TrgCftRow> cftData(double beta);
 
   /// Planned peak bytes of the last value(), valueAndGrad() or second(): the largest,
   /// over its engine runs, of the tensors passed between runs that are still to be read

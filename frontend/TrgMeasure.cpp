@@ -218,6 +218,7 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
   if (!m.gradTimes.have && opts.second) m.grad = m.second;
   m.loadAfter = rt::readLoadAverage();
   m.topk = TopkCounts::between(svdBefore, drv.svdStats());
+  if (opts.cft) m.cft = drv.cftData(beta); // after the counters: not part of the timed runs
 
   trgExactValues(m, opts.model, opts.field);
   return m;
@@ -251,6 +252,19 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["mpi_ranks"] = ctx.mpiRanks;
   j["svd"] = opts.pipeline.empty() ? trgSvdName(trgSvdUsed(opts)) : "as --passes";
   j["svd_topk"] = m.topk.json();
+  if (opts.cft) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const TrgCftRow &c : m.cft) {
+      nlohmann::json x = nlohmann::json::array();
+      for (double v : c.x) x.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+      rows.push_back({{"step", c.step}, {"D", c.D},
+                      {"c", std::isfinite(c.c) ? nlohmann::json(c.c) : nlohmann::json(nullptr)},
+                      {"x", x}});
+    }
+    j["cft"] = rows;
+  } else {
+    j["cft"] = nullptr;
+  }
   j["ranks"] = drv.ranks();
   j["ranks_probe_ms"] =
       ctx.ranksProbeMs >= 0 ? nlohmann::json(roundToMicroseconds(ctx.ranksProbeMs)) : nlohmann::json(nullptr);

@@ -61,6 +61,8 @@ struct TrgBetaMeasurement {
   PeakMemory valueMemory, gradMemory, secondMemory;
   std::vector<double> loadBefore, loadAfter; ///< 1, 5, 15-minute load averages (empty: unknown)
   TopkCounts topk;
+  /// With TrgOptions::cft: the CFT data of each step's tensor (an untimed value sweep).
+  std::vector<TrgCftRow> cft;
   /// The exact infinite-lattice values where they are known (trgExactValues).
   std::optional<double> exactLnZ, exactDlnZ, exactD2lnZ, exactSpecificHeat;
   /// The driver's derivatives when it computed them: ∂/∂β (value+grad), ∂²/∂β²

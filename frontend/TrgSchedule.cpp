@@ -59,6 +59,9 @@ void validateTrgOptions(const TrgOptions &o) {
   if (o.width < 1)
     throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
   if (o.algorithm == TrgAlgorithm::Btrg) checkBtrgK(o.btrgK);
+  if (o.cft && o.mode == TrgMode::Whole)
+    throw Error("error: --cft reads the tensor of every step, which only the staged value sweep "
+                "has (use --mode staged, the default)");
   if (!(o.svdEps >= 0) || !(o.svdEps <= kTrgMaxSvdEps))
     throw Error("error: --eps: the svd broadening must be in [0, " + formatDouble(kTrgMaxSvdEps) +
                 "], got " + formatDouble(o.svdEps) +

@@ -300,7 +300,7 @@ void TrgSweep::lowerRank(size_t n) {
 /// step runs again with that many (docs/trg.md §2.4). So the run's own SVDs decide,
 /// and a β whose structural schedule holds pays nothing for it. With --steps auto
 /// it coarse-grains until the infinite-lattice estimate stops changing (§3.1).
-TrgResult TrgSweep::value(double beta) {
+TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   TrgResult r = newResult(beta);
   // Planned once per β: a repeated run at the same β keeps the schedule.
   const bool plan = planned() && !(plannedBeta && *plannedBeta == beta);
@@ -375,6 +375,11 @@ TrgResult TrgSweep::value(double beta) {
       std::vector<ir::Tensor> w = weightsOut(out);
       c.advance(n, out[0].data[0], std::move(out[1]), std::move(w));
       if (j > 0) planExtraMs += msSince(t1);
+    }
+    if (cft) {
+      const PlanChain &c = ch[0]; // c.prevT: the input of this step, T_n
+      cft->push_back(c.prevW.empty() ? trgCftData(n, c.prevT)
+                                     : trgCftData(n, c.prevT, &c.prevW[0], &c.prevW[1]));
     }
     r.logm.push_back(ch[0].logm);
     if (plan && o.stepsAuto) {

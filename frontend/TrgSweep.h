@@ -63,7 +63,8 @@ struct TrgSweep {
   void compile();
   /// lnZ/N at β by the value sweep; plans the schedule at β first where it is derived
   /// (once per β). Throws tessel::Error naming the step for a kept singular value ≤ tol.
-  TrgResult value(double beta);
+  /// `cft`: also the CFT data of every tensor of the sweep (T_0 … T_{N−1}).
+  TrgResult value(double beta, std::vector<TrgCftRow> *cft = nullptr);
 
   /// Whether the schedule (and with --steps auto the number of steps) is decided per β.
   bool planned() const { return autoRanks; }

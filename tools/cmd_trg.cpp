@@ -64,6 +64,7 @@ struct TrgArgs {
   std::string mode = "staged";
   std::string svd = "truncated";
   std::string algorithm = "trg";
+  bool cft = false;
   double btrgK = frontend::kBtrgDefaultK;
   std::string checkpoint = "store";
   std::string order = "pairwise";
@@ -190,6 +191,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.svd = frontend::parseTrgSvd(a.svd);
   o.algorithm = frontend::parseTrgAlgorithm(a.algorithm);
   o.btrgK = a.btrgK;
+  o.cft = a.cft;
   o.checkpoint = parseFlag("--checkpoint", [&] { return passes::parseRematPolicy(a.checkpoint); });
   o.order = parseFlag("--order", [&] { return passes::parseOrderStrategy(a.order); });
   o.width = toInt(a.width, "--width");
@@ -603,6 +605,19 @@ void runTrg(TrgArgs &a) {
     os << "  loadavg           before " << rt::formatLoadAverage(m.loadBefore) << " | after "
        << rt::formatLoadAverage(m.loadAfter) << "\n";
     if (m.topk.calls + m.topk.complementCalls > 0) os << "  svd_topk          " << m.topk.text() << "\n";
+    if (!m.cft.empty()) {
+      os << "  cft               c and the lowest scaling dimensions x of each step's tensor "
+            "(docs/trg.md section 10; at a critical beta, good in a window of steps)\n"
+            "    step    D        c        x_1      x_2      x_3      x_4\n";
+      for (const frontend::TrgCftRow &c : m.cft) {
+        char head[48];
+        std::snprintf(head, sizeof head, "    %4zu %4lld ", c.step, static_cast<long long>(c.D));
+        os << head
+           << (std::isfinite(c.c) ? fmt("%8.5f", c.c) : std::string("     nan"));
+        for (double x : c.x) os << " " << (std::isfinite(x) ? fmt("%8.5f", x) : std::string("     inf"));
+        os << "\n";
+      }
+    }
   };
 
   for (size_t ib = 0; ib < betas.size(); ++ib) {
@@ -734,6 +749,12 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_option("--btrg-k", args->btrgK,
                   "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG)")
       ->check(nonEmpty);
+  cmd->add_flag("--cft", args->cft,
+                "also the central charge c and the lowest scaling dimensions x of each step's "
+                "tensor (Gu-Wen: the transfer matrices of cylinders 1 and 2 tensors around; "
+                "table and --json, not --csv; an untimed value sweep more; staged mode). At "
+                "beta_c they hold c = 1/2, x = 1/8, 1 (Ising) in a window of steps; "
+                "docs/trg.md section 10");
   cmd->add_option("--mode", args->mode, "staged (default) or whole");
   cmd->add_option("--svd", args->svd,
                   "step SVDs: truncated (default: the truncate-svd pass computes only the D' "

@@ -500,7 +500,7 @@ NB_MODULE(_tessel, m) {
       [](const std::vector<double> &betas, const std::string &model, std::optional<int64_t> q,
          double field,
          bool susceptibility, int64_t chi, int steps, bool stepsAuto, bool grad, bool second,
-         const std::string &mode, const std::string &algorithm, double btrgK,
+         const std::string &mode, const std::string &algorithm, double btrgK, bool cft,
          const std::string &checkpoint, const std::string &order,
          const std::string &svd, int width, std::optional<std::vector<int64_t>> ranks,
          int64_t repeat, double eps, int valueCheck, nb::object progress) {
@@ -515,6 +515,7 @@ NB_MODULE(_tessel, m) {
         o.mode = frontend::parseTrgMode(mode);
         o.algorithm = frontend::parseTrgAlgorithm(algorithm);
         o.btrgK = btrgK;
+        o.cft = cft;
         o.svd = frontend::parseTrgSvd(svd);
         o.checkpoint = passes::parseRematPolicy(checkpoint);
         o.order = passes::parseOrderStrategy(order);
@@ -564,7 +565,7 @@ NB_MODULE(_tessel, m) {
         for (const nlohmann::json &j : reports) out.append(jsonToPython(j));
         return out;
       },
-      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "steps_auto"_a, "grad"_a, "second"_a, "mode"_a, "algorithm"_a, "btrg_k"_a, "checkpoint"_a, "order"_a,
+      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "steps_auto"_a, "grad"_a, "second"_a, "mode"_a, "algorithm"_a, "btrg_k"_a, "cft"_a, "checkpoint"_a, "order"_a,
       "svd"_a, "width"_a, "ranks"_a.none(), "repeat"_a, "eps"_a, "value_check"_a, "progress"_a.none());
 
   bindTracing(m);

@@ -304,7 +304,7 @@ def onsager(beta: float) -> dict[str, Optional[float]]:
 def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising",
         q: Optional[int] = None, field: float = 0.0, susceptibility: bool = False,
         chi: int = 16, steps: Union[None, int, str] = None, grad: bool = False, second: bool = False,
-        mode: str = "staged", algorithm: str = "trg", btrg_k: float = -0.5,
+        mode: str = "staged", algorithm: str = "trg", btrg_k: float = -0.5, cft: bool = False,
         checkpoint: str = "store", order: str = "pairwise", svd: str = "truncated",
         width: int = 1, ranks: Union[None, str, Sequence[int]] = None, repeat: int = 0,
         eps: float = _tessel.TRG_SVD_EPS, check_nan: bool = False,
@@ -342,6 +342,12 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             U·s^((1−k)/2), s^((1−k)/2)·V† with the weight s^k on the new bond; the same
             cost per step, 10–40× smaller error of lnZ/N at T_c; docs/trg.md §9).
         btrg_k: BTRG's bond-weight exponent k in [−1, 1) (default −½; 0 is TRG, bitwise).
+        cft: also ``cft``, one dict per step's tensor T_n: ``step``, ``D``, the central charge
+            ``c`` and the lowest scaling dimensions ``x`` (Gu, Wen, PRB 80, 155131 (2009):
+            the transfer matrices of cylinders 1 and 2 tensors around; docs/trg.md §10). At a
+            critical β they hold the CFT's values in a window of steps (Ising: c = ½,
+            x = ⅛, 1; 3-state Potts: c = ⅘, x = 2/15 twice). One untimed value sweep more;
+            staged mode.
         checkpoint: residual policy of the backward programs (``store``, ``recompute``,
             ``save-svd``). order: contraction order of the plaquette einsum.
         svd: ``truncated`` (svd_topk: only the kept triplets) or ``full`` (LAPACK gesdd).
@@ -409,7 +415,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         field = float(field)
     except OverflowError:
         raise Error(f"trg: field must be finite, got {field!r}") from None
-    for name, v in (("grad", grad), ("second", second), ("susceptibility", susceptibility)):
+    for name, v in (("grad", grad), ("second", second), ("susceptibility", susceptibility),
+                    ("cft", cft)):
         if not isinstance(v, (bool, np.bool_)):
             raise Error(f"trg: {name} must be True or False, got {v!r}")
     auto = isinstance(ranks, str)
@@ -438,7 +445,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     try:
         reports = _tessel.trg(betas, model, q, float(field), bool(susceptibility), chi,
                               0 if steps_auto else steps, steps_auto, grad, second, mode,
-                              algorithm, float(btrg_k), checkpoint, order, svd, width, explicit,
+                              algorithm, float(btrg_k), bool(cft), checkpoint, order, svd, width,
+                              explicit,
                               repeat, float(eps), check, callback)
     except Error as e:
         raise type(e)(_python_option_names(str(e))) from None
@@ -484,7 +492,7 @@ class _progress_display:
 
 
 # The library reports option errors with the command line's flag names.
-_FLAG = re.compile(r"--(chi|steps|width|mode|algorithm|checkpoint|order|svd|ranks|eps|repeat|q|field|susceptibility|model)\b")
+_FLAG = re.compile(r"--(chi|steps|width|mode|algorithm|checkpoint|order|svd|ranks|eps|repeat|q|field|susceptibility|model|cft)\b")
 
 
 def _python_option_names(message: str) -> str:

@@ -72,3 +72,19 @@ def test_btrg_bad_options_name_the_python_argument():
         tessel.trg(0.4, algorithm="hotrg3")
     with pytest.raises(tessel.Error, match="btrg_k must be a number"):
         tessel.trg(0.4, algorithm="btrg", btrg_k="half")
+
+
+def test_cft_data_at_tc():
+    # Ising at beta_c, BTRG chi = 16, 12 steps: steps 6 to 10 give c 0.497 ... 0.506 and
+    # x = 0.1246 ... 0.1258, 0.99 ... 1.01 (docs/trg.md §10).
+    r = tessel.trg(tessel.ISING_BETA_C, chi=16, steps=12, algorithm="btrg", cft=True)
+    rows = r["cft"]
+    assert [row["step"] for row in rows] == list(range(12))
+    window = [row for row in rows if 6 <= row["step"] <= 10]
+    for row in window:
+        assert abs(row["c"] - 0.5) < 0.01
+        assert abs(row["x"][0] - 0.125) < 0.002
+        assert abs(row["x"][1] - 1.0) < 0.015
+    assert tessel.trg(0.3, chi=8, steps=4)["cft"] is None
+    with pytest.raises(tessel.Error, match="--mode staged|mode staged"):
+        tessel.trg(0.3, chi=8, steps=4, cft=True, mode="whole")

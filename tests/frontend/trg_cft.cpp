@@ -1,0 +1,130 @@
+//===- tests/frontend/trg_cft.cpp - CFT data from the fixed point (docs/trg.md §10) -===//
+//
+// The central charge and scaling dimensions of the critical Ising and 3-state Potts
+// models from the coarse-grained tensor, against the exact c = 1/2, x_σ = 1/8, x_ε = 1
+// and c = 4/5, x_σ = 2/15 (twice), x_ε = 4/5; and the massive phase's c -> 0.
+//
+//===----------------------------------------------------------------------===//
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "frontend/Onsager.h"
+#include "frontend/TrgCft.h"
+#include "frontend/TrgDriver.h"
+#include "ir/Diagnostics.h"
+
+using namespace tessel;
+using namespace tessel::frontend;
+
+namespace {
+
+/// The number of consecutive rows (the longest run) whose data satisfy `ok`.
+template <class F> size_t longestWindow(const std::vector<TrgCftRow> &rows, F &&ok) {
+  size_t best = 0, run = 0;
+  for (const TrgCftRow &r : rows) {
+    run = ok(r) ? run + 1 : 0;
+    best = std::max(best, run);
+  }
+  return best;
+}
+
+} // namespace
+
+TEST_CASE("trg cft: Ising at beta_c, BTRG chi = 32: c = 1/2, x_sigma = 1/8, x_eps = 1 in a window of steps") {
+  TrgOptions o;
+  o.algorithm = TrgAlgorithm::Btrg;
+  o.chi = 32;
+  o.steps = 14;
+  o.cft = true;
+  TrgDriver d(o);
+  const std::vector<TrgCftRow> rows = d.cftData(kIsingBetaC);
+  REQUIRE(rows.size() == 14);
+  for (size_t n = 0; n < rows.size(); ++n) CHECK(rows[n].step == n);
+  // Measured: steps 7 to 13 give c in [0.4972, 0.5014], x_1 in [0.1246, 0.1252], x_2 in
+  // [0.9970, 1.0065] (docs/trg.md §10).
+  const size_t window = longestWindow(rows, [](const TrgCftRow &r) {
+    return r.x.size() >= 2 && std::fabs(r.c - 0.5) < 0.005 && std::fabs(r.x[0] - 0.125) < 0.005 &&
+           std::fabs(r.x[1] - 1.0) < 0.01;
+  });
+  CHECK(window >= 5);
+  CHECK(std::fabs(rows[10].c - 0.5) < 0.002);
+  CHECK(std::fabs(rows[10].x[0] - 0.125) < 0.0005);
+}
+
+TEST_CASE("trg cft: 3-state Potts at beta_c: c = 4/5, x_sigma = 2/15 twice, x_eps = 4/5") {
+  TrgOptions o;
+  o.model = parseTrgModel("potts", 3);
+  o.algorithm = TrgAlgorithm::Btrg;
+  o.chi = 27;
+  o.steps = 12;
+  o.cft = true;
+  TrgDriver d(o);
+  const std::vector<TrgCftRow> rows = d.cftData(std::log(1 + std::sqrt(3.0)));
+  // Measured (chi = 27): steps 6 to 8 give c 0.807, 0.791, 0.793; x_1 = x_2 = 0.1359 ...
+  // 0.1340; x_3 0.848 ... 0.828.
+  const size_t window = longestWindow(rows, [](const TrgCftRow &r) {
+    return r.x.size() >= 3 && std::fabs(r.c - 0.8) < 0.02 && std::fabs(r.x[0] - 2.0 / 15) < 0.005 &&
+           std::fabs(r.x[1] - r.x[0]) < 1e-3 && std::fabs(r.x[2] - 0.8) < 0.05;
+  });
+  CHECK(window >= 3);
+}
+
+TEST_CASE("trg cft: away from T_c the fixed point is trivial (c -> 0, x_1 large)") {
+  TrgOptions o;
+  o.chi = 16;
+  o.steps = 14;
+  o.cft = true;
+  TrgDriver d(o);
+  const std::vector<TrgCftRow> rows = d.cftData(0.3);
+  INFO("step 13: c " << rows.back().c << " x_1 " << rows.back().x[0]);
+  CHECK(std::fabs(rows.back().c) < 1e-3);
+  CHECK(rows.back().x[0] > 1);
+}
+
+TEST_CASE("trg cft: c and x do not depend on the tensor's scale or its bond gauge; errors") {
+  // A random-ish D = 3 tensor: scaling it, or an orthogonal gauge on its bonds (the same on
+  // both ends of each bond), leaves the spectrum of both transfer matrices unchanged.
+  ir::Tensor T(ir::Type({3, 3, 3, 3}), std::vector<double>(81));
+  for (size_t i = 0; i < 81; ++i) T.data[i] = std::cos(0.7 * static_cast<double>(i)) + (i % 10 == 0 ? 3.0 : 0.0);
+  const TrgCftRow a = trgCftData(0, T);
+  ir::Tensor S = T;
+  for (double &v : S.data) v *= 1e3;
+  const TrgCftRow b = trgCftData(0, S);
+  CHECK(std::fabs(a.c - b.c) < 1e-12);
+  for (size_t i = 0; i < a.x.size(); ++i) CHECK(std::fabs(a.x[i] - b.x[i]) < 1e-12);
+  // An orthogonal gauge O on the 0-2 bonds and P on the 1-3 bonds (rotations by 0.4 and
+  // 1.1 in two planes): T'[i,j,k,l] = O[i,a]·P[j,b]·O[k,c]·P[l,d]·T[a,b,c,d].
+  auto rot = [](double t, int p0, int p1) {
+    std::vector<double> R(9, 0.0);
+    for (int i = 0; i < 3; ++i) R[static_cast<size_t>(i * 4)] = 1;
+    R[static_cast<size_t>(p0 * 3 + p0)] = R[static_cast<size_t>(p1 * 3 + p1)] = std::cos(t);
+    R[static_cast<size_t>(p0 * 3 + p1)] = -std::sin(t);
+    R[static_cast<size_t>(p1 * 3 + p0)] = std::sin(t);
+    return R;
+  };
+  const std::vector<double> O = rot(0.4, 0, 1), P = rot(1.1, 1, 2);
+  ir::Tensor G(ir::Type({3, 3, 3, 3}), std::vector<double>(81, 0.0));
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 3; ++j)
+      for (size_t k = 0; k < 3; ++k)
+        for (size_t l = 0; l < 3; ++l)
+          for (size_t p = 0; p < 81; ++p) {
+            const size_t a = p / 27, bb = p / 9 % 3, c = p / 3 % 3, e = p % 3;
+            G.data[((i * 3 + j) * 3 + k) * 3 + l] +=
+                O[i * 3 + a] * P[j * 3 + bb] * O[k * 3 + c] * P[l * 3 + e] * T.data[p];
+          }
+  const TrgCftRow g = trgCftData(0, G);
+  CHECK(std::fabs(a.c - g.c) < 1e-10);
+  for (size_t i = 0; i < a.x.size(); ++i) CHECK(std::fabs(a.x[i] - g.x[i]) < 1e-10);
+  // Weights of ones are no weights.
+  ir::Tensor ones(ir::Type({3}), {1.0, 1.0, 1.0});
+  const TrgCftRow w = trgCftData(0, T, &ones, &ones);
+  CHECK(std::fabs(a.c - w.c) < 1e-12);
+  CHECK_THROWS_WITH_AS(trgCftData(0, ir::Tensor(ir::Type({2, 3}), std::vector<double>(6, 1.0))),
+                       doctest::Contains("T must be f64[D,D,D,D]"), Error);
+  TrgOptions bad;
+  bad.cft = true;
+  bad.mode = TrgMode::Whole;
+  CHECK_THROWS_WITH_AS(TrgDriver{bad}, doctest::Contains("--cft"), Error);
+}
