@@ -95,6 +95,10 @@ void checkScalarInput(const Tensor &t, const char *what) {
 
 const char *trgAlgorithmName(TrgAlgorithm a) { return a == TrgAlgorithm::Btrg ? "btrg" : "trg"; }
 
+std::string trgAlgorithmText(TrgAlgorithm a, double k) {
+  return a == TrgAlgorithm::Btrg ? "btrg (k = " + ir::text::formatDouble(k) + ")" : "trg";
+}
+
 TrgAlgorithm parseTrgAlgorithm(const std::string &s) {
   if (s == "trg") return TrgAlgorithm::Trg;
   if (s == "btrg") return TrgAlgorithm::Btrg;

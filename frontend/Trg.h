@@ -57,6 +57,8 @@ inline constexpr double kTrgMaxSvdEps = 1e-6;
 enum class TrgAlgorithm { Trg, Btrg };
 /// "trg", "btrg".
 const char *trgAlgorithmName(TrgAlgorithm a);
+/// "trg", or "btrg (k = -0.5)" with BTRG's exponent, as the reports print it.
+std::string trgAlgorithmText(TrgAlgorithm a, double k);
 /// Throws tessel::Error "--algorithm: unknown algorithm 'x' (allowed: trg, btrg)".
 TrgAlgorithm parseTrgAlgorithm(const std::string &s);
 /// BTRG's bond-weight exponent by default: k = −½, the value Adachi et al. find best

@@ -321,6 +321,25 @@ std::string formatBytes(int64_t bytes) {
   return b < 1048576.0 ? fmt("%.1f", b / 1024.0) + " KiB" : fmt("%.1f", b / 1048576.0) + " MiB";
 }
 
+std::string trgCftText(const std::vector<TrgCftRow> &rows) {
+  std::string t = "  cft               c and the lowest scaling dimensions x of each step's tensor "
+                  "(docs/trg.md section 10; at a critical beta, good in a window of steps)\n"
+                  "    step    D        c        x_1      x_2      x_3      x_4\n";
+  char buf[48];
+  for (const TrgCftRow &c : rows) {
+    std::snprintf(buf, sizeof buf, "    %4zu %4lld ", c.step, static_cast<long long>(c.D));
+    t += buf;
+    if (std::isfinite(c.c)) std::snprintf(buf, sizeof buf, "%8.5f", c.c);
+    t += std::isfinite(c.c) ? std::string(buf) : std::string("     nan");
+    for (double x : c.x) {
+      if (std::isfinite(x)) std::snprintf(buf, sizeof buf, " %8.5f", x);
+      t += std::isfinite(x) ? std::string(buf) : std::string("      inf");
+    }
+    t += "\n";
+  }
+  return t;
+}
+
 std::string peakMemoryText(const PeakMemory &m, int64_t rssBase) {
   std::string t = "planned peak " + formatBytes(m.planned) + " (tensors between programs + engine arena)";
   if (m.measured < 0) return t + " | peak RSS unavailable";

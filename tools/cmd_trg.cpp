@@ -248,12 +248,6 @@ std::string csvHeader() {
 std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
 
 /// "ising, h = 0.001" or "potts, q = 3".
-/// "trg", "btrg (k = -0.5)".
-std::string algorithmText(const frontend::TrgOptions &o) {
-  if (o.algorithm == frontend::TrgAlgorithm::Btrg) return "btrg (k = " + formatDouble(o.btrgK) + ")";
-  return "trg";
-}
-
 std::string modelText(const frontend::TrgOptions &o) {
   if (o.model.hasField()) return "ising, h = " + formatDouble(o.field);
   return "potts, q = " + std::to_string(o.model.q);
@@ -449,7 +443,7 @@ void runTrg(TrgArgs &a) {
               << ", ranks = " << ranksText(opts, *drv) << "; " << exactText(opts)
               << "; nan = not computed; no timings (--json or the table give them, with "
                  "--repeat N); algorithm = "
-              << algorithmText(opts) << "\n"
+              << frontend::trgAlgorithmText(opts.algorithm, opts.btrgK) << "\n"
               << csvHeader() << "\n";
     std::cout.flush();
   }
@@ -459,7 +453,7 @@ void runTrg(TrgArgs &a) {
               << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.checkpoint << ", order = " << a.order
               << ", width = " << opts.width << ", eps = " << formatDouble(opts.svdEps)
-              << ", algorithm = " << algorithmText(opts) << "\n";
+              << ", algorithm = " << frontend::trgAlgorithmText(opts.algorithm, opts.btrgK) << "\n";
     if (sweep.size() > 1)
       std::cout << "  mpi        " << sweep.size() << " ranks (beta number i on rank i mod "
                 << sweep.size() << "; each compiles and prepares once; compile and prepare "
@@ -605,19 +599,7 @@ void runTrg(TrgArgs &a) {
     os << "  loadavg           before " << rt::formatLoadAverage(m.loadBefore) << " | after "
        << rt::formatLoadAverage(m.loadAfter) << "\n";
     if (m.topk.calls + m.topk.complementCalls > 0) os << "  svd_topk          " << m.topk.text() << "\n";
-    if (!m.cft.empty()) {
-      os << "  cft               c and the lowest scaling dimensions x of each step's tensor "
-            "(docs/trg.md section 10; at a critical beta, good in a window of steps)\n"
-            "    step    D        c        x_1      x_2      x_3      x_4\n";
-      for (const frontend::TrgCftRow &c : m.cft) {
-        char head[48];
-        std::snprintf(head, sizeof head, "    %4zu %4lld ", c.step, static_cast<long long>(c.D));
-        os << head
-           << (std::isfinite(c.c) ? fmt("%8.5f", c.c) : std::string("     nan"));
-        for (double x : c.x) os << " " << (std::isfinite(x) ? fmt("%8.5f", x) : std::string("     inf"));
-        os << "\n";
-      }
-    }
+    if (!m.cft.empty()) os << frontend::trgCftText(m.cft);
   };
 
   for (size_t ib = 0; ib < betas.size(); ++ib) {
