@@ -292,6 +292,7 @@ def render(h, agg, mi, t_start):
     if plot_note:
         L += ["## Plot", "", f"![TRG times per contender]({plot_note})", ""]
     L += _scaling_section()
+    L += _accuracy_section()
     L += _sweep_section()
     L += _python_section()
     return "\n".join(L) + "\n", plot_note
@@ -351,6 +352,39 @@ def _scaling_section() -> list[str]:
         f"{k} e = {fmt(v, 2)}" for k, v in ex.items() if v is not None) + ".", ""]
     if os.path.exists(os.path.join(HERE, "scaling.svg")):
         L += ["![ms per χ → χ step against χ, log-log](bench/scaling.svg)", ""]
+    return L
+
+
+def _accuracy_section() -> list[str]:
+    """Accuracy per second at T_c, TRG against BTRG (bench/accuracy.py, bench/accuracy.json)."""
+    ac = _side_run("accuracy.json")
+    if ac is None:
+        return []
+    L = ["## Accuracy per second at T_c: TRG and bond-weighted TRG", "",
+         _side_source("accuracy.py", ac) + f"; β = β_c, the infinite lattice (`--steps auto`), width "
+         f"{ac.get('width')}, OPENBLAS_NUM_THREADS=1). Each configuration ran twice per algorithm, "
+         "alternated (trg, btrg, btrg, trg); ms = the smaller of the two medians of "
+         f"{ac.get('repeat')} steady runs. Error = |lnZ/N − Onsager| / Onsager; with --grad the "
+         "run takes more steps (the derivative's own convergence, docs/trg.md §3.1), and the "
+         "energy's error is |u − (−√2)|. quimb's HOTRG, the peer this comparison asks for, is not "
+         "installed here and not run.", "",
+         "| χ | TRG value ms | BTRG value ms | TRG error | BTRG error | TRG value+grad ms | "
+         "BTRG value+grad ms | TRG energy error | BTRG energy error | steps (value, TRG / BTRG) | load |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    by = {(r["chi"], r["algorithm"], r["grad"]): r for r in ac.get("rows", [])}
+    for chi in sorted({r["chi"] for r in ac.get("rows", [])}):
+        g = lambda a, grad, k, d=None: (by.get((chi, a, grad)) or {}).get(k, d)  # noqa: E731
+        cell = lambda v, n=1: fmt(v, n) if v is not None else "–"  # noqa: E731
+        err = lambda v: f"{v:.2e}" if v is not None else "–"  # noqa: E731
+        load = (g("trg", False, "loadavg") or ["?"])[0]
+        L.append(f"| {chi} | {cell(g('trg', False, 'ms'))} | {cell(g('btrg', False, 'ms'))} | "
+                 f"{err(g('trg', False, 'lnZ_rel_err'))} | {err(g('btrg', False, 'lnZ_rel_err'))} | "
+                 f"{cell(g('trg', True, 'ms'))} | {cell(g('btrg', True, 'ms'))} | "
+                 f"{err(g('trg', True, 'energy_abs_err'))} | {err(g('btrg', True, 'energy_abs_err'))} | "
+                 f"{g('trg', False, 'steps', '–')} / {g('btrg', False, 'steps', '–')} | {load} |")
+    L.append("")
+    if os.path.exists(os.path.join(HERE, "accuracy.svg")):
+        L += ["![relative error of lnZ/N at T_c against time, log-log](bench/accuracy.svg)", ""]
     return L
 
 

@@ -192,6 +192,8 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.algorithm = frontend::parseTrgAlgorithm(a.algorithm);
   o.btrgK = a.btrgK;
   o.cft = a.cft;
+  if (!a.dumpSvdInputs.empty() && o.algorithm != frontend::TrgAlgorithm::Trg)
+    throw Error("error: --dump-svd-inputs writes TRG's SVD inputs (the SVD-floor benchmark), not BTRG's");
   o.checkpoint = parseFlag("--checkpoint", [&] { return passes::parseRematPolicy(a.checkpoint); });
   o.order = parseFlag("--order", [&] { return passes::parseOrderStrategy(a.order); });
   o.width = toInt(a.width, "--width");

@@ -76,7 +76,7 @@ TEST_CASE("btrg: k = 0 is TRG bitwise (value, d/dbeta, d2/dbeta2; staged and who
 TEST_CASE("btrg: lnZ/N at T_c in the thermodynamic limit to the published accuracy") {
   // Adachi, Okubo, Todo (2022) and TNRKit's tests: BTRG (k = -1/2) is ~10x (chi = 16) to
   // ~40x (chi = 32) closer to Onsager at T_c than TRG at the same chi. Measured here:
-  // chi 16: TRG 4.31e-6, BTRG 3.07e-7; chi 24: 1.04e-6, 5.21e-8; chi 32: 4.90e-7, 1.31e-8.
+  // chi 16: TRG 4.63e-6, BTRG 3.30e-7; chi 24: 1.11e-6, 5.60e-8; chi 32: 5.27e-7, 1.41e-8.
   const double exact = onsager(kIsingBetaC).lnZ;
   const struct {
     int64_t chi;
