@@ -451,14 +451,14 @@ std::string ForwardBackward::describeResiduals() const {
        << pad(std::to_string(r.bytes), wb, true) << "  " << r.origin << "\n";
   return os.str();
 }
-/// Appends a copy of `op` (of program `src`) to `dst` reading `operands`, with the same
-/// attributes, location, position and result names; records the new results in `map`
-/// (indexed by `src` value ids).
-static void appendCopy(ir::Program &dst, const ir::Program &src, const Op &op,
-                       llvm::ArrayRef<ValueId> operands, std::vector<ValueId> &map) {
+/// Appends `op` (of program `src`, which is discarded after) to `dst` reading
+/// `operands`, with its attributes, location, position and result names moved over;
+/// records the new results in `map` (indexed by `src` value ids).
+static void appendMoved(ir::Program &dst, ir::Program &src, Op &op,
+                        llvm::ArrayRef<ValueId> operands, std::vector<ValueId> &map) {
   llvm::SmallVector<ir::Type, 3> types;
   for (ValueId v : op.results) types.push_back(src.values[v].type);
-  auto out = dst.appendOp(op.kind, operands, op.attrs, types, op.loc, op.remat);
+  auto out = dst.appendOp(op.kind, operands, std::move(op.attrs), types, std::move(op.loc), op.remat);
   dst.ops.back().pos = op.pos;
   for (size_t k = 0; k < out.size(); ++k) {
     map[op.results[k]] = out[k];
@@ -486,7 +486,8 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
   cfg.keepPrimalOutputs = false;
   cfg.materializeOutputs = true;
   RematResult r = rematerialize(g, cfg);
-  const Program &h = r.prog;
+  // Each op of h goes to one half, moved (h is not read after the halves are built).
+  Program &h = r.prog;
 
   ForwardBackward fb;
   fb.policy = policy;
@@ -517,10 +518,10 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
   }
   for (size_t i = 0; i < h.ops.size(); ++i) {
     if (!r.isForward[i]) continue;
-    const Op &op = h.ops[i];
+    Op &op = h.ops[i];
     llvm::SmallVector<ValueId, 4> ops;
     for (ValueId u : op.operands) ops.push_back(toF[u]);
-    appendCopy(F, h, op, ops, toF);
+    appendMoved(F, h, op, ops, toF);
   }
   for (size_t o = 0; o < numPrimal; ++o) F.addOutput(toF[h.outputs[o]]);
   for (size_t k = 0; k < res.size(); ++k) {
@@ -575,7 +576,7 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
   }
   for (size_t i = 0; i < h.ops.size(); ++i) {
     if (r.isForward[i]) continue;
-    const Op &op = h.ops[i];
+    Op &op = h.ops[i];
     llvm::SmallVector<ValueId, 4> ops;
     for (ValueId u : op.operands) {
       if (toB[u] == ir::kNoValue)
@@ -583,7 +584,7 @@ ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrim
                     " reads a forward value that is not a residual");
       ops.push_back(toB[u]);
     }
-    appendCopy(B, h, op, ops, toB);
+    appendMoved(B, h, op, ops, toB);
   }
   for (size_t o = numPrimal; o < h.outputs.size(); ++o) B.addOutput(toB[h.outputs[o]]);
 

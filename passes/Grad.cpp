@@ -253,7 +253,8 @@ std::string freshFunctionName(const std::vector<Program> &fns, const std::string
   return cand;
 }
 
-Program gradFunction(const Program &p, const GradOptions &opts, ModuleGradImpl &m);
+/// `owned`: p itself, which grad may change (the caller's copy, or its moved-in program).
+Program gradFunction(const Program &p, const GradOptions &opts, ModuleGradImpl &m, Program *owned = nullptr);
 
 /// The module side of the transform: the functions it adds, memoised.
 class ModuleGradImpl final : public vjp::ModuleGrad {
@@ -290,7 +291,9 @@ public:
     // move its functions: a callee with calls is differentiated from a copy.
     const Program *fp = function(callee);
     Program copy;
-    if (std::any_of(fp->ops.begin(), fp->ops.end(), [](const ir::Op &op) { return ir::hasCallee(op.kind); })) {
+    const bool calls =
+        std::any_of(fp->ops.begin(), fp->ops.end(), [](const ir::Op &op) { return ir::hasCallee(op.kind); });
+    if (calls) {
       copy = *fp;
       fp = &copy;
     }
@@ -303,7 +306,7 @@ public:
     o.wrt.clear();
     for (size_t i = 0; i < f.inputs.size() && i < wrt.size(); ++i)
       if (wrt[i]) o.wrt.push_back(f.value(f.inputs[i]).name);
-    Program g = gradFunction(f, o, *this);
+    Program g = gradFunction(f, o, *this, calls ? &copy : nullptr);
     if (opts_.svdTopkGuards) runSvdTopkGuards(g, {});
     // The halves become functions of the module, verified with it (grad() verifies its
     // result; the grad pass leaves it to the pass manager, i.e. to --verify-each or to
@@ -411,14 +414,20 @@ void storeCallResiduals(Program &p, const std::vector<char> &active, const std::
 }
 
 /// grad of one function of a module (the entry, or a callee for its VJP function).
-Program gradFunction(const Program &p0, const GradOptions &opts, ModuleGradImpl &m) {
+Program gradFunction(const Program &p0, const GradOptions &opts, ModuleGradImpl &m, Program *owned) {
   const std::vector<ValueId> wrt = resolveWrt(p0, opts);
   if (!opts.vjp) checkScalarLoss(p0, opts);
-  Program p = p0;
-  {
-    const std::vector<char> act = activeValues(p, wrt);
-    storeCallResiduals(p, act, cotangentReach(p, act, opts), m);
+  // The calls and scans change (storeCallResiduals): on the caller's program when it
+  // hands it over, else on a copy; a function without them is read as it is.
+  Program withResiduals;
+  const Program *pp = &p0;
+  if (std::any_of(p0.ops.begin(), p0.ops.end(), [](const ir::Op &op) { return ir::hasCallee(op.kind); })) {
+    Program &q = owned ? *owned : (withResiduals = p0);
+    const std::vector<char> act = activeValues(q, wrt);
+    storeCallResiduals(q, act, cotangentReach(q, act, opts), m);
+    pp = &q;
   }
+  const Program &p = *pp;
   const std::vector<char> active = activeValues(p, wrt);
   for (const ir::Op &op : p.ops)
     if ((op.kind == ir::OpKind::Svd || op.kind == ir::OpKind::SvdTopk) &&
@@ -491,7 +500,7 @@ Program gradOf(Program p, const GradOptions &options) {
   }
   ModuleGradImpl m(std::move(p.functions), p.name, opts);
   p.functions.clear();
-  Program r = gradFunction(p, opts, m);
+  Program r = gradFunction(p, opts, m, &p);
   r.functions = m.take();
   // The functions the gradient no longer calls (the differentiated originals, now run
   // as their forward halves) go: later passes need not see them.

@@ -280,6 +280,23 @@ bool PadSinker::sinkSweep() {
   // Dead ops (the pads a rewrite bypassed, dead code of the input) neither get
   // rewritten nor count as uses, so one run of the pass reaches its fixed point.
   const std::vector<bool> live = liveOps(p_);
+  // Every rule starts from a live op reading a pad that pads something: without one
+  // the sweep would rebuild the program unchanged (most of a gradient's functions).
+  bool readsPad = false;
+  for (size_t i = 0; i < p_.ops.size() && !readsPad; ++i) {
+    if (!live[i] || p_.ops[i].results.size() != 1) continue;
+    for (ValueId v : p_.ops[i].operands) {
+      const int32_t d = p_.values[v].def;
+      if (d < 0) continue;
+      const Op &def = p_.ops[size_t(d)];
+      if (def.kind == OpKind::Pad && def.remat == p_.ops[i].remat &&
+          padsAnything(def.attrs.getI64s("low"), def.attrs.getI64s("high"))) {
+        readsPad = true;
+        break;
+      }
+    }
+  }
+  if (!readsPad) return false;
   std::vector<Op> old = std::move(p_.ops);
   p_.ops.clear();
   pads_.clear();
@@ -349,6 +366,16 @@ Block operandBlock(const Program &p, const Op &op, size_t j, const Block &b) {
 
 bool PadSinker::hoistSweep() {
   const std::vector<bool> live = liveOps(p_);
+  // A hoist starts from a live slice of a hoistable op's result: without one there is
+  // nothing to decide.
+  bool slicesHoistable = false;
+  for (size_t i = 0; i < p_.ops.size() && !slicesHoistable; ++i) {
+    const Op &op = p_.ops[i];
+    if (!live[i] || op.kind != OpKind::Slice) continue;
+    const int32_t d = p_.values[op.operands[0]].def;
+    slicesHoistable = d >= 0 && hoistable(p_.ops[size_t(d)].kind);
+  }
+  if (!slicesHoistable) return false;
   const std::vector<int> anyUse = useCounts(p_);
   std::vector<std::vector<uint32_t>> users(p_.values.size());
   for (size_t i = 0; i < p_.ops.size(); ++i)
