@@ -4,9 +4,9 @@
 
 Higher-order TRG (Z. Y. Xie et al., PRB 86, 045139 (2012)): two tensors are contracted
 along one axis, the doubled bond is truncated to χ with the isometry of the leading
-singular vectors of its environment, and the axes alternate. Written with numpy's
+eigenvectors of its environment M·Mᵀ, and the axes alternate. Written with numpy's
 spellings on traced Tensors (einsum, reshape, slicing, .max(), **), it gives lnZ/N and,
-by the grad transform through every SVD, d(lnZ/N)/dβ = −energy per site (units of J);
+by the grad transform through every eigendecomposition, d(lnZ/N)/dβ = −energy per site (units of J);
 printed beside Onsager's exact values (docs/python.md walks through it).
 """
 from __future__ import annotations
@@ -33,9 +33,9 @@ def hotrg_step(T, chi):
     D, Dv = T.shape[0], T.shape[2]                                 # horizontal, vertical
     M = ops.einsum("abuk,cdke->acbdue", T, T)                      # l1 l2 r1 r2 u d
     E = M.reshape(D * D, -1)
-    U, s, _ = ops.svd(E @ E.T, eps=1e-9)                            # environment of (l1 l2)
+    w, V = ops.eigh(E @ E.T, eps=1e-9)                              # environment of (l1 l2)
     Dp = min(D * D, chi)
-    U = U[:, :Dp].reshape(D, D, Dp)
+    U = V[:, D * D - Dp:].reshape(D, D, Dp)                        # the Dp largest eigenvalues
     Tn = ops.einsum("acx,acbdue,bdy->xyue", U, M, U)
     m = ops.max(ops.abs(Tn))
     return ops.log(m), ops.transpose(Tn / m, (2, 3, 0, 1))        # rotate: (u, d, l, r)

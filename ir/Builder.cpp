@@ -113,6 +113,10 @@ llvm::SmallVector<ValueId, 1> Builder::svdTopk(ValueId a, int64_t k, double eps)
   return createMulti(OpKind::SvdTopk, {a}, {{"k", Attr::i64(k)}, {"eps", Attr::f64(eps)}});
 }
 
+llvm::SmallVector<ValueId, 1> Builder::eigh(ValueId a, double eps) {
+  return createMulti(OpKind::Eigh, {a}, {{"eps", Attr::f64(eps)}});
+}
+
 llvm::SmallVector<ValueId, 1> Builder::svdTopkComplement(ValueId a, ValueId u, ValueId s,
                                                          ValueId vt, ValueId gU, ValueId gVt,
                                                          double eps, int64_t guards) {

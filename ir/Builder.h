@@ -88,6 +88,8 @@ public:
   llvm::SmallVector<ValueId, 1> svd(ValueId a, double eps = 1e-12, llvm::StringRef gauge = "none");
   /// Returns {U, s, Vt} of the k leading triplets.
   llvm::SmallVector<ValueId, 1> svdTopk(ValueId a, int64_t k, double eps = 1e-12);
+  /// Returns {w, V}: the symmetric part of a[n,n] is V·diag(w)·Vᵀ, w ascending (ir/ops.def, eigh).
+  llvm::SmallVector<ValueId, 1> eigh(ValueId a, double eps = 1e-12);
   /// Returns {X, Yt} (ir/ops.def, svd_topk_complement).
   llvm::SmallVector<ValueId, 1> svdTopkComplement(ValueId a, ValueId u, ValueId s, ValueId vt,
                                                   ValueId gU, ValueId gVt, double eps,

@@ -51,6 +51,14 @@ double svdFlops(const Program &p, const Op &op) {
   return std::min(14 * m * k * k + 8 * k * k * k, 6 * m * k * k + 20 * k * k * k);
 }
 
+/// Symmetric eigendecomposition with vectors: 9n³ (Golub & Van Loan, Matrix
+/// Computations, 4th ed., §8.3: tridiagonal reduction, its accumulation and the QR
+/// iteration; dsyevd's divide and conquer is at most that).
+double eighFlops(const Program &p, const Op &op) {
+  const double n = static_cast<double>(p.type(op.operands[0]).shape[0]);
+  return 9 * n * n * n;
+}
+
 /// Randomized block Krylov: two products (A·Z, Aᵀ·Q) per column of a basis of about 3k
 /// columns and one of k for the true residuals, 2·m·n flops per column (a typical
 /// basis; the kernel's real one depends on the spectrum, --profile reports it).
@@ -108,6 +116,7 @@ constexpr Entry kCostRules[] = {
     {OpKind::Svd, svdFlops},
     {OpKind::SvdTopk, svdTopkFlops},
     {OpKind::SvdTopkComplement, svdTopkComplementFlops},
+    {OpKind::Eigh, eighFlops},
     {OpKind::StopGradient, noFlops},
     {OpKind::Call, noFlops},
     {OpKind::Scan, noFlops},

@@ -257,6 +257,16 @@ Result ruleSvd(OpKind k, Types ops, const AttrList &a, Callees) {
   return {Type({m, kk}), Type({kk}), Type({kk, n})};
 }
 
+Result ruleEigh(OpKind k, Types ops, const AttrList &a, Callees) {
+  const double eps = a.getF64("eps");
+  if (!(eps >= 0) || !std::isfinite(eps))
+    fail(k, "eps must be finite and >= 0, got " + text::formatDouble(eps));
+  if (ops[0].rank() != 2 || ops[0].shape[0] != ops[0].shape[1])
+    fail(k, "operand must be a square matrix, got " + ops[0].str());
+  const int64_t n = ops[0].shape[0];
+  return {Type({n}), Type({n, n})};
+}
+
 Result ruleSvdTopk(OpKind k, Types ops, const AttrList &a, Callees) {
   Result full = ruleSvd(k, ops, a, {});
   const int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = a.getI64("k");
@@ -443,6 +453,8 @@ constexpr Entry kRules[] = {
      "U f64[m,k], s f64[k], Vt f64[k,n] for a matrix operand f64[m,n], 1 <= k <= min(m, n); eps finite and >= 0"},
     {OpKind::SvdTopkComplement, ruleSvdTopkComplement,
      "X f64[m,r], Yt f64[r,n] for A f64[m,n], U f64[m,k], s f64[k], Vt f64[k,n], Ū f64[m,r], V̄t f64[r,n], r <= k − guards, k <= min(m, n)"},
+    {OpKind::Eigh, ruleEigh,
+     "w f64[n], V f64[n,n] for a square matrix operand f64[n,n]; eps finite and >= 0"},
     {OpKind::StopGradient, ruleUnary,
      "same as the operand"},
     {OpKind::Call, ruleCall,

@@ -450,6 +450,10 @@ constexpr Entry kTable[] = {
     {OpKind::SvdTopkComplement, vjpSvdTopkComplement, Differentiable::All,
      "none yet: grad stops with an error (a second derivative through svd_topk; "
      "differentiate the svd before the truncate-svd pass instead)"},
+    {OpKind::Eigh, vjpEigh, Differentiable::All,
+     "Ā = V·(diag(w̄) + ½(K − Kᵀ)∘F)·Vᵀ with K = VᵀV̄ and F_ij = 1/(w_j − w_i) broadened to "
+     "x/(x² + (eps·max|w|)²) (passes/VjpEigh.cpp); symmetric, finite at a tie for a loss "
+     "that does not depend on the basis of a degenerate eigenspace"},
     {OpKind::StopGradient, vjpNone, Differentiable::None, "none: an AD barrier"},
     {OpKind::Call, vjpCall, Differentiable::All,
      "the call runs @<callee>_fwd, the forward half of the callee's gradient (one per callee "

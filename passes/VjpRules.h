@@ -13,6 +13,7 @@
 #include "ir/Builder.h"
 #include "ir/Program.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 #include "llvm/ADT/ArrayRef.h"
@@ -113,9 +114,38 @@ inline ir::ValueId splat(ir::Builder &b, double c, const ir::Shape &shape) {
   return shape.empty() ? s : b.broadcastScalar(s, shape);
 }
 
+/// The Lorentzian broadening of the reciprocal gaps in the rules of svd and eigh
+/// (VjpSvd.cpp, VjpEigh.cpp; docs/trg.md, "The SVD reverse rule"): 1/x becomes
+/// L(x) = x/(x² + (ε·s₀)²) with s₀ the matrix's scale, held constant. A term num·L(x) is
+/// built as overScale(num)·ell(x) = (num/s₀)·ℓ(x/s₀), ℓ(y) = (y ≠ 0)/(y + ε²/y), so that
+/// nothing squared can over- or underflow and c·A has the gradient of A for any c > 0.
+class Broadening {
+public:
+  /// `scale` builds s₀ (a scalar, held constant, nonzero), on first use.
+  Broadening(Builder &b, double eps, std::function<ir::ValueId()> scale)
+      : b_(b), eps_(eps), makeScale_(std::move(scale)) {}
+  /// s₀, built once.
+  ir::ValueId scale();
+  /// x -> ℓ(x/s₀), elementwise; 0 (with a zero derivative) where x = 0.
+  ir::ValueId ell(ir::ValueId x);
+  /// num -> num/s₀, elementwise.
+  ir::ValueId overScale(ir::ValueId num);
+  /// x -> 1/x where x != 0, 0 at x = 0 (no broadening).
+  ir::ValueId invOrZero(ir::ValueId x);
+
+private:
+  Builder &b_;
+  double eps_;
+  std::function<ir::ValueId()> makeScale_;
+  ir::ValueId scale_ = ir::kNoValue;
+};
+
 /// The rule of svd (VjpSvd.cpp): Lorentzian-broadened reverse rule of the thin SVD,
 /// full or block form (docs/trg.md, "The SVD reverse rule").
 OperandCotangents vjpSvd(const VjpCall &c);
+
+/// The rule of eigh (VjpEigh.cpp): Ā = V·(diag(w̄) + ½(K − Kᵀ)∘L(w_j − w_i))·Vᵀ, K = VᵀV̄.
+OperandCotangents vjpEigh(const VjpCall &c);
 
 /// The rules of call and scan (VjpCall.cpp): a call of the callee's VJP function; a
 /// reverse scan over the body's VJP with the carries stored per iteration.

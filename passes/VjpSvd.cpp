@@ -182,42 +182,13 @@ OperandCotangents vjpSvd(const VjpCall &c) {
 
   // The scale s₀ = s[0] (1 for a zero matrix), constant under differentiation; built on
   // first use (a cotangent on s alone needs no reciprocal).
-  ValueId s0 = kNone;
-  auto scaleOf = [&] {
-    if (s0 == kNone) {
-      s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
-      s0 = b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
-    }
-    return s0;
-  };
-  // x -> 1/x where x != 0, 0 at x = 0 (x + (x == 0) keeps the division finite).
-  auto invOrZero = [&](ValueId x) {
-    Shape xs = shapeOf(b, x);
-    ValueId zero = splat(b, 0.0, xs);
-    ValueId mask = b.compare(x, zero, "NE");
-    return b.mul(b.div(splat(b, 1.0, xs), b.add(x, b.compare(x, zero, "EQ"))), mask);
-  };
-  // x -> ℓ(x/s₀), with ℓ(y) = y/(y² + ε²) computed as (y ≠ 0)/(y + ε²/y): nothing is
-  // squared but ε itself, and where ε² is not a normal double (ε below ~1e-154) ε²/y is
-  // ε·(ε/y), so the broadening never underflows into 0/0; y + (y == 0) keeps the division
-  // at y = 0 finite and the (y ≠ 0) numerator makes ℓ and its derivative 0 there. A
-  // cotangent term num·L(x) is built as overScale(num)·ell(x) = (num/s₀)·ℓ(x/s₀): 1/s₀
-  // alone overflows for a subnormal s₀.
-  auto ell = [&](ValueId x) {
-    Shape xs = shapeOf(b, x);
-    ValueId y = b.div(x, b.broadcastScalar(scaleOf(), xs));
-    ValueId zero = splat(b, 0.0, xs);
-    ValueId yz = b.add(y, b.compare(y, zero, "EQ"));
-    ValueId den = yz;
-    if (eps != 0) {
-      const bool normalSquare = eps * eps >= std::numeric_limits<double>::min();
-      ValueId e2y = normalSquare ? b.div(splat(b, eps * eps, xs), yz)
-                                 : b.mul(splat(b, eps, xs), b.div(splat(b, eps, xs), yz));
-      den = b.add(yz, e2y);
-    }
-    return b.div(b.compare(y, zero, "NE"), den);
-  };
-  auto overScale = [&](ValueId num) { return b.div(num, b.broadcastScalar(scaleOf(), shapeOf(b, num))); };
+  Broadening br(b, eps, [&] {
+    ValueId s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
+    return b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
+  });
+  auto invOrZero = [&](ValueId x) { return br.invOrZero(x); };
+  auto ell = [&](ValueId x) { return br.ell(x); };
+  auto overScale = [&](ValueId num) { return br.overScale(num); };
 
   // The first r columns of a = G − Gᵀ and b = H − Hᵀ: X − [X[:r, :r]ᵀ ; 0].
   auto antisymCols = [&](ValueId X) {
@@ -296,6 +267,42 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   if (left != kNone) return {b.dotGeneral(left, Vtr, {}, {}, {1}, {0})}; // [m,n]
   if (right != kNone) return {b.dotGeneral(Ur, right, {}, {}, {1}, {0})};
   return {kNone};
+}
+
+ValueId Broadening::scale() {
+  if (scale_ == kNone) scale_ = makeScale_();
+  return scale_;
+}
+
+ValueId Broadening::invOrZero(ValueId x) {
+  Shape xs = shapeOf(b_, x);
+  ValueId zero = splat(b_, 0.0, xs);
+  ValueId mask = b_.compare(x, zero, "NE");
+  return b_.mul(b_.div(splat(b_, 1.0, xs), b_.add(x, b_.compare(x, zero, "EQ"))), mask);
+}
+
+// ℓ(y) = y/(y² + ε²) as (y ≠ 0)/(y + ε²/y): nothing is squared but ε itself, and where
+// ε² is not a normal double (ε below ~1e-154) ε²/y is ε·(ε/y), so the broadening never
+// underflows into 0/0; y + (y == 0) keeps the division at y = 0 finite and the (y ≠ 0)
+// numerator makes ℓ and its derivative 0 there. overScale: 1/s₀ alone overflows for a
+// subnormal s₀, so a numerator is divided by s₀ instead.
+ValueId Broadening::ell(ValueId x) {
+  Shape xs = shapeOf(b_, x);
+  ValueId y = b_.div(x, b_.broadcastScalar(scale(), xs));
+  ValueId zero = splat(b_, 0.0, xs);
+  ValueId yz = b_.add(y, b_.compare(y, zero, "EQ"));
+  ValueId den = yz;
+  if (eps_ != 0) {
+    const bool normalSquare = eps_ * eps_ >= std::numeric_limits<double>::min();
+    ValueId e2y = normalSquare ? b_.div(splat(b_, eps_ * eps_, xs), yz)
+                               : b_.mul(splat(b_, eps_, xs), b_.div(splat(b_, eps_, xs), yz));
+    den = b_.add(yz, e2y);
+  }
+  return b_.div(b_.compare(y, zero, "NE"), den);
+}
+
+ValueId Broadening::overScale(ValueId num) {
+  return b_.div(num, b_.broadcastScalar(scale(), shapeOf(b_, num)));
 }
 
 } // namespace tessel::passes::vjp

@@ -16,6 +16,7 @@
 #include <lapacke.h>
 
 #include "ir/Diagnostics.h"
+#include "runtime/Eigh.h"
 #include "runtime/VecMath.h"
 
 namespace tessel::rt {
@@ -490,6 +491,13 @@ void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_
       static_cast<lapack_int>(s.n), S, Vt, static_cast<lapack_int>(s.n), U,
       static_cast<lapack_int>(s.k), work, static_cast<lapack_int>(s.lwork), iwork);
   if (info != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), info));
+}
+
+/// One chunk: dsyevd on the whole matrix (runtime/Eigh.h).
+void runKernel(const EighPlan &e, const Plan &plan, const Instruction &in, int32_t,
+               double *const *ptr) {
+  runEigh(e, plan.program, plan.srcOp(in), ptr[in.in[0]], ptr[in.out[0]], ptr[in.out[1]],
+          ptr[in.out[2]]);
 }
 
 /// Adds one top-k SVD to the plan's counters (Plan::svdCounts).

@@ -17,6 +17,7 @@
 
 #include "ir/Diagnostics.h"
 #include "runtime/Fusion.h"
+#include "runtime/Eigh.h"
 #include "runtime/PrepareStages.h"
 
 namespace tessel::rt {
@@ -31,6 +32,7 @@ const char *kernelName(Kernel k) {
   case Kernel::Svd: return "svd";
   case Kernel::SvdTopk: return "svd_topk";
   case Kernel::SvdComplement: return "svd_complement";
+  case Kernel::Eigh: return "eigh";
   }
   return "?";
 }
@@ -644,6 +646,17 @@ void lowerSvdTopkComplement(Lowering &L, const ir::Op &op, size_t i) {
   L.addInst(std::move(in));
 }
 
+/// Symmetric eigendecomposition through dsyevd (runtime/Eigh.h): V's buffer takes the
+/// symmetrized operand and LAPACK's eigenvectors; one temp, the workspace.
+void lowerEigh(Lowering &L, const ir::Op &op, size_t i) {
+  const EighPlan e = eighPlan(L.prog, op, L.type(op.operands[0]).shape[0]);
+  Instruction in = L.instruction(op, i, e);
+  in.numResults = 2;
+  in.out.push_back(L.newTemp(Type({e.lwork + e.iworkElems}), "work"));
+  in.what = std::to_string(e.n) + "x" + std::to_string(e.n) + " dsyevd lwork=" + std::to_string(e.lwork);
+  L.addInst(std::move(in));
+}
+
 // --- The table, in ops.def order --------------------------------------------------
 
 struct Entry {
@@ -682,6 +695,7 @@ constexpr Entry kLowerRules[] = {
     {OpKind::Svd, lowerSvd},
     {OpKind::SvdTopk, lowerSvdTopk},
     {OpKind::SvdTopkComplement, lowerSvdTopkComplement},
+    {OpKind::Eigh, lowerEigh},
     {OpKind::StopGradient, lowerAlias},
     {OpKind::Call, lowerRunsFunction},
     {OpKind::Scan, lowerRunsFunction},

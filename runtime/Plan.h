@@ -56,7 +56,7 @@ inline constexpr int64_t kHugeArenaBytes = int64_t(4) << 20;
 inline constexpr int64_t kSlotAlign = 8;
 
 /// The kernel an instruction calls; the index of its plan in KernelPlan.
-enum class Kernel : uint8_t { Elementwise, Reduce, Copy, Pad, Gemm, Svd, SvdTopk, SvdComplement };
+enum class Kernel : uint8_t { Elementwise, Reduce, Copy, Pad, Gemm, Svd, SvdTopk, SvdComplement, Eigh };
 const char *kernelName(Kernel k);
 
 enum class GroupKind : uint8_t { Arena, Input, Constant, Output };
@@ -184,11 +184,18 @@ struct SvdComplementPlan {
   double eps = 0;
 };
 
+/// eigh: LAPACK dsyevd (jobz 'V') on the symmetric part of an n×n operand.
+struct EighPlan {
+  int64_t n = 0;
+  int64_t lwork = 0, liwork = 0; ///< queried once at prepare (liwork ints, in doubles: iworkElems)
+  int64_t iworkElems = 0;
+};
+
 /// What a kernel needs to know, computed once at prepare; one alternative per Kernel,
 /// in its order.
 using KernelPlan = std::variant<ElementwisePlan, ReducePlan, CopyPlan, PadPlan, GemmPlan, SvdPlan,
-                                SvdTopkPlan, SvdComplementPlan>;
-static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::SvdComplement) + 1,
+                                SvdTopkPlan, SvdComplementPlan, EighPlan>;
+static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::Eigh) + 1,
               "one KernelPlan alternative per Kernel, in its order");
 
 struct Instruction {

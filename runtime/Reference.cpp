@@ -22,6 +22,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
 #include "ir/ShapeRules.h"
+#include "runtime/Eigh.h"
 #include "runtime/Runtime.h"
 #include "runtime/RuntimeInternal.h"
 #include "runtime/VecMath.h"
@@ -349,6 +350,33 @@ Results refSvdTopk(const Program &p, const Op &op, const Operands &in, const Typ
   return r;
 }
 
+/// eigh through LAPACK dsyevd, the routine the engine calls, so that the signs of the
+/// eigenvectors agree: S = (A + Aᵀ)/2 (an entry equal to its mirror as it is), then
+/// LAPACKE's own workspace, then the eigenvectors from LAPACK's columns into V's.
+Results refEigh(const Program &p, const Op &op, const Operands &in, const Type &) {
+  const Tensor &A = *in[0];
+  const int64_t n = A.type.shape[0];
+  Results r;
+  r.push_back(Tensor::zeros(Type({n})));
+  r.push_back(Tensor::zeros(Type({n, n})));
+  if (n == 0) return r;
+  for (double x : A.data)
+    if (!std::isfinite(x)) throw Error(eighFailureMessage(p, op, kEighNonFinite));
+  std::vector<double> S(static_cast<size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double a = A.data[static_cast<size_t>(i * n + j)], b = A.data[static_cast<size_t>(j * n + i)];
+      S[static_cast<size_t>(i * n + j)] = a == b ? a : 0.5 * a + 0.5 * b;
+    }
+  const lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', static_cast<lapack_int>(n), S.data(),
+                                         static_cast<lapack_int>(n), r[0].data.data());
+  if (info != 0) throw Error(eighFailureMessage(p, op, info));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      r[1].data[static_cast<size_t>(i * n + j)] = S[static_cast<size_t>(j * n + i)]; // column j of LAPACK's
+  return r;
+}
+
 /// The definition through a full SVD of A (docs/trg.md §5, the rows i >= k of the
 /// full rule's core matrix and its projector terms), in plain loops: with F = (I −
 /// UUᵀ)·Ū and G = (I − VVᵀ)·V̄, a_ij = u_iᵀF_j and b_ij = v_iᵀG_j over the discarded
@@ -461,6 +489,7 @@ constexpr Entry kRefRules[] = {
     {OpKind::Svd, refSvd},
     {OpKind::SvdTopk, refSvdTopk},
     {OpKind::SvdTopkComplement, refSvdTopkComplement},
+    {OpKind::Eigh, refEigh},
     {OpKind::StopGradient, refIdentity},
     {OpKind::Call, refRunsFunction},
     {OpKind::Scan, refRunsFunction},

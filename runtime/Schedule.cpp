@@ -93,6 +93,11 @@ double instructionCost(const Instruction &in) {
          static_cast<double>(s.k + s.r);
     break;
   }
+  case Kernel::Eigh: {
+    const double n = static_cast<double>(in.as<EighPlan>().n);
+    c += 9.0 * n * n * n;
+    break;
+  }
   case Kernel::Gemm: c += in.as<GemmPlan>().flops; break;
   case Kernel::Reduce: {
     const ReducePlan &r = in.as<ReducePlan>();

@@ -99,6 +99,7 @@ public:
   bool svd();
   bool svdTopk();
   bool svdTopkComplement();
+  bool eigh();
 
 private:
   // --- Randomness -----------------------------------------------------------------
@@ -754,6 +755,40 @@ bool Gen::svd() {
   return true;
 }
 
+/// eigh in forms whose value does not depend on the basis: the eigenvalues, or
+/// V·diag(g)·Vᵀ with g = w·h(w) (reconstruction()) over all n eigenpairs or, for a
+/// generic matrix, the r lowest. A non-symmetric operand is fine: the op takes its
+/// symmetric part.
+bool Gen::eigh() {
+  Val m;
+  if (!asMatrix(any(), m)) return false;
+  m = scaled(m, 1);
+  Shape ms = shapeOf(m);
+  const int64_t n = std::min(ms[0], ms[1]);
+  if (n == 0) return false;
+  if (ms[0] != ms[1]) m = Val{b_.slice(m.id, {0, 0}, {n, n}), m.exact, m.bound, m.lo};
+  if (out_.differentiable) {
+    // A generic matrix: distinct eigenvalues (at a tie the derivative of the r lowest
+    // depends on the basis the kernel picks).
+    Val noise = input(Type({n, n}), true);
+    m = Val{b_.add(m.id, noise.id), m.exact, m.bound + 1, 0};
+  }
+  const int e = tinyScale(m);
+  static const double epss[] = {1e-12, 1e-12, 1e-9, 0.0, 1e-6, 1e-200};
+  auto wv = b_.eigh(m.id, epss[pick(6)]);
+  const double wBound = m.bound * static_cast<double>(n); // |w| <= ‖S‖₂ <= n·max|S_ij|
+  const size_t form = pick(out_.differentiable && n >= 2 ? 3 : 2);
+  if (form == 0) {
+    push(unscale(Val{wv[0], false, wBound, 0}, e));
+    return true;
+  }
+  const int64_t r = form == 1 ? n : 1 + static_cast<int64_t>(pick(static_cast<size_t>(n - 1)));
+  ValueId v = r == n ? wv[1] : b_.slice(wv[1], {0, 0}, {n, r});
+  ValueId w = r == n ? wv[0] : b_.slice(wv[0], {0}, {r});
+  push(unscale(reconstruction(v, w, b_.transpose(v, {1, 0}), wBound), e));
+  return true;
+}
+
 void Gen::chooseOutputs() {
   ir::Program &p = out_.program;
   // The sinks: op results nothing reads, so that most of the program is live.
@@ -824,6 +859,7 @@ constexpr Entry kCases[] = {
     {OpKind::SvdTopk, [](Gen &g) { return g.svdTopk(); }},
     // Appears in gradients of svd_topk only (its operands are an SVD and cotangents).
     {OpKind::SvdTopkComplement, [](Gen &g) { return g.svdTopkComplement(); }},
+    {OpKind::Eigh, [](Gen &g) { return g.eigh(); }},
     {OpKind::StopGradient, [](Gen &g) { return g.unary(OpKind::StopGradient); }},
     // Made by stageProgram (below) from a generated program, not op by op.
     {OpKind::Call, [](Gen &) { return false; }},

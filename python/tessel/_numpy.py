@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ops import (_tensor, _trace_of, abs, add, compare, concatenate, cos, cosh, diag, div, einsum,
+from .ops import (_tensor, _trace_of, abs, add, compare, concatenate, cos, cosh, diag, div, eigh, einsum,
                   exp, log, matmul, max, maximum, mean, min, mul, neg, power, prod, reshape, select,
                   sin, sinh, sqrt, square, sub, sum, tanh, trace, transpose, broadcast_to, sign)
 
@@ -76,6 +76,7 @@ _FUNCTIONS = {
     "diag": lambda v, k=0: diag(v, k), "broadcast_to": lambda a, shape, **k: broadcast_to(a, shape),
     "square": lambda a, **k: square(a), "exp": lambda a, **k: exp(a), "log": lambda a, **k: log(a),
     "sqrt": lambda a, **k: sqrt(a), "tanh": lambda a, **k: tanh(a), "abs": lambda a, **k: abs(a),
+    "eigh": lambda a, UPLO="L": eigh(a, uplo=UPLO),
     "shape": lambda a: a.shape, "ndim": lambda a: a.ndim, "size": lambda a, axis=None: a.size if axis is None else a.shape[axis],
 }
 
@@ -84,7 +85,7 @@ def _array_function(self: Tensor, func: Any, types: Any, args: Any, kwargs: Any)
     name = func.__name__
     if name in _FUNCTIONS:
         return _FUNCTIONS[name](*args, **_kw(dict(kwargs), ("axis", "keepdims", "axes", "newshape",
-                                                               "shape", "offset", "axis1", "axis2", "k"),
+                                                               "shape", "offset", "axis1", "axis2", "k", "UPLO"),
                                             name))
     raise TypeError(f"numpy.{name} is not traced for tessel Tensors; write it with tessel.ops "
                     f"(tessel.ops.{name} if it exists; see tessel.ops.__all__)")

@@ -35,7 +35,7 @@ __all__ = [
     "sub",
     "mul", "div", "maximum", "compare", "select", "reduce_sum", "reduce_max", "broadcast_in_dim",
     "reshape", "transpose", "slice", "pad", "dot_general", "einsum", "svd", "svd_topk",
-    "svd_topk_complement", "stop_gradient", "call", "scan",
+    "svd_topk_complement", "eigh", "stop_gradient", "call", "scan",
     # numpy spellings and compositions
     "negative", "subtract", "multiply", "divide", "sum", "max", "where", "broadcast_to",
     "matmul", "concatenate", "full", "zeros", "ones", "cosh", "sinh", "square",
@@ -581,6 +581,37 @@ def svd(a: Tensor, eps: float = 1e-12) -> tuple[Tensor, Tensor, Tensor]:
     return u, s, vt
 
 
+def eigh(a: Tensor, eps: float = 1e-12, uplo: Optional[str] = None) -> tuple[Tensor, Tensor]:
+    """Symmetric eigendecomposition S = V·diag(w)·Vᵀ of a [n,n]: returns w [n] ascending and
+    V [n,n] whose columns are orthonormal eigenvectors (numpy.linalg.eigh's order and
+    layout; the signs of the columns are LAPACK dsyevd's). ``uplo=None`` decomposes the
+    symmetric part S = (a + aᵀ)/2 (JAX's default), so the gradient is symmetric;
+    ``uplo="L"`` or ``"U"`` reads that triangle only, as numpy does (np.linalg.eigh on a
+    traced Tensor uses "L"). Op ``eigh``; an operand that is not square is an error
+    naming its shape.
+
+    The reverse rule (passes/VjpEigh.cpp; Giles 2008, §3.1) broadens 1/(w_j − w_i) to
+    x/(x² + (eps·max|w|)²) and treats gaps within dsyevd's rounding (8·n·2⁻⁵³·max|w|) as
+    ties. At a tie it is exact for a loss that reads a degenerate eigenspace only as a
+    whole: symmetric functions of the eigenvalues, projectors on whole degenerate spaces
+    (or on leading blocks that do not cut one). It is not for V·diag(g(w))·Vᵀ with
+    g' ≠ 0 on a degenerate space, whose derivative needs g' between the tied
+    eigenvectors; nor, for the same reason, is the second derivative at a tie (the
+    gradient of Σ g(w_i) is g'(S)). Away from ties both orders are exact."""
+    tr, ts = _operands([a])
+    x = ts[0]
+    if uplo is not None:
+        if uplo not in ("L", "U") or x.ndim != 2 or x.shape[0] != x.shape[1]:
+            raise Error(f"eigh: uplo must be 'L' or 'U' for a square matrix, got {uplo!r} and "
+                        f"shape {tuple(x.shape)}")
+        n = x.shape[0]
+        rows, cols = iota([n, n], 0), iota([n, n], 1)
+        keep = compare(rows, cols, "GE" if uplo == "L" else "LE")
+        x = select(keep, x, transpose(x))
+    w, v = tr.op("eigh", [x], {"eps": float(eps)})
+    return w, v
+
+
 def svd_topk(a: Tensor, k: int, eps: float = 1e-12) -> tuple[Tensor, Tensor, Tensor]:
     """The k leading singular triplets U[m,k], s[k], Vt[k,n] of a[m,n], computed without
     a full SVD (randomized block Krylov to a residual stop, else dgesdd); first
@@ -604,83 +635,6 @@ def svd_topk_complement(a: Tensor, u: Tensor, s: Tensor, vt: Tensor, u_bar: Tens
 
 
 # --- Tensor methods -------------------------------------------------------------------
-
-def _strided(a: Tensor, d: int, lo: int, count: int, step: int) -> Tensor:
-    """Elements lo, lo + step, … (count of them) of axis d, for step > 1: slice, pad the
-    tail to a multiple of step, reshape (count, step) and keep column 0 (ops the IR has;
-    the gradient scatters back through the same ops)."""
-    n = a.shape[d]
-    end = builtins.min(n, lo + count * step)
-    start, limit = [0] * a.ndim, list(a.shape)
-    start[d], limit[d] = lo, end
-    t = slice(a, start, limit)
-    extra = count * step - (end - lo)
-    if extra:
-        low, high = [0] * a.ndim, [0] * a.ndim
-        high[d] = extra
-        t = pad(t, low, high)
-    shape = list(t.shape)
-    t = reshape(t, shape[:d] + [count, step] + shape[d + 1:])
-    start, limit = [0] * t.ndim, list(t.shape)
-    limit[d + 1] = 1
-    t = slice(t, start, limit)
-    return reshape(t, shape[:d] + [count] + shape[d + 1:])
-
-
-def _getitem(a: Tensor, key: Any) -> Tensor:
-    """numpy's basic indexing: ints (drop the axis), slices with a positive step (step 1 is
-    one slice op; a larger step adds pad, reshape and slice), Ellipsis and None/newaxis
-    (a new axis of extent 1). Integer or boolean arrays (numpy's advanced indexing) are
-    refused with what to write instead; so are negative steps."""
-    key = key if isinstance(key, tuple) else (key,)
-    for k in key:
-        if isinstance(k, (list, np.ndarray, Tensor)) or isinstance(k, bool):
-            raise Error(f"indexing: {type(k).__name__} indices (numpy's advanced indexing, a "
-                        "gather) are not supported; use slices, or tessel.ops.dot_general / einsum "
-                        "with a one-hot constant to pick rows")
-    if builtins.sum(k is Ellipsis for k in key) > 1:
-        raise Error("indexing: at most one Ellipsis")
-    real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
-    if real > a.ndim:
-        raise Error(f"indexing: {real} indices for a tensor of rank {a.ndim} (shape {a.shape})")
-    if Ellipsis in key:
-        i = key.index(Ellipsis)
-        key = key[:i] + (builtins.slice(None),) * (a.ndim - real) + key[i + 1:]
-    else:
-        key = key + (builtins.slice(None),) * (a.ndim - real)
-    start, limit, shape, strides = [], [], [], []  # shape: the result's, None marks kept 1s
-    d = 0
-    for k in key:
-        if k is None:
-            shape.append(1)
-            continue
-        n = a.shape[d]
-        if isinstance(k, builtins.slice):
-            lo, hi, step = k.indices(n)
-            if step < 0:
-                raise Error(f"indexing: negative step {step} on axis {d} (reversal) is not "
-                            "supported; index with a positive step")
-            count = len(range(lo, hi, step))
-            start.append(lo if count else 0)
-            limit.append(lo + 1 + (count - 1) * step if count else 0)
-            if step > 1 and count > 1:
-                strides.append((d, step, count))
-            shape.append(count)
-        elif isinstance(k, (int, np.integer)):
-            i = int(k)
-            if not -n <= i < n:
-                raise Error(f"indexing: index {i} is out of range for axis {d} of size {n}")
-            i %= n
-            start.append(i)
-            limit.append(i + 1)
-        else:
-            raise Error(f"indexing: unsupported index {k!r} (ints, slices, ..., None)")
-        d += 1
-    out = slice(a, start, limit) if (start != [0] * a.ndim or limit != list(a.shape)) else a
-    for axis, step, count in strides:  # the block holds lo .. lo + (count−1)·step
-        out = _strided(out, axis, 0, count, step)
-    return reshape(out, shape) if list(out.shape) != shape else out
-
 
 def _tensor_sum(self: Tensor, axis: Axes = None) -> Tensor:
     """Sum over ``axis`` (None: all); see :func:`sum`."""
@@ -775,7 +729,9 @@ def _tensor_prod(self: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
     return prod(self, axis, keepdims)
 
 
-# numpy's protocols (python/tessel/_numpy.py), imported last: they use the functions above.
+# numpy's protocols (python/tessel/_numpy.py) and indexing (python/tessel/_indexing.py),
+# imported last: they use the functions above.
+from ._indexing import _getitem, _strided  # noqa: E402,F401
 from ._numpy import _array_function, _array_ufunc  # noqa: E402,F401
 
 

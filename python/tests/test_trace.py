@@ -57,6 +57,7 @@ CASES = {
                lambda a, b, v: np.einsum("ij,kj,j->ik", a, b, v)),
     "svd": (lambda a: ops.svd(a)[1], [A], lambda a: np.linalg.svd(a, compute_uv=False)),
     "svd_topk": (lambda a: ops.svd_topk(a, 2)[1], [A], lambda a: np.linalg.svd(a, compute_uv=False)[:2]),
+    "eigh": (lambda a: ops.eigh(a @ a.T)[0], [A], lambda a: np.linalg.eigvalsh(a @ a.T)),
     "stop_gradient": (ops.stop_gradient, [A], lambda a: a),
     "call": (lambda a, b: ops.call(lambda x, y: ops.tanh(x) * y, a, b), [A, B],
              lambda a, b: np.tanh(a) * b),

@@ -66,6 +66,7 @@ Program exampleFor(OpKind kind) {
     rs = b.svdTopkComplement(in("A", {6, 4}), in("U", {6, 3}), in("s", {3}), in("Vt", {3, 4}),
                              in("gU", {6, 2}), in("gVt", {2, 4}), 1e-9);
     break;
+  case OpKind::Eigh: rs = b.eigh(in("S", {5, 5}), 1e-10); break;
   case OpKind::Call: {
     Program f;
     f.name = "f";

@@ -241,6 +241,28 @@ std::map<OpKind, CaseFn> opCases() {
     }
     return cs;
   };
+  m[OpKind::Eigh] = [] {
+    // w and V as outputs with a random cotangent (the gauge is a sign per eigenvector,
+    // which LAPACK fixes continuously near a point), on a non-symmetric operand (the op
+    // decomposes its symmetric part), and V·diag(w²)·Vᵀ.
+    std::vector<OpCase> cs;
+    for (int64_t n : {int64_t(1), int64_t(4)}) {
+      Program p;
+      Builder b(p);
+      ValueId a = p.addInput("a", Type({n, n}));
+      auto wv = b.eigh(a);
+      for (ValueId v : wv) p.addOutput(v);
+      cs.push_back({"eigh " + Type({n, n}).str(), p, {"a"}});
+    }
+    Program p;
+    Builder b(p);
+    ValueId a = p.addInput("a", Type({5, 5}));
+    auto wv = b.eigh(a);
+    ValueId vw = b.mul(wv[1], b.broadcastInDim(b.mul(wv[0], wv[0]), {5, 5}, {1}));
+    p.addOutput(b.dotGeneral(vw, wv[1], {}, {}, {1}, {1}));
+    cs.push_back({"eigh V·diag(w²)·Vᵀ", p, {"a"}});
+    return cs;
+  };
   m[OpKind::SvdTopk] = [] {
     // The k leading triplets of matrices with more than k singular values, so the
     // coupling to the discarded subspace (svd_topk_complement) is exercised; outputs the

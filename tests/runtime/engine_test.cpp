@@ -51,6 +51,8 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
   };
   auto usv = b.svd(m);
   outs.insert(outs.end(), usv.begin(), usv.end());
+  auto wv = b.eigh(b.slice(m, {0, 0}, {3, 3}));
+  outs.insert(outs.end(), wv.begin(), wv.end());
   // svd_topk and svd_topk_complement through basis-independent values: s, U·diag(s)·Vt
   // of the two leading triplets, and the complement (independent of the vectors' signs).
   const size_t firstTopk = outs.size();
