@@ -375,6 +375,23 @@ std::vector<char> cotangentReach(const Program &p, const std::vector<char> &acti
   return reach;
 }
 
+/// The carries of a scan that depend on a differentiated operand in some iteration:
+/// `wrt` marks the active operands (carries first, then xs) and gets the carries the
+/// body makes active from them, to a fixed point (at most `carries` rounds). The others
+/// need no derivative (a carry passed through untouched, a counter): the reverse scan
+/// carries zeros for them.
+void activeCarries(const Program &body, size_t carries, std::vector<bool> &wrt) {
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::vector<ValueId> seeds;
+    for (size_t j = 0; j < body.inputs.size() && j < wrt.size(); ++j)
+      if (wrt[j]) seeds.push_back(body.inputs[j]);
+    const std::vector<char> act = activeValues(body, seeds);
+    for (size_t j = 0; j < carries && j < body.outputs.size(); ++j)
+      if (!wrt[j] && act[body.outputs[j]]) wrt[j] = grew = true;
+  }
+}
+
 /// Under a store policy (GradOptions::callRemat): makes every call and scan whose
 /// cotangents grad will need run the forward half of its callee's gradient, whose
 /// residuals become new results after the op's own (stacked per iteration for a scan).
@@ -388,9 +405,10 @@ void storeCallResiduals(Program &p, const std::vector<char> &active, const std::
     std::vector<bool> wrt, cts;
     bool anyWrt = false, anyCt = false;
     for (size_t j = 0; j < op.operands.size(); ++j) {
-      wrt.push_back(j < k || active[op.operands[j]] != 0);
+      wrt.push_back(active[op.operands[j]] != 0);
       anyWrt |= active[op.operands[j]] != 0;
     }
+    if (scan && anyWrt) activeCarries(*m.function(op.attrs.getStr("callee")), k, wrt);
     for (size_t r = 0; r < op.results.size(); ++r) {
       cts.push_back(r < k || reach[op.results[r]] != 0);
       anyCt |= reach[op.results[r]] != 0;

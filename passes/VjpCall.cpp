@@ -87,7 +87,14 @@ OperandCotangents vjpSplitScan(const VjpCall &c, const ModuleGrad::SplitCallee &
     llvm::SmallVector<ValueId, 16> args(res.begin(), res.end());
     args.append(ctc.begin(), ctc.end());
     args.append(cty.begin(), cty.end());
-    for (ValueId g : ab.call(s.backward, args)) adapter.addOutput(g);
+    llvm::SmallVector<ValueId, 1> grads = ab.call(s.backward, args);
+    // The backward half gives the cotangents of the carries grad differentiates (those a
+    // differentiated operand reaches); the others carry zeros, so the loop's state keeps
+    // one cotangent per carry.
+    size_t g = 0;
+    for (size_t i = 0; i < k; ++i)
+      adapter.addOutput(s.wrt[i] ? grads[g++] : splat(ab, 0.0, shapeOf(ab, ctc[i])));
+    for (; g < grads.size(); ++g) adapter.addOutput(grads[g]);
   }
   const std::string adapterName = m.addFunction(std::move(adapter));
   llvm::SmallVector<ValueId, 8> init, xsIn;
@@ -99,13 +106,18 @@ OperandCotangents vjpSplitScan(const VjpCall &c, const ModuleGrad::SplitCallee &
     if (s.cotangents[o]) xsIn.push_back(orZeros(c.b, c.cotangents[o], c.op.results[o]));
   const bool reverse = c.op.attrs.getI64("reverse") != 0;
   llvm::SmallVector<ValueId, 1> r = c.b.scan(adapterName, init, xsIn, c.op.attrs.getI64("length"), !reverse);
+  // The final carries' cotangents (one per carry), then the stacked cotangents of the
+  // differentiated xs.
   OperandCotangents out(c.op.operands.size(), kNone);
-  size_t g = 0;
-  for (size_t i = 0; i < c.op.operands.size(); ++i)
-    if (s.wrt[i]) {
+  size_t g = k;
+  for (size_t i = 0; i < c.op.operands.size(); ++i) {
+    if (i < k) {
+      if (s.wrt[i] && c.needed[i]) out[i] = r[i];
+    } else if (s.wrt[i]) {
       if (c.needed[i]) out[i] = r[g];
       ++g;
     }
+  }
   return out;
 }
 

@@ -320,3 +320,49 @@ entry program @main(%a: f64[]) {
   CHECK_THROWS_WITH_AS(rt::prepare(p), doctest::Contains("result %ys f64[1073741824,1024] needs 8796093022208 bytes"),
                        Error);
 }
+
+TEST_CASE("module: grad differentiates only the carries a differentiated input reaches") {
+  // Carry %c passes through every iteration untouched and feeds an svd_topk: no
+  // derivative of lnz depends on it, so grad must not differentiate it (the svd_topk's
+  // reverse rule, whose own derivative is not implemented, stays out of the gradient, and
+  // grad of grad works). lnz = 4·β·Σ(rank-1 part of c) = 4·β·3: d/dβ = 12, d²/dβ² = 0.
+  const Program p = parseProgram(R"(program @step(%c: f64[2,3], %acc: f64[], %beta: f64[]) {
+  %u, %s, %vt = svd_topk %c {k = 1} : f64[2,1], f64[1], f64[1,3]
+  %sb = broadcast_in_dim %s {shape = [2, 1], dims = [1]} : f64[2,1]
+  %us = mul %u, %sb : f64[2,1]
+  %r = dot_general %us, %vt {lhs_batch = [], rhs_batch = [], lhs_contract = [1], rhs_contract = [0]} : f64[2,3]
+  %t = reduce_sum %r {axes = [0, 1]} : f64[]
+  %bt = mul %beta, %t : f64[]
+  %acc2 = add %acc, %bt : f64[]
+  return %c, %acc2, %beta
+}
+
+entry program @chain(%beta: f64[]) {
+  %c0 = constant {value = dense<[[3, 0, 0], [0, 1, 0]]> : f64[2,3]} : f64[2,3]
+  %zero = constant {value = dense<0> : f64[]} : f64[]
+  %c, %lnz, %b = scan @step(%c0, %zero, %beta) {length = 4, carries = 3} : f64[2,3], f64[], f64[]
+  return %lnz
+}
+)",
+                                 "passthrough.tir");
+  passes::GradOptions o;
+  o.keepOutputs = false;
+  const Program d1 = passes::grad(p, o);
+  // The body's backward half returns the cotangents of %acc and %beta only.
+  bool found = false;
+  for (const Program &f : d1.functions)
+    if (f.name == "step_bwd") {
+      found = true;
+      CHECK(f.outputs.size() == 2);
+      for (const Op &op : f.ops) CHECK(op.kind != OpKind::SvdTopkComplement);
+    }
+  CHECK(found);
+  const Program d2 = passes::grad(d1, o);
+  for (double beta : {0.3, 1.7}) {
+    CAPTURE(beta);
+    CHECK(scalarOf(p, beta) == doctest::Approx(12 * beta).epsilon(1e-14));
+    CHECK(scalarOf(d1, beta) == doctest::Approx(12).epsilon(1e-14));
+    CHECK(scalarOf(d1, beta, true) == doctest::Approx(12).epsilon(1e-14));
+    CHECK(scalarOf(d2, beta) == 0.0);
+  }
+}
