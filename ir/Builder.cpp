@@ -117,6 +117,14 @@ llvm::SmallVector<ValueId, 1> Builder::eigh(ValueId a, double eps) {
   return createMulti(OpKind::Eigh, {a}, {{"eps", Attr::f64(eps)}});
 }
 
+llvm::SmallVector<ValueId, 1> Builder::qr(ValueId a) { return createMulti(OpKind::Qr, {a}, {}); }
+
+ValueId Builder::triangularSolve(ValueId a, ValueId b, bool leftSide, bool lower, bool transposeA) {
+  return create(OpKind::TriangularSolve, {a, b},
+                {{"left_side", Attr::i64(leftSide ? 1 : 0)}, {"lower", Attr::i64(lower ? 1 : 0)},
+                 {"transpose_a", Attr::i64(transposeA ? 1 : 0)}});
+}
+
 llvm::SmallVector<ValueId, 1> Builder::svdTopkComplement(ValueId a, ValueId u, ValueId s,
                                                          ValueId vt, ValueId gU, ValueId gVt,
                                                          double eps, int64_t guards) {

@@ -88,6 +88,10 @@ public:
   llvm::SmallVector<ValueId, 1> svd(ValueId a, double eps = 1e-12, llvm::StringRef gauge = "none");
   /// Returns {U, s, Vt} of the k leading triplets.
   llvm::SmallVector<ValueId, 1> svdTopk(ValueId a, int64_t k, double eps = 1e-12);
+  /// Returns {Q, R}: the thin QR of a (ir/ops.def, qr).
+  llvm::SmallVector<ValueId, 1> qr(ValueId a);
+  /// X with op(a)·X = b (leftSide) or X·op(a) = b, a triangular (ir/ops.def, triangular_solve).
+  ValueId triangularSolve(ValueId a, ValueId b, bool leftSide, bool lower, bool transposeA);
   /// Returns {w, V}: the symmetric part of a[n,n] is V·diag(w)·Vᵀ, w ascending (ir/ops.def, eigh).
   llvm::SmallVector<ValueId, 1> eigh(ValueId a, double eps = 1e-12);
   /// Returns {X, Yt} (ir/ops.def, svd_topk_complement).

@@ -59,6 +59,22 @@ double eighFlops(const Program &p, const Op &op) {
   return 9 * n * n * n;
 }
 
+/// Householder QR with Q formed, k = min(m, n) (LAPACK Working Note 41): dgeqrf
+/// 2·max(m, n)·k² − (2/3)k³ and dorgqr (m×k from k reflectors) 2mk² − (2/3)k³.
+double qrFlops(const Program &p, const Op &op) {
+  const Type &a = p.type(op.operands[0]);
+  const double m = static_cast<double>(a.shape[0]), n = static_cast<double>(a.shape[1]);
+  const double k = std::min(m, n);
+  return 2 * std::max(m, n) * k * k + 2 * m * k * k - 4 * k * k * k / 3;
+}
+
+/// A triangular solve with r right-hand sides of order n: n²·r (one multiply-add per
+/// entry of the triangle per right-hand side).
+double triangularSolveFlops(const Program &p, const Op &op) {
+  const double n = static_cast<double>(p.type(op.operands[0]).shape[0]);
+  return n * static_cast<double>(p.type(op.operands[1]).numel());
+}
+
 /// Randomized block Krylov: two products (A·Z, Aᵀ·Q) per column of a basis of about 3k
 /// columns and one of k for the true residuals, 2·m·n flops per column (a typical
 /// basis; the kernel's real one depends on the spectrum, --profile reports it).
@@ -117,6 +133,8 @@ constexpr Entry kCostRules[] = {
     {OpKind::SvdTopk, svdTopkFlops},
     {OpKind::SvdTopkComplement, svdTopkComplementFlops},
     {OpKind::Eigh, eighFlops},
+    {OpKind::Qr, qrFlops},
+    {OpKind::TriangularSolve, triangularSolveFlops},
     {OpKind::StopGradient, noFlops},
     {OpKind::Call, noFlops},
     {OpKind::Scan, noFlops},

@@ -267,6 +267,29 @@ Result ruleEigh(OpKind k, Types ops, const AttrList &a, Callees) {
   return {Type({n}), Type({n, n})};
 }
 
+Result ruleQr(OpKind k, Types ops, const AttrList &, Callees) {
+  if (ops[0].rank() != 2) fail(k, "operand must be a matrix, got " + ops[0].str());
+  const int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = std::min(m, n);
+  return {Type({m, kk}), Type({kk, n})};
+}
+
+Result ruleTriangularSolve(OpKind k, Types ops, const AttrList &a, Callees) {
+  for (const char *flag : {"left_side", "lower", "transpose_a"}) {
+    const int64_t v = a.getI64(flag);
+    if (v != 0 && v != 1) fail(k, std::string(flag) + " must be 0 or 1, got " + std::to_string(v));
+  }
+  if (ops[0].rank() != 2 || ops[0].shape[0] != ops[0].shape[1])
+    fail(k, "A must be a square matrix, got " + ops[0].str());
+  if (ops[1].rank() != 2) fail(k, "B must be a matrix, got " + ops[1].str());
+  const bool left = a.getI64("left_side") == 1;
+  const int64_t n = ops[0].shape[0], along = ops[1].shape[left ? 0 : 1];
+  if (along != n)
+    fail(k, std::string(left ? "B's rows" : "B's columns") + " (" + std::to_string(along) +
+                ") must match A's order (" + std::to_string(n) + "): A " + ops[0].str() + ", B " +
+                ops[1].str());
+  return {ops[1]};
+}
+
 Result ruleSvdTopk(OpKind k, Types ops, const AttrList &a, Callees) {
   Result full = ruleSvd(k, ops, a, {});
   const int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = a.getI64("k");
@@ -455,6 +478,10 @@ constexpr Entry kRules[] = {
      "X f64[m,r], Yt f64[r,n] for A f64[m,n], U f64[m,k], s f64[k], Vt f64[k,n], Ū f64[m,r], V̄t f64[r,n], r <= k − guards, k <= min(m, n)"},
     {OpKind::Eigh, ruleEigh,
      "w f64[n], V f64[n,n] for a square matrix operand f64[n,n]; eps finite and >= 0"},
+    {OpKind::Qr, ruleQr,
+     "Q f64[m,k], R f64[k,n], k = min(m, n), for a matrix operand f64[m,n]"},
+    {OpKind::TriangularSolve, ruleTriangularSolve,
+     "the type of B; A f64[n,n], B f64[n,m] (left_side = 1) or f64[m,n] (left_side = 0); flags 0 or 1"},
     {OpKind::StopGradient, ruleUnary,
      "same as the operand"},
     {OpKind::Call, ruleCall,

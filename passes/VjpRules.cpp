@@ -454,6 +454,13 @@ constexpr Entry kTable[] = {
      "Ā = V·(diag(w̄) + ½(K − Kᵀ)∘F)·Vᵀ with K = VᵀV̄ and F_ij = 1/(w_j − w_i) broadened to "
      "x/(x² + (eps·max|w|)²) (passes/VjpEigh.cpp); symmetric, finite at a tie for a loss "
      "that does not depend on the basis of a degenerate eigenspace"},
+    {OpKind::Qr, vjpQr, Differentiable::All,
+     "m >= n: Ā = (Q̄ + Q·copyltu(M))·R⁻ᵀ, M = R·R̄ᵀ − Q̄ᵀ·Q, copyltu(M) symmetric from M's "
+     "lower triangle, R⁻ᵀ by triangular_solve; m < n: A = [X | Y], R = [U | V]: Ȳ = Q·V̄ and "
+     "X̄ by the square rule with Q̄ + Y·V̄ᵀ (passes/VjpQr.cpp); R must be nonsingular"},
+    {OpKind::TriangularSolve, vjpTriangularSolve, Differentiable::All,
+     "B̄ = op(A)⁻ᵀ·X̄ (left) or X̄·op(A)⁻ᵀ (right), a triangular_solve; Ā = −B̄·Xᵀ (left) or "
+     "−Xᵀ·B̄ (right), transposed when op(A) = Aᵀ, on the triangle the op reads"},
     {OpKind::StopGradient, vjpNone, Differentiable::None, "none: an AD barrier"},
     {OpKind::Call, vjpCall, Differentiable::All,
      "the call runs @<callee>_fwd, the forward half of the callee's gradient (one per callee "

@@ -147,6 +147,10 @@ OperandCotangents vjpSvd(const VjpCall &c);
 /// The rule of eigh (VjpEigh.cpp): Ā = V·(diag(w̄) + ½(K − Kᵀ)∘L(w_j − w_i))·Vᵀ, K = VᵀV̄.
 OperandCotangents vjpEigh(const VjpCall &c);
 
+/// The rules of qr (wide matrices included) and triangular_solve (VjpQr.cpp).
+OperandCotangents vjpQr(const VjpCall &c);
+OperandCotangents vjpTriangularSolve(const VjpCall &c);
+
 /// The rules of call and scan (VjpCall.cpp): a call of the callee's VJP function; a
 /// reverse scan over the body's VJP with the carries stored per iteration.
 OperandCotangents vjpCall(const VjpCall &c);

@@ -16,7 +16,7 @@
 #include <lapacke.h>
 
 #include "ir/Diagnostics.h"
-#include "runtime/Eigh.h"
+#include "runtime/Factorizations.h"
 #include "runtime/VecMath.h"
 
 namespace tessel::rt {
@@ -493,11 +493,22 @@ void runKernel(const SvdPlan &s, const Plan &plan, const Instruction &in, int32_
   if (info != 0) throw Error(svdFailureMessage(plan.program, plan.srcOp(in), info));
 }
 
-/// One chunk: dsyevd on the whole matrix (runtime/Eigh.h).
+/// One chunk: dsyevd on the whole matrix (runtime/Factorizations.h).
 void runKernel(const EighPlan &e, const Plan &plan, const Instruction &in, int32_t,
                double *const *ptr) {
   runEigh(e, plan.program, plan.srcOp(in), ptr[in.in[0]], ptr[in.out[0]], ptr[in.out[1]],
           ptr[in.out[2]]);
+}
+
+/// One chunk: dgeqrf and dorgqr on the whole matrix (runtime/Factorizations.h).
+void runKernel(const QrPlan &q, const Plan &plan, const Instruction &in, int32_t, double *const *ptr) {
+  runQr(q, plan.program, plan.srcOp(in), ptr[in.in[0]], ptr[in.out[0]], ptr[in.out[1]], ptr[in.out[2]]);
+}
+
+/// One chunk: dtrsm on all right-hand sides (runtime/Factorizations.h).
+void runKernel(const TriangularSolvePlan &t, const Plan &plan, const Instruction &in, int32_t,
+               double *const *ptr) {
+  runTriangularSolve(t, plan.program, plan.srcOp(in), ptr[in.in[0]], ptr[in.in[1]], ptr[in.out[0]]);
 }
 
 /// Adds one top-k SVD to the plan's counters (Plan::svdCounts).

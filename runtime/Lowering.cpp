@@ -17,7 +17,7 @@
 
 #include "ir/Diagnostics.h"
 #include "runtime/Fusion.h"
-#include "runtime/Eigh.h"
+#include "runtime/Factorizations.h"
 #include "runtime/PrepareStages.h"
 
 namespace tessel::rt {
@@ -33,6 +33,8 @@ const char *kernelName(Kernel k) {
   case Kernel::SvdTopk: return "svd_topk";
   case Kernel::SvdComplement: return "svd_complement";
   case Kernel::Eigh: return "eigh";
+  case Kernel::Qr: return "qr";
+  case Kernel::TriangularSolve: return "triangular_solve";
   }
   return "?";
 }
@@ -122,33 +124,6 @@ bool isMemoryOrder(const std::vector<int64_t> &order, llvm::ArrayRef<int64_t> sh
     last = d;
   }
   return true;
-}
-
-/// gesdd's optimal workspace for a row-major m×n matrix (computed as the column-major
-/// SVD of its transpose), jobz 'S' (thin U and Vt) or 'N' (singular values only).
-int64_t gesddWorkspace(const ir::Program &prog, const ir::Op &op, const SvdPlan &s, char jobz) {
-  // Memoised per shape (a module holds the same SVD shape in many functions; a query
-  // costs tens of microseconds); failures are not cached (they throw).
-  static std::mutex mu;
-  static std::map<std::array<int64_t, 4>, int64_t> cache;
-  const std::array<int64_t, 4> key{s.m, s.n, s.k, jobz};
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  double wq = 0, dummy = 0;
-  lapack_int idummy = 0;
-  const bool vectors = jobz == 'S';
-  lapack_int info = LAPACKE_dgesdd_work(
-      LAPACK_COL_MAJOR, jobz, static_cast<lapack_int>(s.n), static_cast<lapack_int>(s.m), &dummy,
-      static_cast<lapack_int>(s.n), &dummy, &dummy, vectors ? static_cast<lapack_int>(s.n) : 1,
-      &dummy, vectors ? static_cast<lapack_int>(s.k) : 1, &wq, -1, &idummy);
-  if (info != 0) throw Error(svdFailureMessage(prog, op, info));
-  const int64_t lwork = std::max<int64_t>(1, static_cast<int64_t>(wq));
-  std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() >= 1024) cache.clear();
-  cache.emplace(key, lwork);
-  return lwork;
 }
 
 /// An elementwise op lowered by lowerElementwise (stop_gradient is an alias).
@@ -646,7 +621,7 @@ void lowerSvdTopkComplement(Lowering &L, const ir::Op &op, size_t i) {
   L.addInst(std::move(in));
 }
 
-/// Symmetric eigendecomposition through dsyevd (runtime/Eigh.h): V's buffer takes the
+/// Symmetric eigendecomposition through dsyevd (runtime/Factorizations.h): V's buffer takes the
 /// symmetrized operand and LAPACK's eigenvectors; one temp, the workspace.
 void lowerEigh(Lowering &L, const ir::Op &op, size_t i) {
   const EighPlan e = eighPlan(L.prog, op, L.type(op.operands[0]).shape[0]);
@@ -654,6 +629,30 @@ void lowerEigh(Lowering &L, const ir::Op &op, size_t i) {
   in.numResults = 2;
   in.out.push_back(L.newTemp(Type({e.lwork + e.iworkElems}), "work"));
   in.what = std::to_string(e.n) + "x" + std::to_string(e.n) + " dsyevd lwork=" + std::to_string(e.lwork);
+  L.addInst(std::move(in));
+}
+
+/// Thin QR through dgeqrf and dorgqr (runtime/Factorizations.h); one temp: A's column-
+/// major copy, the reflectors' scalars and the workspace.
+void lowerQr(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &at = L.type(op.operands[0]);
+  const QrPlan q = qrPlan(L.prog, op, at.shape[0], at.shape[1]);
+  Instruction in = L.instruction(op, i, q);
+  in.numResults = 2;
+  in.out.push_back(L.newTemp(Type({std::max<int64_t>(1, qrWorkElems(q))}), "work"));
+  in.what = std::to_string(q.m) + "x" + std::to_string(q.n) + " dgeqrf+dorgqr lwork=" + std::to_string(q.lwork);
+  L.addInst(std::move(in));
+}
+
+/// A triangular solve through dtrsm on a copy of B written into X.
+void lowerTriangularSolve(Lowering &L, const ir::Op &op, size_t i) {
+  const Type &bt = L.type(op.operands[1]);
+  TriangularSolvePlan t{L.type(op.operands[0]).shape[0], bt.shape[0], bt.shape[1],
+                        op.attrs.getI64("left_side") == 1, op.attrs.getI64("lower") == 1,
+                        op.attrs.getI64("transpose_a") == 1};
+  Instruction in = L.instruction(op, i, t);
+  in.what = std::string(t.left ? "left" : "right") + (t.lower ? " lower" : " upper") +
+            (t.transposeA ? " transposed" : "") + " dtrsm n=" + std::to_string(t.n) + " rhs " + bt.str();
   L.addInst(std::move(in));
 }
 
@@ -696,6 +695,8 @@ constexpr Entry kLowerRules[] = {
     {OpKind::SvdTopk, lowerSvdTopk},
     {OpKind::SvdTopkComplement, lowerSvdTopkComplement},
     {OpKind::Eigh, lowerEigh},
+    {OpKind::Qr, lowerQr},
+    {OpKind::TriangularSolve, lowerTriangularSolve},
     {OpKind::StopGradient, lowerAlias},
     {OpKind::Call, lowerRunsFunction},
     {OpKind::Scan, lowerRunsFunction},

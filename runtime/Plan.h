@@ -56,7 +56,9 @@ inline constexpr int64_t kHugeArenaBytes = int64_t(4) << 20;
 inline constexpr int64_t kSlotAlign = 8;
 
 /// The kernel an instruction calls; the index of its plan in KernelPlan.
-enum class Kernel : uint8_t { Elementwise, Reduce, Copy, Pad, Gemm, Svd, SvdTopk, SvdComplement, Eigh };
+enum class Kernel : uint8_t {
+  Elementwise, Reduce, Copy, Pad, Gemm, Svd, SvdTopk, SvdComplement, Eigh, Qr, TriangularSolve
+};
 const char *kernelName(Kernel k);
 
 enum class GroupKind : uint8_t { Arena, Input, Constant, Output };
@@ -191,11 +193,23 @@ struct EighPlan {
   int64_t iworkElems = 0;
 };
 
+/// qr: LAPACK dgeqrf and dorgqr on an m×n operand, k = min(m, n).
+struct QrPlan {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lwork = 0; ///< the larger of the two routines' workspaces, queried once at prepare
+};
+
+/// triangular_solve: BLAS dtrsm on B's copy (row-major), A of order n, B rows×cols.
+struct TriangularSolvePlan {
+  int64_t n = 0, rows = 0, cols = 0;
+  bool left = true, lower = true, transposeA = false;
+};
+
 /// What a kernel needs to know, computed once at prepare; one alternative per Kernel,
 /// in its order.
 using KernelPlan = std::variant<ElementwisePlan, ReducePlan, CopyPlan, PadPlan, GemmPlan, SvdPlan,
-                                SvdTopkPlan, SvdComplementPlan, EighPlan>;
-static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::Eigh) + 1,
+                                SvdTopkPlan, SvdComplementPlan, EighPlan, QrPlan, TriangularSolvePlan>;
+static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::TriangularSolve) + 1,
               "one KernelPlan alternative per Kernel, in its order");
 
 struct Instruction {

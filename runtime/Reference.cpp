@@ -22,7 +22,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
 #include "ir/ShapeRules.h"
-#include "runtime/Eigh.h"
+#include "runtime/Factorizations.h"
 #include "runtime/Runtime.h"
 #include "runtime/RuntimeInternal.h"
 #include "runtime/VecMath.h"
@@ -377,6 +377,72 @@ Results refEigh(const Program &p, const Op &op, const Operands &in, const Type &
   return r;
 }
 
+/// qr through LAPACK dgeqrf and dorgqr, the routines the engine calls, so that the signs
+/// of Q's columns and R's rows agree (LAPACKE's own workspaces, its row-major layout).
+Results refQr(const Program &p, const Op &op, const Operands &in, const Type &) {
+  const Tensor &A = *in[0];
+  const int64_t m = A.type.shape[0], n = A.type.shape[1], k = std::min(m, n);
+  Results r;
+  r.push_back(Tensor::zeros(Type({m, k})));
+  r.push_back(Tensor::zeros(Type({k, n})));
+  if (k == 0) return r;
+  for (double x : A.data)
+    if (!std::isfinite(x))
+      throw Error("error: " + describeOp(p, op) + ": input matrix " + A.type.str() +
+                  " contains NaN or inf; LAPACK dgeqrf not called");
+  std::vector<double> a = A.data, tau(static_cast<size_t>(k));
+  const auto M = static_cast<lapack_int>(m), N = static_cast<lapack_int>(n), K = static_cast<lapack_int>(k);
+  if (LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, M, N, a.data(), N, tau.data()) != 0)
+    throw Error("error: " + describeOp(p, op) + ": LAPACK dgeqrf failed");
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = i; j < n; ++j) r[1].data[static_cast<size_t>(i * n + j)] = a[static_cast<size_t>(i * n + j)];
+  // Q from the first k reflectors: dorgqr on the leading m×k block (row-major, ld n).
+  if (LAPACKE_dorgqr(LAPACK_ROW_MAJOR, M, K, K, a.data(), N, tau.data()) != 0)
+    throw Error("error: " + describeOp(p, op) + ": LAPACK dorgqr failed");
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j) r[0].data[static_cast<size_t>(i * k + j)] = a[static_cast<size_t>(i * n + j)];
+  return r;
+}
+
+/// triangular_solve by substitution, one right-hand side at a time, reading only the
+/// triangle `lower` names: op(A)·x = b column by column (left), or xᵀ·op(A) = bᵀ row by
+/// row, i.e. op(A)ᵀ·x = b (right).
+Results refTriangularSolve(const Program &p, const Op &op, const Operands &in, const Type &) {
+  const Tensor &A = *in[0], &B = *in[1];
+  const int64_t n = A.type.shape[0], rows = B.type.shape[0], cols = B.type.shape[1];
+  const bool left = op.attrs.getI64("left_side") == 1, lower = op.attrs.getI64("lower") == 1;
+  const bool trans = op.attrs.getI64("transpose_a") == 1;
+  for (int64_t i = 0; i < n; ++i)
+    if (A.data[static_cast<size_t>(i * n + i)] == 0.0 || !std::isfinite(A.data[static_cast<size_t>(i * n + i)]))
+      throw Error(singularTriangleMessage(p, op, i, A.data[static_cast<size_t>(i * n + i)]));
+  // The system solved per right-hand side is T·x = b with T = op(A) (left) or op(A)ᵀ
+  // (right); T(i, j) reads A's triangle, 0 outside it.
+  const bool tT = left ? trans : !trans;
+  auto T = [&](int64_t i, int64_t j) {
+    const int64_t r = tT ? j : i, c = tT ? i : j; // T(i, j) = A(r, c)
+    const bool in = lower ? r >= c : r <= c;
+    return in ? A.data[static_cast<size_t>(r * n + c)] : 0.0;
+  };
+  // T is lower triangular when A's triangle is lower and not transposed, or upper and
+  // transposed: forward substitution; else backward.
+  const bool forward = lower != tT;
+  Tensor X = Tensor::zeros(B.type);
+  const int64_t rhs = left ? cols : rows;
+  for (int64_t c = 0; c < rhs; ++c) {
+    auto at = [&](int64_t i) -> size_t { return static_cast<size_t>(left ? i * cols + c : c * cols + i); };
+    for (int64_t s = 0; s < n; ++s) {
+      const int64_t i = forward ? s : n - 1 - s;
+      double acc = B.data[at(i)];
+      for (int64_t t = 0; t < s; ++t) {
+        const int64_t j = forward ? t : n - 1 - t;
+        acc -= T(i, j) * X.data[at(j)];
+      }
+      X.data[at(i)] = acc / T(i, i);
+    }
+  }
+  return {X};
+}
+
 /// The definition through a full SVD of A (docs/trg.md §5, the rows i >= k of the
 /// full rule's core matrix and its projector terms), in plain loops: with F = (I −
 /// UUᵀ)·Ū and G = (I − VVᵀ)·V̄, a_ij = u_iᵀF_j and b_ij = v_iᵀG_j over the discarded
@@ -490,6 +556,8 @@ constexpr Entry kRefRules[] = {
     {OpKind::SvdTopk, refSvdTopk},
     {OpKind::SvdTopkComplement, refSvdTopkComplement},
     {OpKind::Eigh, refEigh},
+    {OpKind::Qr, refQr},
+    {OpKind::TriangularSolve, refTriangularSolve},
     {OpKind::StopGradient, refIdentity},
     {OpKind::Call, refRunsFunction},
     {OpKind::Scan, refRunsFunction},

@@ -98,6 +98,16 @@ double instructionCost(const Instruction &in) {
     c += 9.0 * n * n * n;
     break;
   }
+  case Kernel::Qr: {
+    const QrPlan &q = in.as<QrPlan>();
+    c += 4.0 * static_cast<double>(q.m) * static_cast<double>(q.n) * static_cast<double>(q.k);
+    break;
+  }
+  case Kernel::TriangularSolve: {
+    const TriangularSolvePlan &t = in.as<TriangularSolvePlan>();
+    c += static_cast<double>(t.n) * static_cast<double>(t.rows * t.cols);
+    break;
+  }
   case Kernel::Gemm: c += in.as<GemmPlan>().flops; break;
   case Kernel::Reduce: {
     const ReducePlan &r = in.as<ReducePlan>();

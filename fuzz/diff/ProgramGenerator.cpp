@@ -100,6 +100,8 @@ public:
   bool svdTopk();
   bool svdTopkComplement();
   bool eigh();
+  bool qr();
+  bool triangularSolve();
 
 private:
   // --- Randomness -----------------------------------------------------------------
@@ -789,6 +791,51 @@ bool Gen::eigh() {
   return true;
 }
 
+/// qr of a matrix (made generic, hence of full rank, by a noise input when the program is
+/// differentiated): R, Q, or Q·R (= A). The reference calls the same LAPACK routines, so
+/// the signs agree and each factor is compared as it is.
+bool Gen::qr() {
+  Val m;
+  if (!asMatrix(any(), m)) return false;
+  m = scaled(m, 1);
+  const Shape ms = shapeOf(m);
+  const int64_t rows = ms[0], cols = ms[1];
+  if (std::min(rows, cols) == 0) return false;
+  if (out_.differentiable) {
+    Val noise = input(Type(ms), true);
+    m = Val{b_.add(m.id, noise.id), m.exact, m.bound + 1, 0};
+  }
+  auto qrs = b_.qr(m.id);
+  const double rBound = m.bound * std::sqrt(static_cast<double>(rows)); // |R_ij| <= ‖A_:j‖
+  switch (pick(3)) {
+  case 0: push(Val{qrs[1], false, rBound, 0}); break;
+  case 1: push(Val{qrs[0], false, 1, 0}); break;
+  default:
+    push(Val{b_.dotGeneral(qrs[0], qrs[1], {}, {}, {1}, {0}), false,
+             rBound * static_cast<double>(std::min(rows, cols)), 0});
+  }
+  return true;
+}
+
+/// triangular_solve with A = I + E, |E_ij| <= 1/(2n) (so ‖A⁻¹‖∞ <= 2 on either triangle:
+/// |X| <= 2·max|B|), every flag at random, on a fresh right-hand side.
+bool Gen::triangularSolve() {
+  Val m;
+  if (!asMatrix(any(), m)) return false;
+  const Shape ms = shapeOf(m);
+  const int64_t n = std::min(ms[0], ms[1]);
+  if (n == 0) return false;
+  if (ms[0] != ms[1]) m = Val{b_.slice(m.id, {0, 0}, {n, n}), m.exact, m.bound, m.lo};
+  m = scaled(m, 0.5 / static_cast<double>(n));
+  ValueId eye = b_.compare(b_.iota({n, n}, 0), b_.iota({n, n}, 1), "EQ");
+  ValueId A = b_.add(eye, m.id);
+  const bool left = chance(0.5), lower = chance(0.5), trans = chance(0.5);
+  const int64_t r = 1 + static_cast<int64_t>(pick(4));
+  Val B = scaled(input(Type(left ? Shape{n, r} : Shape{r, n}), true), 1);
+  push(Val{b_.triangularSolve(A, B.id, left, lower, trans), false, 2 * B.bound, 0});
+  return true;
+}
+
 void Gen::chooseOutputs() {
   ir::Program &p = out_.program;
   // The sinks: op results nothing reads, so that most of the program is live.
@@ -860,6 +907,8 @@ constexpr Entry kCases[] = {
     // Appears in gradients of svd_topk only (its operands are an SVD and cotangents).
     {OpKind::SvdTopkComplement, [](Gen &g) { return g.svdTopkComplement(); }},
     {OpKind::Eigh, [](Gen &g) { return g.eigh(); }},
+    {OpKind::Qr, [](Gen &g) { return g.qr(); }},
+    {OpKind::TriangularSolve, [](Gen &g) { return g.triangularSolve(); }},
     {OpKind::StopGradient, [](Gen &g) { return g.unary(OpKind::StopGradient); }},
     // Made by stageProgram (below) from a generated program, not op by op.
     {OpKind::Call, [](Gen &) { return false; }},

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ops import (_tensor, _trace_of, abs, add, compare, concatenate, cos, cosh, diag, div, eigh, einsum,
+from .ops import (_tensor, _trace_of, abs, add, compare, concatenate, cos, cosh, diag, div, eigh, einsum, qr,
                   exp, log, matmul, max, maximum, mean, min, mul, neg, power, prod, reshape, select,
                   sin, sinh, sqrt, square, sub, sum, tanh, trace, transpose, broadcast_to, sign)
 
@@ -77,15 +77,23 @@ _FUNCTIONS = {
     "square": lambda a, **k: square(a), "exp": lambda a, **k: exp(a), "log": lambda a, **k: log(a),
     "sqrt": lambda a, **k: sqrt(a), "tanh": lambda a, **k: tanh(a), "abs": lambda a, **k: abs(a),
     "eigh": lambda a, UPLO="L": eigh(a, uplo=UPLO),
+    "qr": lambda a, mode="reduced": _qr_reduced(a, mode),
     "shape": lambda a: a.shape, "ndim": lambda a: a.ndim, "size": lambda a, axis=None: a.size if axis is None else a.shape[axis],
 }
+
+
+def _qr_reduced(a: Any, mode: str) -> Any:
+    if mode != "reduced":
+        raise TypeError(f"numpy.linalg.qr on a traced tessel Tensor: mode={mode!r} is not supported "
+                        "(tessel.ops.qr is the reduced form)")
+    return qr(a)
 
 
 def _array_function(self: Tensor, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     name = func.__name__
     if name in _FUNCTIONS:
         return _FUNCTIONS[name](*args, **_kw(dict(kwargs), ("axis", "keepdims", "axes", "newshape",
-                                                               "shape", "offset", "axis1", "axis2", "k", "UPLO"),
+                                                               "shape", "offset", "axis1", "axis2", "k", "UPLO", "mode"),
                                             name))
     raise TypeError(f"numpy.{name} is not traced for tessel Tensors; write it with tessel.ops "
                     f"(tessel.ops.{name} if it exists; see tessel.ops.__all__)")

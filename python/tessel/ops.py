@@ -35,7 +35,7 @@ __all__ = [
     "sub",
     "mul", "div", "maximum", "compare", "select", "reduce_sum", "reduce_max", "broadcast_in_dim",
     "reshape", "transpose", "slice", "pad", "dot_general", "einsum", "svd", "svd_topk",
-    "svd_topk_complement", "eigh", "stop_gradient", "call", "scan",
+    "svd_topk_complement", "eigh", "qr", "triangular_solve", "stop_gradient", "call", "scan",
     # numpy spellings and compositions
     "negative", "subtract", "multiply", "divide", "sum", "max", "where", "broadcast_to",
     "matmul", "concatenate", "full", "zeros", "ones", "cosh", "sinh", "square",
@@ -610,6 +610,30 @@ def eigh(a: Tensor, eps: float = 1e-12, uplo: Optional[str] = None) -> tuple[Ten
         x = select(keep, x, transpose(x))
     w, v = tr.op("eigh", [x], {"eps": float(eps)})
     return w, v
+
+
+def qr(a: Tensor) -> tuple[Tensor, Tensor]:
+    """Thin QR a [m,n] = q [m,k]·r [k,n], k = min(m, n) (numpy.linalg.qr's "reduced"
+    mode, also through ``np.linalg.qr`` on a traced Tensor): q with orthonormal columns, r
+    upper triangular (trapezoidal when m < n), Householder (LAPACK dgeqrf, dorgqr; r's
+    diagonal may be negative, as numpy's). The reverse rule covers tall, square and wide
+    a (passes/VjpQr.cpp); it needs r nonsingular (a of full rank): a zero on r's diagonal
+    is an error naming the op at run time. Op ``qr``."""
+    tr, ts = _operands([a])
+    q, r = tr.op("qr", ts, {})
+    return q, r
+
+
+def triangular_solve(a: Tensor, b: TensorLike, left_side: bool = True, lower: bool = True,
+                     transpose_a: bool = False) -> Tensor:
+    """x with op(a)·x = b (``left_side``; b [n,m]) or x·op(a) = b (b [m,n]), a [n,n]
+    triangular, op(a) = aᵀ if ``transpose_a``; only the triangle ``lower`` names is read
+    (XLA's TriangularSolve; scipy.linalg.solve_triangular(a, b, lower=, trans=) is
+    ``left_side=True``). A zero on that diagonal is an error at run time; shapes that do
+    not fit are a ShapeError naming both. Op ``triangular_solve``."""
+    tr, ts = _operands([a, b])
+    return tr.op("triangular_solve", ts, {"left_side": int(bool(left_side)), "lower": int(bool(lower)),
+                                          "transpose_a": int(bool(transpose_a))})[0]
 
 
 def svd_topk(a: Tensor, k: int, eps: float = 1e-12) -> tuple[Tensor, Tensor, Tensor]:

@@ -53,7 +53,7 @@ TEST_CASE("op table: the traits column says which ops are elementwise, cheap and
   }
   CHECK(elementwise == "neg exp log sqrt sin cos tanh abs sign add sub mul div maximum compare select ");
   CHECK(cheap == "neg abs sign add sub mul maximum compare select ");
-  CHECK(saved == "svd svd_topk eigh call scan ");
+  CHECK(saved == "svd svd_topk eigh qr call scan ");
   CHECK(callee == "call scan ");
   CHECK(opTraitsText(OpKind::Mul) == "elementwise, cheap");
   CHECK(opTraitsText(OpKind::Reshape).empty());
@@ -278,7 +278,10 @@ TEST_CASE("op cost: flops and bytes of each op from its types") {
   auto tall = b.svd(y);                                  // 4x5: m = 5, k = 4
   ValueId t = b.transpose(x, {1, 0});
   auto wv = b.eigh(b.dotGeneral(y, y, {}, {}, {1}, {1})); // 4x4
-  for (ValueId v : {e, d, ein, outer, usv[1], tall[1], t, wv[0]}) p.addOutput(v);
+  auto qr = b.qr(y);                                       // 4x5: k = 4
+  ValueId ts = b.triangularSolve(b.dotGeneral(y, y, {}, {}, {1}, {1}), b.transpose(x, {1, 0}), true, true,
+                                 false); // n = 4, B 4x3
+  for (ValueId v : {e, d, ein, outer, usv[1], tall[1], t, wv[0], qr[0], ts}) p.addOutput(v);
   auto cost = [&](ValueId v) { return opCost(p, p.ops[p.values[v].def]); };
   CHECK(cost(e).flops == 12);
   CHECK(cost(e).bytes == 2 * 12 * 8);
@@ -293,4 +296,6 @@ TEST_CASE("op cost: flops and bytes of each op from its types") {
   CHECK(cost(t).bytes == 2 * 12 * 8);
   CHECK(cost(wv[0]).flops == 9 * 64);                        // eigh with vectors: 9 n^3
   CHECK(cost(wv[0]).bytes == (16 + 4 + 16) * 8);             // A in, w and V out
+  CHECK(cost(qr[0]).flops == 2 * 5 * 16 + 2 * 4 * 16 - 4.0 * 64 / 3); // dgeqrf + dorgqr, LAWN 41
+  CHECK(cost(ts).flops == 16 * 3);                                     // n² per right-hand side
 }

@@ -67,6 +67,10 @@ Program exampleFor(OpKind kind) {
                              in("gU", {6, 2}), in("gVt", {2, 4}), 1e-9);
     break;
   case OpKind::Eigh: rs = b.eigh(in("S", {5, 5}), 1e-10); break;
+  case OpKind::Qr: rs = b.qr(in("M", {6, 4})); break;
+  case OpKind::TriangularSolve:
+    rs = {b.triangularSolve(in("L", {3, 3}), in("B", {2, 3}), false, true, true)};
+    break;
   case OpKind::Call: {
     Program f;
     f.name = "f";

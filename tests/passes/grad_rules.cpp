@@ -263,6 +263,39 @@ std::map<OpKind, CaseFn> opCases() {
     cs.push_back({"eigh V·diag(w²)·Vᵀ", p, {"a"}});
     return cs;
   };
+  m[OpKind::Qr] = [] {
+    // Q and R as outputs with a random cotangent, tall, square and wide (the wide case's
+    // rule is the one public AD libraries got wrong).
+    std::vector<OpCase> cs;
+    for (auto shape : {std::vector<int64_t>{5, 3}, std::vector<int64_t>{4, 4},
+                       std::vector<int64_t>{3, 5}}) {
+      Program p;
+      Builder b(p);
+      ValueId a = p.addInput("a", Type(shape));
+      auto qr = b.qr(a);
+      for (ValueId v : qr) p.addOutput(v);
+      cs.push_back({"qr " + Type(shape).str(), p, {"a"}});
+    }
+    return cs;
+  };
+  m[OpKind::TriangularSolve] = [] {
+    // A = 3·I + the random input (diagonally dominant, either triangle), every flag.
+    std::vector<OpCase> cs;
+    for (int flags = 0; flags < 8; ++flags) {
+      const bool left = flags & 1, lower = flags & 2, trans = flags & 4;
+      Program p;
+      Builder b(p);
+      ValueId a = p.addInput("a", Type({3, 3}));
+      ValueId rhs = p.addInput("b", left ? Type({3, 2}) : Type({2, 3}));
+      ValueId eye = b.compare(b.iota({3, 3}, 0), b.iota({3, 3}, 1), "EQ");
+      ValueId A = b.add(b.mul(b.broadcastScalar(b.scalar(3.0), {3, 3}), eye), a);
+      p.addOutput(b.triangularSolve(A, rhs, left, lower, trans));
+      cs.push_back({std::string("triangular_solve") + (left ? " left" : " right") + (lower ? " lower" : " upper") +
+                        (trans ? " transposed" : ""),
+                    p, {"a", "b"}});
+    }
+    return cs;
+  };
   m[OpKind::SvdTopk] = [] {
     // The k leading triplets of matrices with more than k singular values, so the
     // coupling to the discarded subspace (svd_topk_complement) is exercised; outputs the

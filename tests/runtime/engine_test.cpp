@@ -53,6 +53,16 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
   outs.insert(outs.end(), usv.begin(), usv.end());
   auto wv = b.eigh(b.slice(m, {0, 0}, {3, 3}));
   outs.insert(outs.end(), wv.begin(), wv.end());
+  for (ValueId a : {m, b.transpose(m, {1, 0})}) { // tall and wide
+    auto qr = b.qr(a);
+    outs.insert(outs.end(), qr.begin(), qr.end());
+  }
+  {
+    ValueId eye = b.compare(b.iota({3, 3}, 0), b.iota({3, 3}, 1), "EQ");
+    ValueId tri = b.add(b.mul(b.broadcastScalar(b.scalar(4.0), {3, 3}), eye), b.slice(m, {0, 0}, {3, 3}));
+    outs.push_back(b.triangularSolve(tri, x, true, true, false));                       // [3,4]
+    outs.push_back(b.triangularSolve(tri, b.transpose(x, {1, 0}), false, false, true)); // [4,3]
+  }
   // svd_topk and svd_topk_complement through basis-independent values: s, U·diag(s)·Vt
   // of the two leading triplets, and the complement (independent of the vectors' signs).
   const size_t firstTopk = outs.size();
