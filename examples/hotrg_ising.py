@@ -5,9 +5,11 @@
 Higher-order TRG (Z. Y. Xie et al., PRB 86, 045139 (2012)): two tensors are contracted
 along one axis, the doubled bond is truncated to χ with the isometry of the leading
 eigenvectors of its environment M·Mᵀ, and the axes alternate. Written with numpy's
-spellings on traced Tensors (einsum, reshape, slicing, .max(), **), it gives lnZ/N and,
-by the grad transform through every eigendecomposition, d(lnZ/N)/dβ = −energy per site (units of J);
-printed beside Onsager's exact values (docs/python.md walks through it).
+spellings on traced Tensors (einsum, reshape, slicing, .max(), **) and staged (the step is
+a function of the module, traced once per tensor shape; the χ -> χ steps are one loop),
+it gives lnZ/N and, by the grad transform through every eigendecomposition,
+d(lnZ/N)/dβ = −energy per site (units of J), printed beside Onsager's exact values
+(docs/python.md walks through it).
 """
 from __future__ import annotations
 
@@ -42,12 +44,19 @@ def hotrg_step(T, chi):
 
 
 def make_lnz(chi, steps):
+    def step(T, lnz, w):                             # (T, lnz, w) -> (T', lnz + w·ln m, w/2)
+        logm, Tn = hotrg_step(T, chi)
+        return Tn, lnz + logm * w, w * 0.5
+    staged = tessel.function(step, name="hotrg_step")  # traced once per shape, called per step
+
     def lnz(beta):
-        T, total = initial_tensor(beta), 0.0
-        for n in range(steps):                       # step n halves the sites: 2^(n+1) per T
-            logm, T = hotrg_step(T, chi)
-            total = total + logm * 2.0 ** -(n + 1)
-        total = total + ops.log(ops.einsum("lluu->", T)) * 2.0 ** -steps
+        carry, n = (initial_tensor(beta), ops.constant(0.0), ops.constant(0.5)), 0
+        while n < steps and tuple(carry[0].shape) != (chi,) * 4:   # the bonds grow to χ
+            carry, n = staged(*carry), n + 1
+        if n < steps:                                # the χ -> χ steps: one loop of calls
+            carry, _ = tessel.scan(lambda c, _: (staged(*c), None), carry, length=steps - n)
+        T, total, w = carry                          # step n weighs ln m by 2^-(n+1)
+        total = total + ops.log(ops.einsum("lluu->", T)) * (2.0 * w)
         lncosh = beta + ops.log((ops.exp(-2.0 * beta) + 1.0) * 0.5)
         return {"lnz": total + 2.0 * lncosh}          # cosh² β per site, taken out above
     return lnz

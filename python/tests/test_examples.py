@@ -65,6 +65,11 @@ def test_hotrg_example_against_onsager_and_finite_differences(source_dir):
     assert abs(r["lnZ_per_site"] - exact["lnZ_per_site"]) < 5e-6 * exact["lnZ_per_site"]
     assert abs(r["dlnZ_dbeta"] - exact["dlnZ_dbeta"]) < 2e-4 * exact["dlnZ_dbeta"]
     program = tessel.trace(ex["make_lnz"](8, 16), (), names=["beta"])
+    # Staged: one function per tensor shape of the step (2,2,2,2 … 8,8,8,8: five), called
+    # per growing step, and one loop (whose body calls the 8 -> 8 one) over the other twelve.
+    text = str(program)
+    assert text.count(" = scan @") == 1 and "length = 12" in text
+    assert text.count("program @hotrg_step") == 5
     plan, eng = tessel.prepare(program), tessel.Engine(1)
     f = lambda b: float(eng.run(plan, {"beta": b})["lnz"])
     h = 1e-4
