@@ -59,6 +59,8 @@ std::string describePasses() {
          << (o.defaultValue.empty() ? "\"\"" : o.defaultValue) << ")\n";
       os << "          " << o.help << "\n";
     }
+    for (const PassInfo::RunsAfter &r : p.runsAfter)
+      os << "      runs after " << r.pass << " in one pipeline: " << r.why << "\n";
   }
   return os.str();
 }
@@ -136,7 +138,9 @@ public:
     Pipeline pl;
     skipBlanks();
     if (pos_ == s_.size()) return pl;
+    std::vector<size_t> starts;
     while (true) {
+      starts.push_back(pos_);
       pl.passes.push_back(parsePass());
       skipBlanks();
       if (pos_ == s_.size()) break;
@@ -145,7 +149,22 @@ public:
       skipBlanks();
       if (pos_ == s_.size()) fail("expected a pass name after ','");
     }
+    checkOrder(pl, starts);
     return pl;
+  }
+
+  /// Each pass after the passes it needs before it (PassInfo::runsAfter).
+  void checkOrder(const Pipeline &pl, const std::vector<size_t> &starts) const {
+    for (size_t i = 0; i < pl.passes.size(); ++i)
+      for (const PassInfo::RunsAfter &r : pl.passes[i].info().runsAfter) {
+        size_t first = pl.passes.size();
+        for (size_t j = 0; j < pl.passes.size() && first == pl.passes.size(); ++j)
+          if (pl.passes[j].name() == r.pass) first = j;
+        if (first < i || first == pl.passes.size()) continue;
+        fail("'" + pl.passes[i].name() + "' must run after '" + r.pass + "' (column " +
+                 std::to_string(starts[first] + 1) + "): " + r.why,
+             starts[i]);
+      }
   }
 
 private:

@@ -101,6 +101,13 @@ struct PassInfo {
   /// A module pass runs once on the whole module (grad, inline, dce); any other pass is a
   /// function pass, run on each function of a module and then on its entry.
   bool modulePass = false;
+  /// Passes that, when a pipeline holds both, must run before this one (each occurrence
+  /// of this pass needs one of them before it), and why: a misordered pipeline would
+  /// silently do nothing. Pipeline::parse refuses it.
+  struct RunsAfter {
+    std::string pass, why;
+  };
+  std::vector<RunsAfter> runsAfter = {};
 
   /// Index of the option `name`, or -1.
   int findOption(llvm::StringRef name) const;

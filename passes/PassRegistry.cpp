@@ -182,6 +182,12 @@ PassInfo modulePass(PassInfo info) {
   return info;
 }
 
+/// `info`, which must run after `pass` when a pipeline holds both (PassInfo::runsAfter).
+PassInfo after(PassInfo info, std::string pass, std::string why) {
+  info.runsAfter.push_back({std::move(pass), std::move(why)});
+  return info;
+}
+
 void declareFoldOptions(PassOptionBinder<FoldOptions> &b) {
   b.integer("max-broadcast-constant", &FoldOptions::maxBroadcastConstant, 0,
             "largest constant (elements) a broadcast of a scalar constant folds into");
@@ -240,18 +246,24 @@ bool runSvdTopkGuardsPass(ir::Program &p, const SvdTopkGuardsOptions &o, PassSta
 
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
-  r.push_back(modulePass(makePass(
+  const char *makesGrad = "it takes apart the gradient program grad makes";
+  r.push_back(after(after(modulePass(makePass(
       "grad", "Reverse-mode gradient (value_and_grad / VJP): outputs grad_<input> per wrt input; "
       "through calls (the callee's VJP function) and scans (a reverse scan)",
-      runGradPass, declareGradOptions)));
-  r.push_back(modulePass(makePass("checkpoint",
+      runGradPass, declareGradOptions)),
+      "truncate-svd", "after grad, an svd's reverse rule reads all of its triplets, so "
+      "truncate-svd finds none used only through slices"),
+      "svd-transpose-fold", "its svd_topk ops should be folded before grad differentiates them"));
+  r.push_back(after(modulePass(makePass("checkpoint",
                        "Remat policy over grad's forward/backward split: recompute unsaved "
                        "residuals in the backward (the entry's; a call's VJP recomputes its callee)",
-                       runCheckpointPass, declareCheckpointOptions)));
-  r.push_back(modulePass(makePass(
+                       runCheckpointPass, declareCheckpointOptions)), "grad", makesGrad));
+  r.back().runsAfter.push_back({"svd-topk-guards", "the guards it gives svd_topk belong to the "
+                                "forward that checkpoint splits"});
+  r.push_back(after(modulePass(makePass(
       "split-vjp", "Split a gradient program into forward and backward functions and an entry "
       "that calls them, the residuals between them (the staged form of a VJP)",
-      runSplitVjpPass, declareSplitVjpOptions)));
+      runSplitVjpPass, declareSplitVjpOptions)), "grad", makesGrad));
   r.push_back(modulePass(makePass(
       "inline", "Inline every call and unroll every scan of a module: one plain program, the "
       "same ops in the same order (prepare runs it on a module)",
@@ -279,16 +291,20 @@ std::vector<PassInfo> buildRegistry() {
                        "Replace an svd used only through slices of its k leading triplets by "
                        "svd_topk{k}, which computes only those (run before grad)",
                        runTruncateSvdPass, declareTruncateSvdOptions));
-  r.push_back(makePass("svd-transpose-fold",
+  r.push_back(after(makePass("svd-transpose-fold",
                        "Compute an svd/svd_topk of a transposed tensor on the tensor's own "
                        "layout and permute the k-column factors instead (run after "
                        "truncate-svd, before grad)",
-                       runSvdTransposeFoldPass));
-  r.push_back(makePass("svd-topk-guards",
+                       runSvdTransposeFoldPass),
+                     "truncate-svd", "it folds the transposes of the svd_topk ops truncate-svd makes too"));
+  // (Before grad it finds no complement and does nothing, harmlessly: trg's pipeline runs
+  // it before and after grad.)
+  r.push_back(after(makePass("svd-topk-guards",
                        "In a gradient program, let each svd_topk compute the guards its "
                        "svd_topk_complement needs (g more triplets) instead of the complement "
                        "(run after grad, before checkpoint)",
-                       runSvdTopkGuardsPass));
+                       runSvdTopkGuardsPass),
+                     "truncate-svd", "it widens the svd_topk ops truncate-svd makes; before it there are none"));
   return r;
 }
 
