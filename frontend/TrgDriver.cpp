@@ -112,10 +112,7 @@ struct TrgDriver::Impl {
     if (idx >= 0) return idx;
     const std::string group = !whole() ? "staged module" : kind == Kind::Second ? "second" : "whole";
     progs->noteGroup(group);
-    TrgStepOptions so;
-    so.algorithm = o.algorithm;
-    so.btrgK = o.btrgK;
-    so.svdEps = o.svdEps;
+    TrgStepOptions so = sw->stepOptions(); // the value sweep's algorithm, k and ε
     so.outputKeptSingularValues = kind != Kind::Second;
     so.limitClosure = limitClosure;
     so.initScale = whole(); // staged: added on the host, as in the value sweep

@@ -106,12 +106,14 @@ struct TrgSweep {
   /// TRG: none.
   std::vector<ir::Tensor> weightsOut(std::vector<ir::Tensor> &out) const;
   static std::string stepName(size_t n) { return "step " + std::to_string(n + 1); }
+  /// The options of the value sweep's step and closure programs (algorithm, BTRG's k, ε,
+  /// %skept); the staged module starts from them.
+  TrgStepOptions stepOptions() const;
 
 private:
   int64_t structuralRank(size_t n) const;
   std::string closureGroup(int64_t D, int64_t Dp) const;
   StagedClass &closure();
-  TrgStepOptions stepOptions() const;
   StagedClass &stepClass(int64_t D, int64_t Dp);
   StagedClass &closureClass(int64_t D, int64_t Dp);
   int probeOf(int64_t D, int64_t Dp);
