@@ -206,6 +206,8 @@ public:
       // succeed or throw tessel::Error, and is then left out of the pipeline.
       const bool wild = chance(0.04);
       if (!wild && !eligible(info, cur, grads)) continue;
+      if (misorders(chosen, info)) continue; // Pipeline::parse would refuse it
+
       passes::PassInvocation inv(info);
       try {
         for (const passes::PassOptionInfo &o : info.options)
@@ -255,6 +257,19 @@ public:
   }
 
 private:
+  /// Whether appending `info` would put a chosen pass that must run after it
+  /// (PassInfo::runsAfter) before its first occurrence.
+  static bool misorders(const passes::Pipeline &chosen, const passes::PassInfo &info) {
+    bool seen = false;
+    for (const passes::PassInvocation &c : chosen.passes) {
+      if (c.name() == info.name) seen = true;
+      if (seen) break;
+      for (const passes::PassInfo::RunsAfter &r : c.info().runsAfter)
+        if (r.pass == info.name) return true;
+    }
+    return false;
+  }
+
   size_t pick(size_t n) { return n ? static_cast<size_t>(rng_() % n) : 0; }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 

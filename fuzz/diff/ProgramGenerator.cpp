@@ -791,9 +791,10 @@ bool Gen::eigh() {
   return true;
 }
 
-/// qr of a matrix (made generic, hence of full rank, by a noise input when the program is
-/// differentiated): R, Q, or Q·R (= A). The reference calls the same LAPACK routines, so
-/// the signs agree and each factor is compared as it is.
+/// qr of a matrix made generic, hence of full rank, by a noise input (of a rank-deficient
+/// matrix Q's trailing columns are rounding noise, which a pass that changes A's last bits
+/// turns around): R, Q, or Q·R (= A). The reference calls the same LAPACK routines, so the
+/// signs agree and each factor is compared as it is.
 bool Gen::qr() {
   Val m;
   if (!asMatrix(any(), m)) return false;
@@ -801,10 +802,8 @@ bool Gen::qr() {
   const Shape ms = shapeOf(m);
   const int64_t rows = ms[0], cols = ms[1];
   if (std::min(rows, cols) == 0) return false;
-  if (out_.differentiable) {
-    Val noise = input(Type(ms), true);
-    m = Val{b_.add(m.id, noise.id), m.exact, m.bound + 1, 0};
-  }
+  Val noise = input(Type(ms), true);
+  m = Val{b_.add(m.id, noise.id), false, m.bound + 1, 0};
   auto qrs = b_.qr(m.id);
   const double rBound = m.bound * std::sqrt(static_cast<double>(rows)); // |R_ij| <= ‖A_:j‖
   switch (pick(3)) {
