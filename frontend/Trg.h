@@ -248,6 +248,9 @@ int64_t squareSaturated(int64_t d);
 /// Throws tessel::Error naming the step and the allowed range, as an error of the flag
 /// the schedule comes from (--ranks of `tessel trg` and `tessel emit trg`).
 void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi, int64_t states = 2);
+/// A rank schedule for people: runs of three or more equal ranks as <rank>x<count>
+/// ("2,4,4,16x17").
+std::string formatTrgRanks(const std::vector<int64_t> &ranks);
 
 /// "trg_step_16_16" — the name of the step-class program D -> D'.
 std::string trgStepName(int64_t din, int64_t dout);

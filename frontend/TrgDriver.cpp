@@ -98,8 +98,9 @@ struct TrgDriver::Impl {
   /// scans. Grad: value+grad, grad{wrt=params,
   /// aux=skept} with the bond gauge; staged: the checkpoint policy at the call and scan
   /// boundaries and the complement's guards, whole: svd-topk-guards and the checkpoint
-  /// pass. Second: the Hessian rows, grad{keep-outputs=false} then grad{vjp} (inputs:
-  /// the parameters and one seed per parameter; outputs: the gradient, then Σ_j seed_j
+  /// pass. Second: the Hessian rows, grad{keep-outputs=false} then jvp (forward over
+  /// reverse; TrgOptions::secondForwardOverReverse) or grad{vjp} (inputs: the parameters
+  /// and one seed per parameter; outputs: the gradient, then Σ_j seed_j
   /// ∂²(lnZ/N)/∂p_j∂p). The pipeline runs before and after each transform.
   int moduleProgram(Kind kind) {
     std::vector<int64_t> r = sw->ranks;
@@ -156,10 +157,20 @@ struct TrgDriver::Impl {
       g1.callRemat = o.checkpoint;
       passMs += progs->runGrad(p, g1, false, passes::RematPolicy::Store, Verified);
       passMs += progs->runPasses(p, Verified);
-      passes::GradOptions g2 = g1;
-      g2.vjp = true;
-      g2.keepOutputs = true; // outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...)
-      passMs += progs->runGrad(p, g2, false, passes::RematPolicy::Store, Verified);
+      if (o.secondForwardOverReverse) {
+        // jvp of the gradient: inputs (p..., t_p...), outputs (∂lnz/∂p...,
+        // Σ_j t_j ∂²lnz/∂p_j∂p ...), the tangents carried through the forward and reverse
+        // sweeps alongside them.
+        passes::JvpOptions jo;
+        jo.wrt = params;
+        jo.keepOutputs = true;
+        passMs += progs->runJvp(p, jo, Verified);
+      } else {
+        passes::GradOptions g2 = g1;
+        g2.vjp = true;
+        g2.keepOutputs = true; // outputs (∂lnz/∂p..., Σ_j seed_j ∂²lnz/∂p_j∂p ...)
+        passMs += progs->runGrad(p, g2, false, passes::RematPolicy::Store, Verified);
+      }
     }
     if (kind != Kind::Value) {
       traced = opsOf(p);

@@ -112,6 +112,10 @@ struct TrgOptions {
   bool grad = false;
   /// Build the second-order program (second()).
   bool second = false;
+  /// How second() differentiates the gradient: forward-over-reverse (jvp of
+  /// grad{keep-outputs=false}, one tangent per Hessian row) or reverse-over-reverse
+  /// (grad{vjp} of it, one cotangent per row). The same numbers to rounding.
+  bool secondForwardOverReverse = true;
   /// Report the CFT data of each step's tensor (cftData(); docs/trg.md §10). Staged mode.
   bool cft = false;
   /// Lorentzian broadening of the svd reverse rule.
@@ -278,7 +282,8 @@ public:
   TrgResult valueAndGrad(double beta);
   /// lnZ/N, d(lnZ/N)/dβ and d²(lnZ/N)/dβ² (needs TrgOptions::second). Staged: the value
   /// sweep (the schedule at β, the rank check), then per Hessian row the staged module's
-  /// grad of grad; whole: the value program, then grad(grad(whole)).
+  /// jvp of grad (or grad of grad: TrgOptions::secondForwardOverReverse); whole: the
+  /// value program, then jvp(grad(whole)) (grad(grad(whole))).
   TrgResult second(double beta);
 
   /// The CFT data of every tensor of the value sweep at β (T_0 … T_{N−1}; docs/trg.md

@@ -15,20 +15,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using rt::msSince;
 
-/// trg builds its gradient programs by running the registry's `grad` (and, in whole
-/// mode, `checkpoint`) passes itself; the user's pipeline runs on every program after
-/// them. Rejects a --passes or --disable-pass that names them.
+/// trg builds its derivative programs by running the registry's `grad` (and, in whole
+/// mode, `checkpoint`; for --second, `jvp`) passes itself; the user's pipeline runs on
+/// every program after them. Rejects a --passes or --disable-pass that names them (or
+/// `hessian`, which is grad and jvp in one).
 void checkTrgPipelineFlags(const passes::Pipeline &user, const passes::PassManagerOptions &pm) {
+  auto builtByTrg = [](const std::string &n) {
+    return n == "grad" || n == "checkpoint" || n == "jvp" || n == "hessian";
+  };
   for (const passes::PassInvocation &inv : user.passes)
-    if (inv.name() == "grad" || inv.name() == "checkpoint")
+    if (builtByTrg(inv.name()))
       throw Error("error: trg: --passes: pass '" + inv.name() +
                   "' cannot be in trg's pipeline: trg runs grad (and checkpoint, per "
-                  "--checkpoint) itself to build the gradient programs, and --passes runs on "
-                  "every program after them; --print-ir-after=grad shows the gradient programs");
+                  "--checkpoint, and jvp for --second) itself to build the derivative programs, "
+                  "and --passes runs on every program after them; --print-ir-after=grad shows the "
+                  "gradient programs");
   for (const std::string &n : pm.disabledPasses)
-    if (n == "grad" || n == "checkpoint")
+    if (builtByTrg(n) && n != "hessian")
       throw Error("error: trg: --disable-pass=" + n + ": " + n +
-                  " is required by trg (it builds the gradient programs" +
+                  " is required by trg (it builds the derivative programs" +
                   (n == "checkpoint" ? std::string("; --checkpoint store applies no policy") : "") +
                   ")");
 }
@@ -85,6 +90,19 @@ double TrgPrograms::runGrad(ir::Program &p, const passes::GradOptions &go, bool 
     c.set("policy", passes::rematPolicyName(policy));
     pl.passes.push_back(std::move(c));
   }
+  auto t0 = Clock::now();
+  pm_->run(p, pl, passes::PassRequirement::Required, input);
+  return msSince(t0);
+}
+
+double TrgPrograms::runJvp(ir::Program &p, const passes::JvpOptions &jo, passes::InputState input) {
+  passes::Pipeline pl;
+  passes::PassInvocation j(*passes::lookupPass("jvp"));
+  std::string wrt;
+  for (const std::string &w : jo.wrt) wrt += (wrt.empty() ? "" : ";") + w;
+  j.set("wrt", wrt);
+  j.set("keep-outputs", jo.keepOutputs ? "true" : "false");
+  pl.passes.push_back(std::move(j));
   auto t0 = Clock::now();
   pm_->run(p, pl, passes::PassRequirement::Required, input);
   return msSince(t0);

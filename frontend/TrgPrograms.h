@@ -22,6 +22,7 @@
 #include "frontend/LiveBytes.h"
 #include "frontend/TrgDriver.h"
 #include "passes/Grad.h"
+#include "passes/Jvp.h"
 #include "runtime/Stats.h"
 
 namespace tessel::frontend {
@@ -46,6 +47,11 @@ public:
   double runGrad(ir::Program &p, const passes::GradOptions &go, bool firstOrder = false,
                  passes::RematPolicy policy = passes::RematPolicy::Store,
                  passes::InputState input = passes::InputState::Unverified);
+
+  /// Turns `p` into its jvp{jo} in place (the `jvp` pass, as a required pass, then
+  /// the pipeline's passes run by the caller); returns the wall time in ms.
+  double runJvp(ir::Program &p, const passes::JvpOptions &jo,
+                passes::InputState input = passes::InputState::Unverified);
 
   /// Inlines the module `p` (the `inline` pass, as a required pass: whole mode's
   /// programs); returns the wall time in ms.

@@ -147,4 +147,21 @@ std::vector<std::array<ir::Tensor, 2>> trgSvdInputs(double beta, const std::vect
   return out;
 }
 
+std::string formatTrgRanks(const std::vector<int64_t> &r) {
+  std::string s;
+  for (size_t i = 0; i < r.size();) {
+    size_t j = i;
+    while (j < r.size() && r[j] == r[i]) ++j;
+    if (!s.empty()) s += ",";
+    if (j - i > 2) {
+      s += std::to_string(r[i]) + "x" + std::to_string(j - i);
+      i = j;
+    } else {
+      s += std::to_string(r[i]);
+      ++i;
+    }
+  }
+  return s;
+}
+
 } // namespace tessel::frontend

@@ -17,6 +17,7 @@
 #include "passes/Fold.h"
 #include "passes/Grad.h"
 #include "passes/Inline.h"
+#include "passes/Jvp.h"
 #include "passes/SplitVjp.h"
 #include "passes/Order.h"
 #include "passes/PadSink.h"
@@ -90,6 +91,35 @@ bool runGradPass(ir::Program &p, const GradOptions &o, PassStatistics &stats) {
   runGrad(p, o);
   stats.add("gradients", static_cast<int64_t>(o.wrt.empty() ? inputs : o.wrt.size()));
   stats.add("ops-added", static_cast<int64_t>(p.ops.size()) - static_cast<int64_t>(before));
+  return true;
+}
+
+//--- jvp, hessian ---------------------------------------------------------------
+
+void declareJvpOptions(PassOptionBinder<JvpOptions> &b) {
+  b.list("wrt", &JvpOptions::wrt,
+         "inputs that get a tangent input t_<input>, separated by ';' (empty = all inputs)");
+  b.flag("keep-outputs", &JvpOptions::keepOutputs, "keep the original outputs before the tangents");
+}
+
+bool runJvpPass(ir::Program &p, const JvpOptions &o, PassStatistics &stats) {
+  const size_t before = p.ops.size(), inputs = p.inputs.size();
+  runJvp(p, o);
+  stats.add("tangents", static_cast<int64_t>(o.wrt.empty() ? inputs : o.wrt.size()));
+  stats.add("ops-added", static_cast<int64_t>(p.ops.size()) - static_cast<int64_t>(before));
+  return true;
+}
+
+void declareHessianOptions(PassOptionBinder<HessianOptions> &b) {
+  b.list("wrt", &HessianOptions::wrt, "the scalar inputs, separated by ';' (empty = all inputs)");
+  b.choice("remat", &HessianOptions::callRemat,
+           {RematPolicy::Recompute, RematPolicy::Store, RematPolicy::SaveSvd}, rematPolicyName,
+           "grad's remat policy at call and scan boundaries");
+}
+
+bool runHessianPass(ir::Program &p, const HessianOptions &o, PassStatistics &stats) {
+  p = hessian(p, o);
+  stats.add("outputs", static_cast<int64_t>(p.outputs.size()));
   return true;
 }
 
@@ -254,6 +284,18 @@ std::vector<PassInfo> buildRegistry() {
       "truncate-svd", "after grad, an svd's reverse rule reads all of its triplets, so "
       "truncate-svd finds none used only through slices"),
       "svd-transpose-fold", "its svd_topk ops should be folded before grad differentiates them"));
+  r.push_back(after(after(modulePass(makePass(
+      "jvp", "Forward-mode derivative (JAX's jvp): a tangent input t_<input> per wrt input, "
+      "outputs jvp_<output> per output; through calls and scans (the callee's JVP function)",
+      runJvpPass, declareJvpOptions)),
+      "truncate-svd", "after jvp, an svd's forward rule reads all of its triplets, so "
+      "truncate-svd finds none used only through slices"),
+      "svd-transpose-fold", "its svd_topk ops should be folded before jvp differentiates them"));
+  r.push_back(after(modulePass(makePass(
+      "hessian", "Hessian of a scalar loss in a few scalar inputs by forward-over-reverse (jvp "
+      "of grad): outputs d2_<a>_<b> (d2_<a> for one input)",
+      runHessianPass, declareHessianOptions)),
+      "svd-transpose-fold", "its svd ops should be folded before hessian differentiates them"));
   r.push_back(after(modulePass(makePass("checkpoint",
                        "Remat policy over grad's forward/backward split: recompute unsaved "
                        "residuals in the backward (the entry's; a call's VJP recomputes its callee)",

@@ -26,15 +26,6 @@ namespace tessel::passes::vjp {
 
 namespace {
 
-/// 1 on the lower triangle of an n×n matrix (strictly below the diagonal if `strict`).
-ValueId lowerMask(Builder &b, int64_t n, bool strict, bool upper = false) {
-  const Shape nn{n, n};
-  ValueId rows = b.iota(nn, 0);
-  ValueId cols = b.iota(nn, 1);
-  const char *dir = upper ? (strict ? "LT" : "LE") : (strict ? "GT" : "GE");
-  return b.compare(rows, cols, dir);
-}
-
 /// The square rule, A = Q·R with R k×k upper: (Q̄ + Q·copyltu(R·R̄ᵀ − Q̄ᵀ·Q))·R⁻ᵀ.
 ValueId qrSquare(Builder &b, ValueId Q, ValueId R, ValueId gQ, ValueId gR) {
   const int64_t k = shapeOf(b, R)[0];
@@ -44,8 +35,8 @@ ValueId qrSquare(Builder &b, ValueId Q, ValueId R, ValueId gQ, ValueId gR) {
     ValueId qtq = b.dotGeneral(gQ, Q, {}, {}, {0}, {0}); // Q̄ᵀ·Q
     M = M == kNone ? b.neg(qtq) : b.sub(M, qtq);
   }
-  ValueId lower = lowerMask(b, k, false);
-  ValueId strict = lowerMask(b, k, true);
+  ValueId lower = triangleMask(b, k, false, false);
+  ValueId strict = triangleMask(b, k, true, false);
   ValueId low = b.mul(M, lower);
   ValueId below = b.mul(M, strict);
   ValueId sym = b.add(low, b.transpose(below, {1, 0})); // copyltu(M)
@@ -55,6 +46,14 @@ ValueId qrSquare(Builder &b, ValueId Q, ValueId R, ValueId gQ, ValueId gR) {
 }
 
 } // namespace
+
+ValueId triangleMask(Builder &b, int64_t n, bool strict, bool upper) {
+  const Shape nn{n, n};
+  ValueId rows = b.iota(nn, 0);
+  ValueId cols = b.iota(nn, 1);
+  const char *dir = upper ? (strict ? "LT" : "LE") : (strict ? "GT" : "GE");
+  return b.compare(rows, cols, dir);
+}
 
 OperandCotangents vjpQr(const VjpCall &c) {
   Builder &b = c.b;
@@ -100,7 +99,7 @@ OperandCotangents vjpTriangularSolve(const VjpCall &c) {
     ValueId p;
     if (left) p = trans ? b.dotGeneral(X, gB, {}, {}, {1}, {1}) : b.dotGeneral(gB, X, {}, {}, {1}, {1});
     else p = trans ? b.dotGeneral(gB, X, {}, {}, {0}, {0}) : b.dotGeneral(X, gB, {}, {}, {0}, {0});
-    ValueId mask = lowerMask(b, shapeOf(b, A)[0], false, !lower);
+    ValueId mask = triangleMask(b, shapeOf(b, A)[0], false, !lower);
     ValueId kept = b.mul(p, mask);
     gA = b.neg(kept);
   }

@@ -117,8 +117,9 @@ inline ir::ValueId splat(ir::Builder &b, double c, const ir::Shape &shape) {
 /// The Lorentzian broadening of the reciprocal gaps in the rules of svd and eigh
 /// (VjpSvd.cpp, VjpEigh.cpp; docs/trg.md, "The SVD reverse rule"): 1/x becomes
 /// L(x) = x/(x² + (ε·s₀)²) with s₀ the matrix's scale, held constant. A term num·L(x) is
-/// built as overScale(num)·ell(x) = (num/s₀)·ℓ(x/s₀), ℓ(y) = (y ≠ 0)/(y + ε²/y), so that
-/// nothing squared can over- or underflow and c·A has the gradient of A for any c > 0.
+/// built as overScale(num)·ell(x) = (num/s₀)·ℓ(x/s₀), ℓ(y) = (y ≠ 0)·y/(y² + ε²) with
+/// |y| <= 2, so that nothing squared can over- or underflow, no derivative of ℓ exceeds
+/// 1/ε² per order, and c·A has the gradient of A for any c > 0.
 class Broadening {
 public:
   /// `scale` builds s₀ (a scalar, held constant, nonzero), on first use.
@@ -139,6 +140,10 @@ private:
   std::function<ir::ValueId()> makeScale_;
   ir::ValueId scale_ = ir::kNoValue;
 };
+
+/// 1 on the lower (`upper`: upper) triangle of an n×n matrix, strictly off the diagonal
+/// if `strict`, else 0 (VjpQr.cpp; the rules of qr and triangular_solve, both modes).
+ir::ValueId triangleMask(Builder &b, int64_t n, bool strict, bool upper);
 
 /// The rule of svd (VjpSvd.cpp): Lorentzian-broadened reverse rule of the thin SVD,
 /// full or block form (docs/trg.md, "The SVD reverse rule").

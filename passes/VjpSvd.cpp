@@ -69,8 +69,8 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
 //   M_ij = ½(a + b)_ij · 1/(s_j − s_i)  +  ½(a − b)_ij · 1/(s_j + s_i),
 // and each factor 1/x is broadened relative to the matrix's scale:
 //   1/x -> L(x) = x/(x² + (ε·s₀)²),   s₀ = s[0] = ‖A‖₂ (held constant by stop_gradient),
-// and a term num·L(x) is computed as (num/s₀)·ℓ(y), y = x/s₀, ℓ(y) = 1/(y + ε²/y),
-// so that nothing is squared that could overflow or underflow (not ε² for ε down to 0,
+// and a term num·L(x) is computed as (num/s₀)·ℓ(y), y = x/s₀, ℓ(y) = y/(y² + ε²) with
+// |y| <= 2 (Broadening::ell), so that nothing is squared that could overflow or underflow (not ε² for ε down to 0,
 // not 1/s₀ for a subnormal A): c·A gives the same gradient and a 1/c-scaled derivative
 // of it for any c > 0 a double represents. Only the first factor is singular at a tie s_i = s_j, where its
 // numerator vanishes for a loss that does not depend on the basis inside the degenerate
@@ -281,24 +281,31 @@ ValueId Broadening::invOrZero(ValueId x) {
   return b_.mul(b_.div(splat(b_, 1.0, xs), b_.add(x, b_.compare(x, zero, "EQ"))), mask);
 }
 
-// ℓ(y) = y/(y² + ε²) as (y ≠ 0)/(y + ε²/y): nothing is squared but ε itself, and where
-// ε² is not a normal double (ε below ~1e-154) ε²/y is ε·(ε/y), so the broadening never
-// underflows into 0/0; y + (y == 0) keeps the division at y = 0 finite and the (y ≠ 0)
-// numerator makes ℓ and its derivative 0 there. overScale: 1/s₀ alone overflows for a
-// subnormal s₀, so a numerator is divided by s₀ instead.
+// ℓ(y) = y/(y² + ε²), times (y ≠ 0): the same values, and a zero derivative at y = 0.
+// y is a gap or a singular value over the matrix's scale s₀ (|y| <= 2), so y² cannot
+// overflow, and where it underflows the denominator is ε²: ℓ and each derivative of it
+// the forward and reverse rules take stay below 1/ε² per order (the form 1/(y + ε²/y)
+// has the same values, but its derivative's chain passes through ε²/y², which overflows
+// at y ~ 1e-300: a Hessian at β = 1e-300 was NaN by forward over reverse). Where ε² is
+// not a normal double (ε below ~1e-154) that form is kept, with ε²/y as ε·(ε/y) so the
+// broadening never underflows into 0/0, y + (y == 0) keeping the division at y = 0
+// finite. overScale: 1/s₀ alone overflows for a subnormal s₀, so a numerator is divided
+// by s₀ instead.
 ValueId Broadening::ell(ValueId x) {
   Shape xs = shapeOf(b_, x);
   ValueId y = b_.div(x, b_.broadcastScalar(scale(), xs));
   ValueId zero = splat(b_, 0.0, xs);
+  ValueId nonzero = b_.compare(y, zero, "NE");
+  if (eps_ * eps_ >= std::numeric_limits<double>::min()) {
+    ValueId num = b_.mul(nonzero, y);
+    ValueId yy = b_.mul(y, y);
+    ValueId den = b_.add(yy, splat(b_, eps_ * eps_, xs));
+    return b_.div(num, den);
+  }
   ValueId yz = b_.add(y, b_.compare(y, zero, "EQ"));
   ValueId den = yz;
-  if (eps_ != 0) {
-    const bool normalSquare = eps_ * eps_ >= std::numeric_limits<double>::min();
-    ValueId e2y = normalSquare ? b_.div(splat(b_, eps_ * eps_, xs), yz)
-                               : b_.mul(splat(b_, eps_, xs), b_.div(splat(b_, eps_, xs), yz));
-    den = b_.add(yz, e2y);
-  }
-  return b_.div(b_.compare(y, zero, "NE"), den);
+  if (eps_ != 0) den = b_.add(yz, b_.mul(splat(b_, eps_, xs), b_.div(splat(b_, eps_, xs), yz)));
+  return b_.div(nonzero, den);
 }
 
 ValueId Broadening::overScale(ValueId num) {

@@ -277,19 +277,22 @@ void benchPrepare(const PrepareBenchOpts &o) {
   };
   for (int64_t n : parseIntList(o.chains, "--chains"))
     row("grad of a " + std::to_string(n) + "-op sin chain", chainGradient(n));
-  // The TRG whole-program gradients (and second derivatives): prepare against compile.
+  // The TRG whole-program gradients and second derivatives (forward over reverse, then
+  // reverse over reverse): prepare against compile.
   for (int64_t steps : parseIntList(o.trgSteps, "--trg-steps"))
-    for (bool second : {false, true}) {
+    for (int kind : {0, 1, 2}) {
       frontend::TrgOptions t;
       t.chi = o.chi;
       t.steps = static_cast<int>(steps);
       t.mode = frontend::TrgMode::Whole;
       t.grad = true;
-      t.second = second;
+      t.second = kind > 0;
+      t.secondForwardOverReverse = kind == 1;
       frontend::TrgDriver drv(t);
+      const char *what[] = {"--grad", "--second", "--second --second-mode reverse-over-reverse"};
       std::printf("trg whole chi=%lld steps=%lld %s: compile %.1f ms, prepare %.1f ms (driver, once)\n",
-                  static_cast<long long>(o.chi), static_cast<long long>(steps),
-                  second ? "--second" : "--grad", drv.compileMs(), drv.prepareMs());
+                  static_cast<long long>(o.chi), static_cast<long long>(steps), what[kind], drv.compileMs(),
+                  drv.prepareMs());
       for (const frontend::TrgProgramInfo &info : drv.programs())
         row("  " + info.group + ": " + info.role, info.program());
     }

@@ -61,6 +61,7 @@ struct TrgArgs {
   std::string ranks;
   bool grad = false;
   bool second = false;
+  std::string secondMode = "forward-over-reverse";
   std::string mode = "staged";
   std::string svd = "truncated";
   std::string algorithm = "trg";
@@ -198,6 +199,10 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   o.order = parseFlag("--order", [&] { return passes::parseOrderStrategy(a.order); });
   o.width = toInt(a.width, "--width");
   o.second = a.second || a.susceptibility;
+  if (a.secondMode != "forward-over-reverse" && a.secondMode != "reverse-over-reverse")
+    throw Error("error: --second-mode: expected forward-over-reverse or reverse-over-reverse, got '" +
+                a.secondMode + "'");
+  o.secondForwardOverReverse = a.secondMode == "forward-over-reverse";
   o.grad = a.grad || o.second;
   o.svdEps = a.eps;
   o.valueCheck = a.prepareFlags.value();
@@ -221,23 +226,6 @@ std::string fmt(const char *f, double v) {
 
 //--- Report ----------------------------------------------------------------------------
 
-
-std::string ranksStr(const std::vector<int64_t> &r) {
-  std::string s;
-  for (size_t i = 0; i < r.size();) {
-    size_t j = i;
-    while (j < r.size() && r[j] == r[i]) ++j;
-    if (!s.empty()) s += ",";
-    if (j - i > 2) {
-      s += std::to_string(r[i]) + "x" + std::to_string(j - i);
-      i = j;
-    } else {
-      s += std::to_string(r[i]);
-      ++i;
-    }
-  }
-  return s;
-}
 
 /// The columns of --csv: the physics per beta, exact values beside the TRG's.
 std::string csvHeader() {
@@ -267,7 +255,7 @@ std::string latticeText(const frontend::TrgOptions &o) {
 
 /// The schedule as given, or how it is derived.
 std::string ranksText(const frontend::TrgOptions &o, const frontend::TrgDriver &drv) {
-  if (!o.ranks.empty()) return ranksStr(drv.ranks()) + " (given)";
+  if (!o.ranks.empty()) return frontend::formatTrgRanks(drv.ranks()) + " (given)";
   return "from the spectrum at each beta: min(D^2, chi, rank bound) per step, fewer where "
          "the step's own SVD has singular values <= " + formatDouble(o.rankTol);
 }
@@ -492,10 +480,9 @@ void runTrg(TrgArgs &a) {
                 << (betas.size() > 1 ? "; " : "") << "--repeat N adds N steady runs per beta "
                 << "after a warm-up)\n";
     if (a.second)
-      std::cout << "  note       d2(lnZ/N)/dbeta2: "
-                << (opts.mode == frontend::TrgMode::Staged
-                        ? "grad(grad(staged module)): calls and scans, no host sweep"
-                        : "grad(grad(whole program))")
+      std::cout << "  note       d2(lnZ/N)/dbeta2: " << (opts.secondForwardOverReverse ? "jvp(grad(" : "grad(grad(")
+                << (opts.mode == frontend::TrgMode::Staged ? "staged module)): calls and scans, no host sweep"
+                                                           : "whole program))")
                 << "\n";
     std::cout.flush();
   }
@@ -557,7 +544,7 @@ void runTrg(TrgArgs &a) {
                                                      "an estimate of the infinite lattice)")
                           : " (" + fmt("%.15g", std::ldexp(1.0, static_cast<int>(drv->ranks().size()))) +
                                 " sites)")
-       << "; ranks " << ranksStr(drv->ranks()) << "\n";
+       << "; ranks " << frontend::formatTrgRanks(drv->ranks()) << "\n";
     os << "  lnZ/N             " << fmt("%.15g", rv.lnZ);
     if (exLnZ) os << "  exact " << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ);
     os << "\n";
@@ -724,8 +711,11 @@ void addTrgCommand(CLI::App &app) {
                   "value <= 1e-12 that step keeps only those above (compiling the new class)");
   cmd->add_flag("--grad", args->grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->second,
-                "also compute d2(lnZ/N)/dbeta2 and the specific heat (reverse over the "
-                "staged sweep, or grad of grad of the whole program; implies --grad)");
+                "also compute d2(lnZ/N)/dbeta2 and the specific heat (through the staged "
+                "sweep or the whole program; implies --grad)");
+  cmd->add_option("--second-mode", args->secondMode,
+                  "how --second differentiates the gradient: forward-over-reverse (default: "
+                  "jvp of grad) or reverse-over-reverse (grad of grad); equal to rounding");
   cmd->add_option("--algorithm", args->algorithm,
                   "trg (default: Levin-Nave TRG) or btrg (bond-weighted TRG, Adachi-Okubo-Todo "
                   "2022: the same cost per step, 10-40x more accurate at T_c; docs/trg.md "

@@ -269,6 +269,40 @@ TEST_CASE("trg driver: staged and whole second order agree") {
   }
 }
 
+TEST_CASE("trg driver: second order by forward-over-reverse equals reverse-over-reverse") {
+  // jvp of grad against grad of grad (TrgOptions::secondForwardOverReverse), staged and
+  // whole, at χ = 16, through T_c, and in a field (the Hessian rows of β and h).
+  for (TrgMode mode : {TrgMode::Staged, TrgMode::Whole}) {
+    for (double h : {0.0, 0.02}) {
+      TrgOptions o;
+      o.chi = 16;
+      o.steps = mode == TrgMode::Whole ? 8 : 16;
+      o.second = true;
+      o.mode = mode;
+      o.field = h;
+      o.susceptibility = h != 0;
+      TrgDriver fwd(o);
+      o.secondForwardOverReverse = false;
+      TrgDriver rev(o);
+      for (double beta : {0.3, 0.4406867935097715, 0.5}) {
+        INFO("mode " << trgModeName(mode) << " h = " << h << " beta = " << beta);
+        TrgResult a = fwd.second(beta), b = rev.second(beta);
+        REQUIRE(a.d2lnZ);
+        REQUIRE(b.d2lnZ);
+        INFO("d2 " << *a.d2lnZ << " vs " << *b.d2lnZ);
+        CHECK(*a.dlnZ == *b.dlnZ);
+        CHECK(std::fabs(*a.d2lnZ - *b.d2lnZ) <= 1e-10 * std::fabs(*b.d2lnZ));
+        if (h != 0) {
+          REQUIRE(a.d2lnZdh2);
+          REQUIRE(b.d2lnZdh2);
+          CHECK(std::fabs(*a.d2lnZdh2 - *b.d2lnZdh2) <= 1e-10 * std::fabs(*b.d2lnZdh2));
+          CHECK(std::fabs(*a.d2lnZdbetadh - *b.d2lnZdbetadh) <= 1e-10 * std::fabs(*b.d2lnZdbetadh));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("trg driver: staged and whole mode agree to 1e-12") {
   TrgOptions o = smallOptions();
   o.grad = true;

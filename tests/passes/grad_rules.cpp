@@ -6,6 +6,7 @@
 #include <map>
 
 #include "grad_testutil.h"
+#include "passes/Jvp.h"
 #include "passes/VjpRules.h"
 
 using namespace gradtest;
@@ -470,6 +471,131 @@ TEST_CASE("grad: every op's rule passes gradcheck of orders 1 and 2") {
       }
       for (const Tensor &t : tessel::rt::evaluateReference(g, in))
         for (double v : t.data) CHECK(v == 0.0);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The JVP rules (passes/JvpRules.cpp), on the same cases: each op's forward derivative
+// against 5-point finite differences, against its VJP rule (⟨u, J·t⟩ = ⟨Jᵀ·u, t⟩, the
+// transpose to rounding), and second order by forward-over-reverse (jvp of the VJP)
+// against reverse-over-reverse (the VJP of the VJP).
+
+namespace {
+
+double dotAll(const std::vector<Tensor> &a, const std::vector<Tensor> &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = 0; j < a[i].data.size(); ++j) s += a[i].data[j] * b[i].data[j];
+  return s;
+}
+
+std::vector<Tensor> randomLike(const Program &p, const std::vector<ValueId> &values, std::mt19937_64 &rng) {
+  std::vector<Tensor> r;
+  for (ValueId v : values) r.push_back(tessel::frontend::randomTensor(p.type(v), rng, InitKind::Symmetric));
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("jvp: the JVP-rule table covers every op") {
+  for (OpKind k : allOpKinds()) {
+    std::string op = opName(k);
+    CAPTURE(op);
+    CHECK(tessel::passes::hasJvpRule(k));
+    CHECK(std::string(tessel::passes::jvpRuleDoc(k)).size() > 4);
+  }
+}
+
+TEST_CASE("jvp: every op's rule against finite differences, its VJP rule, and second order") {
+  using tessel::rt::evaluateReference;
+  auto cases = opCases();
+  uint64_t seed = 100;
+  for (OpKind k : allOpKinds()) {
+    std::string op = opName(k);
+    CAPTURE(op);
+    REQUIRE(cases.count(k));
+    for (OpCase &c : cases[k]()) {
+      CAPTURE(c.what);
+      // Tangents and cotangents from a stream of their own (the point's would make the
+      // tangent the point itself: a direction that only scales it).
+      std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+      const std::vector<Tensor> point = tessel::frontend::randomInputs(c.prog, seed++, c.init);
+      tessel::passes::JvpOptions jo;
+      jo.wrt = c.wrt;
+      jo.keepOutputs = false;
+      if (k == OpKind::SvdTopkComplement) {
+        CHECK_THROWS_WITH(tessel::passes::jvp(c.prog, jo), doctest::Contains("svd_topk_complement"));
+        continue;
+      }
+      Program j = tessel::passes::jvp(c.prog, jo);
+      // Tangents of the wrt inputs, in input order (the jvp program's tangent inputs).
+      std::vector<ValueId> wrtInputs;
+      for (ValueId in : c.prog.inputs)
+        if (std::find(c.wrt.begin(), c.wrt.end(), c.prog.value(in).name) != c.wrt.end()) wrtInputs.push_back(in);
+      REQUIRE(j.inputs.size() == c.prog.inputs.size() + wrtInputs.size());
+      const std::vector<Tensor> t = randomLike(c.prog, wrtInputs, rng);
+      std::vector<Tensor> in = point;
+      in.insert(in.end(), t.begin(), t.end());
+      const std::vector<Tensor> jt = evaluateReference(j, in);
+      REQUIRE(jt.size() == c.prog.outputs.size());
+      if (c.zeroGrad || !c.finiteDifferences) {
+        for (const Tensor &x : jt)
+          for (double v : x.data) CHECK(v == 0.0);
+        continue;
+      }
+      const std::vector<Tensor> u = randomLike(c.prog, c.prog.outputs, rng);
+      const double ad = dotAll(u, jt);
+      // Finite differences along t.
+      auto along = [&](double h) {
+        std::vector<Tensor> x = point;
+        for (size_t w = 0; w < wrtInputs.size(); ++w) {
+          Tensor &xi = x[static_cast<size_t>(c.prog.inputIndex(wrtInputs[w]))];
+          for (size_t e = 0; e < xi.data.size(); ++e) xi.data[e] += h * t[w].data[e];
+        }
+        return dotAll(u, evaluateReference(c.prog, x));
+      };
+      const double h = 1e-4;
+      const double fd = (-along(2 * h) + 8 * along(h) - 8 * along(-h) + along(-2 * h)) / (12 * h);
+      CHECK(std::abs(ad) > 1e-6);
+      CHECK(std::abs(ad - fd) <= 1e-7 * std::max(1.0, std::abs(fd)));
+      // The VJP with cotangent u, read along t: the same number to rounding.
+      tessel::passes::GradOptions go;
+      go.wrt = c.wrt;
+      go.vjp = true;
+      go.keepOutputs = false;
+      const Program g = tessel::passes::grad(c.prog, go);
+      std::vector<Tensor> gin = point;
+      gin.insert(gin.end(), u.begin(), u.end());
+      const std::vector<Tensor> gu = evaluateReference(g, gin); // wrt order
+      std::vector<Tensor> tInWrtOrder;
+      for (const std::string &w : c.wrt)
+        for (size_t i = 0; i < wrtInputs.size(); ++i)
+          if (c.prog.value(wrtInputs[i]).name == w) tInWrtOrder.push_back(t[i]);
+      const double rev = dotAll(gu, tInWrtOrder);
+      CHECK(std::abs(ad - rev) <= 1e-11 * std::max(1.0, std::abs(rev)));
+      if (!c.secondOrderError.empty()) continue;
+      // Second order: the VJP program g(x, u) differentiated forward along t (jvp over
+      // the primal inputs only) against its VJP with cotangent s (reverse-over-reverse):
+      // ⟨s, ∂g·t⟩ both ways.
+      tessel::passes::JvpOptions j2;
+      for (ValueId w : wrtInputs) j2.wrt.push_back(c.prog.value(w).name);
+      j2.keepOutputs = false;
+      const Program fr = tessel::passes::jvp(g, j2);
+      std::vector<Tensor> frIn = gin;
+      frIn.insert(frIn.end(), t.begin(), t.end());
+      const std::vector<Tensor> ht = evaluateReference(fr, frIn); // one per gradient
+      std::vector<ValueId> gouts(g.outputs.begin(), g.outputs.end());
+      const std::vector<Tensor> s = randomLike(g, gouts, rng);
+      const double fwdRev = dotAll(s, ht);
+      tessel::passes::GradOptions g2 = go;
+      g2.wrt = j2.wrt;
+      const Program rr = tessel::passes::grad(g, g2);
+      std::vector<Tensor> rrIn = gin;
+      rrIn.insert(rrIn.end(), s.begin(), s.end());
+      const std::vector<Tensor> sh = evaluateReference(rr, rrIn); // input order
+      const double revRev = dotAll(sh, t);
+      CHECK(std::abs(fwdRev - revRev) <= 1e-9 * std::max(1.0, std::abs(revRev)));
     }
   }
 }

@@ -125,7 +125,7 @@ TEST_CASE("pm: pipeline strings print canonically and round trip") {
 TEST_CASE("pm: bad pipeline strings name the pass and option and list the allowed ones") {
   std::string e = errorOf("grad,csee");
   CHECK(e.find("unknown pass 'csee'") != std::string::npos);
-  CHECK(e.find("known passes: grad, checkpoint") != std::string::npos);
+  CHECK(e.find("known passes: grad, jvp, hessian, checkpoint") != std::string::npos);
 
   e = errorOf("checkpoint{strategy=x}");
   CHECK(e.find("pass 'checkpoint' has no option 'strategy' (options: policy, regions)") !=

@@ -1,0 +1,215 @@
+//===- passes/JvpLinalg.cpp - The JVP rules of the factorizations --------------===//
+//
+// Part of the JVP-rule table of JvpRules.cpp: svd and svd_topk, eigh, qr and
+// triangular_solve. Each rule is the forward twin of the VJP rule (VjpSvd.cpp,
+// VjpEigh.cpp, VjpQr.cpp): the same broadened reciprocals (vjp::Broadening, with the same
+// scale and ε), so that the JVP is the transpose of the VJP's linear map and a program's
+// forward and reverse derivatives agree to rounding also where the broadening acts.
+// One builder call per statement, so the ops come out in this order whatever the
+// compiler's order of evaluating arguments.
+//
+// Thin SVD A = U·S·Vᵀ (S = diag(s), k triplets). With Ṗ = Uᵀ·Ȧ·V (k×k), from
+// A·V = U·S and Aᵀ·U = V·S:
+//   ṡ = diag Ṗ,
+//   Ω_U = UᵀU̇ = Sym + Anti,   Ω_V = VᵀV̇ = Sym − Anti  (antisymmetric),
+//   Sym_ij = ½(Ṗ_ij + Ṗ_ji)·1/(s_j − s_i),   Anti_ij = ½(Ṗ_ij − Ṗ_ji)·1/(s_j + s_i),
+// each 1/x broadened to L(x) = x/(x² + (ε·s₀)²) as in the reverse rule (0 at x = 0). The
+// parts outside the kept spaces, X = (I − UUᵀ)·U̇ and Y = (I − VVᵀ)·V̇, solve
+//   X·S − A⊥·Y = (I − UUᵀ)·Ȧ·V,   Y·S − A⊥ᵀ·X = (I − VVᵀ)·Ȧᵀ·U,   A⊥ = A − U·S·Vᵀ.
+// For svd (k = min(m, n)) A⊥ = 0: X = (Ȧ·V − U·Ṗ)·S⁻¹, Yᵀ = S⁻¹·(Uᵀ·Ȧ − Ṗ·Vᵀ), 1/s
+// broadened; for svd_topk the system is svd_topk_complement's with Ū = Ȧ·V and
+// V̄t = Uᵀ·Ȧ (Francuz, Schuch, Vanhecke, PRR 7, 013237 (2025)). Then U̇ = U·Ω_U + X and
+// V̇t = Ω_Vᵀ·Vt + Yᵀ. (J. Townsend, "Differentiating the SVD" (2016); M. B. Giles, "An
+// extended collection of matrix derivative results for forward and reverse mode AD"
+// (2008), §3.2.)
+//
+// eigh, S = (A + Aᵀ)/2 = V·diag(w)·Vᵀ: K = Vᵀ·Ṡ·V, ẇ = diag K, V̇ = V·(K∘F) with
+// F_ij = 1/(w_j − w_i) broadened relative to max|w| and 0 for gaps within dsyevd's error
+// bound (ties), as the reverse rule (Giles §3.1).
+//
+// qr, A = Q·R, m >= n: C = Qᵀ·Ȧ·R⁻¹, whose strictly lower part is that of Ω = QᵀQ̇
+// (antisymmetric) since Ṙ·R⁻¹ is upper triangular: Ω = tril(C, −1) − tril(C, −1)ᵀ,
+// Ṙ = (C − Ω)·R, Q̇ = Ȧ·R⁻¹ − Q·(C − Ω) (Walter and Lehmann, J. Comput. Sci. 2018).
+// m < n, A = [X | Y], R = [U | V]: the square rule for X = Q·U, and V̇ = Qᵀ·(Ẏ − Q̇·V).
+//
+// triangular_solve: op(A)·X = B gives Ẋ = op(A)⁻¹·(Ḃ − op(Ȧ)·X) (left), and
+// X·op(A) = B gives Ẋ = (Ḃ − X·op(Ȧ))·op(A)⁻¹ (right), Ȧ on the triangle the op reads.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <utility>
+
+#include "passes/JvpRules.h"
+#include "passes/VjpRules.h"
+
+namespace tessel::passes::jvprules {
+
+using ir::Builder;
+using ir::OpKind;
+using ir::Shape;
+using ir::ValueId;
+using vjp::kNone;
+using vjp::shapeOf;
+using vjp::splat;
+using vjp::triangleMask;
+
+namespace {
+
+/// diag(M) of a square matrix, as a vector.
+ValueId diagonal(Builder &b, ValueId M) {
+  const int64_t n = shapeOf(b, M)[0];
+  const Shape nn{n, n};
+  ValueId rows = b.iota(nn, 0);
+  ValueId cols = b.iota(nn, 1);
+  ValueId eye = b.compare(rows, cols, "EQ");
+  return b.reduceSum(b.mul(M, eye), {1});
+}
+
+/// The square qr rule: Q̇ and U̇ for X = Q·U (U n×n upper) and the tangent Ẋ.
+std::pair<ValueId, ValueId> qrSquare(Builder &b, ValueId Q, ValueId U, ValueId tX) {
+  const int64_t n = shapeOf(b, U)[0];
+  ValueId tXR = b.triangularSolve(U, tX, /*leftSide=*/false, /*lower=*/false, /*transposeA=*/false); // Ẋ·U⁻¹
+  ValueId C = b.dotGeneral(Q, tXR, {}, {}, {0}, {0});                                                // Qᵀ·Ẋ·U⁻¹
+  ValueId strict = triangleMask(b, n, true, false);
+  ValueId L = b.mul(C, strict);
+  ValueId Lt = b.transpose(L, {1, 0});
+  ValueId Omega = b.sub(L, Lt);
+  ValueId upper = b.sub(C, Omega); // Ṙ·R⁻¹, upper triangular
+  ValueId tU = b.dotGeneral(upper, U, {}, {}, {1}, {0});
+  ValueId QM = b.dotGeneral(Q, upper, {}, {}, {1}, {0});
+  ValueId tQ = b.sub(tXR, QM);
+  return {tQ, tU};
+}
+
+} // namespace
+
+ResultTangents jvpSvd(const JvpCall &c) {
+  Builder &b = c.b;
+  const ValueId tA = c.tangents[0];
+  if (tA == kNone) return {kNone, kNone, kNone};
+  const ValueId A = c.op.operands[0];
+  const ValueId U = c.op.results[0], s = c.op.results[1], Vt = c.op.results[2];
+  const Shape as = shapeOf(b, A);
+  const int64_t m = as[0], n = as[1], k = shapeOf(b, s)[0];
+  if (k == 0) return {kNone, kNone, kNone};
+  const bool topk = c.op.kind == OpKind::SvdTopk;
+  const double eps = c.op.attrs.getF64("eps");
+  const Shape kk{k, k};
+  vjp::Broadening br(b, eps, [&] {
+    ValueId s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
+    return b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
+  });
+
+  ValueId UtA = b.dotGeneral(U, tA, {}, {}, {0}, {0}); // Uᵀ·Ȧ   [k,n]
+  ValueId tAV = b.dotGeneral(tA, Vt, {}, {}, {1}, {1}); // Ȧ·V    [m,k]
+  ValueId P = b.dotGeneral(UtA, Vt, {}, {}, {1}, {1});  // Uᵀ·Ȧ·V [k,k]
+  ValueId ts = diagonal(b, P);
+
+  ValueId Pt = b.transpose(P, {1, 0});
+  ValueId half = splat(b, 0.5, kk);
+  ValueId sj = b.broadcastInDim(s, kk, {1});
+  ValueId si = b.broadcastInDim(s, kk, {0});
+  ValueId symNum = br.overScale(b.mul(half, b.add(P, Pt)));
+  ValueId Sym = b.mul(symNum, br.ell(b.sub(sj, si)));
+  ValueId antiNum = br.overScale(b.mul(half, b.sub(P, Pt)));
+  ValueId Anti = b.mul(antiNum, br.ell(b.add(sj, si)));
+  ValueId OmegaU = b.add(Sym, Anti);
+  ValueId OmegaV = b.sub(Sym, Anti);
+
+  ValueId tU = b.dotGeneral(U, OmegaU, {}, {}, {1}, {0});  // U·Ω_U
+  ValueId tVt = b.dotGeneral(OmegaV, Vt, {}, {}, {0}, {0}); // Ω_Vᵀ·Vt
+  if (topk) {
+    auto xy = b.svdTopkComplement(A, U, s, Vt, tAV, UtA, eps);
+    tU = b.add(tU, xy[0]);
+    tVt = b.add(tVt, xy[1]);
+  } else {
+    ValueId sinv = kNone;
+    if (m > k) {
+      ValueId UP = b.dotGeneral(U, P, {}, {}, {1}, {0});
+      ValueId proj = br.overScale(b.sub(tAV, UP)); // (I − UUᵀ)·Ȧ·V / s₀
+      sinv = br.ell(s);
+      tU = b.add(tU, b.mul(proj, b.broadcastInDim(sinv, Shape{m, k}, {1})));
+    }
+    if (n > k) {
+      ValueId PV = b.dotGeneral(P, Vt, {}, {}, {1}, {0});
+      ValueId proj = br.overScale(b.sub(UtA, PV)); // Uᵀ·Ȧ·(I − VVᵀ) / s₀
+      if (sinv == kNone) sinv = br.ell(s);
+      tVt = b.add(tVt, b.mul(b.broadcastInDim(sinv, Shape{k, n}, {0}), proj));
+    }
+  }
+  return {tU, ts, tVt};
+}
+
+ResultTangents jvpEigh(const JvpCall &c) {
+  Builder &b = c.b;
+  const ValueId tA = c.tangents[0];
+  if (tA == kNone) return {kNone, kNone};
+  const ValueId w = c.op.results[0], V = c.op.results[1];
+  const int64_t n = shapeOf(b, w)[0];
+  if (n == 0) return {kNone, kNone};
+  const Shape nn{n, n};
+  ValueId tAt = b.transpose(tA, {1, 0});
+  ValueId tS = b.mul(b.add(tA, tAt), splat(b, 0.5, nn));
+  ValueId VtS = b.dotGeneral(V, tS, {}, {}, {0}, {0}); // Vᵀ·Ṡ
+  ValueId K = b.dotGeneral(VtS, V, {}, {}, {1}, {0});  // Vᵀ·Ṡ·V
+  ValueId tw = diagonal(b, K);
+  vjp::Broadening br(b, c.op.attrs.getF64("eps"), [&] {
+    ValueId w0 = b.stopGradient(b.reduceMax(b.unary(OpKind::Abs, w), {0}));
+    ValueId isZero = b.compare(w0, b.scalar(0.0), "EQ");
+    return b.add(w0, isZero);
+  });
+  ValueId wj = b.broadcastInDim(w, nn, {1});
+  ValueId wi = b.broadcastInDim(w, nn, {0});
+  ValueId x = b.sub(wj, wi);
+  ValueId recip = br.ell(x);
+  // The reverse rule's tie threshold (VjpEigh.cpp): 8·n·u relative to max|w|.
+  ValueId tol = b.mul(splat(b, 8 * 0x1p-53 * static_cast<double>(n), nn), b.broadcastScalar(br.scale(), nn));
+  ValueId resolved = b.compare(b.unary(OpKind::Abs, x), tol, "GT");
+  ValueId Omega = b.mul(br.overScale(K), b.mul(recip, resolved));
+  ValueId tV = b.dotGeneral(V, Omega, {}, {}, {1}, {0});
+  return {tw, tV};
+}
+
+ResultTangents jvpQr(const JvpCall &c) {
+  Builder &b = c.b;
+  const ValueId tA = c.tangents[0];
+  if (tA == kNone) return {kNone, kNone};
+  const ValueId Q = c.op.results[0], R = c.op.results[1];
+  const Shape as = shapeOf(b, c.op.operands[0]);
+  const int64_t m = as[0], n = as[1];
+  if (std::min(m, n) == 0) return {kNone, kNone};
+  if (m >= n) {
+    auto [tQ, tR] = qrSquare(b, Q, R, tA);
+    return {tQ, tR};
+  }
+  ValueId U = b.slice(R, {0, 0}, {m, m});
+  ValueId V = b.slice(R, {0, m}, {m, n});
+  ValueId tX = b.slice(tA, {0, 0}, {m, m});
+  ValueId tY = b.slice(tA, {0, m}, {m, n});
+  auto [tQ, tU] = qrSquare(b, Q, U, tX);
+  ValueId QV = b.dotGeneral(tQ, V, {}, {}, {1}, {0});
+  ValueId tV = b.dotGeneral(Q, b.sub(tY, QV), {}, {}, {0}, {0}); // Qᵀ·(Ẏ − Q̇·V)
+  ValueId left = b.pad(tU, {0, 0}, {0, n - m});
+  ValueId right = b.pad(tV, {0, m}, {0, 0});
+  return {tQ, b.add(left, right)};
+}
+
+ResultTangents jvpTriangularSolve(const JvpCall &c) {
+  Builder &b = c.b;
+  const ValueId A = c.op.operands[0], X = c.op.results[0];
+  const ValueId tA = c.tangents[0], tB = c.tangents[1];
+  if (tA == kNone && tB == kNone) return {kNone};
+  const bool left = c.op.attrs.getI64("left_side") == 1, lower = c.op.attrs.getI64("lower") == 1;
+  const bool trans = c.op.attrs.getI64("transpose_a") == 1;
+  ValueId term = kNone; // op(Ȧ)·X (left) or X·op(Ȧ) (right)
+  if (tA != kNone) {
+    ValueId mask = triangleMask(b, shapeOf(b, A)[0], false, !lower);
+    ValueId kept = b.mul(tA, mask);
+    ValueId opA = trans ? b.transpose(kept, {1, 0}) : kept;
+    term = left ? b.dotGeneral(opA, X, {}, {}, {1}, {0}) : b.dotGeneral(X, opA, {}, {}, {1}, {0});
+  }
+  ValueId rhs = term == kNone ? tB : tB == kNone ? b.neg(term) : b.sub(tB, term);
+  return {b.triangularSolve(A, rhs, left, lower, trans)};
+}
+
+} // namespace tessel::passes::jvprules
