@@ -14,6 +14,7 @@
 #include "ir/ShapeRules.h"
 #include "passes/Grad.h"
 #include "passes/Inline.h"
+#include "passes/Jvp.h"
 #include "passes/Instrumentation.h"
 #include "passes/PassManager.h"
 #include "runtime/Runtime.h"
@@ -106,12 +107,23 @@ size_t countOps(const Program &p, OpKind k) {
   return n;
 }
 
-/// The pipeline as it ran, pass by pass, and what its grads saw.
+/// The passes that change what a program computes: the derivative transforms.
+bool isTransform(const std::string &pass) { return pass == "grad" || pass == "jvp" || pass == "hessian"; }
+
+/// The wrt option of a derivative transform.
+const std::vector<std::string> &wrtOf(const passes::PassInvocation &inv) {
+  if (inv.name() == "jvp") return inv.options<passes::JvpOptions>().wrt;
+  if (inv.name() == "hessian") return inv.options<passes::HessianOptions>().wrt;
+  return inv.options<passes::GradOptions>().wrt;
+}
+
+/// The pipeline as it ran, pass by pass, and what its derivative transforms (grad, jvp,
+/// hessian; "grads" below) saw.
 struct PipelineRun {
   Program result;
   PassOutcome outcome; ///< of the first pass that failed, if one did
-  /// For each grad of the pipeline, in order: its invocation and the input names of the
-  /// program it differentiated.
+  /// For each transform of the pipeline, in order: its invocation and the input names of
+  /// the program it differentiated.
   std::vector<std::pair<passes::PassInvocation, std::vector<std::string>>> grads;
   /// For each grad: the output names of the program it differentiated.
   std::vector<std::vector<std::string>> gradOutputs;
@@ -126,7 +138,7 @@ std::vector<std::string> inputNames(const Program &p) {
 PipelineRun runPassByPass(const passes::Pipeline &pipeline, const Program &p0) {
   PipelineRun run{p0, {}, {}, {}};
   for (const passes::PassInvocation &inv : pipeline.passes) {
-    if (inv.name() == "grad") {
+    if (isTransform(inv.name())) {
       run.grads.emplace_back(inv, inputNames(run.result));
       std::vector<std::string> outs;
       for (size_t i = 0; i < run.result.outputs.size(); ++i) outs.push_back(run.result.outputName(i));
@@ -149,12 +161,17 @@ PassOutcome gradsOnly(const Program &p0, const PipelineRun &run, size_t n, Progr
     passes::PassInvocation inv = run.grads[k].first;
     const std::vector<std::string> &saw = run.grads[k].second;
     std::string wrt;
-    for (const std::string &name : inv.options<passes::GradOptions>().wrt) {
+    for (const std::string &name : wrtOf(inv)) {
       size_t i = static_cast<size_t>(std::find(saw.begin(), saw.end(), name) - saw.begin());
       if (i >= out.inputs.size()) return {PassOutcome::Kind::Error, "no input %" + name};
       wrt += (wrt.empty() ? "" : ";") + out.value(out.inputs[i]).name;
     }
     inv.set("wrt", wrt);
+    if (inv.name() != "grad") {
+      PassOutcome r = runPipeline(passes::Pipeline{{inv}}, out);
+      if (r.kind != PassOutcome::Kind::Ok) return r;
+      continue;
+    }
     // aux names outputs: by position, as wrt.
     const std::vector<std::string> &sawOut = run.gradOutputs[k];
     std::string aux;
@@ -232,6 +249,14 @@ public:
               aux += (aux.empty() ? "" : ";") + cur.value(cur.outputs[i]).name;
         inv.set("aux", aux);
       }
+      if (!wild && info.name == "hessian") {
+        // Scalar inputs only, at least one.
+        std::string wrt;
+        for (ir::ValueId in : cur.inputs)
+          if (cur.type(in).rank() == 0 && (wrt.empty() || chance(0.5)))
+            wrt += (wrt.empty() ? "" : ";") + cur.value(in).name;
+        inv.set("wrt", wrt);
+      }
       Program next = cur;
       PassOutcome r = runPipeline(passes::Pipeline{{inv}}, next);
       if (wild) {
@@ -244,7 +269,7 @@ public:
       chosen.passes.push_back(inv);
       if (r.kind != PassOutcome::Kind::Ok) break; // a pass refused a valid program
       cur = std::move(next);
-      grads += info.name == "grad";
+      grads += info.name == "hessian" ? 2 : isTransform(info.name) ? 1 : 0;
     }
     if (countOps(cur, OpKind::Einsum) > 0) {
       // The runtime executes pairwise products only (as `tessel run` does, lower last).
@@ -275,6 +300,22 @@ private:
 
   bool eligible(const passes::PassInfo &info, const Program &cur, int grads) {
     if (info.name == "grad") return allowGrad_ && grads < 2 && !cur.inputs.empty();
+    // jvp and hessian refuse, by design, what has no derivative rule: the complement of
+    // svd_topk's reverse rule, and a VJP built with grad{bond-gauge=true}.
+    auto hasBondVjp = [](const Program &f) {
+      return std::any_of(f.ops.begin(), f.ops.end(), [](const ir::Op &op) {
+        return (op.kind == OpKind::Svd || op.kind == OpKind::SvdTopk) && op.attrs.getStr("gauge") == "bond-vjp";
+      });
+    };
+    const bool bondVjp = hasBondVjp(cur) || std::any_of(cur.functions.begin(), cur.functions.end(), hasBondVjp);
+    if (info.name == "jvp")
+      return allowGrad_ && grads < 2 && !cur.inputs.empty() && !bondVjp &&
+             countOps(cur, OpKind::SvdTopkComplement) == 0;
+    if (info.name == "hessian")
+      return allowGrad_ && grads == 0 && !bondVjp && countOps(cur, OpKind::SvdTopk) == 0 &&
+             countOps(cur, OpKind::SvdTopkComplement) == 0 && cur.outputs.size() == 1 &&
+             cur.type(cur.outputs[0]).rank() == 0 &&
+             std::any_of(cur.inputs.begin(), cur.inputs.end(), [&](ir::ValueId v) { return cur.type(v).rank() == 0; });
     if (info.name == "checkpoint" || info.name == "split-vjp")
       return cur.gradSignature && cur.gradSignature->primalOutputs > 0;
     return true;
@@ -574,6 +615,81 @@ Program freezeStopGradients(const Program &q0, const std::vector<Tensor> &x) {
   return frozen;
 }
 
+/// 5-point differences of f(s) = Σ_o ⟨cot_o, q(x + s·dir)_o⟩ (dir on the inputs `wrt`)
+/// against `ad`, the derivative a transform computed; `adMagnitude` the size of its terms.
+/// A kink or jump in the stencil skips the check (res.fdSkipped).
+template <class Fail>
+void checkDirectional(const Program &q, const std::vector<Tensor> &x, const std::vector<size_t> &wrt,
+                      const std::vector<Tensor> &dir, const std::vector<Tensor> &cot, double ad, double adMagnitude,
+                      const char *what, Fail &&fail, CheckResult &res) {
+  double scale = 1;
+  for (size_t i : wrt)
+    for (double v : x[i].data) scale = std::max(scale, std::fabs(v));
+  Program frozen;
+  double magnitude = 0;
+  auto f = [&](double s) {
+    std::vector<Tensor> xs = x;
+    for (size_t k = 0; k < wrt.size(); ++k)
+      for (size_t e = 0; e < xs[wrt[k]].data.size(); ++e) xs[wrt[k]].data[e] += s * dir[k].data[e];
+    std::vector<Tensor> out = rt::evaluateReference(frozen, xs);
+    double acc = 0, mag = 0;
+    for (size_t o = 0; o < out.size(); ++o) {
+      acc += dot(out[o], cot[o]);
+      mag += absDot(out[o], cot[o]);
+    }
+    // The size of the terms at every point of the stencil: the differences round at
+    // that scale (f = x²·Σy with Σy = 0 is 0 at x = 0 and rounding noise at x = ±h).
+    magnitude = std::max(magnitude, mag);
+    return acc;
+  };
+  // f at 0, ±h/2, ±h, ±2h: 5-point differences with steps h and h/2.
+  const double h = 1e-4 * scale;
+  double f0, fh[2], f1[2], f2[2];
+  try {
+    frozen = freezeStopGradients(q, x);
+    f0 = f(0);
+    for (int sgn : {0, 1}) {
+      double dir1 = sgn ? -1.0 : 1.0;
+      fh[sgn] = f(dir1 * h / 2);
+      f1[sgn] = f(dir1 * h);
+      f2[sgn] = f(dir1 * 2 * h);
+    }
+  } catch (const Error &e) {
+    res.fdSkipped = "the reference fails near the point: " + firstLine(e.what());
+    return;
+  }
+  const double fd1 = (f2[1] - 8 * f1[1] + 8 * f1[0] - f2[0]) / (12 * h);
+  const double fd2 = (f1[1] - 8 * fh[1] + 8 * fh[0] - f1[0]) / (6 * h);
+  if (!std::isfinite(fd1) || !std::isfinite(fd2) || !std::isfinite(magnitude)) {
+    res.fdSkipped = "non-finite values near the point";
+    return;
+  }
+  auto tol = [&](double a, double b) {
+    return 1e-5 * std::max(std::fabs(a), std::fabs(b)) + 1e-7 * (magnitude + adMagnitude);
+  };
+  if (std::fabs(fd1 - fd2) > tol(fd1, fd2)) {
+    res.fdSkipped = "a kink or jump within the stencil (steps h and h/2 disagree)";
+    return;
+  }
+  // A jump exactly at the point (compare EQ between a stop_gradient value and the value
+  // itself, say) leaves both differences equal; for a smooth f the distance from f(0)
+  // to the mean of f(±s) grows like s², by 4 from s = h/2 to s = h.
+  const double d1 = f0 - (fh[0] + fh[1]) / 2, d2 = f0 - (f1[0] + f1[1]) / 2;
+  if (std::fabs(d2 - 4 * d1) > 1e-9 * magnitude + 1e-300) {
+    res.fdSkipped = "a jump at the point (f(0) is not the limit of its neighbours)";
+    return;
+  }
+  res.fdChecked = true;
+  if (!std::isfinite(ad) || std::fabs(fd2 - ad) > tol(fd2, ad)) {
+    std::ostringstream s;
+    s.precision(17);
+    s << what << " " << ad << " from the transform, " << fd2
+      << " by finite differences (|diff| " << std::fabs(fd2 - ad) << ", tolerance "
+      << tol(fd2, ad) << ")";
+    fail(s.str());
+  }
+}
+
 /// The finite-difference oracle of the last grad of `run`, whose result `full` gave
 /// `engineOut` at `in`.
 void checkGradient(const Case &c, const PipelineRun &run, const Program &full,
@@ -616,82 +732,56 @@ void checkGradient(const Case &c, const PipelineRun &run, const Program &full,
   std::mt19937_64 rng(c.seed ^ kDirectionSalt);
   std::normal_distribution<double> normal;
   std::vector<Tensor> dir;
-  double scale = 1;
   for (size_t i : wrt) {
     Tensor t = Tensor::zeros(x[i].type);
     for (double &v : t.data) v = normal(rng);
-    for (double v : x[i].data) scale = std::max(scale, std::fabs(v));
     dir.push_back(std::move(t));
   }
-
-  Program frozen;
-  double magnitude = 0;
-  auto f = [&](double s) {
-    std::vector<Tensor> xs = x;
-    for (size_t k = 0; k < wrt.size(); ++k)
-      for (size_t e = 0; e < xs[wrt[k]].data.size(); ++e) xs[wrt[k]].data[e] += s * dir[k].data[e];
-    std::vector<Tensor> out = rt::evaluateReference(frozen, xs);
-    double acc = 0, mag = 0;
-    for (size_t o = 0; o < out.size(); ++o) {
-      acc += dot(out[o], cot[o]);
-      mag += absDot(out[o], cot[o]);
-    }
-    // The size of the terms at every point of the stencil: the differences round at
-    // that scale (f = x²·Σy with Σy = 0 is 0 at x = 0 and rounding noise at x = ±h).
-    magnitude = std::max(magnitude, mag);
-    return acc;
-  };
   double ad = 0, adMagnitude = 0;
   for (size_t k = 0; k < wrt.size(); ++k) {
     ad += dot(dir[k], engineOut[first + k]);
     adMagnitude += absDot(dir[k], engineOut[first + k]);
   }
-  // f at 0, ±h/2, ±h, ±2h: 5-point differences with steps h and h/2.
-  const double h = 1e-4 * scale;
-  double f0, fh[2], f1[2], f2[2];
-  try {
-    frozen = freezeStopGradients(q, x);
-    f0 = f(0);
-    for (int sgn : {0, 1}) {
-      double dir1 = sgn ? -1.0 : 1.0;
-      fh[sgn] = f(dir1 * h / 2);
-      f1[sgn] = f(dir1 * h);
-      f2[sgn] = f(dir1 * 2 * h);
-    }
-  } catch (const Error &e) {
-    res.fdSkipped = "the reference fails near the point: " + firstLine(e.what());
+  checkDirectional(q, x, wrt, dir, cot, ad, adMagnitude, "directional derivative", fail, res);
+}
+
+/// The finite-difference oracle of a last jvp of `run`: along the tangent inputs the result
+/// `full` took at `in`, Σ_o ⟨w_o, jvp_o⟩ for random weights w against differences of
+/// Σ_o ⟨w_o, out_o⟩.
+void checkJvp(const Case &c, const PipelineRun &run, const Program &full, const std::vector<Tensor> &in,
+              const std::vector<Tensor> &engineOut, CheckResult &res) {
+  const passes::PassInvocation &last = run.grads.back().first;
+  const std::vector<std::string> &saw = run.grads.back().second;
+  Program q;
+  if (gradsOnly(c.program, run, run.grads.size() - 1, q).kind != PassOutcome::Kind::Ok) {
+    res.fdSkipped = "the transforms before the last one fail on the input program";
     return;
   }
-  const double fd1 = (f2[1] - 8 * f1[1] + 8 * f1[0] - f2[0]) / (12 * h);
-  const double fd2 = (f1[1] - 8 * fh[1] + 8 * fh[0] - f1[0]) / (6 * h);
-  if (!std::isfinite(fd1) || !std::isfinite(fd2) || !std::isfinite(magnitude)) {
-    res.fdSkipped = "non-finite values near the point";
-    return;
+  const passes::JvpOptions &j = last.options<passes::JvpOptions>();
+  auto fail = [&](const std::string &m) { res.failures.push_back({kGradVsFd, last.str() + ": " + m}); };
+  const size_t nq = q.inputs.size(), nout = q.outputs.size();
+  std::vector<size_t> wrt;
+  for (size_t i = 0; i < nq; ++i)
+    if (j.wrt.empty() || std::find(j.wrt.begin(), j.wrt.end(), saw[i]) != j.wrt.end()) wrt.push_back(i);
+  const size_t first = j.keepOutputs ? nout : 0;
+  if (full.inputs.size() != nq + wrt.size() || engineOut.size() != first + nout)
+    return fail("the result has " + std::to_string(full.inputs.size()) + " inputs and " +
+                std::to_string(engineOut.size()) + " outputs; the differentiated program has " +
+                std::to_string(nq) + " inputs and " + std::to_string(nout) + " outputs");
+  std::vector<Tensor> x(in.begin(), in.begin() + static_cast<long>(nq));
+  std::vector<Tensor> dir(in.begin() + static_cast<long>(nq), in.end());
+  std::mt19937_64 rng(c.seed ^ kDirectionSalt);
+  std::normal_distribution<double> normal;
+  std::vector<Tensor> cot;
+  double ad = 0, adMagnitude = 0;
+  for (size_t o = 0; o < nout; ++o) {
+    Tensor w = Tensor::zeros(q.type(q.outputs[o]));
+    for (double &v : w.data) v = normal(rng);
+    ad += dot(w, engineOut[first + o]);
+    adMagnitude += absDot(w, engineOut[first + o]);
+    cot.push_back(std::move(w));
   }
-  auto tol = [&](double a, double b) {
-    return 1e-5 * std::max(std::fabs(a), std::fabs(b)) + 1e-7 * (magnitude + adMagnitude);
-  };
-  if (std::fabs(fd1 - fd2) > tol(fd1, fd2)) {
-    res.fdSkipped = "a kink or jump within the stencil (steps h and h/2 disagree)";
-    return;
-  }
-  // A jump exactly at the point (compare EQ between a stop_gradient value and the value
-  // itself, say) leaves both differences equal; for a smooth f the distance from f(0)
-  // to the mean of f(±s) grows like s², by 4 from s = h/2 to s = h.
-  const double d1 = f0 - (fh[0] + fh[1]) / 2, d2 = f0 - (f1[0] + f1[1]) / 2;
-  if (std::fabs(d2 - 4 * d1) > 1e-9 * magnitude + 1e-300) {
-    res.fdSkipped = "a jump at the point (f(0) is not the limit of its neighbours)";
-    return;
-  }
-  res.fdChecked = true;
-  if (!std::isfinite(ad) || std::fabs(fd2 - ad) > tol(fd2, ad)) {
-    std::ostringstream s;
-    s.precision(17);
-    s << "directional derivative " << ad << " from the gradient, " << fd2
-      << " by finite differences (|diff| " << std::fabs(fd2 - ad) << ", tolerance "
-      << tol(fd2, ad) << ")";
-    fail(s.str());
-  }
+  checkDirectional(q, x, wrt, dir, cot, ad, adMagnitude, "the jvp", fail, res);
 }
 
 } // namespace
@@ -915,7 +1005,9 @@ CheckResult Checker::checkOrThrow(const Case &c) {
   if (!run.grads.empty()) {
     if (!c.fd) res.fdSkipped = "quantized inputs at kinks, or non-finite inputs";
     else if (engine->failed) res.fdSkipped = "the engine failed";
-    else checkGradient(c, run, full, in, engine->values, res);
+    else if (run.grads.back().first.name() == "grad") checkGradient(c, run, full, in, engine->values, res);
+    else if (run.grads.back().first.name() == "jvp") checkJvp(c, run, full, in, engine->values, res);
+    else res.fdSkipped = "a hessian (jvp of grad: each checked when it is the last transform)";
   }
   return res;
 }
