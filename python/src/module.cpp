@@ -36,6 +36,7 @@
 #include "ir/Verifier.h"
 #include "passes/Checkpoint.h"
 #include "passes/Grad.h"
+#include "passes/Jvp.h"
 #include "passes/Order.h"
 #include "passes/RunPipeline.h"
 #include "passes/PassManager.h"
@@ -288,6 +289,31 @@ NB_MODULE(_tessel, m) {
       "program"_a, "wrt"_a, "vjp"_a, "keep_outputs"_a, "svd_blocks"_a);
 
   m.def(
+      "jvp",
+      [](const PyProgram &p, const std::vector<std::string> &wrt, bool keepOutputs) {
+        passes::JvpOptions o;
+        o.wrt = wrt;
+        o.keepOutputs = keepOutputs;
+        auto t0 = Clock::now();
+        PyProgram r{passes::jvp(p.ir, o), 0};
+        r.compileMs = p.compileMs + msSince(t0);
+        return r;
+      },
+      "program"_a, "wrt"_a, "keep_outputs"_a);
+
+  m.def(
+      "hessian",
+      [](const PyProgram &p, const std::vector<std::string> &wrt) {
+        passes::HessianOptions o;
+        o.wrt = wrt;
+        auto t0 = Clock::now();
+        PyProgram r{passes::hessian(p.ir, o), 0};
+        r.compileMs = p.compileMs + msSince(t0);
+        return r;
+      },
+      "program"_a, "wrt"_a);
+
+  m.def(
       "opt",
       [](const PyProgram &p, const std::string &pipeline, const passes::PassManagerOptions &base,
          nb::object write) {
@@ -354,11 +380,14 @@ NB_MODULE(_tessel, m) {
       if (info.savedBySaveSvd) traits.append("save-svd");
       d["traits"] = traits;
       d["has_vjp"] = passes::hasVjpRule(k);
+      d["vjp"] = passes::vjpRuleInfo(k).rule;
+      d["jvp"] = passes::jvpRuleDoc(k);
       l.append(d);
     }
     return l;
   }, "The op table: per op its name, operand count (-1 = variadic), result count, attributes "
-     "(name, kind, default or None), traits (ir/ops.def) and summary.");
+     "(name, kind, default or None), traits (ir/ops.def), summary, and its VJP and JVP rules "
+     "in words (\"vjp\", \"jvp\").");
 
   nb::class_<PyPlan>(m, "Plan",
                      "A prepared program: flat instruction list, kernel plans, buffer plan. "

@@ -47,8 +47,8 @@ ISING_BETA_C: float = _tessel.ISING_BETA_C
 __all__ = [
     "Engine", "Error", "Function", "ISING_BETA_C", "ParseError", "Plan", "Program", "ShapeError",
     "Tensor", "Value", "VerifyError", "blas_info", "describe_passes", "evaluate_reference",
-    "fori_loop", "function", "grad", "onsager", "op_table", "ops", "opt", "prepare", "scan", "trace",
-    "trg", "vjp",
+    "fori_loop", "function", "grad", "hessian", "jvp", "onsager", "op_table", "ops", "opt", "prepare",
+    "scan", "trace", "trg", "vjp",
 ]
 
 _tessel._set_package_dir(os.path.dirname(os.path.abspath(__file__)) + os.sep)
@@ -197,6 +197,54 @@ def vjp(program: Program, wrt: Union[None, str, Sequence[str]] = None, *,
     Arguments, result and errors as :func:`grad`, for programs with any outputs.
     """
     return _tessel.grad(program, _names(wrt), True, keep_outputs, svd_blocks)
+
+
+def jvp(program: Program, wrt: Union[None, str, Sequence[str]] = None, *,
+        keep_outputs: bool = True) -> Program:
+    """Jacobian-vector product by forward mode (the jvp transform; JAX's ``jax.jvp``).
+
+    Args:
+        program: any program (module or plain); outputs of any shape.
+        wrt: the inputs that get a tangent ("x", "x,y" or a list); None = every input.
+        keep_outputs: keep the primal outputs first; False = only the tangents.
+
+    Returns:
+        A program whose inputs are the program's, then one tangent ``t_<input>`` per wrt
+        input (its shape; in the order of the program's inputs), and whose outputs are
+        [the program's,] one tangent ``jvp_<output>`` per output (its shape):
+        Σ_w ∂out/∂w · t_w. Each op's JVP rule is listed by ``tessel ops`` /
+        ``op_table()`` (the "jvp" entry); the rules share grad's conventions, so
+        ``jvp`` and ``vjp`` of a program are transposes of each other to rounding.
+        Differentiating the result again works (``jvp(grad(p, keep_outputs=False))``
+        is the Hessian-vector product; :func:`hessian`).
+
+    Raises:
+        Error: an unknown or repeated wrt name; an op without a forward rule
+            (``svd_topk_complement``: differentiate before ``truncate-svd``).
+    """
+    return _tessel.jvp(program, _names(wrt), keep_outputs)
+
+
+def hessian(program: Program, wrt: Union[None, str, Sequence[str]] = None) -> Program:
+    """Hessian of a program's one scalar output in a few scalar inputs, by
+    forward-over-reverse: ``jvp`` of ``grad(keep_outputs=False)``, one Hessian-vector
+    product per input (each costs about one forward-plus-reverse sweep carrying a tangent,
+    where reverse-over-reverse differentiates the whole reverse sweep again).
+
+    Args:
+        program: a program with one scalar output f64[] (the loss).
+        wrt: the scalar inputs ("beta", "beta,h" or a list); None = every input.
+
+    Returns:
+        A program with the same inputs whose outputs are ``d2_<a>_<b>`` = ∂²out/∂a∂b for
+        every pair of wrt inputs (row a, column b; ``d2_<a>`` for one input), computed by a
+        function ``@hvp`` (the Hessian-vector product) called once per input.
+
+    Raises:
+        Error: those of :func:`grad` and :func:`jvp`, and a wrt input that is not a scalar
+            (use ``jvp(grad(p, keep_outputs=False))`` for a Hessian-vector product).
+    """
+    return _tessel.hessian(program, _names(wrt))
 
 
 def opt(program: Program, pipeline: str, *, print_ir_after_all: bool = False,
