@@ -225,7 +225,7 @@ Program transform(const Program &p, const std::vector<bool> &marked, const Layou
     const ir::Type ty = p.type(p.outputs[o]);
     if (t == kNoValue) {
       b.setLoc("jvp: zero tangent (the output does not depend on a tangent input)");
-      t = b.full(ty, 0.0);
+      t = vjp::splat(b, 0.0, ty.shape); // a scalar broadcast, not a dense constant
     } else if (layout.entry && (r.value(t).def < 0 || !ir::isAnonymousName(r.value(t).name) ||
                                 std::find(outT.begin(), outT.end(), t) != outT.end())) {
       b.setLoc("jvp: copy");
@@ -299,9 +299,13 @@ bool runJvp(Program &p, const JvpOptions &opts) {
 
 Program hessian(const Program &p, const HessianOptions &opts) {
   const std::vector<bool> marked = resolveMarks(p, opts.wrt, "hessian");
+  // The inputs in wrt's order (all inputs, in order, for an empty wrt).
+  std::vector<size_t> order;
+  for (const std::string &name : opts.wrt) order.push_back(static_cast<size_t>(p.inputIndex(name)));
+  for (size_t i = 0; i < p.inputs.size() && opts.wrt.empty(); ++i)
+    if (marked[i]) order.push_back(i);
   std::vector<std::string> wrt;
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    if (!marked[i]) continue;
+  for (size_t i : order) {
     const ir::ValueInfo &vi = p.value(p.inputs[i]);
     if (vi.type.rank() != 0)
       throw Error("hessian: input '" + ir::text::percentName(vi.name) + "' has shape " + vi.type.str() +
@@ -336,8 +340,11 @@ Program hessian(const Program &p, const HessianOptions &opts) {
   std::vector<std::vector<ValueId>> rows(n);
   for (size_t i = 0; i < n; ++i) {
     b.setLoc("hessian: row %" + wrt[i]);
+    // @hvp's tangent inputs follow P's input order (jvp's), its outputs wrt's (grad's).
     std::vector<ValueId> operands = inputs;
-    for (size_t j = 0; j < n; ++j) operands.push_back(b.scalar(i == j ? 1.0 : 0.0));
+    std::vector<size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t j = 0; j < n; ++j) operands.push_back(b.scalar(sorted[j] == order[i] ? 1.0 : 0.0));
     auto res = b.call(callee, operands);
     rows[i].assign(res.begin() + static_cast<ptrdiff_t>(n), res.end());
   }

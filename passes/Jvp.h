@@ -25,8 +25,9 @@ struct JvpOptions {
 /// Forward-mode transform (JAX's jvp; one JVP rule per op keyed by op kind, in
 /// passes/JvpRules.cpp, with the VJP table's differentiable operands).
 /// Result: inputs = P's inputs, then one tangent input `t_<input>` per wrt input, of
-/// the input's type, in the order of P's inputs; outputs = [P's outputs] + one tangent per output of P, named
-/// `jvp_<output>`, of the output's type: Σ_w ∂out/∂w · t_w. Outputs that do not depend
+/// the input's type, in the order of P's inputs (not wrt's); outputs = [P's outputs] + one
+/// tangent per output of P, named `jvp_<output>`, of the output's type: Σ_w ∂out/∂w · t_w.
+/// A name P already holds gets a numeric suffix (`t_x_1`), as every new name. Outputs that do not depend
 /// on a wrt input get zeros; stop_gradient, compare, sign and select's predicate carry
 /// no tangent. Each tangent op follows the op it differentiates in the program and carries
 /// the location "jvp <op loc or name>". A call or scan with a tangent operand becomes a
@@ -64,7 +65,8 @@ struct HessianOptions {
 /// Result: a module whose function @hvp is that jvp (inputs: P's, then a tangent per
 /// wrt input; outputs: the gradient, then H·t), and whose entry has P's inputs and calls
 /// it once per wrt input with a unit tangent. Outputs: d2_<a>_<b> = ∂²out/∂a∂b for
-/// every pair in wrt order (row a, column b), or d2_<a> for one input.
+/// every pair in wrt order (row a, column b; P's input order for an empty wrt), or d2_<a>
+/// for one input; a name P holds gets a numeric suffix.
 /// Errors (tessel::Error): those of grad and jvp; a wrt input that is not a scalar
 /// (its shape named: use jvp of grad for a Hessian-vector product).
 ir::Program hessian(const ir::Program &p, const HessianOptions &opts);

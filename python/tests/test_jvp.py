@@ -91,6 +91,10 @@ def test_hessian_of_two_inputs_names_every_entry():
     assert out["d2_a_b"] == pytest.approx(3 * math.cos(a) * b * b + 2 * a, rel=1e-14)
     assert out["d2_b_a"] == pytest.approx(out["d2_a_b"], rel=1e-14)
     assert out["d2_b_b"] == pytest.approx(6 * math.sin(a) * b, rel=1e-14)
+    # rows and columns in wrt's order
+    h_ba = tessel.hessian(prog, "b,a")
+    assert [v.name for v in h_ba.outputs] == ["d2_b_b", "d2_b_a", "d2_a_b", "d2_a_a"]
+    assert run(h_ba, {"a": a, "b": b})["d2_b_b"] == pytest.approx(out["d2_b_b"], rel=1e-15)
 
 
 def test_jvp_through_a_scan_and_a_function():
