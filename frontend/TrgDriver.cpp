@@ -136,7 +136,7 @@ struct TrgDriver::Impl {
       traceMs = msSince(t0);
       if (whole()) passMs += progs->runInline(p);
       traced = opsOf(p);
-      passMs += progs->runPasses(p, whole() ? Verified : passes::InputState::Unverified);
+      passMs += progs->runPasses(p, whole() ? Verified : passes::InputState::Unverified, kind == Kind::Second);
     }
     if (kind == Kind::Grad) {
       passes::GradOptions go;
@@ -156,7 +156,7 @@ struct TrgDriver::Impl {
       g1.keepOutputs = false;
       g1.callRemat = o.checkpoint;
       passMs += progs->runGrad(p, g1, false, passes::RematPolicy::Store, Verified);
-      passMs += progs->runPasses(p, Verified);
+      passMs += progs->runPasses(p, Verified, true);
       if (o.secondForwardOverReverse) {
         // jvp of the gradient: inputs (p..., t_p...), outputs (∂lnz/∂p...,
         // Σ_j t_j ∂²lnz/∂p_j∂p ...), the tangents carried through the forward and reverse
@@ -174,7 +174,7 @@ struct TrgDriver::Impl {
     }
     if (kind != Kind::Value) {
       traced = opsOf(p);
-      passMs += progs->runPasses(p, Verified);
+      passMs += progs->runPasses(p, Verified, kind == Kind::Second);
     }
     const char *role = kind == Kind::Value ? "value" : kind == Kind::Grad ? "value+grad" : "second";
     return idx = progs->add(group, role, std::move(p), traced, traceMs, passMs);

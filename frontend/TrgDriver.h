@@ -120,8 +120,9 @@ struct TrgOptions {
   bool cft = false;
   /// Lorentzian broadening of the svd reverse rule.
   double svdEps = kTrgSvdEps;
-  /// Step SVDs (the default pipeline's truncate-svd). With `second` the full SVD is
-  /// used whatever this says (trgSvdUsed): svd_topk has first derivatives only.
+  /// Step SVDs (the default pipeline's truncate-svd). Second derivatives through svd_topk
+  /// are forward over reverse (the jvp of its VJP's svd_topk_complement); with `second`
+  /// and reverse over reverse the full SVD is used whatever this says (trgSvdUsed).
   TrgSvd svd = TrgSvd::Truncated;
   /// Kept singular values must exceed this (absolute, normalised tensor).
   double rankTol = kTrgRankTol;
@@ -150,7 +151,7 @@ struct TrgOptions {
   bool fuseElementwise = true;
 };
 
-/// The SVD method a run uses: o.svd, except Full with --second.
+/// The SVD method a run uses: o.svd, except Full with --second by reverse over reverse.
 TrgSvd trgSvdUsed(const TrgOptions &o);
 /// The pipeline every program of the run gets: o.pipeline, or the default for
 /// o.order and trgSvdUsed(o).

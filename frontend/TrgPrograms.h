@@ -36,7 +36,10 @@ public:
 
   /// Runs the pipeline on `p` in place; returns the wall time in ms. `input`: Verified
   /// when `p` is the output of an earlier run (run*), which verified it.
-  double runPasses(ir::Program &p, passes::InputState input = passes::InputState::Unverified);
+  /// `secondOrder`: for a program that is differentiated twice, without svd-topk-guards
+  /// (jvp refuses a complement with guards).
+  double runPasses(ir::Program &p, passes::InputState input = passes::InputState::Unverified,
+                   bool secondOrder = false);
 
   /// Turns `p` into its gradient program in place by running grad{go} through the
   /// pass manager as a required pass (so the print, dump and report flags show it, and

@@ -41,7 +41,9 @@ std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd) {
          passes::orderStrategyName(order) + "},pad-sink,cse,dce";
 }
 
-TrgSvd trgSvdUsed(const TrgOptions &o) { return o.second ? TrgSvd::Full : o.svd; }
+TrgSvd trgSvdUsed(const TrgOptions &o) {
+  return o.second && !o.secondForwardOverReverse ? TrgSvd::Full : o.svd;
+}
 
 std::string trgPipeline(const TrgOptions &o) {
   return o.pipeline.empty() ? defaultTrgPipeline(o.order, trgSvdUsed(o)) : o.pipeline;

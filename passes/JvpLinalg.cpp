@@ -23,6 +23,21 @@
 // extended collection of matrix derivative results for forward and reverse mode AD"
 // (2008), §3.2.)
 //
+// svd_topk_complement, X·S − A⊥·Y = P⊥·Ū and Y·S − A⊥ᵀ·X = Q⊥·V̄ with X ⟂ U, Y ⟂ V,
+// S = diag(s[:r]), P⊥ = I − UUᵀ, Q⊥ = I − VVᵀ, A⊥ = A − U·diag(s)·Vt (V̄ = V̄tᵀ, Y = Ytᵀ).
+// Differentiating the first equation and projecting it with P⊥ (A⊥'s columns lie in P⊥'s
+// range; A⊥·V = 0 at the point, so A⊥·Ẏ = A⊥·Q⊥·Ẏ):
+//   P⊥Ẋ·S − A⊥·Q⊥Ẏ = P⊥·(Ū̇ − U̇·UᵀŪ − X·Ṡ + Ȧ⊥·Y),
+// and Ȧ⊥·Y = Ȧ·Y − U·diag(s)·(V̇t·Y) (Vt·Y = 0), whose second term P⊥ removes; the
+// second equation likewise with Xᵀ·Ȧ⊥ = Xᵀ·Ȧ − (XᵀU̇)·diag(s)·Vt. So (P⊥Ẋ, Q⊥Ẏ) is the
+// same operator's solve, another svd_topk_complement on those right-hand sides (it
+// projects them itself), and the parts along U and V follow from UᵀX = 0, VᵀY = 0:
+//   Ẋ = P⊥Ẋ − U·(U̇ᵀX),   Ẏt = (Q⊥Ẏ)ᵀ − (Yt·V̇tᵀ)·Vt.
+// The kernel's broadening of the discarded triplets nearest the cut (a complex shift,
+// runtime/SvdComplement.cpp) is held fixed: exact where the gaps at the cut exceed ε·s₀.
+// With guards (the svd-topk-guards pass) U, s, Vt hold more than the kept triplets: the
+// rule refuses those (differentiate before that pass).
+//
 // eigh, S = (A + Aᵀ)/2 = V·diag(w)·Vᵀ: K = Vᵀ·Ṡ·V, ẇ = diag K, V̇ = V·(K∘F) with
 // F_ij = 1/(w_j − w_i) broadened relative to max|w| and 0 for gaps within dsyevd's error
 // bound (ties), as the reverse rule (Giles §3.1).
@@ -39,6 +54,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "ir/Diagnostics.h"
 #include "passes/JvpRules.h"
 #include "passes/VjpRules.h"
 
@@ -138,6 +154,59 @@ ResultTangents jvpSvd(const JvpCall &c) {
     }
   }
   return {tU, ts, tVt};
+}
+
+ResultTangents jvpSvdTopkComplement(const JvpCall &c) {
+  Builder &b = c.b;
+  if (std::all_of(c.tangents.begin(), c.tangents.end(), [](ValueId t) { return t == kNone; })) return {kNone, kNone};
+  if (c.op.attrs.getI64("guards") != 0)
+    throw Error("jvp: svd_topk_complement" + (c.op.loc.empty() ? std::string() : " (" + c.op.loc + ")") +
+                " has guards = " + std::to_string(c.op.attrs.getI64("guards")) +
+                ": its U, s, Vt hold triplets below the cut, which the rule does not take; "
+                "differentiate before the svd-topk-guards pass");
+  const ValueId A = c.op.operands[0], U = c.op.operands[1], s = c.op.operands[2], Vt = c.op.operands[3];
+  const ValueId gU = c.op.operands[4], gVt = c.op.operands[5];
+  const ValueId X = c.op.results[0], Yt = c.op.results[1];
+  const ValueId tA = c.tangents[0], tU = c.tangents[1], ts = c.tangents[2], tVt = c.tangents[3];
+  const ValueId tgU = c.tangents[4], tgVt = c.tangents[5];
+  const Shape xs = shapeOf(b, X), ys = shapeOf(b, Yt);
+  const int64_t r = xs[1];
+  auto acc = [&](ValueId sum, ValueId term) { return sum == kNone ? term : b.add(sum, term); };
+  auto sub = [&](ValueId sum, ValueId term) { return sum == kNone ? b.neg(term) : b.sub(sum, term); };
+  ValueId rhs1 = tgU, rhs2 = tgVt; // [m,r], [r,n]
+  if (tU != kNone) {
+    ValueId UtgU = b.dotGeneral(U, gU, {}, {}, {0}, {0}); // UᵀŪ [k,r]
+    rhs1 = sub(rhs1, b.dotGeneral(tU, UtgU, {}, {}, {1}, {0}));
+  }
+  if (tVt != kNone) {
+    ValueId gVtV = b.dotGeneral(gVt, Vt, {}, {}, {1}, {1}); // V̄ᵀV [r,k]
+    rhs2 = sub(rhs2, b.dotGeneral(gVtV, tVt, {}, {}, {1}, {0}));
+  }
+  if (ts != kNone) {
+    ValueId tsr = b.slice(ts, {0}, {r});
+    rhs1 = sub(rhs1, b.mul(X, b.broadcastInDim(tsr, xs, {1})));
+    rhs2 = sub(rhs2, b.mul(b.broadcastInDim(tsr, ys, {0}), Yt));
+  }
+  if (tA != kNone) {
+    rhs1 = acc(rhs1, b.dotGeneral(tA, Yt, {}, {}, {1}, {1})); // Ȧ·Y
+    rhs2 = acc(rhs2, b.dotGeneral(X, tA, {}, {}, {0}, {0}));  // Xᵀ·Ȧ
+  }
+  ValueId tX = kNone, tYt = kNone;
+  if (rhs1 != kNone || rhs2 != kNone) {
+    auto xy = b.svdTopkComplement(A, U, s, Vt, rhs1 != kNone ? rhs1 : splat(b, 0.0, xs),
+                                  rhs2 != kNone ? rhs2 : splat(b, 0.0, ys), c.op.attrs.getF64("eps"));
+    tX = xy[0];
+    tYt = xy[1];
+  }
+  if (tU != kNone) {
+    ValueId UdX = b.dotGeneral(tU, X, {}, {}, {0}, {0}); // U̇ᵀX [k,r]
+    tX = sub(tX, b.dotGeneral(U, UdX, {}, {}, {1}, {0}));
+  }
+  if (tVt != kNone) {
+    ValueId YVd = b.dotGeneral(Yt, tVt, {}, {}, {1}, {1}); // Yt·V̇tᵀ [r,k]
+    tYt = sub(tYt, b.dotGeneral(YVd, Vt, {}, {}, {1}, {0}));
+  }
+  return {tX, tYt};
 }
 
 ResultTangents jvpEigh(const JvpCall &c) {

@@ -260,12 +260,6 @@ ResultTangents jvpScan(const JvpCall &c) {
   return out;
 }
 
-ResultTangents jvpSvdTopkComplement(const JvpCall &c) {
-  throw Error("jvp: op 'svd_topk_complement'" + (c.op.loc.empty() ? std::string() : " (" + c.op.loc + ")") +
-              " has no JVP rule: derivatives of svd_topk's reverse rule are not implemented; "
-              "differentiate before the truncate-svd pass (tessel trg --svd full)");
-}
-
 // ---------------------------------------------------------------------------
 // The table, in ops.def order.
 
@@ -311,7 +305,9 @@ constexpr Entry kTable[] = {
      "svd's rule over the k kept triplets, the parts outside them (X ⟂ U, Y ⟂ V) from "
      "svd_topk_complement with Ū = Ȧ·V, V̄t = Uᵀ·Ȧ"},
     {OpKind::SvdTopkComplement, jvpSvdTopkComplement,
-     "none yet: jvp stops with an error (a second derivative through svd_topk)"},
+     "(P⊥Ẋ, Q⊥Ẏ) = svd_topk_complement of the right-hand sides Ū̇ − U̇·UᵀŪ − X·Ṡ + Ȧ·Y and "
+     "V̄̇ᵀ − V̄ᵀV·V̇ᵀ − Ṡ·Yᵀ + Xᵀ·Ȧ (the same operator), Ẋ = P⊥Ẋ − U·U̇ᵀX, Ẏ = Q⊥Ẏ − V·V̇ᵀY "
+     "(passes/JvpLinalg.cpp); not with guards"},
     {OpKind::Eigh, jvpEigh,
      "K = Vᵀ·sym(Ȧ)·V: ẇ = diag K, V̇ = V·(K∘F), F_ij = 1/(w_j − w_i) broadened as in the "
      "VJP rule (ties within dsyevd's error count as exact)"},

@@ -64,9 +64,10 @@ JvpRule jvpRuleOrThrow(ir::OpKind kind);
 /// The JVP rule of `kind` in words (`tessel ops`, docs/ops.md).
 const char *jvpRuleDoc(ir::OpKind kind);
 
-/// The rules of the factorizations (JvpLinalg.cpp): svd and svd_topk, eigh, qr,
-/// triangular_solve.
+/// The rules of the factorizations (JvpLinalg.cpp): svd and svd_topk, svd_topk_complement,
+/// eigh, qr, triangular_solve.
 ResultTangents jvpSvd(const JvpCall &c);
+ResultTangents jvpSvdTopkComplement(const JvpCall &c);
 ResultTangents jvpEigh(const JvpCall &c);
 ResultTangents jvpQr(const JvpCall &c);
 ResultTangents jvpTriangularSolve(const JvpCall &c);

@@ -301,19 +301,22 @@ private:
   bool eligible(const passes::PassInfo &info, const Program &cur, int grads) {
     if (info.name == "grad") return allowGrad_ && grads < 2 && !cur.inputs.empty();
     // jvp and hessian refuse, by design, what has no derivative rule: the complement of
-    // svd_topk's reverse rule, and a VJP built with grad{bond-gauge=true}.
+    // svd_topk's reverse rule with guards, and a VJP built with grad{bond-gauge=true}.
     auto hasBondVjp = [](const Program &f) {
       return std::any_of(f.ops.begin(), f.ops.end(), [](const ir::Op &op) {
         return (op.kind == OpKind::Svd || op.kind == OpKind::SvdTopk) && op.attrs.getStr("gauge") == "bond-vjp";
       });
     };
     const bool bondVjp = hasBondVjp(cur) || std::any_of(cur.functions.begin(), cur.functions.end(), hasBondVjp);
-    if (info.name == "jvp")
-      return allowGrad_ && grads < 2 && !cur.inputs.empty() && !bondVjp &&
-             countOps(cur, OpKind::SvdTopkComplement) == 0;
+    auto hasGuards = [](const Program &f) {
+      return std::any_of(f.ops.begin(), f.ops.end(), [](const ir::Op &op) {
+        return op.kind == OpKind::SvdTopkComplement && op.attrs.getI64("guards") != 0;
+      });
+    };
+    const bool guards = hasGuards(cur) || std::any_of(cur.functions.begin(), cur.functions.end(), hasGuards);
+    if (info.name == "jvp") return allowGrad_ && grads < 2 && !cur.inputs.empty() && !bondVjp && !guards;
     if (info.name == "hessian")
-      return allowGrad_ && grads == 0 && !bondVjp && countOps(cur, OpKind::SvdTopk) == 0 &&
-             countOps(cur, OpKind::SvdTopkComplement) == 0 && cur.outputs.size() == 1 &&
+      return allowGrad_ && grads == 0 && !bondVjp && !guards && cur.outputs.size() == 1 &&
              cur.type(cur.outputs[0]).rank() == 0 &&
              std::any_of(cur.inputs.begin(), cur.inputs.end(), [&](ir::ValueId v) { return cur.type(v).rank() == 0; });
     if (info.name == "checkpoint" || info.name == "split-vjp")

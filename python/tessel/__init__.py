@@ -383,7 +383,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             periodic lattice of 2^N sites, as ``tessel trg --steps N``). With ``ranks``
             given, None means its length and ``"auto"`` is an error.
         grad, second: also the first / first and second derivative in β (reverse mode
-            through every SVD).
+            through every SVD; the second derivative is forward over reverse, the jvp of
+            the gradient, also through the truncated SVD).
         mode: ``staged`` (one program per step class) or ``whole`` (one program).
         algorithm: ``"trg"`` (Levin–Nave, PRL 99, 120601 (2007)) or ``"btrg"`` (bond-weighted
             TRG, Adachi, Okubo, Todo, PRB 105, L060402 (2022): each SVD splits as
@@ -399,7 +400,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         checkpoint: residual policy of the backward programs (``store``, ``recompute``,
             ``save-svd``). order: contraction order of the plaquette einsum.
         svd: ``truncated`` (svd_topk: only the kept triplets) or ``full`` (LAPACK gesdd).
-            ``second`` uses the full SVD (the report's ``svd`` field says which ran).
+            ``second`` differentiates svd_topk twice (the report's ``svd`` field says which
+            ran).
         width: engine width (threads). ranks: the truncation schedule (D' per step; the
             number of steps is then its length), or None / ``"auto"`` (the default: at
             each β the value sweep keeps min(D², χ, rank bound) per step, and fewer where

@@ -67,7 +67,7 @@ def test_sweep_with_second_order():
     rs = tessel.trg(betas, chi=8, steps=12, second=True, repeat=2)
     assert [r["beta"] for r in rs] == [0.3, 0.5]
     for r in rs:
-        assert r["svd"] == "full"  # second order runs the full SVD
+        assert r["svd"] == "truncated"  # second order through svd_topk (forward over reverse)
         assert r["specific_heat"] == pytest.approx(r["beta"] ** 2 * r["d2lnZ_dbeta2"], rel=1e-15)
         assert abs(r["specific_heat"] - r["exact_specific_heat"]) < 0.05
         assert r["timing_ms"]["second"]["n"] == 2

@@ -235,6 +235,7 @@ TEST_CASE("trg field: at h = 0 below T_c the h derivatives are 0 to rounding, or
       TrgOptions o;
       o.chi = 16;
       o.steps = steps;
+      o.svd = TrgSvd::Full;
       o.second = o.grad = o.susceptibility = true;
       TrgDriver drv(o);
       const TrgResult r = drv.second(beta);
