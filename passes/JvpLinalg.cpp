@@ -111,10 +111,7 @@ ResultTangents jvpSvd(const JvpCall &c) {
   const bool topk = c.op.kind == OpKind::SvdTopk;
   const double eps = c.op.attrs.getF64("eps");
   const Shape kk{k, k};
-  vjp::Broadening br(b, eps, [&] {
-    ValueId s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
-    return b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
-  });
+  vjp::Broadening br = vjp::svdBroadening(b, eps, s);
 
   ValueId UtA = b.dotGeneral(U, tA, {}, {}, {0}, {0}); // Uᵀ·Ȧ   [k,n]
   ValueId tAV = b.dotGeneral(tA, Vt, {}, {}, {1}, {1}); // Ȧ·V    [m,k]
@@ -222,18 +219,12 @@ ResultTangents jvpEigh(const JvpCall &c) {
   ValueId VtS = b.dotGeneral(V, tS, {}, {}, {0}, {0}); // Vᵀ·Ṡ
   ValueId K = b.dotGeneral(VtS, V, {}, {}, {1}, {0});  // Vᵀ·Ṡ·V
   ValueId tw = diagonal(b, K);
-  vjp::Broadening br(b, c.op.attrs.getF64("eps"), [&] {
-    ValueId w0 = b.stopGradient(b.reduceMax(b.unary(OpKind::Abs, w), {0}));
-    ValueId isZero = b.compare(w0, b.scalar(0.0), "EQ");
-    return b.add(w0, isZero);
-  });
+  vjp::Broadening br = vjp::eighBroadening(b, c.op.attrs.getF64("eps"), w);
   ValueId wj = b.broadcastInDim(w, nn, {1});
   ValueId wi = b.broadcastInDim(w, nn, {0});
   ValueId x = b.sub(wj, wi);
   ValueId recip = br.ell(x);
-  // The reverse rule's tie threshold (VjpEigh.cpp): 8·n·u relative to max|w|.
-  ValueId tol = b.mul(splat(b, 8 * 0x1p-53 * static_cast<double>(n), nn), b.broadcastScalar(br.scale(), nn));
-  ValueId resolved = b.compare(b.unary(OpKind::Abs, x), tol, "GT");
+  ValueId resolved = vjp::eighResolvedGaps(b, br, x, n); // the reverse rule's ties
   ValueId Omega = b.mul(br.overScale(K), b.mul(recip, resolved));
   ValueId tV = b.dotGeneral(V, Omega, {}, {}, {1}, {0});
   return {tw, tV};

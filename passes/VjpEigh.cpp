@@ -38,6 +38,20 @@ namespace {
 constexpr double kTieTolerance = 8 * 0x1p-53;
 } // namespace
 
+Broadening eighBroadening(Builder &b, double eps, ValueId w) {
+  return Broadening(b, eps, [&b, w] {
+    ValueId w0 = b.stopGradient(b.reduceMax(b.unary(OpKind::Abs, w), {0}));
+    ValueId isZero = b.compare(w0, b.scalar(0.0), "EQ");
+    return b.add(w0, isZero); // 1 for a zero matrix
+  });
+}
+
+ValueId eighResolvedGaps(Builder &b, Broadening &br, ValueId x, int64_t n) {
+  const Shape nn{n, n};
+  ValueId tol = b.mul(splat(b, kTieTolerance * static_cast<double>(n), nn), b.broadcastScalar(br.scale(), nn));
+  return b.compare(b.unary(OpKind::Abs, x), tol, "GT");
+}
+
 OperandCotangents vjpEigh(const VjpCall &c) {
   Builder &b = c.b;
   const ValueId w = c.op.results[0], V = c.op.results[1];
@@ -49,11 +63,7 @@ OperandCotangents vjpEigh(const VjpCall &c) {
   // compiler's order of evaluating arguments.
   ValueId core = kNone; // diag(w̄) + ½(K − Kᵀ)∘L(w_j − w_i)
   if (gV != kNone) {
-    Broadening br(b, c.op.attrs.getF64("eps"), [&] {
-      ValueId w0 = b.stopGradient(b.reduceMax(b.unary(OpKind::Abs, w), {0}));
-      ValueId isZero = b.compare(w0, b.scalar(0.0), "EQ");
-      return b.add(w0, isZero); // 1 for a zero matrix
-    });
+    Broadening br = eighBroadening(b, c.op.attrs.getF64("eps"), w);
     ValueId K = b.dotGeneral(V, gV, {}, {}, {0}, {0}); // K_ij = Σ_a V[a,i]·V̄[a,j]
     ValueId Kt = b.transpose(K, {1, 0});
     ValueId antisym = b.sub(K, Kt);
@@ -64,8 +74,7 @@ OperandCotangents vjpEigh(const VjpCall &c) {
     ValueId x = b.sub(wj, wi);
     ValueId recip = br.ell(x);
     // A gap within dsyevd's error bound is a tie (see the top of the file).
-    ValueId tol = b.mul(splat(b, kTieTolerance * static_cast<double>(n), nn), b.broadcastScalar(br.scale(), nn));
-    ValueId resolved = b.compare(b.unary(OpKind::Abs, x), tol, "GT");
+    ValueId resolved = eighResolvedGaps(b, br, x, n);
     core = b.mul(num, b.mul(recip, resolved));
   }
   if (gw != kNone) {

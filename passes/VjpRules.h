@@ -141,6 +141,15 @@ private:
   ir::ValueId scale_ = ir::kNoValue;
 };
 
+/// svd's broadening: s₀ = s[0], the largest singular value (1 for a zero matrix), held
+/// constant (VjpSvd.cpp; the VJP and JVP rules of svd and svd_topk).
+Broadening svdBroadening(Builder &b, double eps, ir::ValueId s);
+/// eigh's broadening: w₀ = max|w| (1 for a zero matrix), held constant (VjpEigh.cpp).
+Broadening eighBroadening(Builder &b, double eps, ir::ValueId w);
+/// 1 where the computed eigenvalue gap x (n×n) exceeds dsyevd's error bound 8·n·u·w₀
+/// (u the unit roundoff), 0 where it is a tie (VjpEigh.cpp).
+ir::ValueId eighResolvedGaps(Builder &b, Broadening &br, ir::ValueId x, int64_t n);
+
 /// 1 on the lower (`upper`: upper) triangle of an n×n matrix, strictly off the diagonal
 /// if `strict`, else 0 (VjpQr.cpp; the rules of qr and triangular_solve, both modes).
 ir::ValueId triangleMask(Builder &b, int64_t n, bool strict, bool upper);

@@ -182,10 +182,7 @@ OperandCotangents vjpSvd(const VjpCall &c) {
 
   // The scale s₀ = s[0] (1 for a zero matrix), constant under differentiation; built on
   // first use (a cotangent on s alone needs no reciprocal).
-  Broadening br(b, eps, [&] {
-    ValueId s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
-    return b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
-  });
+  Broadening br = svdBroadening(b, eps, s);
   auto invOrZero = [&](ValueId x) { return br.invOrZero(x); };
   auto ell = [&](ValueId x) { return br.ell(x); };
   auto overScale = [&](ValueId num) { return br.overScale(num); };
@@ -267,6 +264,13 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   if (left != kNone) return {b.dotGeneral(left, Vtr, {}, {}, {1}, {0})}; // [m,n]
   if (right != kNone) return {b.dotGeneral(Ur, right, {}, {}, {1}, {0})};
   return {kNone};
+}
+
+Broadening svdBroadening(Builder &b, double eps, ValueId s) {
+  return Broadening(b, eps, [&b, s] {
+    ValueId s0 = b.stopGradient(b.reshape(b.slice(s, {0}, {1}), {}));
+    return b.add(s0, b.compare(s0, b.scalar(0.0), "EQ"));
+  });
 }
 
 ValueId Broadening::scale() {
