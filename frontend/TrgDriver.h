@@ -70,8 +70,9 @@ const char *trgSvdName(TrgSvd s);
 /// Throws tessel::Error "--svd: unknown method 'x' (allowed: full, truncated)".
 TrgSvd parseTrgSvd(const std::string &s);
 
-/// The default pass pipeline of every TRG program: "order{strategy=<s>},pad-sink,cse,dce",
-/// preceded by "truncate-svd," for TrgSvd::Truncated.
+/// The default pass pipeline of every TRG program: the registered pipeline "trg"
+/// (TrgSvd::Truncated: truncate-svd,svd-transpose-fold,svd-topk-guards,order,pad-sink,
+/// cse,dce) or "trg-full-svd" (order,pad-sink,cse,dce), its order pass with strategy <s>.
 std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd = TrgSvd::Truncated);
 
 struct TrgOptions {

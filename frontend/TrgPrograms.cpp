@@ -8,6 +8,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
+#include "passes/Instrumentation.h"
 
 namespace tessel::frontend {
 namespace {
@@ -80,10 +81,7 @@ double TrgPrograms::runPasses(ir::Program &p, passes::InputState input, bool sec
   } else {
     // svd-topk-guards hands a complement's guards to its svd_topk, which jvp cannot
     // differentiate: the second-order program runs the pipeline without it.
-    passes::Pipeline pl;
-    for (const passes::PassInvocation &inv : pm_->pipeline().passes)
-      if (inv.name() != "svd-topk-guards") pl.passes.push_back(inv);
-    pm_->run(p, pl, passes::PassRequirement::Optional, input);
+    pm_->run(p, pm_->pipeline().without("svd-topk-guards"), passes::PassRequirement::Optional, input);
   }
   return msSince(t0);
 }
@@ -162,6 +160,9 @@ int TrgPrograms::add(std::string group, std::string role, ir::Program p, size_t 
       po.fuseElementwise = o_.fuseElementwise;
       info.plan = rt::prepare(std::move(p), po);
       info.prepareMs = msSince(t0);
+      // --dump-dir: the plan beside the program's last IR dump.
+      if (const std::string dir = pm_->lastDumpDir(); !dir.empty())
+        passes::writeFileOrThrow(dir + "/plan.txt", rt::describePlan(*info.plan), "--dump-dir");
     } else {
       ir::verifyOrThrow(p); // the reference evaluator does not verify: this is the one check
       info.unprepared = std::move(p);

@@ -13,6 +13,7 @@
 #include "frontend/TrgDriver.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
+#include "passes/PassManager.h"
 
 namespace tessel::frontend {
 
@@ -35,10 +36,13 @@ TrgSvd parseTrgSvd(const std::string &s) {
 }
 
 std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd) {
-  return std::string(svd == TrgSvd::Truncated ? "truncate-svd,svd-transpose-fold,svd-topk-guards,"
-                                               : "") +
-         "order{strategy=" +
-         passes::orderStrategyName(order) + "},pad-sink,cse,dce";
+  // The registered pipelines order contractions pairwise; another strategy replaces it.
+  std::string text = passes::lookupPipeline(svd == TrgSvd::Truncated ? "trg" : "trg-full-svd")->text;
+  const std::string pairwise = "order{strategy=pairwise}";
+  const size_t at = text.find(pairwise);
+  if (at == std::string::npos) throw Error("internal error: the trg pipelines have no " + pairwise);
+  return text.replace(at, pairwise.size(),
+                      "order{strategy=" + std::string(passes::orderStrategyName(order)) + "}");
 }
 
 TrgSvd trgSvdUsed(const TrgOptions &o) {

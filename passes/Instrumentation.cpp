@@ -84,19 +84,21 @@ bool isDumpEntry(const std::string &name) {
   return (d == 2 || d == 3) && d < name.size() && name[d] == '-';
 }
 
+/// "grad (1)": how the IR dumps name a pass.
+/// In a fixpoint group: "cse (2, round 3)".
+std::string passTag(const PassRecord &pass) {
+  return pass.name + " (" + std::to_string(pass.index) +
+         (pass.round > 0 ? ", round " + std::to_string(pass.round) : std::string()) + ")";
+}
+
+} // namespace
+
 void writeFileOrThrow(const std::string &path, const std::string &text, const char *what) {
   std::ofstream out(path, std::ios::binary);
   if (!out) throw Error(std::string("error: ") + what + ": cannot open '" + path + "' for writing");
   out << text;
   if (!out) throw Error(std::string("error: ") + what + ": cannot write '" + path + "'");
 }
-
-/// "grad (1)": how the IR dumps name a pass.
-std::string passTag(const PassRecord &pass) {
-  return pass.name + " (" + std::to_string(pass.index) + ")";
-}
-
-} // namespace
 
 void clearEarlierDump(const std::string &dir, bool directoriesToo) {
   std::error_code ec;
@@ -176,7 +178,8 @@ PassInstrumentor standardInstrumentations(const PassManagerOptions &opts,
 
 std::string passLabel(const PassRecord &pass, size_t pipelineSize) {
   return "pass '" + pass.name + "' (" + std::to_string(pass.index) + " of " +
-         std::to_string(pipelineSize) + ")";
+         std::to_string(pipelineSize) +
+         (pass.round > 0 ? ", round " + std::to_string(pass.round) : std::string()) + ")";
 }
 
 //===----------------------------------------------------------------------===//
@@ -339,7 +342,7 @@ void IRPrinterInstrumentation::runAfterPass(PassRecord &pass, const ir::Program 
       dump("IR Dump After " + passTag(pass), p);
   }
   if (!dumpDir_.empty())
-    writeDumpFile(pass.index, pass.name,
+    writeDumpFile(pass.index, pass.round > 0 ? pass.name + "-round" + std::to_string(pass.round) : pass.name,
                   "// tessel pass dump: after pass " + std::to_string(pass.index) + " of " +
                       std::to_string(pipelineSize_) + ": " + pass.invocation +
                       "\n// pipeline: " + pipelineText_ + "\n" +

@@ -240,6 +240,9 @@ private:
   std::ostream &log_;
 };
 
+/// Writes `text` to `path` (replacing it). Throws tessel::Error "error: <what>: cannot
+/// open|write '<path>'".
+void writeFileOrThrow(const std::string &path, const std::string &text, const char *what);
 /// Removes the entries an earlier --dump-dir run left in `dir`: its NN-*.tir files and,
 /// with `directoriesToo` (tessel trg's per-program dumps), its NN-* directories; other
 /// files are left alone.

@@ -62,6 +62,12 @@ std::string describePasses() {
     for (const PassInfo::RunsAfter &r : p.runsAfter)
       os << "      runs after " << r.pass << " in one pipeline: " << r.why << "\n";
   }
+  os << "Named pipelines (a name stands for its passes: --passes='trg', 'run-default,order'):\n";
+  width = 0;
+  for (const NamedPipeline &p : pipelineRegistry()) width = std::max(width, p.name.size());
+  for (const NamedPipeline &p : pipelineRegistry())
+    os << "  " << p.name << std::string(width - p.name.size() + 2, ' ') << p.summary << "\n      = "
+       << p.text << "\n";
   return os.str();
 }
 
@@ -139,18 +145,55 @@ public:
     skipBlanks();
     if (pos_ == s_.size()) return pl;
     std::vector<size_t> starts;
+    parseList(pl, starts, false);
+    checkOrder(pl, starts);
+    return pl;
+  }
+
+  /// Elements separated by ',' up to the end (or, inside a fixpoint group, a ')').
+  void parseList(Pipeline &pl, std::vector<size_t> &starts, bool inGroup) {
     while (true) {
-      starts.push_back(pos_);
-      pl.passes.push_back(parsePass());
+      const size_t at = pos_;
+      if (atFixpoint()) {
+        if (inGroup) fail("fixpoint groups do not nest");
+        pos_ = s_.find('(', pos_) + 1;
+        skipBlanks();
+        if (pos_ < s_.size() && s_[pos_] == ')') fail("expected a pass name in fixpoint(...)");
+        const size_t begin = pl.passes.size();
+        parseList(pl, starts, true);
+        if (pos_ >= s_.size() || s_[pos_] != ')') fail("expected ')' to close the fixpoint( at column " + std::to_string(at + 1));
+        ++pos_;
+        pl.fixpoints.push_back({begin, pl.passes.size()});
+      } else {
+        Pipeline el = parseElement();
+        if (inGroup && !el.fixpoints.empty()) fail("fixpoint groups do not nest", at);
+        for (const Pipeline::Fixpoint &f : el.fixpoints)
+          pl.fixpoints.push_back({f.begin + pl.passes.size(), f.end + pl.passes.size()});
+        for (PassInvocation &inv : el.passes) {
+          starts.push_back(at);
+          pl.passes.push_back(std::move(inv));
+        }
+      }
       skipBlanks();
-      if (pos_ == s_.size()) break;
-      if (s_[pos_] != ',') fail("expected ',' between passes");
+      if (pos_ == s_.size()) {
+        if (inGroup) fail("expected ')' to close the fixpoint(");
+        return;
+      }
+      if (inGroup && s_[pos_] == ')') return;
+      if (s_[pos_] != ',') fail(inGroup ? "expected ',' or ')' between passes" : "expected ',' between passes");
       ++pos_;
       skipBlanks();
       if (pos_ == s_.size()) fail("expected a pass name after ','");
     }
-    checkOrder(pl, starts);
-    return pl;
+  }
+
+  /// `fixpoint` followed by '(' at pos_.
+  bool atFixpoint() const {
+    const llvm::StringRef kw = "fixpoint";
+    if (!s_.substr(pos_).startswith(kw)) return false;
+    size_t q = pos_ + kw.size();
+    while (q < s_.size() && isBlank(s_[q])) ++q;
+    return q < s_.size() && s_[q] == '(';
   }
 
   /// Each pass after the passes it needs before it (PassInfo::runsAfter).
@@ -191,13 +234,34 @@ private:
     return s_.substr(start, pos_ - start).str();
   }
 
+  /// A pass, or a named pipeline's passes.
+  Pipeline parseElement() {
+    const size_t at = pos_;
+    const std::string name = parseName("a pass name");
+    const NamedPipeline *named = lookupPass(name) ? nullptr : lookupPipeline(name);
+    if (!named) {
+      pos_ = at;
+      Pipeline one;
+      one.passes.push_back(parsePass());
+      return one;
+    }
+    skipBlanks();
+    if (pos_ < s_.size() && s_[pos_] == '{')
+      fail("the named pipeline '" + name + "' takes no options (it stands for " + named->text +
+           ": write those passes out to set one)");
+    return Pipeline::parse(named->text, what_);
+  }
+
   PassInvocation parsePass() {
     size_t at = pos_;
     std::string name = parseName("a pass name");
     const PassInfo *info = lookupPass(name);
     if (!info) {
       (void)at;
-      failSemantic("unknown pass '" + ir::text::clipForMessage(name) + "' (known passes: " + knownPassNames() + ")");
+      std::vector<std::string> pipelines;
+      for (const NamedPipeline &p : pipelineRegistry()) pipelines.push_back(p.name);
+      failSemantic("unknown pass '" + ir::text::clipForMessage(name) + "' (known passes: " + knownPassNames() +
+                   "; named pipelines: " + llvm::join(pipelines, ", ") + ")");
     }
     PassInvocation inv(*info);
     skipBlanks();
@@ -266,11 +330,38 @@ Pipeline Pipeline::parse(llvm::StringRef text, llvm::StringRef what) {
 
 std::string Pipeline::str() const {
   std::string s;
+  size_t groupEnd = 0; // end of the group being printed (0: none)
   for (size_t i = 0; i < passes.size(); ++i) {
     if (i) s += ",";
+    if (const Fixpoint *f = fixpointAt(i)) {
+      s += "fixpoint(";
+      groupEnd = f->end;
+    }
     s += passes[i].str();
+    if (groupEnd == i + 1) {
+      s += ")";
+      groupEnd = 0;
+    }
   }
   return s;
+}
+
+const Pipeline::Fixpoint *Pipeline::fixpointAt(size_t i) const {
+  for (const Fixpoint &f : fixpoints)
+    if (f.begin == i) return &f;
+  return nullptr;
+}
+
+Pipeline Pipeline::without(llvm::StringRef name) const {
+  Pipeline out;
+  for (size_t i = 0; i < passes.size();) {
+    const Fixpoint *f = fixpointAt(i);
+    const size_t end = f ? f->end : i + 1, begin = out.passes.size();
+    for (; i < end; ++i)
+      if (passes[i].name() != name) out.passes.push_back(passes[i]);
+    if (f && out.passes.size() > begin) out.fixpoints.push_back({begin, out.passes.size()});
+  }
+  return out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -319,7 +410,7 @@ std::string PassRunReport::timingText() const {
   for (const PassRecord &r : passes) {
     if (r.status != PassRecord::Status::Ran) continue;
     os << "   " << fmtSeconds(r.seconds) << " " << fmtPercent(r.seconds, totalSeconds) << "  "
-       << r.name << " (" << r.index << ")\n";
+       << r.name << " (" << r.index << (r.round > 0 ? ", round " + std::to_string(r.round) : "") << ")\n";
   }
   os << "   " << fmtSeconds(verify) << " " << fmtPercent(verify, totalSeconds) << "  verifier\n";
   os << "   " << fmtSeconds(totalSeconds) << " " << fmtPercent(totalSeconds, totalSeconds)
@@ -338,6 +429,7 @@ std::string PassRunReport::timingJson() const {
   for (const PassRecord &r : passes) {
     nlohmann::ordered_json e;
     e["index"] = r.index;
+    if (r.round > 0) e["round"] = r.round;
     e["name"] = r.name;
     e["pass"] = r.invocation;
     e["status"] = statusName(r.status);
@@ -355,7 +447,7 @@ std::string PassRunReport::statisticsText() const {
   std::ostringstream os;
   os << banner("... Pass statistics report (" + ir::text::atName(program) + ") ...");
   for (const PassRecord &r : passes) {
-    os << "(" << r.index << ") " << r.invocation << ": ";
+    os << "(" << r.index << (r.round > 0 ? ", round " + std::to_string(r.round) : "") << ") " << r.invocation << ": ";
     if (r.status != PassRecord::Status::Ran) {
       os << statusName(r.status) << "\n";
       continue;
@@ -457,6 +549,7 @@ PassRunReport PassManager::run(ir::Program &p, const Pipeline &pipeline,
     std::string k = std::to_string(run);
     if (k.size() < 2) k = "0" + k;
     o.dumpDir += "/" + k + "-" + p.name;
+    *lastDumpDir_ = o.dumpDir;
     instrumentor = standardInstrumentations(o, pipeline, log, input);
   } else {
     instrumentor = standardInstrumentations(opts_, pipeline, log, input);
@@ -467,10 +560,13 @@ PassRunReport PassManager::run(ir::Program &p, const Pipeline &pipeline,
   instrumentor.runBeforePipeline(p);
   PassRunReport report;
   report.program = p.name;
-  for (size_t i = 0; i < pipeline.passes.size(); ++i) {
+  // Runs pass i (in round `round` of its fixpoint group, 0 outside one); whether it
+  // changed the program.
+  auto runOne = [&](size_t i, int round) {
     const PassInvocation &inv = pipeline.passes[i];
     PassRecord rec;
     rec.index = static_cast<int>(i + 1);
+    rec.round = round;
     rec.name = inv.name();
     rec.invocation = inv.str();
     rec.required = requirement == PassRequirement::Required;
@@ -487,7 +583,28 @@ PassRunReport PassManager::run(ir::Program &p, const Pipeline &pipeline,
         failure.raise();
       }
     }
+    const bool changed = rec.status == PassRecord::Status::Ran && rec.changed;
     report.passes.push_back(std::move(rec));
+    return changed;
+  };
+  for (size_t i = 0; i < pipeline.passes.size();) {
+    const Pipeline::Fixpoint *f = pipeline.fixpointAt(i);
+    if (!f) {
+      runOne(i++, 0);
+      continue;
+    }
+    for (int round = 1;; ++round) {
+      bool changed = false;
+      for (size_t j = f->begin; j < f->end; ++j) changed |= runOne(j, round);
+      if (!changed) break;
+      if (round == kMaxFixpointRounds) {
+        log << "note: fixpoint group at pass " << f->begin + 1 << " of " << pipeline.passes.size()
+            << " still changed " << ir::text::atName(p.name) << " in round " << kMaxFixpointRounds
+            << "; stopped there\n";
+        break;
+      }
+    }
+    i = f->end;
   }
   report.totalSeconds = watch.seconds();
   instrumentor.runAfterPipeline(report);

@@ -14,9 +14,14 @@
 //
 // Pipeline strings
 // ----------------
-//   pipeline ::= [pass (',' pass)*]
+//   pipeline ::= [element (',' element)*]
+//   element  ::= pass | named | 'fixpoint(' pass-or-named (',' pass-or-named)* ')'
 //   pass     ::= name ['{' [option (',' option)*] '}']
+//   named    ::= the name of a registered pipeline (pipelineRegistry()): its passes
 //   option   ::= key '=' value          value: any characters except , { } and blanks
+//
+// fixpoint(a,b,...) runs its passes in rounds until a round in which none reports a
+// change (XLA's HloPassFix), at most kMaxFixpointRounds rounds; groups do not nest.
 //
 // Lists (e.g. grad's `wrt`) separate their items with ';' inside one value, so that
 // ',' keeps separating options:   grad{wrt=beta;h,vjp=false}
@@ -119,8 +124,21 @@ const std::vector<PassInfo> &passRegistry();
 const PassInfo *lookupPass(llvm::StringRef name);
 /// Comma-separated names of all registered passes (for error messages).
 std::string knownPassNames();
+/// A named pipeline: a name that stands for its passes wherever a pipeline is parsed
+/// (`--passes trg`, `--passes 'trg,fold'`), as MLIR's registered pass pipelines. No
+/// pipeline has the name of a pass.
+struct NamedPipeline {
+  std::string name, summary;
+  std::string text; ///< the passes, in pipeline syntax
+};
+/// Every named pipeline (passes/PassRegistry.cpp): run-default (what `tessel run`,
+/// `tessel prepare` and tessel.prepare apply before prepare), trg and trg-full-svd (what
+/// `tessel trg` applies to every program with the truncated or the full SVD).
+const std::vector<NamedPipeline> &pipelineRegistry();
+/// The named pipeline `name`, or nullptr.
+const NamedPipeline *lookupPipeline(llvm::StringRef name);
 /// Text of `--list-passes`: one block per pass (name, summary, options with syntax,
-/// default and help).
+/// default and help), then the named pipelines with their passes.
 std::string describePasses();
 
 /// One pass of a pipeline with its options struct (every option set, to its default
@@ -161,9 +179,26 @@ private:
   std::any options_;
 };
 
-/// An ordered list of pass invocations.
+/// The most rounds a fixpoint group runs. A group still changing the program after that
+/// many stops there with a note in the log (a pass that keeps reporting a change would
+/// otherwise run forever).
+inline constexpr int kMaxFixpointRounds = 16;
+
+/// An ordered list of pass invocations, some of them in fixpoint groups.
 struct Pipeline {
   std::vector<PassInvocation> passes;
+  /// A fixpoint group: passes[begin, end) run in rounds until none changes the program.
+  struct Fixpoint {
+    size_t begin = 0, end = 0;
+    bool operator==(const Fixpoint &o) const { return begin == o.begin && end == o.end; }
+  };
+  std::vector<Fixpoint> fixpoints; ///< disjoint, in pipeline order, none empty
+
+  /// The group that begins at passes[i], or nullptr.
+  const Fixpoint *fixpointAt(size_t i) const;
+  /// This pipeline without the passes named `name` (groups keep the rest; a group left
+  /// empty goes).
+  Pipeline without(llvm::StringRef name) const;
 
   /// Parses a pipeline string (grammar above). `what` prefixes error messages
   /// (e.g. "--passes"). Throws tessel::Error.
@@ -172,7 +207,7 @@ struct Pipeline {
   std::string str() const;
 
   bool empty() const { return passes.empty(); }
-  bool operator==(const Pipeline &o) const { return passes == o.passes; }
+  bool operator==(const Pipeline &o) const { return passes == o.passes && fixpoints == o.fixpoints; }
   bool operator!=(const Pipeline &o) const { return !(*this == o); }
 };
 
@@ -208,6 +243,7 @@ struct PassManagerOptions {
 /// What happened to one pass of the pipeline.
 struct PassRecord {
   int index = 0;          ///< 1-based position in the pipeline
+  int round = 0;          ///< in a fixpoint group: the round (1-based); 0 outside one
   std::string name;       ///< registry name
   std::string invocation; ///< canonical text with options
   enum class Status { Ran, Disabled, Bisected } status = Status::Ran;
@@ -284,6 +320,11 @@ public:
                     PassRequirement requirement = PassRequirement::Optional,
                     InputState input = InputState::Unverified) const;
 
+  /// With --dump-dir and dumpDirPerProgram: the directory the last run dumped into
+  /// (DIR/kk-<program name>), where a driver may write what it makes of that program
+  /// next (tessel trg: its plan); "" before any run or without them.
+  std::string lastDumpDir() const { return *lastDumpDir_; }
+
 private:
   Pipeline pipeline_;
   PassManagerOptions opts_;
@@ -293,6 +334,7 @@ private:
   std::shared_ptr<PassInstrumentation> bisect_;
   /// Runs so far (numbers the --dump-dir subdirectories); shared by copies.
   std::shared_ptr<int64_t> runs_ = std::make_shared<int64_t>(0);
+  std::shared_ptr<std::string> lastDumpDir_ = std::make_shared<std::string>();
 };
 
 } // namespace tessel::passes

@@ -20,6 +20,7 @@
 #include "passes/Jvp.h"
 #include "passes/SplitVjp.h"
 #include "passes/Order.h"
+#include "passes/RunPipeline.h"
 #include "passes/PadSink.h"
 #include "passes/PassManager.h"
 #include "passes/SvdTopkGuards.h"
@@ -355,6 +356,27 @@ std::vector<PassInfo> buildRegistry() {
 const std::vector<PassInfo> &passRegistry() {
   static const std::vector<PassInfo> registry = buildRegistry();
   return registry;
+}
+
+const std::vector<NamedPipeline> &pipelineRegistry() {
+  static const std::vector<NamedPipeline> registry = {
+      {"run-default",
+       "the clean-up `tessel run`, `tessel prepare` and tessel.prepare apply before prepare",
+       kRunPipeline},
+      {"trg",
+       "what `tessel trg` applies to every program (before and after grad) with the truncated "
+       "SVD (--svd truncated, the default; --order names another strategy)",
+       "truncate-svd,svd-transpose-fold,svd-topk-guards,order{strategy=pairwise},pad-sink,cse,dce"},
+      {"trg-full-svd", "what `tessel trg --svd full` applies to every program",
+       "order{strategy=pairwise},pad-sink,cse,dce"},
+  };
+  return registry;
+}
+
+const NamedPipeline *lookupPipeline(llvm::StringRef name) {
+  for (const NamedPipeline &p : pipelineRegistry())
+    if (p.name == name) return &p;
+  return nullptr;
 }
 
 } // namespace tessel::passes

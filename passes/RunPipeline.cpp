@@ -10,14 +10,14 @@
 namespace tessel::passes {
 
 RunPreparation prepareForRun(ir::Program &p, const std::string &order, const std::string &pipeline,
-                             const char *flag) {
+                             const char *flag, const PassManagerOptions &instrumentation) {
   RunPreparation r;
   r.note = lowerEinsumsForRuntime(p, order);
   Pipeline pl = Pipeline::parse(pipeline, flag);
   if (pl.passes.empty()) return r;
   const size_t before = p.ops.size();
   const auto t0 = std::chrono::steady_clock::now();
-  PassManager(pl).run(p);
+  PassManager(pl, instrumentation).run(p);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   char buf[96];
   std::snprintf(buf, sizeof buf, ": %zu -> %zu ops, %.3f ms", before, p.ops.size(), ms);

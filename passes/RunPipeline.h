@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ir/Program.h"
+#include "passes/PassManager.h"
 
 namespace tessel::passes {
 
@@ -28,8 +29,9 @@ struct RunPreparation {
 /// Lowers `p`'s einsums (in every function of a module) (lowerEinsumsForRuntime, `order`: auto, chain, pairwise, greedy,
 /// optimal or none) and runs `pipeline` (a pass pipeline, "" = none) on it. Throws
 /// tessel::Error for an unknown pass or strategy, or an einsum with order "none"; `flag`
-/// names the pipeline's origin in errors ("--passes", "passes").
+/// names the pipeline's origin in errors ("--passes", "passes"); `instrumentation` is
+/// the pass manager's (the --print-ir-*, --dump-dir, ... flags of `tessel run`).
 RunPreparation prepareForRun(ir::Program &p, const std::string &order, const std::string &pipeline,
-                             const char *flag = "--passes");
+                             const char *flag = "--passes", const PassManagerOptions &instrumentation = {});
 
 } // namespace tessel::passes

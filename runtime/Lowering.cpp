@@ -132,13 +132,10 @@ bool isMemoryOrder(const std::vector<int64_t> &order, llvm::ArrayRef<int64_t> sh
 /// rules use.
 class Lowering {
 public:
-  explicit Lowering(Plan &plan)
-      : P(plan), prog(plan.program),
-        fusion(plan.program,
-               plan.options.fuseElementwise && plan.options.valueCheck == ValueCheck::Off) {}
+  Lowering(Plan &plan, const Fusion &f) : P(plan), prog(plan.program), fusion(f) {}
   Plan &P;
   const ir::Program &prog;
-  Fusion fusion;
+  const Fusion &fusion;
 
   const Type &type(ir::ValueId v) const { return prog.type(v); }
 
@@ -759,8 +756,8 @@ void selectSvdJobs(Plan &P) {
 
 } // namespace
 
-void lower(Plan &P) {
-  Lowering L(P);
+void lower(Plan &P, const Fusion &fusion) {
+  Lowering L(P, fusion);
   const ir::Program &prog = P.program;
   // Program values first, with the same ids; temporaries follow.
   P.values.resize(prog.values.size());

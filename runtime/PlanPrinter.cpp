@@ -11,17 +11,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/Printer.h"
 #include "ir/TextUtil.h"
 #include "runtime/ModulePlan.h"
 #include "runtime/Plan.h"
+#include "runtime/PrepareStages.h"
 
 namespace tessel::rt {
 namespace {
 
-std::string storageStr(const Plan &P, int32_t v) {
+/// `assigned`: buffer assignment has run (before it, arena values are "unassigned").
+std::string storageStr(const Plan &P, int32_t v, bool assigned = true) {
   const Group &g = P.groups[P.values[v].group];
   switch (g.kind) {
   case GroupKind::Arena:
+    if (!assigned) return "unassigned";
     return g.index < 0 ? "none" : "arena+" + std::to_string(P.slotOffset[g.index] * 8);
   case GroupKind::Input: return "input" + std::to_string(g.index);
   case GroupKind::Constant: return "const" + std::to_string(g.index);
@@ -37,6 +41,8 @@ std::string bytesStr(int64_t b) {
   else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
   return buf;
 }
+
+std::string describePlanText(const Plan &P, bool assigned);
 
 } // namespace
 
@@ -98,32 +104,108 @@ std::string describePlan(const Plan &P, bool json) {
     j["peak_live_bytes"] = P.peakLiveBytes;
     return j.dump(1) + "\n";
   }
+  return describePlanText(P, true);
+}
+
+namespace {
+
+std::string describePlanText(const Plan &P, bool assigned) {
+  const ir::Program &prog = P.program;
   std::ostringstream os;
-  os << "plan " << ir::text::atName(prog.name) << ": " << P.insts.size() << " instructions, "
-     << P.slotElems.size() << " buffers, arena " << P.arenaElems * 8 << " bytes ("
-     << bytesStr(P.arenaElems * 8) << "), peak live " << P.peakLiveBytes << " bytes ("
-     << bytesStr(P.peakLiveBytes) << ")\n";
+  os << "plan " << ir::text::atName(prog.name) << ": " << P.insts.size() << " instructions";
+  if (assigned)
+    os << ", " << P.slotElems.size() << " buffers, arena " << P.arenaElems * 8 << " bytes ("
+       << bytesStr(P.arenaElems * 8) << "), peak live " << P.peakLiveBytes << " bytes ("
+       << bytesStr(P.peakLiveBytes) << ")";
+  os << "\n";
   for (size_t i = 0; i < P.insts.size(); ++i) {
     const Instruction &in = P.insts[i];
     os << "  #" << i << " " << instructionKernelName(in) << " " << ir::opName(P.srcOp(in).kind);
     for (int32_t k = 0; k < in.numResults; ++k)
-      os << (k ? ", " : " ") << P.values[in.out[k]].name << "@" << storageStr(P, in.out[k]);
+      os << (k ? ", " : " ") << P.values[in.out[k]].name << "@" << storageStr(P, in.out[k], assigned);
     os << " <-";
-    for (int32_t v : in.in) os << " " << P.values[v].name << "@" << storageStr(P, v);
+    for (int32_t v : in.in) os << " " << P.values[v].name << "@" << storageStr(P, v, assigned);
     os << " | deps:";
     if (in.preds.empty()) os << " -";
     for (int32_t p : in.preds) os << " #" << p;
     os << " | chunks: " << in.nchunks << " | bytes: " << in.bytesWritten;
     if (in.inPlace) os << " | in-place";
     for (size_t k = static_cast<size_t>(in.numResults); k < in.out.size(); ++k)
-      if (P.values[in.out[k]].type.numel() > 0 && storageStr(P, in.out[k]) != "none")
-        os << " | temp " << P.values[in.out[k]].type.bytes() << " B@" << storageStr(P, in.out[k]);
+      if (P.values[in.out[k]].type.numel() > 0 && storageStr(P, in.out[k], assigned) != "none")
+        os << " | temp " << P.values[in.out[k]].type.bytes() << " B@" << storageStr(P, in.out[k], assigned);
     os << " | " << in.what << "\n";
   }
   for (size_t i = 0; i < P.outputValue.size(); ++i)
     os << "  output " << prog.outputName(i) << " = " << P.values[P.outputValue[i]].name << "@"
-       << storageStr(P, P.outputValue[i]) << "\n";
+       << storageStr(P, P.outputValue[i], assigned) << "\n";
   return os.str();
 }
+
+} // namespace
+
+namespace prep {
+
+std::string describePlanStage(const Plan &P, PrepareStage stage) {
+  return describePlanText(P, stage != PrepareStage::Lower);
+}
+
+std::string describeFusion(const ir::Program &prog, const Fusion &fusion) {
+  const std::vector<std::string> names = ir::valueRefs(prog);
+  // The ops of the loop rooted at op i: i and, through inlined operands, their producers.
+  std::vector<int32_t> timesInLoops(prog.ops.size(), 0);
+  struct Loop {
+    size_t root;
+    std::vector<int32_t> ops;      // program order
+    std::vector<ir::ValueId> reads; // buffers the loop reads
+  };
+  std::vector<Loop> loops;
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    const ir::Op &op = prog.ops[i];
+    if (op.results.empty() || fusion.inlined(op.results[0])) continue;
+    if (!fusible(op.kind) && !reduceTakesInputFusion(prog, op)) continue;
+    Loop L{i, {}, {}};
+    std::vector<int32_t> stack{static_cast<int32_t>(i)};
+    while (!stack.empty()) {
+      const int32_t o = stack.back();
+      stack.pop_back();
+      if (std::find(L.ops.begin(), L.ops.end(), o) != L.ops.end()) continue;
+      L.ops.push_back(o);
+      for (ir::ValueId v : prog.ops[static_cast<size_t>(o)].operands) {
+        if (fusion.inlined(v) && fusion.def[v] >= 0) stack.push_back(fusion.def[v]);
+        else if (std::find(L.reads.begin(), L.reads.end(), v) == L.reads.end()) L.reads.push_back(v);
+      }
+    }
+    if (L.ops.size() < 2) continue;
+    std::sort(L.ops.begin(), L.ops.end());
+    std::sort(L.reads.begin(), L.reads.end());
+    for (int32_t o : L.ops) ++timesInLoops[static_cast<size_t>(o)];
+    loops.push_back(std::move(L));
+  }
+  size_t inlinedValues = 0;
+  for (size_t v = 0; v < prog.values.size(); ++v) inlinedValues += fusion.inlined(static_cast<ir::ValueId>(v));
+  std::ostringstream os;
+  os << "fusion plan " << ir::text::atName(prog.name) << ": " << prog.ops.size() << " ops, "
+     << loops.size() << " fused loops, " << inlinedValues << " values computed inside their readers' loops"
+     << (loops.empty() ? " (fusion off with --no-fusion or a value check, or nothing to fuse)" : "")
+     << "\n";
+  for (const Loop &L : loops) {
+    const ir::Op &root = prog.ops[L.root];
+    os << "  loop " << names[root.results[0]] << " = " << ir::opName(root.kind) << " (op " << L.root << "): "
+       << L.ops.size() << " ops:";
+    for (int32_t o : L.ops) {
+      const ir::Op &op = prog.ops[static_cast<size_t>(o)];
+      os << " " << ir::opName(op.kind) << " " << names[op.results[0]];
+      if (timesInLoops[static_cast<size_t>(o)] > 1) os << " (recomputed)";
+      os << (o == L.ops.back() ? "" : ",");
+    }
+    os << " | reads:";
+    for (ir::ValueId v : L.reads) os << " " << names[v];
+    if (L.reads.empty()) os << " -";
+    os << "\n";
+  }
+  return os.str();
+}
+
+} // namespace prep
 
 } // namespace tessel::rt

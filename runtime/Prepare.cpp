@@ -1,14 +1,15 @@
 //===- runtime/Prepare.cpp - prepare(): a Program to a Plan --------------------===//
 //
 // The driver of the stages in PrepareStages.h: verify, refuse programs that cannot
-// fit in this machine's memory, lower, build the dependency graph, assign buffers,
-// finish the schedule. prepare() runs once per program, outside run().
+// fit in this machine's memory, decide the fusion, lower, build the dependency graph,
+// assign buffers, finish the schedule (printing the plan after the stages
+// PrepareOptions::printPlanAfter names). prepare() runs once per program, outside run().
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-
+#include <iostream>
 
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
@@ -89,13 +90,43 @@ std::shared_ptr<const Plan> preparePlain(ir::Program p, const PrepareOptions &op
   plan->id = nextPlanId.fetch_add(1);
   plan->program = std::move(p);
   plan->options = opts;
-  prep::lower(*plan);
+  auto after = [&](PrepareStage stage, auto &&text) {
+    const auto &want = opts.printPlanAfter;
+    if (std::find(want.begin(), want.end(), stage) == want.end()) return;
+    std::ostream &os = opts.planLog ? *opts.planLog : std::cerr;
+    os << "// -----// plan after " << prepareStageName(stage) << " (" << ir::text::atName(plan->program.name)
+       << ") //----- //\n"
+       << text() << std::flush;
+  };
+  const prep::Fusion fusion(plan->program, opts.fuseElementwise && opts.valueCheck == ValueCheck::Off);
+  after(PrepareStage::Fuse, [&] { return prep::describeFusion(plan->program, fusion); });
+  prep::lower(*plan, fusion);
+  after(PrepareStage::Lower, [&] { return prep::describePlanStage(*plan, PrepareStage::Lower); });
   prep::DepGraph deps(*plan, opts.reuseBuffers && plan->insts.size() <= prep::kMaxAncestorInsts);
   plan->usedAncestors = deps.hasAncestors();
   prep::assignBuffers(*plan, deps);
+  after(PrepareStage::Assign, [&] { return prep::describePlanStage(*plan, PrepareStage::Assign); });
   prep::finishSchedule(*plan, deps);
+  after(PrepareStage::Schedule, [&] { return prep::describePlanStage(*plan, PrepareStage::Schedule); });
   checkPlanFitsInMemory(*plan, mem);
   return plan;
+}
+
+const char *prepareStageName(PrepareStage s) {
+  switch (s) {
+  case PrepareStage::Fuse: return "fuse";
+  case PrepareStage::Lower: return "lower";
+  case PrepareStage::Assign: return "assign";
+  case PrepareStage::Schedule: return "schedule";
+  }
+  return "?";
+}
+
+PrepareStage parsePrepareStage(const std::string &name, const std::string &what) {
+  for (PrepareStage s : {PrepareStage::Fuse, PrepareStage::Lower, PrepareStage::Assign, PrepareStage::Schedule})
+    if (name == prepareStageName(s)) return s;
+  throw Error("error: " + what + ": unknown prepare stage '" + ir::text::clipForMessage(name) +
+              "' (allowed: fuse, lower, assign, schedule)");
 }
 
 int64_t peakLiveBytes(const Plan &plan) { return plan.peakLiveBytes; }

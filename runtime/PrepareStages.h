@@ -1,29 +1,35 @@
 //===- runtime/PrepareStages.h - The stages of prepare (internal) --------------===//
 //
 // prepare() (Prepare.cpp) runs these stages in order, as XLA's compiler does
-// (lowering, scheduling, buffer assignment), each in a file of its own:
+// (fusion, lowering, scheduling, buffer assignment), each in a file of its own; the
+// names in brackets are rt::PrepareStage's, after which `--print-plan-after` prints:
 //
-//   1. Lowering (Lowering.cpp): one lowering rule per op of ir/ops.def turns the
+//   0. Fusion [fuse] (Fusion.cpp): which values are computed inside the loops of the
+//      ops that read them instead of in a buffer of their own (chains of elementwise
+//      ops whose intermediates nothing else reads, broadcasts of one value into them,
+//      reductions that take their operand as input); none when
+//      PrepareOptions::fuseElementwise is off or a value check is on. Printed by
+//      describeFusion.
+//   1. Lowering [lower] (Lowering.cpp): one lowering rule per op of ir/ops.def turns the
 //      program into kernel instructions with every data-independent quantity
 //      precomputed (copy strides, GEMM form, gesdd workspace); reshape,
 //      stop_gradient and no-op shape ops become aliases (no instruction); constants
-//      and iota tables become plan-owned data; chains of elementwise ops whose
-//      intermediates nothing else reads become one fused loop each (Fusion, unless
-//      PrepareOptions::fuseElementwise is off or a value check is on). Outputs are bound (a result written
+//      and iota tables become plan-owned data; each loop of the fusion plan becomes one
+//      instruction. Outputs are bound (a result written
 //      by an instruction goes straight into the returned tensor), each buffer group
 //      learns its readers, and an svd whose U and Vt nobody reads computes singular
 //      values only.
 //   2. Dependencies (Schedule.cpp): producer -> reader edges, and ancestor sets when
 //      the program is small enough for them (kMaxAncestorInsts).
-//   3. Buffer assignment (BufferAssignment.cpp): in-place decisions, arena slots,
+//   3. Buffer assignment [assign] (BufferAssignment.cpp): in-place decisions, arena slots,
 //      peak live bytes. Two buffers share memory only if one is entirely before the
 //      other in the dependency order, or if write-after-read edges can order them
 //      without lengthening the critical path (CriticalPath below): greedy placement
 //      by size with ancestor sets, or for large programs, list-order placement.
-//   4. Schedule (Schedule.cpp): the final edges, successor lists and ready set that
+//   4. Schedule [schedule] (Schedule.cpp): the final edges, successor lists and ready set that
 //      the engine runs.
 //
-// Plan printing (describePlan) is in PlanPrinter.cpp.
+// Plan printing (describePlan, describeFusion, describePlanStage) is in PlanPrinter.cpp.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -31,14 +37,26 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/Fusion.h"
 #include "runtime/Plan.h"
 
 namespace tessel::rt::prep {
 
 /// Stage 1: fills P.values, P.groups (with producers and readers), P.insts,
-/// P.constants and the output bindings from P.program. Throws tessel::Error for ops
-/// the runtime does not execute (einsum before the order pass).
-void lower(Plan &P);
+/// P.constants and the output bindings from P.program, one instruction per loop of
+/// `fusion` (stage 0, decided on P.program). Throws tessel::Error for ops the runtime
+/// does not execute (einsum before the order pass).
+void lower(Plan &P, const Fusion &fusion);
+
+/// The fusion plan of `prog` for people: a summary line, then one line per fused loop
+/// (an instruction of more than one op) in program order: the op that writes the
+/// loop's buffer, the ops computed inside it ("recomputed" for a cheap op each of its
+/// readers' loops recomputes) and the buffers the loop reads.
+std::string describeFusion(const ir::Program &prog, const Fusion &fusion);
+/// describePlan's text of a plan that prepare has run up to and including `stage`
+/// (Lower, Assign or Schedule): before Assign the arena values' storage is
+/// "unassigned" and the arena and peak are left out, before Schedule the deps are "-".
+std::string describePlanStage(const Plan &P, PrepareStage stage);
 
 /// Programs with more instructions than this use list-order buffer reuse instead of
 /// ancestor sets (2 n² / 8 bytes) and greedy placement, whose work grows with how many

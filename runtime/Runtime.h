@@ -21,6 +21,7 @@
 #pragma once
 
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,17 @@ enum class ValueCheck {
 /// "--check-nan" / "--check-inf" (the prefix of the errors), "" for Off.
 const char *valueCheckFlag(ValueCheck c);
 
+/// The stages of prepare, in the order they run (runtime/PrepareStages.h): the fusion
+/// plan (which values are computed inside their readers' loops), lowering to kernel
+/// instructions, buffer assignment (in-place decisions, arena slots), the schedule
+/// (final dependencies, the ready set).
+enum class PrepareStage { Fuse, Lower, Assign, Schedule };
+/// "fuse", "lower", "assign", "schedule".
+const char *prepareStageName(PrepareStage s);
+/// The stage named `name`. Throws tessel::Error "<what>: unknown prepare stage 'x'
+/// (allowed: fuse, lower, assign, schedule)".
+PrepareStage parsePrepareStage(const std::string &name, const std::string &what);
+
 struct PrepareOptions {
   /// Check every op's outputs after it runs; the first NaN (with Nan) or NaN/inf (with
   /// NanOrInf) stops the run with an error naming the op, its location, the element and
@@ -57,6 +69,14 @@ struct PrepareOptions {
   /// bitwise the same as unfused. Off with a value check (every op's results are
   /// checked), or here (`--no-fusion`).
   bool fuseElementwise = true;
+  /// Instrumentation (`tessel prepare` / `tessel run --print-plan-after`): after each
+  /// stage listed here, the plan as that stage left it is written to planLog (nullptr =
+  /// std::cerr), once per plain plan (a module: once per segment): after fuse the fused
+  /// loops (each loop's ops and the buffers it reads), after the others the instruction
+  /// list as describePlan prints it, storage "unassigned" before assign and deps "-"
+  /// before schedule.
+  std::vector<PrepareStage> printPlanAfter;
+  std::ostream *planLog = nullptr;
 };
 
 /// A prepared program: flat instruction list in a valid order, kernel plans

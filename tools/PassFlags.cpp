@@ -39,7 +39,8 @@ void PassFlags::addTo(CLI::App &cmd, const std::string &passesHelp) {
   cmd.add_option("--dump-dir", dumpDir,
                  "Write the program before the first and after every pass to DIR "
                  "(00-input.tir, 01-<pass>.tir, ...; numbered by pipeline position; "
-                 "`trg` writes each program it compiles to its own DIR/NN-<program>/)");
+                 "`trg` writes each program it compiles to its own DIR/NN-<program>/, and its plan "
+                 "beside the last dump as plan.txt)");
   cmd.add_flag("--time-passes", timePasses, "Report the wall time of every pass (stderr)");
   cmd.add_flag("--time-passes-json", timePassesJson,
                "Report the wall time of every pass as JSON (stderr)");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <random>
 
@@ -114,6 +115,29 @@ std::vector<ir::Tensor> loadProgramInputs(const ir::Program &p, const std::vecto
     inputs.push_back(std::move(t));
   }
   return inputs;
+}
+
+void RunPassesFlag::addTo(CLI::App &cmd) {
+  flags.addTo(cmd, "pass pipeline applied before prepare (default: " + std::string(kRunPipeline) +
+                       ": algebraic folds such as x*1 -> x that the grad transform leaves, then "
+                       "CSE and DCE; exact but for the sign of a zero in x + 0 and 0 - x; '' = run the "
+                       "program exactly as given; --list-passes lists the passes and pipelines)");
+  cmd.add_option("--print-plan-after", printPlanAfter,
+                 "Print the plan (to stderr) after the named prepare stage(s): fuse (the fused "
+                 "loops: each loop's ops and the buffers it reads), lower (the kernel "
+                 "instructions, buffers unassigned), assign (arena slots, in-place), schedule "
+                 "(the final dependencies); a module's plan prints per segment")
+      ->delimiter(',');
+}
+
+passes::RunPreparation RunPassesFlag::apply(ir::Program &p, const std::string &order) const {
+  if (flags.printPipeline)
+    std::cerr << "pipeline: " << passes::Pipeline::parse(pipeline(), "--passes").str() << "\n";
+  return passes::prepareForRun(p, order, pipeline(), "--passes", flags.managerOptions());
+}
+
+void RunPassesFlag::addPlanPrinting(rt::PrepareOptions &o) const {
+  for (const std::string &s : printPlanAfter) o.printPlanAfter.push_back(rt::parsePrepareStage(s, "--print-plan-after"));
 }
 
 std::string displayOutputName(const std::string &name) {

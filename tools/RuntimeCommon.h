@@ -11,6 +11,7 @@
 #include "passes/Order.h"
 #include "passes/RunPipeline.h"
 #include "runtime/Runtime.h"
+#include "tools/PassFlags.h"
 
 namespace tessel::tools {
 
@@ -46,24 +47,24 @@ struct PrepareFlags {
 /// tessel.prepare's: passes/RunPipeline.h).
 using passes::kRunPipeline;
 
-/// --passes of `tessel run` and `tessel prepare`: the pipeline applied to the program
-/// (after its einsums are lowered, before prepare); default kRunPipeline, "" = none
-/// (the program exactly as given).
+/// The pass and plan flags of `tessel run` and `tessel prepare`: --passes (the pipeline
+/// applied to the program after its einsums are lowered, before prepare; default
+/// kRunPipeline, "" = none: the program exactly as given) with every instrumentation
+/// flag of `tessel opt` (tools/PassFlags.h: --print-ir-after-all, --dump-dir, ...), and
+/// --print-plan-after=STAGE[,..] (the plan after prepare's fuse, lower, assign or
+/// schedule stage, to stderr).
 struct RunPassesFlag {
-  std::string pipeline = kRunPipeline;
-  void addTo(CLI::App &cmd) {
-    cmd.add_option("--passes", pipeline,
-                   "pass pipeline applied before prepare (default: " + std::string(kRunPipeline) +
-                       ": algebraic folds such as x*1 -> x that the grad transform leaves, then "
-                       "CSE and DCE; exact but for the sign of a zero in x + 0 and 0 - x; '' = run the "
-                       "program exactly as given; `tessel opt --list-passes` lists the passes)")
-        ->capture_default_str();
-  }
-  /// Lowers `p`'s einsums by `order` and runs the pipeline on it (passes::prepareForRun,
-  /// the path tessel.prepare takes too).
-  passes::RunPreparation apply(ir::Program &p, const std::string &order) const {
-    return passes::prepareForRun(p, order, pipeline, "--passes");
-  }
+  PassFlags flags;
+  std::vector<std::string> printPlanAfter;
+  void addTo(CLI::App &cmd);
+  /// The pipeline --passes gives (kRunPipeline when it is not given).
+  std::string pipeline() const { return flags.passesGiven ? flags.passes : std::string(kRunPipeline); }
+  /// Lowers `p`'s einsums by `order` and runs the pipeline on it with the
+  /// instrumentation of the flags (passes::prepareForRun, the path tessel.prepare takes
+  /// too); prints the canonical pipeline first with --print-pipeline.
+  passes::RunPreparation apply(ir::Program &p, const std::string &order) const;
+  /// Adds --print-plan-after's stages to `o` (throws tessel::Error for an unknown stage).
+  void addPlanPrinting(rt::PrepareOptions &o) const;
 };
 
 /// The inputs of `p` from `--input NAME=VALUE` arguments: VALUE is a .npy file

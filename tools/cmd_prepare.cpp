@@ -39,8 +39,7 @@ void addPrepareCommand(CLI::App &app) {
       "instruction. einsum ops are first lowered by the order pass (see --order), then "
       "the pipeline of --passes runs (default fold,cse,dce, as in tessel run; --passes '' "
       "shows the plan of the program exactly as given).");
-  cmd->add_option("file", opts->file, "Program file (.tir text or .json), or '-' for stdin")
-      ->required();
+  cmd->add_option("file", opts->file, "Program file (.tir text or .json), or '-' for stdin");
   cmd->add_option("--input-format", opts->inputFormat, "auto, text or json")->capture_default_str();
   cmd->add_option("--format", opts->format, "Output format: text or json")->capture_default_str();
   cmd->add_option("--width", opts->width,
@@ -55,12 +54,15 @@ void addPrepareCommand(CLI::App &app) {
   opts->passes.addTo(*cmd);
   cmd->add_flag("--no-reuse", opts->noReuse, "Give every value its own buffer (no slot reuse)");
   cmd->callback([opts]() {
+    if (opts->passes.flags.handleListPasses()) return;
+    if (opts->file.empty()) throw Error("error: a program file is required (FILE, or '-' for stdin)");
     if (opts->format != "text" && opts->format != "json")
       throw Error("error: --format: unknown format '" + opts->format + "' (allowed: text, json)");
     if (opts->width < 1) throw Error("error: --width must be >= 1, got " + std::to_string(opts->width));
     ir::Program p = loadProgram(opts->file, parseInputFormat(opts->inputFormat));
     const std::string note = opts->passes.apply(p, opts->order).note;
     rt::PrepareOptions po = opts->prepareFlags.options();
+    opts->passes.addPlanPrinting(po);
     po.reuseBuffers = !opts->noReuse;
     auto t0 = std::chrono::steady_clock::now();
     auto plan = rt::prepare(p, po);

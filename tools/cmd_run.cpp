@@ -77,8 +77,7 @@ void addRunCommand(CLI::App &app) {
       "unreadable or mis-shaped input exits 1 naming the input. einsum ops are lowered "
       "by the order pass first (see --order), then the pipeline of --passes runs (default "
       "fold,cse,dce; --passes '' runs the program exactly as given).");
-  cmd->add_option("file", opts->file, "Program file (.tir text or .json), or '-' for stdin")
-      ->required();
+  cmd->add_option("file", opts->file, "Program file (.tir text or .json), or '-' for stdin");
   cmd->add_option("--input-format", opts->inputFormat, "auto, text or json")->capture_default_str();
   cmd->add_option("-i,--input", opts->inputs,
                   "NAME=PATH.npy or NAME=<JSON number or nested list>; one per program input")
@@ -106,6 +105,8 @@ void addRunCommand(CLI::App &app) {
                   "'none' to reject them")
       ->capture_default_str();
   cmd->callback([opts]() {
+    if (opts->passes.flags.handleListPasses()) return;
+    if (opts->file.empty()) throw Error("error: a program file is required (FILE, or '-' for stdin)");
     if (opts->width < 1 || opts->width > 256)
       throw Error("error: --width must be between 1 and 256, got " + std::to_string(opts->width));
     if (opts->repeat < 0) throw Error("error: --repeat must be >= 0, got " + std::to_string(opts->repeat));
@@ -117,6 +118,7 @@ void addRunCommand(CLI::App &app) {
     std::vector<ir::Tensor> inputs = loadProgramInputs(p, opts->inputs, opts->randomSeed);
 
     rt::PrepareOptions po = opts->prepareFlags.options();
+    opts->passes.addPlanPrinting(po);
     auto t0 = std::chrono::steady_clock::now();
     auto plan = rt::prepare(p, po);
     double prepareMs = rt::msSince(t0);

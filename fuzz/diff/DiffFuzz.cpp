@@ -144,7 +144,7 @@ PipelineRun runPassByPass(const passes::Pipeline &pipeline, const Program &p0) {
       for (size_t i = 0; i < run.result.outputs.size(); ++i) outs.push_back(run.result.outputName(i));
       run.gradOutputs.push_back(std::move(outs));
     }
-    run.outcome = runPipeline(passes::Pipeline{{inv}}, run.result);
+    run.outcome = runPipeline(passes::Pipeline{{inv}, {}}, run.result);
     if (run.outcome.kind != PassOutcome::Kind::Ok) break;
   }
   return run;
@@ -168,7 +168,7 @@ PassOutcome gradsOnly(const Program &p0, const PipelineRun &run, size_t n, Progr
     }
     inv.set("wrt", wrt);
     if (inv.name() != "grad") {
-      PassOutcome r = runPipeline(passes::Pipeline{{inv}}, out);
+      PassOutcome r = runPipeline(passes::Pipeline{{inv}, {}}, out);
       if (r.kind != PassOutcome::Kind::Ok) return r;
       continue;
     }
@@ -179,7 +179,7 @@ PassOutcome gradsOnly(const Program &p0, const PipelineRun &run, size_t n, Progr
       for (size_t i = 0; i < sawOut.size() && i < out.outputs.size(); ++i)
         if (sawOut[i] == name) aux += (aux.empty() ? "" : ";") + out.outputName(i);
     inv.set("aux", aux);
-    PassOutcome r = runPipeline(passes::Pipeline{{inv}}, out);
+    PassOutcome r = runPipeline(passes::Pipeline{{inv}, {}}, out);
     if (r.kind != PassOutcome::Kind::Ok) return r;
   }
   return runPipeline(passes::Pipeline::parse("dce"), out);
@@ -258,7 +258,7 @@ public:
         inv.set("wrt", wrt);
       }
       Program next = cur;
-      PassOutcome r = runPipeline(passes::Pipeline{{inv}}, next);
+      PassOutcome r = runPipeline(passes::Pipeline{{inv}, {}}, next);
       if (wild) {
         if (r.kind == PassOutcome::Kind::Verify || r.kind == PassOutcome::Kind::Internal) {
           chosen.passes.push_back(inv); // keep what broke, the check reports it

@@ -696,3 +696,16 @@ TEST_CASE("trg driver: high temperature keeps the relative digits of the derivat
     CHECK(std::fabs(*r.d2lnZ - ex.d2lnZ) <= 1e-10 * ex.d2lnZ);
   }
 }
+
+TEST_CASE("trg driver: the default pipelines are the registered trg and trg-full-svd, with --order's strategy") {
+  using frontend::defaultTrgPipeline;
+  using frontend::TrgSvd;
+  CHECK(defaultTrgPipeline(passes::OrderStrategy::Pairwise, TrgSvd::Truncated) ==
+        passes::lookupPipeline("trg")->text);
+  CHECK(defaultTrgPipeline(passes::OrderStrategy::Pairwise, TrgSvd::Full) ==
+        passes::lookupPipeline("trg-full-svd")->text);
+  CHECK(defaultTrgPipeline(passes::OrderStrategy::Greedy, TrgSvd::Truncated) ==
+        "truncate-svd,svd-transpose-fold,svd-topk-guards,order{strategy=greedy},pad-sink,cse,dce");
+  CHECK(defaultTrgPipeline(passes::OrderStrategy::Optimal, TrgSvd::Full) ==
+        "order{strategy=optimal},pad-sink,cse,dce");
+}

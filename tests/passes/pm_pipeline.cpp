@@ -3,6 +3,7 @@
 // disable-pass, statistics, timing, crash reproducer) and the order of the hooks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "passes/Instrumentation.h"
 #include "passes/Order.h"
 #include "passes/PassManager.h"
+#include "passes/RunPipeline.h"
 
 using namespace tessel;
 using namespace tessel::passes;
@@ -120,6 +122,90 @@ TEST_CASE("pm: pipeline strings print canonically and round trip") {
   CHECK(Pipeline::parse("").empty());
   CHECK(Pipeline::parse("grad") != Pipeline::parse("grad{vjp=true}"));
   CHECK(Pipeline::parse("grad{}") == Pipeline::parse("grad"));
+}
+
+TEST_CASE("pm: named pipelines stand for their passes; no name is both a pass and a pipeline") {
+  REQUIRE(pipelineRegistry().size() == 3);
+  for (const NamedPipeline &np : pipelineRegistry()) {
+    CAPTURE(np.name);
+    CHECK(lookupPass(np.name) == nullptr);
+    CHECK(lookupPipeline(np.name) == &np);
+    CHECK(!np.summary.empty());
+    // The name parses to exactly the passes of its text, alone and inside a pipeline.
+    const Pipeline expanded = Pipeline::parse(np.text);
+    CHECK(Pipeline::parse(np.name) == expanded);
+    const Pipeline inside = Pipeline::parse("dce," + np.name + ",cse");
+    REQUIRE(inside.passes.size() == expanded.passes.size() + 2);
+    CHECK(inside.passes.front().name() == "dce");
+    CHECK(inside.passes.back().name() == "cse");
+    for (size_t i = 0; i < expanded.passes.size(); ++i) CHECK(inside.passes[i + 1] == expanded.passes[i]);
+  }
+  CHECK(lookupPipeline("run-default")->text == kRunPipeline);
+  CHECK(Pipeline::parse("trg").str() ==
+        "truncate-svd{max-k-percent=50,min-size=32},svd-transpose-fold,svd-topk-guards,"
+        "order{strategy=pairwise},pad-sink,cse,dce");
+  CHECK_THROWS_WITH(Pipeline::parse("run-default{x=1}"),
+                    doctest::Contains("the named pipeline 'run-default' takes no options"));
+  CHECK(describePasses().find("  trg-full-svd  what `tessel trg --svd full`") != std::string::npos);
+}
+
+TEST_CASE("pm: fixpoint(...) runs its passes in rounds until none changes the program") {
+  // Round 1: cse finds nothing (exp of two different values), fold turns both into exp(a);
+  // round 2: cse merges them; round 3 changes nothing. A single cse,fold leaves two exps.
+  const char *text = R"(program @fx(%x: f64[4]) {
+  %one = constant {value = dense<1> : f64[]} : f64[]
+  %zero = constant {value = dense<0> : f64[]} : f64[]
+  %o = broadcast_in_dim %one {shape = [4], dims = []} : f64[4]
+  %z = broadcast_in_dim %zero {shape = [4], dims = []} : f64[4]
+  %a = sin %x : f64[4]
+  %d = mul %a, %o : f64[4]
+  %e = add %a, %z : f64[4]
+  %p = exp %d : f64[4]
+  %q = exp %e : f64[4]
+  %r = add %p, %q : f64[4]
+  return %r
+}
+)";
+  auto countExp = [](const ir::Program &p) {
+    return std::count_if(p.ops.begin(), p.ops.end(), [](const ir::Op &op) { return op.kind == ir::OpKind::Exp; });
+  };
+  const Pipeline pl = Pipeline::parse("fixpoint(cse,fold),dce");
+  REQUIRE(pl.passes.size() == 3);
+  REQUIRE(pl.fixpoints.size() == 1);
+  CHECK(pl.fixpoints[0].begin == 0);
+  CHECK(pl.fixpoints[0].end == 2);
+  CHECK(pl.str() == "fixpoint(cse,fold{max-broadcast-constant=256}),dce");
+  CHECK(Pipeline::parse(pl.str()) == pl);
+  CHECK(Pipeline::parse("cse,fold,dce") != pl);
+  CHECK(Pipeline::parse(" fixpoint ( cse , fold ) , dce ") == pl);
+  CHECK(Pipeline::parse("fixpoint(run-default)").str() == "fixpoint(fold{max-broadcast-constant=256},cse,dce)");
+
+  ir::Program once = ir::parseProgram(text);
+  PassManager(Pipeline::parse("cse,fold,dce")).run(once);
+  CHECK(countExp(once) == 2);
+
+  ir::Program p = ir::parseProgram(text);
+  const PassRunReport rep = PassManager(pl).run(p);
+  CHECK(countExp(p) == 1);
+  // Rounds 1-3 of cse and fold, then dce once.
+  REQUIRE(rep.passes.size() == 7);
+  const int rounds[] = {1, 1, 2, 2, 3, 3, 0};
+  const bool changed[] = {false, true, true, false, false, false, false};
+  for (size_t i = 0; i < 7; ++i) {
+    CAPTURE(i);
+    CHECK(rep.passes[i].round == rounds[i]);
+    CHECK(rep.passes[i].changed == changed[i]);
+    CHECK(rep.passes[i].index == (i < 6 ? static_cast<int>(i % 2) + 1 : 3));
+  }
+  CHECK(rep.timingText().find("cse (1, round 2)") != std::string::npos);
+
+  // without() keeps the groups of what remains.
+  CHECK(pl.without("fold").str() == "fixpoint(cse),dce");
+  CHECK(Pipeline::parse("fixpoint(fold),dce").without("fold").str() == "dce");
+
+  CHECK_THROWS_WITH(Pipeline::parse("fixpoint(cse,fixpoint(dce))"), doctest::Contains("fixpoint groups do not nest"));
+  CHECK_THROWS_WITH(Pipeline::parse("fixpoint(cse"), doctest::Contains("expected ')' to close the fixpoint("));
+  CHECK_THROWS_WITH(Pipeline::parse("fixpoint()"), doctest::Contains("expected a pass name in fixpoint(...)"));
 }
 
 TEST_CASE("pm: bad pipeline strings name the pass and option and list the allowed ones") {
