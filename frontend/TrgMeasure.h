@@ -1,7 +1,7 @@
 //===- frontend/TrgMeasure.h - One β of the TRG, timed, with its report ----------===//
 //
 // What `tessel trg` and the Python `tessel.trg` measure per β, and the JSON object they
-// both print (README, "JSON output"): runs the value (and value+grad, second order)
+// both print (docs/cli.md, "`tessel trg --json`"): runs the value (and value+grad, second order)
 // of a TrgDriver the way docs/benchmarking.md asks (first run, one warm-up, then
 // `repeat` timed runs: min/median/p90/max), the planned and measured peak memory of
 // each kind, the load average before and after, what the truncated-SVD kernels did,
@@ -114,7 +114,7 @@ struct TrgReportContext {
   int64_t rssBase = 0;
 };
 
-/// The JSON object of one β (keys: README, "JSON output"; times in ms rounded to the
+/// The JSON object of one β (keys: docs/cli.md, "`tessel trg --json`"; times in ms rounded to the
 /// microsecond, bytes as integers, null where not computed).
 nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
                            const TrgReportContext &ctx);

@@ -26,7 +26,7 @@ struct EmitArgs {
   int steps = 20;
   bool stepsGiven = false;
   std::string ranks;
-  double eps = 1e-12;
+  double eps = frontend::kTrgSvdEps; // what tessel trg uses
   bool kept = false;
   bool stopGradient = false;
   bool staged = false;
@@ -189,7 +189,8 @@ void addEmitCommand(CLI::App &app) {
                   "trg: explicit schedule D'_1,...,D'_N (comma-separated), overriding the "
                   "default rule");
   cmd->add_option("--eps", args->eps,
-                  "Lorentzian broadening of the svd reverse rule (default 1e-12)");
+                  "Lorentzian broadening of the svd reverse rule, relative to the largest singular value "
+                  "(default 1e-9, as tessel trg)");
   cmd->add_option("--algorithm", args->algorithm,
                   "trg (Levin-Nave, default) or btrg (bond-weighted TRG: the step and closures "
                   "also take the bond weights %wh, %wv and the step returns the next ones; "

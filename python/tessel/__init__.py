@@ -418,7 +418,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
 
     Returns:
         For one β a dict, for several a list of dicts, with the fields of
-        ``tessel trg --json`` (README, "`tessel trg --json` (JSON Lines)"): ``lnZ_per_site``, ``dlnZ_dbeta``,
+        ``tessel trg --json`` (docs/cli.md, "`tessel trg --json` (JSON Lines)"): ``lnZ_per_site``, ``dlnZ_dbeta``,
         ``energy_per_site``, ``d2lnZ_dbeta2``, ``specific_heat`` and their ``exact_*``,
         ``model``, ``q``, ``field``, ``dlnZ_dh``, ``magnetization``, ``d2lnZ_dbeta_dh``,
         ``d2lnZ_dh2``, ``susceptibility``,

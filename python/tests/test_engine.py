@@ -152,7 +152,7 @@ def test_profile_report_while_another_thread_runs():
 
 def test_prepare_takes_the_command_lines_path(source_dir, tmp_path):
     # tessel.prepare lowers einsums and runs fold,cse,dce before prepare, as `tessel
-    # prepare` and `tessel run` do: the README's sum(sin(x)·x²) gradient gives the same
+    # prepare` and `tessel run` do: docs/cli.md's sum(sin(x)·x²) gradient gives the same
     # plan from both (it skipped the clean-up: 9 fused ops against 7 once).
     import os
     import pathlib

@@ -20,7 +20,7 @@ def test_one_beta_value_and_gradient():
     exact = tessel.onsager(0.3)
     assert r["exact_lnZ_per_site"] == exact["lnZ_per_site"]
     assert r["exact_dlnZ_dbeta"] == exact["dlnZ_dbeta"]
-    # the truncation error at χ = 16 (README): 7e-9 in lnZ/N, 4e-7 in the derivative
+    # the truncation error at χ = 16 (docs/cli.md): 7e-9 in lnZ/N, 4e-7 in the derivative
     assert abs(r["lnZ_per_site"] - exact["lnZ_per_site"]) < 1e-8
     assert abs(r["dlnZ_dbeta"] - exact["dlnZ_dbeta"]) < 1e-6
     assert r["energy_per_site"] == -r["dlnZ_dbeta"]
