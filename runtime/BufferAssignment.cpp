@@ -55,11 +55,9 @@ bool reusable(const Plan &P, const Group &g) {
          g.kind == GroupKind::Arena && !g.pinned;
 }
 
-/// The temp of an svd that holds the copy of its operand (after U, s, Vt and work).
-constexpr size_t kSvdCopyTemp = 4;
-
-/// The in-place decisions, made in list order, that both allocators share: gesdd
-/// overwrites an operand that dies at it (its copy temp then needs no storage), and an
+/// The in-place decisions, made in list order, that both allocators share: a kernel
+/// that may overwrite an operand (its plan's takeover(): gesdd) does so when the operand
+/// dies at it (its copy temp then needs no storage), and an
 /// elementwise result takes the storage of an operand of its size that dies at it.
 /// An allocator says when an operand dies and gives results their storage.
 class InPlaceAssigner {
@@ -87,11 +85,13 @@ protected:
   /// Gives every result of instruction i that needs arena memory its storage.
   void assignResults(int32_t i) {
     Instruction &inst = P.insts[i];
-    if (inst.kernel() == Kernel::Svd && inst.as<SvdPlan>().k > 0) {
-      const int32_t h = groupOf(P, inst.in[0]);
+    // A kernel that may overwrite an operand dying here (gesdd) runs on it in place.
+    const OperandTakeover t = std::visit([](const auto &plan) { return plan.takeover(); }, inst.plan);
+    if (t.operand >= 0) {
+      const int32_t h = groupOf(P, inst.in[static_cast<size_t>(t.operand)]);
       if (diesAt(h, i)) {
         inst.inPlace = true;
-        skip[groupOf(P, inst.out[kSvdCopyTemp])] = true;
+        if (t.temp >= 0) skip[groupOf(P, inst.out[static_cast<size_t>(t.temp)])] = true;
         tookOver(h, i);
       }
     }

@@ -98,6 +98,19 @@ inline constexpr int kMaxFusedSteps = 32;
 /// is ~9% faster (fewer passes over memory).
 inline constexpr int64_t kFusedBlock = 512;
 
+/// Every kernel plan states two things about its kernel, as members, so that a new
+/// kernel cannot fall through to a default (a missing member does not compile):
+///   double cost(int64_t numel) const   the work of one call for the critical path
+///       (runtime/Schedule.cpp; flops, ~c·m·n·k for a factorization, or elements
+///       touched; `numel` is the instruction's result size), defined in Schedule.cpp;
+///   OperandTakeover takeover() const   which operand the kernel may overwrite when the
+///       operand dies at it, instead of copying it into a temp (buffer assignment,
+///       runtime/BufferAssignment.cpp), and which temp that copy would have been.
+struct OperandTakeover {
+  int operand = -1; ///< index in Instruction::in, or -1: the kernel overwrites nothing
+  int temp = -1;    ///< index in Instruction::out of the copy it then needs no storage for
+};
+
 /// Elementwise map over `Instruction::numel` elements; the function is
 /// `Instruction::op` (unary, binary, compare with `cmp`, select). With `steps`, a
 /// fused loop (XLA's loop fusion, decided at lowering): a chain of elementwise ops
@@ -111,6 +124,8 @@ struct ElementwisePlan {
   std::vector<FusedStep> steps;
   /// Per operand of the instruction (fused loops): one value broadcast to every element.
   std::vector<bool> scalar;
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// Strided N-d copy: out (row-major over `shape`) = in[base + Σ idx_d · stride_d].
@@ -129,12 +144,16 @@ struct CopyPlan {
   std::vector<int64_t> outerShape, outerIn, outerOut;
   int64_t outerCount = 1;
   int64_t outStrideTile = 0; ///< output stride of tileDim
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// Zero padding: per output dimension, low padding, input extent and input stride.
 struct PadPlan {
   std::vector<int64_t> outShape, low, inShape, inStride;
   int64_t rows = 1;
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// Reduction: outputs enumerate `keptShape` (row-major); each output sums / maxes
@@ -149,6 +168,8 @@ struct ReducePlan {
   /// the kernel evaluates block by block along the reduced contiguous inner axis and
   /// reduces in the same order as from a buffer (bitwise the same).
   ElementwisePlan input;
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// Batched row-major GEMM C[b] = op(A[b]) · op(B[b]), C[b] of shape M×N.
@@ -162,6 +183,8 @@ struct GemmPlan {
   int64_t chunksPerBatch = 1;   ///< tiles per batch (tile mode), row-major over the tile grid
   int64_t batchesPerChunk = 0;  ///< >0: batch-group mode (several whole batches a chunk)
   double flops = 0;
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// Thin SVD of a row-major m×n matrix through LAPACKE_dgesdd_work, computed as the
@@ -173,17 +196,26 @@ struct SvdPlan {
   /// U and Vt are never read: gesdd with jobz = 'N' (singular values only, about half
   /// the work). s may then differ from a full SVD's in the last bits.
   bool valuesOnly = false;
+  double cost(int64_t numel) const;
+  /// gesdd destroys its input: it runs on the operand itself when the operand dies here
+  /// (temp 4 is the copy it needs otherwise); not when only singular values are computed
+  /// from a k = 0 matrix.
+  OperandTakeover takeover() const { return k > 0 ? OperandTakeover{0, 4} : OperandTakeover{}; }
 };
 
 /// svd_topk (runtime/TruncatedSvd.h): block size, basis cap, budget, workspace.
 struct SvdTopkPlan {
   TopkSvdConfig cfg;
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// svd_topk_complement (runtime/TruncatedSvd.h).
 struct SvdComplementPlan {
   SvdComplementConfig cfg;
   double eps = 0;
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// eigh: LAPACK dsyevd (jobz 'V') on the symmetric part of an n×n operand.
@@ -191,18 +223,24 @@ struct EighPlan {
   int64_t n = 0;
   int64_t lwork = 0, liwork = 0; ///< queried once at prepare (liwork ints, in doubles: iworkElems)
   int64_t iworkElems = 0;
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// qr: LAPACK dgeqrf and dorgqr on an m×n operand, k = min(m, n).
 struct QrPlan {
   int64_t m = 0, n = 0, k = 0;
   int64_t lwork = 0; ///< the larger of the two routines' workspaces, queried once at prepare
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// triangular_solve: BLAS dtrsm on B's copy (row-major), A of order n, B rows×cols.
 struct TriangularSolvePlan {
   int64_t n = 0, rows = 0, cols = 0;
   bool left = true, lower = true, transposeA = false;
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
 };
 
 /// What a kernel needs to know, computed once at prepare; one alternative per Kernel,

@@ -14,6 +14,40 @@
 
 #include "runtime/PrepareStages.h"
 
+namespace tessel::rt {
+
+// The cost model of each kernel plan (Plan.h): ~10 m·n·k for gesdd, 14 m·n·k for the
+// top-k SVD's block Krylov passes, 40 m·n·(k + r) for the complement's solves, 9 n³ for
+// dsyevd, 4 m·n·k for the QR, the products' flops, and elements touched otherwise.
+double SvdPlan::cost(int64_t) const {
+  return 10.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::max<int64_t>(1, k));
+}
+double SvdTopkPlan::cost(int64_t) const {
+  return 14.0 * static_cast<double>(cfg.m) * static_cast<double>(cfg.n) * static_cast<double>(cfg.k);
+}
+double SvdComplementPlan::cost(int64_t) const {
+  return 40.0 * static_cast<double>(cfg.m) * static_cast<double>(cfg.n) * static_cast<double>(cfg.k + cfg.r);
+}
+double EighPlan::cost(int64_t) const {
+  const double d = static_cast<double>(n);
+  return 9.0 * d * d * d;
+}
+double QrPlan::cost(int64_t) const {
+  return 4.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
+double TriangularSolvePlan::cost(int64_t) const {
+  return static_cast<double>(n) * static_cast<double>(rows * cols);
+}
+double GemmPlan::cost(int64_t) const { return flops; }
+double ReducePlan::cost(int64_t) const {
+  return static_cast<double>(outElems * std::max<int64_t>(1, redElems));
+}
+double ElementwisePlan::cost(int64_t numel) const { return static_cast<double>(numel); }
+double CopyPlan::cost(int64_t numel) const { return static_cast<double>(numel); }
+double PadPlan::cost(int64_t numel) const { return static_cast<double>(numel); }
+
+} // namespace tessel::rt
+
 namespace tessel::rt::prep {
 
 DepGraph::DepGraph(const Plan &P, bool withAncestors) : withAncestors_(withAncestors) {
@@ -72,51 +106,10 @@ bool DepGraph::addEdge(int32_t from, int32_t to) {
 namespace {
 
 /// Relative cost of an instruction for the critical path: a fixed dispatch cost plus
-/// flops (GEMM, ~10 m·n·k for gesdd) or elements touched.
+/// its kernel plan's cost (flops for GEMM and the factorizations, elements touched for
+/// the others).
 double instructionCost(const Instruction &in) {
-  double c = 200; // dispatch
-  switch (in.kernel()) {
-  case Kernel::Svd: {
-    const SvdPlan &s = in.as<SvdPlan>();
-    c += 10.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
-         static_cast<double>(std::max<int64_t>(1, s.k));
-    break;
-  }
-  case Kernel::SvdTopk: {
-    const TopkSvdConfig &s = in.as<SvdTopkPlan>().cfg;
-    c += 14.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-    break;
-  }
-  case Kernel::SvdComplement: {
-    const SvdComplementConfig &s = in.as<SvdComplementPlan>().cfg;
-    c += 40.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
-         static_cast<double>(s.k + s.r);
-    break;
-  }
-  case Kernel::Eigh: {
-    const double n = static_cast<double>(in.as<EighPlan>().n);
-    c += 9.0 * n * n * n;
-    break;
-  }
-  case Kernel::Qr: {
-    const QrPlan &q = in.as<QrPlan>();
-    c += 4.0 * static_cast<double>(q.m) * static_cast<double>(q.n) * static_cast<double>(q.k);
-    break;
-  }
-  case Kernel::TriangularSolve: {
-    const TriangularSolvePlan &t = in.as<TriangularSolvePlan>();
-    c += static_cast<double>(t.n) * static_cast<double>(t.rows * t.cols);
-    break;
-  }
-  case Kernel::Gemm: c += in.as<GemmPlan>().flops; break;
-  case Kernel::Reduce: {
-    const ReducePlan &r = in.as<ReducePlan>();
-    c += static_cast<double>(r.outElems * std::max<int64_t>(1, r.redElems));
-    break;
-  }
-  default: c += static_cast<double>(in.numel); break;
-  }
-  return c;
+  return 200 + std::visit([&](const auto &plan) { return plan.cost(in.numel); }, in.plan);
 }
 
 } // namespace
