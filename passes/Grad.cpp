@@ -32,6 +32,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
+#include "passes/Activity.h"
 #include "passes/Checkpoint.h"
 #include "passes/Inline.h"
 #include "passes/Rewrite.h"
@@ -131,20 +132,6 @@ void checkScalarLoss(const Program &p, const GradOptions &opts) {
                 "; a non-scalar output needs an explicit cotangent (use vjp)");
 }
 
-/// Activity analysis: active[v] when v depends differentiably on a wrt input.
-std::vector<char> activeValues(const Program &p, const std::vector<ValueId> &wrt) {
-  std::vector<char> active(p.values.size(), 0);
-  for (ValueId v : wrt) active[v] = 1;
-  for (const Op &op : p.ops) {
-    bool any = false;
-    for (size_t j = 0; j < op.operands.size() && !any; ++j)
-      any = active[op.operands[j]] && vjp::isDifferentiableOperand(op.kind, static_cast<unsigned>(j));
-    if (any)
-      for (ValueId r : op.results) active[r] = 1;
-  }
-  return active;
-}
-
 class ModuleGradImpl;
 
 /// The reverse sweep over the forward ops of `p`, appending to `r` (a copy of p):
@@ -238,20 +225,6 @@ VjpRuleInfo vjpRuleInfo(ir::OpKind kind) {
 }
 
 namespace {
-
-/// A name for a new function of the module: `base`, or base_1, base_2, ...
-std::string freshFunctionName(const std::vector<Program> &fns, const std::string &entry,
-                              const std::string &base) {
-  auto taken = [&](const std::string &n) {
-    if (n == entry) return true;
-    for (const Program &f : fns)
-      if (f.name == n) return true;
-    return false;
-  };
-  std::string cand = base;
-  for (int i = 1; taken(cand); ++i) cand = base + "_" + std::to_string(i);
-  return cand;
-}
 
 /// `owned`: p itself, which grad may change (the caller's copy, or its moved-in program).
 Program gradFunction(const Program &p, const GradOptions &opts, ModuleGradImpl &m, Program *owned = nullptr);
@@ -373,23 +346,6 @@ std::vector<char> cotangentReach(const Program &p, const std::vector<char> &acti
         reach[op.operands[j]] = 1;
   }
   return reach;
-}
-
-/// The carries of a scan that depend on a differentiated operand in some iteration:
-/// `wrt` marks the active operands (carries first, then xs) and gets the carries the
-/// body makes active from them, to a fixed point (at most `carries` rounds). The others
-/// need no derivative (a carry passed through untouched, a counter): the reverse scan
-/// carries zeros for them.
-void activeCarries(const Program &body, size_t carries, std::vector<bool> &wrt) {
-  for (bool grew = true; grew;) {
-    grew = false;
-    std::vector<ValueId> seeds;
-    for (size_t j = 0; j < body.inputs.size() && j < wrt.size(); ++j)
-      if (wrt[j]) seeds.push_back(body.inputs[j]);
-    const std::vector<char> act = activeValues(body, seeds);
-    for (size_t j = 0; j < carries && j < body.outputs.size(); ++j)
-      if (!wrt[j] && act[body.outputs[j]]) wrt[j] = grew = true;
-  }
 }
 
 /// Under a store policy (GradOptions::callRemat): makes every call and scan whose

@@ -23,6 +23,7 @@
 #include "ir/Builder.h"
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
+#include "passes/Activity.h"
 #include "passes/Inline.h"
 #include "passes/JvpRules.h"
 #include "passes/Rewrite.h"
@@ -43,20 +44,6 @@ std::string freshValueName(const Program &a, const Program &b, const std::string
   std::string cand = base;
   for (int i = 1; a.lookup(cand) != kNoValue || b.lookup(cand) != kNoValue; ++i) cand = base + "_" + std::to_string(i);
   return cand;
-}
-
-/// Which values depend differentiably on the inputs `marked` holds.
-std::vector<char> activeFrom(const Program &p, const std::vector<bool> &marked) {
-  std::vector<char> active(p.values.size(), 0);
-  for (size_t i = 0; i < p.inputs.size() && i < marked.size(); ++i) active[p.inputs[i]] = marked[i];
-  for (const Op &op : p.ops) {
-    bool any = false;
-    for (size_t j = 0; j < op.operands.size() && !any; ++j)
-      any = active[op.operands[j]] && vjp::isDifferentiableOperand(op.kind, static_cast<unsigned>(j));
-    if (any)
-      for (ValueId r : op.results) active[r] = 1;
-  }
-  return active;
 }
 
 /// Where the tangent inputs and outputs go: after all inputs and outputs (the entry and
@@ -87,15 +74,7 @@ public:
                           std::vector<bool> &tangentOutputs) override {
     // A copy: the walk adds functions to the module, which may move them.
     const Program f = function(callee);
-    if (carries >= 0) {
-      // The carries the body makes active, to a fixed point.
-      for (bool grew = true; grew;) {
-        grew = false;
-        const std::vector<char> act = activeFrom(f, marked);
-        for (size_t j = 0; j < static_cast<size_t>(carries) && j < f.outputs.size(); ++j)
-          if (!marked[j] && act[f.outputs[j]]) marked[j] = grew = true;
-      }
-    }
+    if (carries >= 0) activeCarries(f, static_cast<size_t>(carries), marked); // to a fixed point
     std::string key = callee + "\x01" + std::to_string(carries) + "\x01";
     for (bool b : marked) key += b ? '1' : '0';
     if (auto it = memo_.find(key); it != memo_.end()) {
@@ -119,12 +98,7 @@ public:
 
 private:
   std::string addFunction(Program f) {
-    auto taken = [&](const std::string &n) {
-      if (n == entry_) return true;
-      return std::any_of(fns_.begin(), fns_.end(), [&](const Program &g) { return g.name == n; });
-    };
-    const std::string base = f.name;
-    for (int i = 1; taken(f.name); ++i) f.name = base + "_" + std::to_string(i);
+    f.name = freshFunctionName(fns_, entry_, f.name);
     fns_.push_back(std::move(f));
     return fns_.back().name;
   }
@@ -213,7 +187,7 @@ Program transform(const Program &p, const std::vector<bool> &marked, const Layou
       r.setName(map[v], p.value(v).name);
 
   // Outputs.
-  const std::vector<char> active = activeFrom(p, marked);
+  const std::vector<char> active = activeFromInputs(p, marked);
   const size_t nOut = p.outputs.size();
   tangentOutputs.assign(nOut, false);
   for (size_t o = 0; o < nOut; ++o)
