@@ -31,6 +31,7 @@
 
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
+#include "frontend/TrgJob.h"
 #include "frontend/TrgMeasure.h"
 #include "ir/TextUtil.h"
 #include "tools/RuntimeCommon.h"
@@ -47,34 +48,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct TrgArgs {
+  /// The run in the flags' words, normalised by frontend::trgOptions as tessel.trg's is;
+  /// the flags below are the command line's own (text forms, output, sweeps).
+  frontend::TrgRequest req;
   std::string output; ///< -o FILE: rank 0 writes the results there itself
-  std::string model = "ising";
   int64_t q = 0;
   bool qGiven = false;
-  double field = 0;
-  bool susceptibility = false;
   std::string beta;
   std::string betaRange;
-  int64_t chi = 16;
   std::string steps = "auto";
   bool stepsGiven = false;
   std::string ranks;
-  bool grad = false;
-  bool second = false;
-  std::string secondMode = "forward-over-reverse";
-  std::string mode = "staged";
-  std::string svd = "truncated";
-  std::string algorithm = "trg";
-  bool cft = false;
-  double btrgK = frontend::kBtrgDefaultK;
-  std::string checkpoint = "store";
-  std::string order = "pairwise";
-  int64_t width = 1;
-  /// Timed runs per β; unset: kDefaultRepeat for one β in the table or JSON, else 0
-  /// (a sweep or --csv prints no steady timings).
-  int64_t repeat = 0;
+  /// --repeat given; unset: kDefaultRepeat for one β in the table or JSON, else 0 (a
+  /// sweep or --csv prints no steady timings).
   bool repeatGiven = false;
-  double eps = frontend::kTrgSvdEps;
   bool json = false;
   bool csv = false;
   bool noProgress = false;
@@ -151,65 +138,20 @@ std::vector<double> parseBetas(const TrgArgs &a) {
   return betas;
 }
 
-/// Runs a library parser on a flag's value; its error names the flag.
-template <class F> auto parseFlag(const std::string &flag, F &&parse) {
-  try {
-    return parse();
-  } catch (const Error &e) {
-    std::string m = e.what();
-    if (m.starts_with("error: ")) m.erase(0, 7);
-    throw Error("error: " + flag + ": " + m);
-  }
-}
-
-/// The driver's options are int: a larger value is an error here, not a wrapped one there.
-int toInt(int64_t v, const std::string &flag) {
-  if (v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
-    throw Error("error: " + flag + ": " + std::to_string(v) + " is out of range");
-  return static_cast<int>(v);
-}
-
 frontend::TrgOptions makeOptions(const TrgArgs &a) {
-  // chi, steps, width, eps and ranks are checked by the driver (validateTrgOptions).
-  frontend::TrgOptions o;
-  if (a.repeat < 0 || a.repeat > kMaxRepeat)
-    throw Error("error: --repeat must be an integer in [0, " + std::to_string(kMaxRepeat) +
-                "], got " + std::to_string(a.repeat));
-  o.model = frontend::parseTrgModel(a.model, a.qGiven ? std::optional<int64_t>(a.q) : std::nullopt);
-  o.field = a.field == 0 ? 0.0 : a.field; // -0 is h = 0
-  o.susceptibility = a.susceptibility;
-  o.chi = a.chi;
-  const bool givenRanks = !a.ranks.empty() && a.ranks != "auto";
-  if (a.steps == "auto" && givenRanks && !a.stepsGiven) {
-    o.steps = toInt(static_cast<int64_t>(splitOn(a.ranks, ',').size()), "--ranks");
-  } else if (a.steps == "auto") {
-    o.stepsAuto = true;
-    o.steps = frontend::kTrgStepsAutoMax;
-  } else {
-    o.steps = toInt(parseIntArg(a.steps, "--steps"), "--steps");
-  }
-  o.mode = frontend::parseTrgMode(a.mode);
-  o.svd = frontend::parseTrgSvd(a.svd);
-  o.algorithm = frontend::parseTrgAlgorithm(a.algorithm);
-  o.btrgK = a.btrgK;
-  o.cft = a.cft;
+  // The request in the flags' words; frontend::trgOptions normalises and checks it as it
+  // does for tessel.trg (chi, steps, width, eps and ranks are checked by the driver).
+  frontend::TrgRequest r = a.req;
+  if (a.qGiven) r.q = a.q;
+  if (!a.ranks.empty() && a.ranks != "auto")
+    for (const std::string &s : splitOn(a.ranks, ',')) r.ranks.push_back(parseIntArg(s, "--ranks"));
+  if (a.steps != "auto") r.steps = parseIntArg(a.steps, "--steps");
+  r.stepsAutoGiven = a.steps == "auto" && a.stepsGiven;
+  r.valueCheck = a.prepareFlags.value();
+  r.fuseElementwise = !a.prepareFlags.noFusion;
+  frontend::TrgOptions o = frontend::trgOptions(r);
   if (!a.dumpSvdInputs.empty() && o.algorithm != frontend::TrgAlgorithm::Trg)
     throw Error("error: --dump-svd-inputs writes TRG's SVD inputs (the SVD-floor benchmark), not BTRG's");
-  o.checkpoint = parseFlag("--checkpoint", [&] { return passes::parseRematPolicy(a.checkpoint); });
-  o.order = parseFlag("--order", [&] { return passes::parseOrderStrategy(a.order); });
-  o.width = toInt(a.width, "--width");
-  o.second = a.second || a.susceptibility;
-  if (a.secondMode != "forward-over-reverse" && a.secondMode != "reverse-over-reverse")
-    throw Error("error: --second-mode: expected forward-over-reverse or reverse-over-reverse, got '" +
-                a.secondMode + "'");
-  o.secondForwardOverReverse = a.secondMode == "forward-over-reverse";
-  o.grad = a.grad || o.second;
-  o.svdEps = a.eps;
-  o.valueCheck = a.prepareFlags.value();
-  o.fuseElementwise = !a.prepareFlags.noFusion;
-  if (!a.ranks.empty() && a.ranks != "auto") {
-    for (const std::string &s : splitOn(a.ranks, ',')) o.ranks.push_back(parseIntArg(s, "--ranks"));
-  }
   o.pipeline = a.flags.passesGiven ? a.flags.passes : "";
   o.passOptions = a.flags.managerOptions();
   o.passOptions.dumpDirPerProgram = true; // one subdirectory per compiled program
@@ -379,7 +321,7 @@ void runTrg(TrgArgs &a) {
   std::string compileError;
   try {
     betas = parseBetas(a);
-    if (!a.repeatGiven) a.repeat = betas.size() == 1 && !a.csv ? kDefaultRepeat : 0;
+    if (!a.repeatGiven) a.req.repeat = betas.size() == 1 && !a.csv ? kDefaultRepeat : 0;
     sweep.begin(betas.size());
     opts = makeOptions(a);
     if (sweep.rank() != 0) {
@@ -429,7 +371,7 @@ void runTrg(TrgArgs &a) {
     // skiprows=2), pandas.read_csv(..., comment="#") and gnuplot read it as it is.
     std::cout << "# tessel trg: " << modelText(opts) << ", chi = " << opts.chi << ", "
               << latticeText(opts) << ", mode = " << frontend::trgModeName(opts.mode)
-              << ", checkpoint = " << a.checkpoint << ", order = " << a.order
+              << ", checkpoint = " << a.req.checkpoint << ", order = " << a.req.order
               << ", ranks = " << ranksText(opts, *drv) << "; " << exactText(opts)
               << "; nan = not computed; no timings (--json or the table give them, with "
                  "--repeat N); algorithm = "
@@ -441,7 +383,7 @@ void runTrg(TrgArgs &a) {
     std::cout << "tessel trg: " << modelText(opts) << ", chi = " << opts.chi
               << ", steps = " << (opts.stepsAuto ? std::string("auto") : std::to_string(opts.steps))
               << ", mode = " << frontend::trgModeName(opts.mode)
-              << ", checkpoint = " << a.checkpoint << ", order = " << a.order
+              << ", checkpoint = " << a.req.checkpoint << ", order = " << a.req.order
               << ", width = " << opts.width << ", eps = " << formatDouble(opts.svdEps)
               << ", algorithm = " << frontend::trgAlgorithmText(opts.algorithm, opts.btrgK) << "\n";
     if (sweep.size() > 1)
@@ -475,11 +417,11 @@ void runTrg(TrgArgs &a) {
     }
     std::cout << "  prepare    " << fmt("%.3f", drv->prepareMs()) << " ms\n";
     std::cout << "  engine     width " << opts.width << " | BLAS " << blas << "\n";
-    if (a.repeat == 0)
+    if (a.req.repeat == 0)
       std::cout << "  timings    first run only" << (betas.size() > 1 ? " (a sweep" : " (")
                 << (betas.size() > 1 ? "; " : "") << "--repeat N adds N steady runs per beta "
                 << "after a warm-up)\n";
-    if (a.second)
+    if (a.req.second)
       std::cout << "  note       d2(lnZ/N)/dbeta2: " << (opts.secondForwardOverReverse ? "jvp(grad(" : "grad(grad(")
                 << (opts.mode == frontend::TrgMode::Staged ? "staged module)): calls and scans, no host sweep"
                                                            : "whole program))")
@@ -494,7 +436,7 @@ void runTrg(TrgArgs &a) {
   auto runBeta = [&](size_t ib, std::ostream &os) {
     const double beta = betas[ib];
     const frontend::TrgBetaMeasurement m = frontend::measureTrgBeta(
-        *drv, beta, a.repeat, rssBase,
+        *drv, beta, a.req.repeat, rssBase,
         [&](const std::string &what, int64_t k, int64_t n) { prog.startRun(ib, beta, what, k, n); });
     topkTotal.add(m.topk);
     prog.clear();
@@ -522,12 +464,12 @@ void runTrg(TrgArgs &a) {
     }
     if (a.json) {
       frontend::TrgReportContext ctx;
-      ctx.checkpoint = a.checkpoint;
-      ctx.order = a.order;
+      ctx.checkpoint = a.req.checkpoint;
+      ctx.order = a.req.order;
       ctx.rank = sweep.rank();
       ctx.mpiRanks = sweep.size();
       ctx.ranksProbeMs = drv->planExtraMs();
-      ctx.repeat = a.repeat;
+      ctx.repeat = a.req.repeat;
       ctx.blas = blas;
       ctx.rssBase = rssBase;
       os << frontend::trgBetaJson(m, *drv, ctx).dump() << "\n";
@@ -672,7 +614,7 @@ void addTrgCommand(CLI::App &app) {
       "--bisect-limit never skips them and does not count them (logged 'running required\n"
       "pass'); --disable-pass=grad|checkpoint and --passes naming them are errors.");
 
-  cmd->add_option("--model", args->model,
+  cmd->add_option("--model", args->req.model,
                   "ising (default: the Ising model, spins +-1, in the field --field) or potts "
                   "(the q-state Potts model, --q states; docs/trg.md section 8)");
   // CLI11 reads an empty value as 0: refuse it for the numbers 0 would be valid for.
@@ -681,14 +623,14 @@ void addTrgCommand(CLI::App &app) {
   CLI::Option *q = cmd->add_option("--q", args->q,
                                    "number of Potts states (integer in [2, 20]; --model potts)")
                        ->check(nonEmpty);
-  cmd->add_option("--field", args->field,
+  cmd->add_option("--field", args->req.field,
                   "magnetic field h of the Ising model, in units of J (default 0); with --grad "
                   "also d(lnZ/N)/dh and the magnetization m = (1/beta) d(lnZ/N)/dh (at h = 0 "
                   "only with --second or --svd full: it is 0 there by symmetry), with "
                   "--second also d2(lnZ/N)/dbeta dh (refused, with the reason, where the two "
                   "ordered states' singular values are tied below T_c)")
       ->check(nonEmpty);
-  cmd->add_flag("--susceptibility", args->susceptibility,
+  cmd->add_flag("--susceptibility", args->req.susceptibility,
                 "also compute d2(lnZ/N)/dh2 and the susceptibility chi_m = (1/beta) "
                 "d2(lnZ/N)/dh2 (one more reverse sweep over the gradient; Ising; implies "
                 "--second)");
@@ -697,7 +639,7 @@ void addTrgCommand(CLI::App &app) {
   cmd->add_option("--beta-range", args->betaRange,
                   "sweep A:B:N: N values from A to B inclusive (N >= 2 unless A = B; "
                   "exclusive with --beta)");
-  cmd->add_option("--chi", args->chi, "maximal bond dimension chi (integer >= 2; default 16)");
+  cmd->add_option("--chi", args->req.chi, "maximal bond dimension chi (integer >= 2; default 16)");
   CLI::Option *steps = cmd->add_option("--steps", args->steps,
                   "auto (default): the infinite lattice - coarse-grain until lnZ/N stops "
                   "changing in double precision (two steps in a row; at most 80), then sum the "
@@ -710,46 +652,46 @@ void addTrgCommand(CLI::App &app) {
                   "each beta the value sweep itself decides: min(D^2, chi, exact rank bound) "
                   "(2,4,4,16,16,... for chi = 16), and where a step's own SVDs keep a singular "
                   "value <= 1e-12 that step keeps only those above (compiling the new class)");
-  cmd->add_flag("--grad", args->grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
-  cmd->add_flag("--second", args->second,
+  cmd->add_flag("--grad", args->req.grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
+  cmd->add_flag("--second", args->req.second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (through the staged "
                 "sweep or the whole program; implies --grad)");
-  cmd->add_option("--second-mode", args->secondMode,
+  cmd->add_option("--second-mode", args->req.secondMode,
                   "how --second differentiates the gradient: forward-over-reverse (default: "
                   "jvp of grad) or reverse-over-reverse (grad of grad); equal to rounding");
-  cmd->add_option("--algorithm", args->algorithm,
+  cmd->add_option("--algorithm", args->req.algorithm,
                   "trg (default: Levin-Nave TRG) or btrg (bond-weighted TRG, Adachi-Okubo-Todo "
                   "2022: the same cost per step, 10-40x more accurate at T_c; docs/trg.md "
                   "section 9)");
-  cmd->add_option("--btrg-k", args->btrgK,
+  cmd->add_option("--btrg-k", args->req.btrgK,
                   "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG)")
       ->check(nonEmpty);
-  cmd->add_flag("--cft", args->cft,
+  cmd->add_flag("--cft", args->req.cft,
                 "also the central charge c and the lowest scaling dimensions x of each step's "
                 "tensor (Gu-Wen: the transfer matrices of cylinders 1 and 2 tensors around; "
                 "table and --json, not --csv; an untimed value sweep more; staged mode). At "
                 "beta_c they hold c = 1/2, x = 1/8, 1 (Ising) in a window of steps; "
                 "docs/trg.md section 10");
-  cmd->add_option("--mode", args->mode, "staged (default) or whole");
-  cmd->add_option("--svd", args->svd,
+  cmd->add_option("--mode", args->req.mode, "staged (default) or whole");
+  cmd->add_option("--svd", args->req.svd,
                   "step SVDs: truncated (default: the truncate-svd pass computes only the D' "
                   "leading triplets by randomized block Krylov, and differentiates them "
                   "without a full SVD, wherever min(m, n) >= 32 and D' <= min(m, n)/2) or full (LAPACK dgesdd of the whole matrix, then the "
                   "slice); --second differentiates svd_topk twice by forward over reverse "
                   "(--second-mode reverse-over-reverse uses full, and says so); with --passes "
                   "the pipeline given is used as is");
-  cmd->add_option("--checkpoint", args->checkpoint,
+  cmd->add_option("--checkpoint", args->req.checkpoint,
                   "residual policy of the backward: store (default), recompute, save-svd");
-  cmd->add_option("--order", args->order,
+  cmd->add_option("--order", args->req.order,
                   "contraction order of the plaquette einsum: chain, pairwise (default), "
                   "greedy, optimal, auto (optimal up to 8 operands, else greedy)");
-  cmd->add_option("--width", args->width, "engine width, threads (integer >= 1; default 1)");
+  cmd->add_option("--width", args->req.width, "engine width, threads (integer >= 1; default 1)");
   CLI::Option *repeat = cmd->add_option(
-      "--repeat", args->repeat,
+      "--repeat", args->req.repeat,
       "steady-state runs after the first run and one warm-up, per beta (integer in [0, 1e6]; "
       "default 10 for one beta in the table or --json, 0 = first run only for a sweep and "
       "for --csv, which print no steady timings)");
-  cmd->add_option("--eps", args->eps,
+  cmd->add_option("--eps", args->req.eps,
                   "Lorentzian broadening of the svd reverse rule, relative to each SVD's largest "
                   "singular value (default 1e-9: above the noise floor of the singular-value "
                   "gaps of degenerate pairs; see docs/trg.md section 5)");

@@ -25,6 +25,7 @@
 
 #include "frontend/Onsager.h"
 #include "frontend/TrgDriver.h"
+#include "frontend/TrgJob.h"
 #include "frontend/TrgMeasure.h"
 #include "runtime/MemoryLimit.h"
 #include "ir/Diagnostics.h"
@@ -529,37 +530,35 @@ NB_MODULE(_tessel, m) {
       [](const std::vector<double> &betas, const std::string &model, std::optional<int64_t> q,
          double field,
          bool susceptibility, int64_t chi, int steps, bool stepsAuto, bool grad, bool second,
-         const std::string &mode, const std::string &algorithm, double btrgK, bool cft,
-         const std::string &checkpoint, const std::string &order,
+         const std::string &secondMode, const std::string &mode, const std::string &algorithm,
+         double btrgK, bool cft, const std::string &checkpoint, const std::string &order,
          const std::string &svd, int width, std::optional<std::vector<int64_t>> ranks,
          int64_t repeat, double eps, int valueCheck, nb::object progress) {
-        frontend::TrgOptions o;
-        o.model = frontend::parseTrgModel(model, q);
-        o.field = field;
-        o.susceptibility = susceptibility;
-        second = second || susceptibility;
-        o.chi = chi;
-        o.steps = stepsAuto ? frontend::kTrgStepsAutoMax : steps;
-        o.stepsAuto = stepsAuto;
-        o.mode = frontend::parseTrgMode(mode);
-        o.algorithm = frontend::parseTrgAlgorithm(algorithm);
-        o.btrgK = btrgK;
-        o.cft = cft;
-        o.svd = frontend::parseTrgSvd(svd);
-        o.checkpoint = passes::parseRematPolicy(checkpoint);
-        o.order = passes::parseOrderStrategy(order);
-        o.width = width;
-        o.grad = grad || second;
-        o.second = second;
-        o.svdEps = eps;
-        o.valueCheck = static_cast<rt::ValueCheck>(valueCheck);
-        if (ranks) o.ranks = *ranks;
-        if (repeat < 0 || repeat > frontend::kTrgMaxRepeat)
-          throw Error("trg: repeat must be an integer in [0, " +
-                      std::to_string(frontend::kTrgMaxRepeat) + "], got " + std::to_string(repeat));
-        for (double b : betas)
-          if (!(b > 0) || !std::isfinite(b))
-            throw Error("trg: beta must be finite and > 0, got " + ir::text::formatDouble(b));
+        // The same request, normalised by the same code, as `tessel trg` (frontend/TrgJob.h).
+        frontend::TrgRequest r;
+        r.model = model;
+        r.q = q;
+        r.field = field;
+        r.susceptibility = susceptibility;
+        r.chi = chi;
+        if (!stepsAuto) r.steps = steps;
+        if (ranks) r.ranks = *ranks;
+        r.grad = grad;
+        r.second = second;
+        r.secondMode = secondMode;
+        r.mode = mode;
+        r.algorithm = algorithm;
+        r.btrgK = btrgK;
+        r.cft = cft;
+        r.checkpoint = checkpoint;
+        r.order = order;
+        r.svd = svd;
+        r.width = width;
+        r.repeat = repeat;
+        r.eps = eps;
+        r.valueCheck = static_cast<rt::ValueCheck>(valueCheck);
+        const frontend::TrgOptions o = frontend::trgOptions(r);
+        for (double b : betas) frontend::checkTrgBeta(b);
         std::vector<nlohmann::json> reports;
         {
           nb::gil_scoped_release release;
@@ -594,7 +593,7 @@ NB_MODULE(_tessel, m) {
         for (const nlohmann::json &j : reports) out.append(jsonToPython(j));
         return out;
       },
-      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "steps_auto"_a, "grad"_a, "second"_a, "mode"_a, "algorithm"_a, "btrg_k"_a, "cft"_a, "checkpoint"_a, "order"_a,
+      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "steps_auto"_a, "grad"_a, "second"_a, "second_mode"_a, "mode"_a, "algorithm"_a, "btrg_k"_a, "cft"_a, "checkpoint"_a, "order"_a,
       "svd"_a, "width"_a, "ranks"_a.none(), "repeat"_a, "eps"_a, "value_check"_a, "progress"_a.none());
 
   bindTracing(m);

@@ -352,7 +352,7 @@ def onsager(beta: float) -> dict[str, Optional[float]]:
 def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising",
         q: Optional[int] = None, field: float = 0.0, susceptibility: bool = False,
         chi: int = 16, steps: Union[None, int, str] = None, grad: bool = False, second: bool = False,
-        mode: str = "staged", algorithm: str = "trg", btrg_k: float = -0.5, cft: bool = False,
+        second_mode: str = "forward-over-reverse", mode: str = "staged", algorithm: str = "trg", btrg_k: float = -0.5, cft: bool = False,
         checkpoint: str = "store", order: str = "pairwise", svd: str = "truncated",
         width: int = 1, ranks: Union[None, str, Sequence[int]] = None, repeat: int = 0,
         eps: float = _tessel.TRG_SVD_EPS, check_nan: bool = False,
@@ -385,6 +385,9 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         grad, second: also the first / first and second derivative in β (reverse mode
             through every SVD; the second derivative is forward over reverse, the jvp of
             the gradient, also through the truncated SVD).
+        second_mode: ``"forward-over-reverse"`` (the default) or ``"reverse-over-reverse"``
+            (the VJP of the gradient, through the full SVD): the same numbers to rounding,
+            as ``tessel trg --second-mode``.
         mode: ``staged`` (one program per step class) or ``whole`` (one program).
         algorithm: ``"trg"`` (Levin–Nave, PRL 99, 120601 (2007)) or ``"btrg"`` (bond-weighted
             TRG, Adachi, Okubo, Todo, PRB 105, L060402 (2022): each SVD splits as
@@ -449,7 +452,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     if not steps_auto:
         _check_int("steps", steps)
     for name, v in (("mode", mode), ("checkpoint", checkpoint), ("order", order), ("svd", svd),
-                    ("algorithm", algorithm)):
+                    ("algorithm", algorithm), ("second_mode", second_mode)):
         _check_str(name, v)
     if isinstance(btrg_k, bool) or not isinstance(btrg_k, (int, float, np.integer, np.floating)):
         raise Error(f"trg: btrg_k must be a number, got {btrg_k!r}")
@@ -494,7 +497,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         raise Error(f"trg: progress must be True, False or a callable, got {progress!r}")
     try:
         reports = _tessel.trg(betas, model, q, float(field), bool(susceptibility), chi,
-                              0 if steps_auto else steps, steps_auto, grad, second, mode,
+                              0 if steps_auto else steps, steps_auto, grad, second, second_mode, mode,
                               algorithm, float(btrg_k), bool(cft), checkpoint, order, svd, width,
                               explicit,
                               repeat, float(eps), check, callback)
@@ -546,7 +549,7 @@ _FLAG = re.compile(r"--(chi|steps|width|mode|algorithm|checkpoint|order|svd|rank
 
 
 def _python_option_names(message: str) -> str:
-    message = message.replace("--btrg-k", "btrg_k")
+    message = message.replace("--btrg-k", "btrg_k").replace("--second-mode", "second_mode")
     return _FLAG.sub(lambda m: m.group(1), message).replace("ranks auto", 'ranks="auto"')
 
 

@@ -1,5 +1,6 @@
 """tessel.trg: the library's TRG from Python, against the seed values, Onsager and the CLI."""
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -106,6 +107,9 @@ def test_modes_and_options_agree():
     (dict(beta=0.3, steps="forever"), "steps must be"),
     (dict(beta=0.3, steps="auto", ranks=[2, 4]), "ranks gives the number of steps"),
     (dict(beta=0.3, repeat=-1), "repeat"),
+    (dict(beta=0.3, checkpoint="never"), "^checkpoint: unknown checkpoint policy 'never'"),
+    (dict(beta=0.3, second=True, second_mode="sideways"),
+     "^second_mode: expected forward-over-reverse or reverse-over-reverse, got 'sideways'"),
 ])
 def test_bad_options_raise_errors_naming_them(kwargs, match):
     with pytest.raises(tessel.Error, match=match):
@@ -125,6 +129,26 @@ def test_the_fields_are_those_of_the_command_line(source_dir):
     assert sorted(from_py["memory"]) == sorted(from_cli["memory"])
     for key in ("lnZ_per_site", "dlnZ_dbeta", "exact_lnZ_per_site", "ranks", "passes", "svd"):
         assert from_py[key] == from_cli[key], key
+
+
+def test_the_same_request_gives_the_same_run_as_the_command_line(source_dir):
+    # One normalisation for both front ends (frontend/TrgJob.h): h = -0 is h = 0,
+    # susceptibility implies second implies grad, and --second-mode is second_mode.
+    cli = pathlib.Path(os.environ.get("TESSEL_CLI", source_dir / "build" / "tools" / "tessel"))
+    if not cli.exists():
+        pytest.skip(f"no tessel binary at {cli}")
+    line = subprocess.run([str(cli), "trg", "--beta", "0.3", "--chi", "6", "--steps", "6", "--field=-0",
+                           "--susceptibility", "--second-mode", "reverse-over-reverse", "--repeat", "0",
+                           "--json"], check=True, capture_output=True, text=True).stdout
+    from_cli = json.loads(line)
+    from_py = tessel.trg(0.3, chi=6, steps=6, field=-0.0, susceptibility=True,
+                         second_mode="reverse-over-reverse")
+    assert math.copysign(1.0, from_py["field"]) == 1.0 and from_py["field"] == from_cli["field"] == 0
+    for key in ("lnZ_per_site", "dlnZ_dbeta", "d2lnZ_dbeta2", "d2lnZ_dh2", "susceptibility", "svd"):
+        assert from_py[key] == from_cli[key], key
+    # Forward over reverse (the default) gives the same second derivative to rounding.
+    fwd = tessel.trg(0.3, chi=6, steps=6, second=True)
+    assert abs(fwd["d2lnZ_dbeta2"] - from_py["d2lnZ_dbeta2"]) <= 1e-10 * abs(from_py["d2lnZ_dbeta2"])
 
 
 def test_onsager_errors():

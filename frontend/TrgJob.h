@@ -1,0 +1,64 @@
+//===- frontend/TrgJob.h - A TRG run as a user asks for it, made into TrgOptions -===//
+//
+// `tessel trg` (tools/cmd_trg.cpp) and `tessel.trg` (python/src/module.cpp) take the same
+// options, in the words of their users: model and algorithm names, "auto" steps, a remat
+// policy's name. trgOptions turns such a request into the driver's TrgOptions in one
+// place, so the two front ends cannot drift apart: the implications (susceptibility
+// needs the second derivative, which needs the first), h = −0 read as h = 0, the
+// names parsed, the checks that are not the driver's (repeat, β). Each error names the
+// command-line flag ("--repeat"); the Python package renames flags to its parameters.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/TrgDriver.h"
+
+namespace tessel::frontend {
+
+struct TrgRequest {
+  std::string model = "ising";   ///< --model: ising or potts
+  std::optional<int64_t> q;      ///< --q (Potts)
+  double field = 0;              ///< --field h (Ising; units of J)
+  bool susceptibility = false;   ///< --susceptibility (implies second)
+  int64_t chi = 16;              ///< --chi
+  /// --steps: nullopt = auto (the infinite lattice), or N (2^N sites). With `ranks`
+  /// given and steps nullopt, the schedule's length.
+  std::optional<int64_t> steps;
+  /// steps "auto" was given explicitly: with `ranks` the driver refuses it (the schedule
+  /// gives the number of steps).
+  bool stepsAutoGiven = false;
+  std::vector<int64_t> ranks;    ///< --ranks (empty: derived at each β)
+  bool grad = false;             ///< --grad
+  bool second = false;           ///< --second (implies grad)
+  std::string secondMode = "forward-over-reverse"; ///< --second-mode
+  std::string mode = "staged";   ///< --mode: staged or whole
+  std::string algorithm = "trg"; ///< --algorithm: trg or btrg
+  double btrgK = kBtrgDefaultK;  ///< --btrg-k
+  bool cft = false;              ///< --cft
+  std::string checkpoint = "store"; ///< --checkpoint: store, recompute, save-svd
+  std::string order = "pairwise";   ///< --order
+  std::string svd = "truncated";    ///< --svd: truncated or full
+  int64_t width = 1;                ///< --width
+  int64_t repeat = 0;               ///< --repeat: steady runs after one warm-up
+  double eps = kTrgSvdEps;          ///< --eps
+  rt::ValueCheck valueCheck = rt::ValueCheck::Off; ///< --check-nan / --check-inf
+  bool fuseElementwise = true;      ///< --no-fusion turns it off
+};
+
+/// The driver's options for `r`: names parsed (errors name the flag and the allowed
+/// values), second = second || susceptibility, grad = grad || second, field −0 → 0,
+/// steps auto → stepsAuto with kTrgStepsAutoMax, ranks given without steps → their
+/// count (unless auto was given explicitly). Throws tessel::Error "error: --repeat must be an integer in [0, 1000000], got
+/// N", "error: --second-mode: ...", "error: --width ..." and the parsers' errors; χ,
+/// steps, ε and the schedule are checked by the driver (validateTrgOptions).
+TrgOptions trgOptions(const TrgRequest &r);
+
+/// Throws tessel::Error "error: beta must be finite and > 0, got B" otherwise.
+void checkTrgBeta(double beta);
+
+} // namespace tessel::frontend
