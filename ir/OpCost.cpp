@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ir/OpAttrs.h"
 #include "ir/ShapeRules.h"
 
 namespace tessel::ir {
@@ -21,14 +22,14 @@ double perOperandElement(const Program &p, const Op &op) { return numel(p.type(o
 double dotGeneralFlops(const Program &p, const Op &op) {
   const Type &lhs = p.type(op.operands[0]);
   double contracted = 1;
-  for (int64_t d : op.attrs.getI64s("lhs_contract")) contracted *= static_cast<double>(lhs.shape[d]);
+  for (int64_t d : attr<OpKind::DotGeneral, "lhs_contract">(op)) contracted *= static_cast<double>(lhs.shape[d]);
   // The result holds batch × lhs free × rhs free elements.
   return 2.0 * resultElems(p, op) * contracted;
 }
 
 /// opt_einsum's flop_count for the whole einsum in one step (its "Naive FLOP count").
 double einsumFlops(const Program &p, const Op &op) {
-  const EinsumSpec spec = parseEinsumSpec(op.attrs.getStr("spec"));
+  const EinsumSpec spec = parseEinsumSpec(attr<OpKind::Einsum, "spec">(op));
   std::string labels;
   size_t occurrences = 0;
   double all = 1;
@@ -81,7 +82,7 @@ double triangularSolveFlops(const Program &p, const Op &op) {
 double svdTopkFlops(const Program &p, const Op &op) {
   const Type &a = p.type(op.operands[0]);
   const double mn = static_cast<double>(a.shape[0]) * static_cast<double>(a.shape[1]);
-  const double k = static_cast<double>(op.attrs.getI64("k"));
+  const double k = static_cast<double>(attr<OpKind::SvdTopk, "k">(op));
   return 2 * mn * (2 * 3 * k + k);
 }
 
@@ -92,7 +93,7 @@ double svdTopkComplementFlops(const Program &p, const Op &op) {
   const double mn = static_cast<double>(a.shape[0]) * static_cast<double>(a.shape[1]);
   const double k = static_cast<double>(p.type(op.operands[2]).shape[0]);
   const double r = static_cast<double>(p.type(op.operands[4]).shape[1]);
-  const double guards = op.attrs.getI64("guards") > 0 ? 0.0 : 4 * 4 * mn * 2 * k;
+  const double guards = attr<OpKind::SvdTopkComplement, "guards">(op) > 0 ? 0.0 : 4 * 4 * mn * 2 * k;
   return guards + 10 * 4 * mn * r;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "ir/OpAttrs.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace tessel::ir {
@@ -137,3 +138,12 @@ void canonicalizeAttrs(OpKind kind, AttrList &attrs) {
 }
 
 } // namespace tessel::ir
+
+namespace tessel::ir::detail {
+
+void throwWrongOpKind(const Op &op, OpKind expected, std::string_view attr) {
+  throw Error("internal error: attribute '" + std::string(attr) + "' of " + opName(expected) +
+              " read from a " + opName(op.kind) + " op");
+}
+
+} // namespace tessel::ir::detail

@@ -55,6 +55,7 @@
 #include <utility>
 
 #include "ir/Diagnostics.h"
+#include "ir/OpAttrs.h"
 #include "passes/JvpRules.h"
 #include "passes/VjpRules.h"
 
@@ -156,9 +157,9 @@ ResultTangents jvpSvd(const JvpCall &c) {
 ResultTangents jvpSvdTopkComplement(const JvpCall &c) {
   Builder &b = c.b;
   if (std::all_of(c.tangents.begin(), c.tangents.end(), [](ValueId t) { return t == kNone; })) return {kNone, kNone};
-  if (c.op.attrs.getI64("guards") != 0)
+  if (ir::attr<OpKind::SvdTopkComplement, "guards">(c.op) != 0)
     throw Error("jvp: svd_topk_complement" + (c.op.loc.empty() ? std::string() : " (" + c.op.loc + ")") +
-                " has guards = " + std::to_string(c.op.attrs.getI64("guards")) +
+                " has guards = " + std::to_string(ir::attr<OpKind::SvdTopkComplement, "guards">(c.op)) +
                 ": its U, s, Vt hold triplets below the cut, which the rule does not take; "
                 "differentiate before the svd-topk-guards pass");
   const ValueId A = c.op.operands[0], U = c.op.operands[1], s = c.op.operands[2], Vt = c.op.operands[3];
@@ -191,7 +192,7 @@ ResultTangents jvpSvdTopkComplement(const JvpCall &c) {
   ValueId tX = kNone, tYt = kNone;
   if (rhs1 != kNone || rhs2 != kNone) {
     auto xy = b.svdTopkComplement(A, U, s, Vt, rhs1 != kNone ? rhs1 : splat(b, 0.0, xs),
-                                  rhs2 != kNone ? rhs2 : splat(b, 0.0, ys), c.op.attrs.getF64("eps"));
+                                  rhs2 != kNone ? rhs2 : splat(b, 0.0, ys), ir::attr<OpKind::SvdTopkComplement, "eps">(c.op));
     tX = xy[0];
     tYt = xy[1];
   }
@@ -219,7 +220,7 @@ ResultTangents jvpEigh(const JvpCall &c) {
   ValueId VtS = b.dotGeneral(V, tS, {}, {}, {0}, {0}); // Vᵀ·Ṡ
   ValueId K = b.dotGeneral(VtS, V, {}, {}, {1}, {0});  // Vᵀ·Ṡ·V
   ValueId tw = diagonal(b, K);
-  vjp::Broadening br = vjp::eighBroadening(b, c.op.attrs.getF64("eps"), w);
+  vjp::Broadening br = vjp::eighBroadening(b, ir::attr<OpKind::Eigh, "eps">(c.op), w);
   ValueId wj = b.broadcastInDim(w, nn, {1});
   ValueId wi = b.broadcastInDim(w, nn, {0});
   ValueId x = b.sub(wj, wi);
@@ -259,8 +260,9 @@ ResultTangents jvpTriangularSolve(const JvpCall &c) {
   const ValueId A = c.op.operands[0], X = c.op.results[0];
   const ValueId tA = c.tangents[0], tB = c.tangents[1];
   if (tA == kNone && tB == kNone) return {kNone};
-  const bool left = c.op.attrs.getI64("left_side") == 1, lower = c.op.attrs.getI64("lower") == 1;
-  const bool trans = c.op.attrs.getI64("transpose_a") == 1;
+  const bool left = ir::attr<OpKind::TriangularSolve, "left_side">(c.op) == 1,
+             lower = ir::attr<OpKind::TriangularSolve, "lower">(c.op) == 1;
+  const bool trans = ir::attr<OpKind::TriangularSolve, "transpose_a">(c.op) == 1;
   ValueId term = kNone; // op(Ȧ)·X (left) or X·op(Ȧ) (right)
   if (tA != kNone) {
     ValueId mask = triangleMask(b, shapeOf(b, A)[0], false, !lower);

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "ir/Diagnostics.h"
+#include "ir/OpAttrs.h"
 #include "ir/ShapeRules.h"
 #include "passes/VjpRules.h"
 
@@ -172,7 +173,7 @@ ResultTangents jvpSelect(const JvpCall &c) {
 ResultTangents jvpReduceMax(const JvpCall &c) {
   Builder &b = c.b;
   ValueId x = c.op.operands[0], y = c.op.results[0], t = c.tangents[0];
-  I64List axes = c.op.attrs.getI64s("axes");
+  I64List axes = ir::attr<OpKind::ReduceMax, "axes">(c.op);
   if (axes.empty()) return {t};
   Shape xs = shapeOf(b, x);
   I64List kept;
@@ -220,7 +221,7 @@ ResultTangents jvpCall(const JvpCall &c) {
     if (t != kNone) operands.push_back(t);
   }
   std::vector<bool> outs;
-  const std::string f = c.module->jvpFunction(c.op.attrs.getStr("callee"), marked, -1, outs);
+  const std::string f = c.module->jvpFunction(ir::attr<OpKind::Call, "callee">(c.op), marked, -1, outs);
   auto res = b.call(f, operands);
   const size_t n = c.op.results.size();
   c.primalResults->assign(res.begin(), res.begin() + static_cast<ptrdiff_t>(n));
@@ -232,8 +233,8 @@ ResultTangents jvpCall(const JvpCall &c) {
 
 ResultTangents jvpScan(const JvpCall &c) {
   Builder &b = c.b;
-  const size_t k = static_cast<size_t>(c.op.attrs.getI64("carries"));
-  const std::string callee = c.op.attrs.getStr("callee");
+  const size_t k = static_cast<size_t>(ir::attr<OpKind::Scan, "carries">(c.op));
+  const std::string callee = ir::attr<OpKind::Scan, "callee">(c.op);
   std::vector<bool> marked;
   for (ValueId t : c.tangents) marked.push_back(t != kNone);
   std::vector<bool> outs;
@@ -246,7 +247,7 @@ ResultTangents jvpScan(const JvpCall &c) {
     if (marked[j]) carries.push_back(c.tangents[j] != kNone ? c.tangents[j] : splat(b, 0.0, shapeOf(b, c.op.operands[j])));
   for (size_t j = k; j < c.op.operands.size(); ++j)
     if (marked[j]) xs.push_back(c.tangents[j]);
-  auto res = b.scan(f, carries, xs, c.op.attrs.getI64("length"), c.op.attrs.getI64("reverse") != 0);
+  auto res = b.scan(f, carries, xs, ir::attr<OpKind::Scan, "length">(c.op), ir::attr<OpKind::Scan, "reverse">(c.op) != 0);
   const size_t n = c.op.results.size();
   size_t next = 0;
   c.primalResults->clear();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/Builder.h"
+#include "ir/OpAttrs.h"
 #include "ir/ShapeRules.h"
 #include "passes/Rewrite.h"
 
@@ -24,7 +25,7 @@ bool runSvdTopkGuards(Program &p, const SvdTopkGuardsOptions &, SvdTopkGuardsSta
   bool any = false;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op &c = p.ops[i];
-    if (c.kind != OpKind::SvdTopkComplement || c.attrs.getI64("guards") != 0) continue;
+    if (c.kind != OpKind::SvdTopkComplement || ir::attr<OpKind::SvdTopkComplement, "guards">(c) != 0) continue;
     const int32_t d = p.values[c.operands[1]].def;
     if (d < 0) continue;
     const Op &t = p.ops[size_t(d)];
@@ -33,7 +34,7 @@ bool runSvdTopkGuards(Program &p, const SvdTopkGuardsOptions &, SvdTopkGuardsSta
         c.operands[3] != t.results[2])
       continue;
     const Shape &as = p.type(t.operands[0]).shape;
-    const int64_t g = svdTopkComplementGuards(as[0], as[1], t.attrs.getI64("k"));
+    const int64_t g = svdTopkComplementGuards(as[0], as[1], ir::attr<OpKind::SvdTopk, "k">(t));
     if (g == 0) continue;
     guards[size_t(d)] = guards[i] = g;
     any = true;
@@ -60,7 +61,7 @@ bool runSvdTopkGuards(Program &p, const SvdTopkGuardsOptions &, SvdTopkGuardsSta
       continue;
     }
     const Shape &as = p.type(op.operands[0]).shape;
-    const int64_t m = as[0], n = as[1], k = op.attrs.getI64("k"), w = k + guards[i];
+    const int64_t m = as[0], n = as[1], k = ir::attr<OpKind::SvdTopk, "k">(op), w = k + guards[i];
     op.attrs.set("k", Attr::i64(w));
     p.values[op.results[0]].type = Type({m, w});
     p.values[op.results[1]].type = Type({w});

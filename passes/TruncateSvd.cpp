@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/Attribute.h"
+#include "ir/OpAttrs.h"
 
 namespace tessel::passes {
 
@@ -30,7 +31,7 @@ bool runTruncateSvd(ir::Program &p, const TruncateSvdOptions &opts, TruncateSvdS
       // Vt.
       const uint32_t r = p.values[v].resultIndex;
       const size_t axis = r == 0 ? 1 : 0;
-      needed[v] = std::max(needed[v], op.attrs.getI64s("limit")[axis]);
+      needed[v] = std::max(needed[v], ir::attr<ir::OpKind::Slice, "limit">(op)[axis]);
     }
   bool changed = false;
   for (ir::Op &op : p.ops) {
@@ -44,8 +45,8 @@ bool runTruncateSvd(ir::Program &p, const TruncateSvdOptions &opts, TruncateSvdS
       k = std::max(k, needed[v]);
     }
     if (all || k == 0 || K < opts.minSize || 100 * k > opts.maxKPercent * K) continue;
-    const double eps = op.attrs.getF64("eps");
-    const std::string gauge = op.attrs.getStr("gauge");
+    const double eps = ir::attr<ir::OpKind::Svd, "eps">(op);
+    const std::string gauge = ir::attr<ir::OpKind::Svd, "gauge">(op);
     op.kind = ir::OpKind::SvdTopk;
     op.attrs = ir::AttrList{{"k", ir::Attr::i64(k)}, {"eps", ir::Attr::f64(eps)},
                             {"gauge", ir::Attr::str(gauge)}};

@@ -29,6 +29,7 @@
 // linear algebra", arXiv:1710.08717; H.-J. Liao et al., PRX 9, 031041 (2019) (broadening).
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "passes/VjpRules.h"
 
 namespace tessel::passes::vjp {
@@ -63,7 +64,7 @@ OperandCotangents vjpEigh(const VjpCall &c) {
   // compiler's order of evaluating arguments.
   ValueId core = kNone; // diag(w̄) + ½(K − Kᵀ)∘L(w_j − w_i)
   if (gV != kNone) {
-    Broadening br = eighBroadening(b, c.op.attrs.getF64("eps"), w);
+    Broadening br = eighBroadening(b, ir::attr<OpKind::Eigh, "eps">(c.op), w);
     ValueId K = b.dotGeneral(V, gV, {}, {}, {0}, {0}); // K_ij = Σ_a V[a,i]·V̄[a,j]
     ValueId Kt = b.transpose(K, {1, 0});
     ValueId antisym = b.sub(K, Kt);

@@ -20,6 +20,7 @@
 // diagonal the solve stops with an error naming the op.
 //
 //===----------------------------------------------------------------------===//
+#include "ir/OpAttrs.h"
 #include "passes/VjpRules.h"
 
 namespace tessel::passes::vjp {
@@ -89,8 +90,9 @@ OperandCotangents vjpTriangularSolve(const VjpCall &c) {
   Builder &b = c.b;
   const ValueId A = c.op.operands[0], X = c.op.results[0], gX = c.cotangents[0];
   if (gX == kNone) return {kNone, kNone};
-  const bool left = c.op.attrs.getI64("left_side") == 1, lower = c.op.attrs.getI64("lower") == 1;
-  const bool trans = c.op.attrs.getI64("transpose_a") == 1;
+  const bool left = ir::attr<OpKind::TriangularSolve, "left_side">(c.op) == 1,
+             lower = ir::attr<OpKind::TriangularSolve, "lower">(c.op) == 1;
+  const bool trans = ir::attr<OpKind::TriangularSolve, "transpose_a">(c.op) == 1;
   ValueId gB = b.triangularSolve(A, gX, left, lower, !trans);
   ValueId gA = kNone;
   if (c.needed[0]) {

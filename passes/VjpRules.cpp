@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "ir/Diagnostics.h"
+#include "ir/OpAttrs.h"
 #include "ir/ShapeRules.h"
 
 namespace tessel::passes::vjp {
@@ -184,7 +185,7 @@ OperandCotangents vjpReduceSum(const VjpCall &c) {
   Builder &b = c.b;
   ValueId x = c.op.operands[0];
   Shape xs = shapeOf(b, x);
-  I64List kept = complementAxes(static_cast<int>(xs.size()), c.op.attrs.getI64s("axes"));
+  I64List kept = complementAxes(static_cast<int>(xs.size()), ir::attr<OpKind::ReduceSum, "axes">(c.op));
   if (kept.size() == xs.size()) return {c.cotangents[0]}; // empty axes: identity
   return {b.broadcastInDim(c.cotangents[0], xs, kept)};
 }
@@ -195,7 +196,7 @@ OperandCotangents vjpReduceSum(const VjpCall &c) {
 OperandCotangents vjpReduceMax(const VjpCall &c) {
   Builder &b = c.b;
   ValueId x = c.op.operands[0], y = c.op.results[0], g = c.cotangents[0];
-  I64List axes = c.op.attrs.getI64s("axes");
+  I64List axes = ir::attr<OpKind::ReduceMax, "axes">(c.op);
   Shape xs = shapeOf(b, x);
   I64List kept = complementAxes(static_cast<int>(xs.size()), axes);
   if (kept.size() == xs.size()) return {g}; // empty axes: identity
@@ -214,7 +215,7 @@ OperandCotangents vjpBroadcastInDim(const VjpCall &c) {
   Builder &b = c.b;
   ValueId x = c.op.operands[0], g = c.cotangents[0];
   Shape xs = shapeOf(b, x), ys = shapeOf(b, g);
-  I64List dims = c.op.attrs.getI64s("dims");
+  I64List dims = ir::attr<OpKind::BroadcastInDim, "dims">(c.op);
   I64List newAxes = complementAxes(static_cast<int>(ys.size()), dims);
   ValueId r = newAxes.empty() ? g : b.reduceSum(g, newAxes);
   I64List expanded;
@@ -232,7 +233,7 @@ OperandCotangents vjpReshape(const VjpCall &c) {
 
 // y = transpose(x, perm): x̄ = transpose(g, perm⁻¹)
 OperandCotangents vjpTranspose(const VjpCall &c) {
-  const I64List &perm = c.op.attrs.getI64s("perm");
+  const I64List &perm = ir::attr<OpKind::Transpose, "perm">(c.op);
   I64List inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   return {transposeIfNeeded(c.b, c.cotangents[0], inv)};
@@ -241,7 +242,7 @@ OperandCotangents vjpTranspose(const VjpCall &c) {
 // y = slice(x, start, limit): x̄ = pad(g, low = start, high = shape(x) - limit)
 OperandCotangents vjpSlice(const VjpCall &c) {
   Shape xs = shapeOf(c.b, c.op.operands[0]);
-  I64List start = c.op.attrs.getI64s("start"), limit = c.op.attrs.getI64s("limit");
+  I64List start = ir::attr<OpKind::Slice, "start">(c.op), limit = ir::attr<OpKind::Slice, "limit">(c.op);
   I64List high(xs.size());
   bool trivial = true;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -255,7 +256,7 @@ OperandCotangents vjpSlice(const VjpCall &c) {
 // y = pad(x, low, high) (zero padding, low/high >= 0): x̄ = slice(g, low, low + shape(x))
 OperandCotangents vjpPad(const VjpCall &c) {
   Shape xs = shapeOf(c.b, c.op.operands[0]);
-  I64List low = c.op.attrs.getI64s("low"), high = c.op.attrs.getI64s("high");
+  I64List low = ir::attr<OpKind::Pad, "low">(c.op), high = ir::attr<OpKind::Pad, "high">(c.op);
   I64List limit(xs.size());
   bool trivial = true;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -326,7 +327,7 @@ OperandCotangents vjpDotGeneral(const VjpCall &c) {
 OperandCotangents vjpEinsum(const VjpCall &c) {
   Builder &b = c.b;
   ValueId g = c.cotangents[0];
-  ir::EinsumSpec spec = ir::parseEinsumSpec(c.op.attrs.getStr("spec"));
+  ir::EinsumSpec spec = ir::parseEinsumSpec(ir::attr<OpKind::Einsum, "spec">(c.op));
   size_t n = c.op.operands.size();
   OperandCotangents out(n, kNone);
   for (size_t i = 0; i < n; ++i) {

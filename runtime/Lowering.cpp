@@ -16,6 +16,7 @@
 #include <lapacke.h>
 
 #include "ir/Diagnostics.h"
+#include "ir/OpAttrs.h"
 #include "runtime/Fusion.h"
 #include "runtime/Factorizations.h"
 #include "runtime/PrepareStages.h"
@@ -206,13 +207,13 @@ public:
 using LowerRule = void (*)(Lowering &, const ir::Op &, size_t);
 
 void lowerConstant(Lowering &L, const ir::Op &op, size_t) {
-  const Tensor &t = op.attrs.getTensor("value");
+  const Tensor &t = ir::attr<OpKind::Constant, "value">(op);
   L.bindConstant(op.results[0], t.data.data(), t.type.numel());
 }
 
 void lowerIota(Lowering &L, const ir::Op &op, size_t) {
   const Type &t = L.type(op.results[0]);
-  const int64_t dim = op.attrs.getI64("dim");
+  const int64_t dim = ir::attr<OpKind::Iota, "dim">(op);
   std::vector<double> data(static_cast<size_t>(t.numel()));
   auto st = rowMajorStrides(t.shape);
   for (int64_t k = 0; k < t.numel(); ++k) data[k] = static_cast<double>((k / st[dim]) % t.shape[dim]);
@@ -240,7 +241,7 @@ struct FusedLoopBuilder {
   int step(const ir::Op &d) {
     FusedStep st;
     st.op = d.kind;
-    if (d.kind == OpKind::Compare) st.cmp = parseCompareDirection(d.attrs.getStr("direction"));
+    if (d.kind == OpKind::Compare) st.cmp = parseCompareDirection(ir::attr<OpKind::Compare, "direction">(d));
     st.nargs = static_cast<uint8_t>(d.operands.size());
     for (size_t q = 0; q < d.operands.size(); ++q) st.arg[q] = static_cast<int16_t>(value(d.operands[q]));
     e.steps.push_back(st);
@@ -273,7 +274,7 @@ struct FusedLoopBuilder {
 void lowerElementwise(Lowering &L, const ir::Op &op, size_t i) {
   if (L.fusion.inlined(op.results[0])) return; // computed inside its readers' loops
   ElementwisePlan e;
-  if (op.kind == OpKind::Compare) e.cmp = parseCompareDirection(op.attrs.getStr("direction"));
+  if (op.kind == OpKind::Compare) e.cmp = parseCompareDirection(ir::attr<OpKind::Compare, "direction">(op));
   Instruction in = L.instruction(op, i, e);
   const int64_t n = L.type(op.results[0]).numel();
   in.nchunks = chunksFor(n, kChunkElems);
@@ -343,7 +344,7 @@ void lowerBroadcastInDim(Lowering &L, const ir::Op &op, size_t i) {
     L.alias(op.results[0], op.operands[0]);
     return;
   }
-  const auto &dims = op.attrs.getI64s("dims");
+  const auto &dims = ir::attr<OpKind::BroadcastInDim, "dims">(op);
   auto ist = rowMajorStrides(it.shape);
   std::vector<int64_t> shape(ot.shape.begin(), ot.shape.end()), stride(ot.rank(), 0);
   for (int d = 0; d < it.rank(); ++d)
@@ -353,7 +354,7 @@ void lowerBroadcastInDim(Lowering &L, const ir::Op &op, size_t i) {
 
 void lowerTranspose(Lowering &L, const ir::Op &op, size_t i) {
   const Type &it = L.type(op.operands[0]), &ot = L.type(op.results[0]);
-  const auto &perm = op.attrs.getI64s("perm");
+  const auto &perm = ir::attr<OpKind::Transpose, "perm">(op);
   std::vector<int64_t> order(perm.begin(), perm.end());
   if (isMemoryOrder(order, it.shape)) {
     L.alias(op.results[0], op.operands[0]);
@@ -371,7 +372,7 @@ void lowerSlice(Lowering &L, const ir::Op &op, size_t i) {
     L.alias(op.results[0], op.operands[0]);
     return;
   }
-  const auto &start = op.attrs.getI64s("start");
+  const auto &start = ir::attr<OpKind::Slice, "start">(op);
   auto ist = rowMajorStrides(it.shape);
   int64_t baseOff = 0;
   for (int d = 0; d < it.rank(); ++d) baseOff += start[d] * ist[d];
@@ -386,7 +387,7 @@ void lowerPad(Lowering &L, const ir::Op &op, size_t i) {
     return;
   }
   PadPlan p;
-  const auto &low = op.attrs.getI64s("low");
+  const auto &low = ir::attr<OpKind::Pad, "low">(op);
   p.outShape.assign(ot.shape.begin(), ot.shape.end());
   p.inShape.assign(it.shape.begin(), it.shape.end());
   p.low.assign(low.begin(), low.end());
@@ -453,15 +454,13 @@ int32_t chunkGemm(GemmPlan &g) {
 /// operand elements to transpose; an operand not in GEMM form either way is
 /// transposed into a temporary first.
 void lowerDotGeneral(Lowering &L, const ir::Op &op, size_t i) {
-  const auto &a = op.attrs;
   const ir::ValueId lv = op.operands[0], rv = op.operands[1];
   const Type &lt = L.type(lv), &rtt = L.type(rv);
-  auto vec = [&](const char *name) {
-    const auto &v = a.getI64s(name);
-    return std::vector<int64_t>(v.begin(), v.end());
-  };
-  const std::vector<int64_t> lb = vec("lhs_batch"), rb = vec("rhs_batch");
-  const std::vector<int64_t> lc = vec("lhs_contract"), rc = vec("rhs_contract");
+  auto vec = [](const ir::I64List &v) { return std::vector<int64_t>(v.begin(), v.end()); };
+  const std::vector<int64_t> lb = vec(ir::attr<OpKind::DotGeneral, "lhs_batch">(op)),
+                             rb = vec(ir::attr<OpKind::DotGeneral, "rhs_batch">(op));
+  const std::vector<int64_t> lc = vec(ir::attr<OpKind::DotGeneral, "lhs_contract">(op)),
+                             rc = vec(ir::attr<OpKind::DotGeneral, "rhs_contract">(op));
   auto freeDims = [](int rank, const std::vector<int64_t> &b, const std::vector<int64_t> &c) {
     std::vector<int64_t> f;
     for (int d = 0; d < rank; ++d)
@@ -589,7 +588,7 @@ void lowerSvd(Lowering &L, const ir::Op &op, size_t i) {
 void lowerSvdTopk(Lowering &L, const ir::Op &op, size_t i) {
   const Type &at = L.type(op.operands[0]);
   SvdTopkPlan s;
-  s.cfg = topkSvdConfig(at.shape[0], at.shape[1], op.attrs.getI64("k"));
+  s.cfg = topkSvdConfig(at.shape[0], at.shape[1], ir::attr<OpKind::SvdTopk, "k">(op));
   Instruction in = L.instruction(op, i, s);
   in.numResults = 3;
   in.out.push_back(L.newTemp(Type({std::max<int64_t>(1, s.cfg.workElems)}), "work"));
@@ -604,10 +603,10 @@ void lowerSvdTopk(Lowering &L, const ir::Op &op, size_t i) {
 void lowerSvdTopkComplement(Lowering &L, const ir::Op &op, size_t i) {
   const Type &at = L.type(op.operands[0]);
   SvdComplementPlan s;
-  const int64_t given = op.attrs.getI64("guards");
+  const int64_t given = ir::attr<OpKind::SvdTopkComplement, "guards">(op);
   s.cfg = svdComplementConfig(at.shape[0], at.shape[1], L.type(op.operands[2]).shape[0] - given,
                               L.type(op.operands[4]).shape[1], given);
-  s.eps = op.attrs.getF64("eps");
+  s.eps = ir::attr<OpKind::SvdTopkComplement, "eps">(op);
   Instruction in = L.instruction(op, i, s);
   in.numResults = 2;
   in.out.push_back(L.newTemp(Type({std::max<int64_t>(1, s.cfg.workElems)}), "work"));
@@ -645,8 +644,8 @@ void lowerQr(Lowering &L, const ir::Op &op, size_t i) {
 void lowerTriangularSolve(Lowering &L, const ir::Op &op, size_t i) {
   const Type &bt = L.type(op.operands[1]);
   TriangularSolvePlan t{L.type(op.operands[0]).shape[0], bt.shape[0], bt.shape[1],
-                        op.attrs.getI64("left_side") == 1, op.attrs.getI64("lower") == 1,
-                        op.attrs.getI64("transpose_a") == 1};
+                        ir::attr<OpKind::TriangularSolve, "left_side">(op) == 1, ir::attr<OpKind::TriangularSolve, "lower">(op) == 1,
+                        ir::attr<OpKind::TriangularSolve, "transpose_a">(op) == 1};
   Instruction in = L.instruction(op, i, t);
   in.what = std::string(t.left ? "left" : "right") + (t.lower ? " lower" : " upper") +
             (t.transposeA ? " transposed" : "") + " dtrsm n=" + std::to_string(t.n) + " rhs " + bt.str();

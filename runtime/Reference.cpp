@@ -20,6 +20,7 @@
 #include <lapacke.h>
 
 #include "ir/Diagnostics.h"
+#include "ir/OpAttrs.h"
 #include "ir/Printer.h"
 #include "ir/ShapeRules.h"
 #include "runtime/Factorizations.h"
@@ -102,7 +103,7 @@ TESSEL_REF_MAP(refSelect, [](double pred, double x, double y) { return pred != 0
 #undef TESSEL_REF_MAP
 
 Results refCompare(const Program &, const Op &op, const Operands &in, const Type &rt) {
-  const CompareDir dir = parseCompareDirection(op.attrs.getStr("direction"));
+  const CompareDir dir = parseCompareDirection(ir::attr<OpKind::Compare, "direction">(op));
   return map(in, rt, [dir](double x, double y) { return compareValues(dir, x, y) ? 1.0 : 0.0; });
 }
 
@@ -112,12 +113,12 @@ Results refIdentity(const Program &, const Op &, const Operands &in, const Type 
 }
 
 Results refConstant(const Program &, const Op &op, const Operands &, const Type &) {
-  return {op.attrs.getTensor("value")};
+  return {ir::attr<OpKind::Constant, "value">(op)};
 }
 
 Results refIota(const Program &, const Op &op, const Operands &, const Type &rt) {
   Tensor out = Tensor::zeros(rt);
-  const int64_t dim = op.attrs.getI64("dim");
+  const int64_t dim = ir::attr<OpKind::Iota, "dim">(op);
   forEachIndex(rt.shape, [&](const std::vector<int64_t> &idx, int64_t lin) {
     out.data[lin] = static_cast<double>(idx[dim]);
   });
@@ -339,7 +340,7 @@ Results refSvd(const Program &p, const Op &op, const Operands &in, const Type &)
 /// The first k triplets of refSvd's full thin SVD.
 Results refSvdTopk(const Program &p, const Op &op, const Operands &in, const Type &) {
   const int64_t m = in[0]->type.shape[0], n = in[0]->type.shape[1], K = std::min(m, n);
-  const int64_t k = op.attrs.getI64("k");
+  const int64_t k = ir::attr<OpKind::SvdTopk, "k">(op);
   Results f = thinSvd(p, op, *in[0]);
   Results r;
   for (ir::ValueId v : op.results) r.push_back(Tensor::zeros(p.type(v)));
@@ -410,8 +411,9 @@ Results refQr(const Program &p, const Op &op, const Operands &in, const Type &) 
 Results refTriangularSolve(const Program &p, const Op &op, const Operands &in, const Type &) {
   const Tensor &A = *in[0], &B = *in[1];
   const int64_t n = A.type.shape[0], rows = B.type.shape[0], cols = B.type.shape[1];
-  const bool left = op.attrs.getI64("left_side") == 1, lower = op.attrs.getI64("lower") == 1;
-  const bool trans = op.attrs.getI64("transpose_a") == 1;
+  const bool left = ir::attr<OpKind::TriangularSolve, "left_side">(op) == 1,
+             lower = ir::attr<OpKind::TriangularSolve, "lower">(op) == 1;
+  const bool trans = ir::attr<OpKind::TriangularSolve, "transpose_a">(op) == 1;
   for (int64_t i = 0; i < n; ++i)
     if (A.data[static_cast<size_t>(i * n + i)] == 0.0 || !std::isfinite(A.data[static_cast<size_t>(i * n + i)]))
       throw Error(singularTriangleMessage(p, op, i, A.data[static_cast<size_t>(i * n + i)]));
@@ -454,8 +456,8 @@ Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in,
   const int64_t m = A.type.shape[0], n = A.type.shape[1], K = std::min(m, n);
   // ld: the columns of U (the kept triplets, then the guards, which the full SVD below
   // makes redundant); k: the kept ones.
-  const int64_t ld = s.type.shape[0], k = ld - op.attrs.getI64("guards"), r = gU.type.shape[1];
-  const double eps = op.attrs.getF64("eps");
+  const int64_t ld = s.type.shape[0], k = ld - ir::attr<OpKind::SvdTopkComplement, "guards">(op), r = gU.type.shape[1];
+  const double eps = ir::attr<OpKind::SvdTopkComplement, "eps">(op);
   Results f = thinSvd(p, op, A);
   const std::vector<double> &Uf = f[0].data, &sf = f[1].data, &Vtf = f[2].data;
   const double s0 = s.data[0] != 0 ? s.data[0] : 1.0;

@@ -7,6 +7,7 @@
 
 #include "ir/Builder.h"
 #include "ir/Json.h"
+#include "ir/OpAttrs.h"
 #include "ir/OpCost.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
@@ -57,6 +58,34 @@ TEST_CASE("op table: the traits column says which ops are elementwise, cheap and
   CHECK(callee == "call scan ");
   CHECK(opTraitsText(OpKind::Mul) == "elementwise, cheap");
   CHECK(opTraitsText(OpKind::Reshape).empty());
+}
+
+TEST_CASE("op attrs: ir::attr reads an attribute by its ops.def name with its ops.def type") {
+  ir::Program p = ir::parseProgram(R"(program @a(%x: f64[4,6]) {
+  %u, %s, %vt = svd_topk %x {k = 3, eps = 1e-09, gauge = "bond"} : f64[4,3], f64[3], f64[3,6]
+  %t = transpose %x {perm = [1, 0]} : f64[6,4]
+  %c = compare %s, %s {direction = "LT"} : f64[3]
+  return %u, %t, %c
+}
+)");
+  const ir::Op &svd = p.ops[0], &tr = p.ops[1], &cmp = p.ops[2];
+  static_assert(std::is_same_v<decltype(ir::attr<ir::OpKind::SvdTopk, "k">(svd)), int64_t>);
+  static_assert(std::is_same_v<decltype(ir::attr<ir::OpKind::SvdTopk, "eps">(svd)), double>);
+  static_assert(std::is_same_v<decltype(ir::attr<ir::OpKind::SvdTopk, "gauge">(svd)), const std::string &>);
+  static_assert(std::is_same_v<decltype(ir::attr<ir::OpKind::Transpose, "perm">(tr)), const ir::I64List &>);
+  CHECK(ir::attr<ir::OpKind::SvdTopk, "k">(svd) == 3);
+  CHECK(ir::attr<ir::OpKind::SvdTopk, "eps">(svd) == 1e-9);
+  CHECK(ir::attr<ir::OpKind::SvdTopk, "gauge">(svd) == "bond");
+  CHECK(ir::attr<ir::OpKind::Transpose, "perm">(tr) == ir::I64List{1, 0});
+  CHECK(ir::attr<ir::OpKind::Compare, "direction">(cmp) == "LT");
+  // Of an op of another kind: an internal error naming both (never a wrong value).
+  auto permOfSvd = [&] { return ir::attr<ir::OpKind::Transpose, "perm">(svd).size(); };
+  CHECK_THROWS_WITH(permOfSvd(), "internal error: attribute 'perm' of transpose read from a svd_topk op");
+  // The compile-time parse of the ops.def column.
+  static_assert(ir::detail::specKind("k:i64,eps:f64=1e-12,gauge:str=none", "gauge") ==
+                static_cast<int>(ir::AttrKind::Str));
+  static_assert(ir::detail::specKind("k:i64,eps:f64=1e-12", "epsilon") == -1);
+  static_assert(ir::detail::specKind("", "k") == -1);
 }
 
 TEST_CASE("shape rules: results and errors naming the op and both shapes") {
