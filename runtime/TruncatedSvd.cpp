@@ -270,18 +270,50 @@ TopkSvdConfig computeTopkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t bloc
   std::vector<double> omega(static_cast<size_t>(2 * n * p));
   gaussianColumns(omega.data(), n, 0, 2 * p, topkSeed(m, n, k));
   c.sketch = std::make_shared<const std::vector<double>>(std::move(omega));
-  // Qb m×cm; Zs, P, Vs n×cm; Vk n×k; Uk, W m×k; Y m×p; H cm×p4 (p4: p rounded up to a
-  // multiple of 4); the Gram matrix, its eigenvectors, Rb, Zr, VTs cm² each; CholeskyQR2
-  // 2·cm² + cm; eigenvalues, σ, tau cm each; column norms and flags p each; the
-  // products' row-major blocks Xr, Yr max(m, n)·p4 each; LAPACK workspaces.
-  const int64_t p4 = (p + 3) / 4 * 4;
-  c.workElems = m * cm + 3 * n * cm + n * k + 2 * m * k + m * p + cm * p4 + 7 * cm * cm +
-                2 * std::max(m, n) * p4 + 4 * cm + 2 * p + c.lworkSvd + iworkDoubles(cm) +
-                c.lworkQr + c.lworkEig +
-                (c.liworkEig * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8;
+  c.workElems = topkSvdWorkspace(c).end;
   return c;
 }
 } // namespace
+
+TopkSvdWorkspace topkSvdWorkspace(const TopkSvdConfig &c) {
+  const int64_t m = c.m, n = c.n, k = c.k, cm = c.bmax, p = c.b0;
+  const int64_t p4 = (p + 3) / 4 * 4, rowBlock = std::max(m, n) * p4;
+  TopkSvdWorkspace L{};
+  int64_t at = 0;
+  auto take = [&](int64_t &field, int64_t elems) {
+    field = at;
+    at += elems;
+  };
+  take(L.Qb, m * cm);
+  take(L.Zs, n * cm);
+  take(L.P, n * cm);
+  take(L.Vs, n * cm);
+  take(L.Vk, n * k);
+  take(L.Uk, m * k);
+  take(L.W, m * k);
+  take(L.Y, m * p);
+  take(L.H, cm * p4);
+  take(L.Gm, cm * cm);
+  take(L.Ev, cm * cm);
+  take(L.Rb, cm * cm);
+  take(L.Zr, cm * cm);
+  take(L.VTs, cm * cm);
+  take(L.G, 2 * cm * cm + cm);
+  take(L.lam, cm);
+  take(L.sv, cm);
+  take(L.tau, cm);
+  take(L.y0, p);
+  take(L.bad, p);
+  take(L.Xr, rowBlock);
+  take(L.Yr, rowBlock);
+  take(L.lw, c.lworkSvd);
+  take(L.iwork, iworkDoubles(cm));
+  take(L.qw, c.lworkQr);
+  take(L.ew, c.lworkEig);
+  take(L.eiw, (c.liworkEig * static_cast<int64_t>(sizeof(lapack_int)) + 7) / 8);
+  L.end = at;
+  return L;
+}
 
 TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, double *sout,
                        double *Vtout, double *work, double scaleFloor, double aMaxAbs) {
@@ -289,16 +321,15 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   const int64_t m = c.m, n = c.n, k = c.k, cm = c.bmax, p = c.b0, K = std::min(m, n);
   if (k <= 0) return out;
   gTopkCalls.fetch_add(1, std::memory_order_relaxed);
-  double *Qb = work, *Zs = Qb + m * cm, *P = Zs + n * cm, *Vs = P + n * cm, *Vk = Vs + n * cm;
-  const int64_t p4 = (p + 3) / 4 * 4, rowBlock = std::max(m, n) * p4;
-  double *Uk = Vk + n * k, *W = Uk + m * k, *Y = W + m * k, *H = Y + m * p;
-  double *Gm = H + cm * p4, *Ev = Gm + cm * cm, *Rb = Ev + cm * cm, *Zr = Rb + cm * cm;
-  double *VTs = Zr + cm * cm, *G = VTs + cm * cm, *lam = G + 2 * cm * cm + cm, *sv = lam + cm;
-  double *tau = sv + cm, *y0 = tau + cm, *bad = y0 + p, *Xr = bad + p, *Yr = Xr + rowBlock;
-  double *lw = Yr + rowBlock;
-  auto *iwork = reinterpret_cast<lapack_int *>(lw + c.lworkSvd);
-  double *qw = lw + c.lworkSvd + iworkDoubles(cm), *ew = qw + c.lworkQr;
-  auto *eiw = reinterpret_cast<lapack_int *>(ew + c.lworkEig);
+  const TopkSvdWorkspace L = topkSvdWorkspace(c);
+  double *Qb = work + L.Qb, *Zs = work + L.Zs, *P = work + L.P, *Vs = work + L.Vs, *Vk = work + L.Vk;
+  double *Uk = work + L.Uk, *W = work + L.W, *Y = work + L.Y, *H = work + L.H;
+  double *Gm = work + L.Gm, *Ev = work + L.Ev, *Rb = work + L.Rb, *Zr = work + L.Zr;
+  double *VTs = work + L.VTs, *G = work + L.G, *lam = work + L.lam, *sv = work + L.sv;
+  double *tau = work + L.tau, *y0 = work + L.y0, *bad = work + L.bad, *Xr = work + L.Xr, *Yr = work + L.Yr;
+  double *lw = work + L.lw, *qw = work + L.qw, *ew = work + L.ew;
+  auto *iwork = reinterpret_cast<lapack_int *>(work + L.iwork);
+  auto *eiw = reinterpret_cast<lapack_int *>(work + L.eiw);
   const uint64_t seed = topkSeed(m, n, k);
   const auto M = static_cast<blasint>(m), N = static_cast<blasint>(n);
   // The scale: the Krylov recurrence and the Gram matrix square σ₁, so for σ₁ outside

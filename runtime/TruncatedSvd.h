@@ -103,6 +103,21 @@ struct TopkSvdConfig {
 /// `block` = the block size p (clamped to [1, min(m, n)]; 0: max(min(k, 8), k/6)).
 TopkSvdConfig topkSvdConfig(int64_t m, int64_t n, int64_t k, int64_t block = 0);
 
+/// Where each array of topkSvd's workspace lives: offsets in doubles from its start, in
+/// this order (cm = bmax, p = b0, p4 = p rounded up to a multiple of 4): Qb m×cm; Zs, P,
+/// Vs n×cm; Vk n×k; Uk, W m×k; Y m×p; H cm×p4; the Gram matrix Gm, its eigenvectors Ev,
+/// Rb, Zr, VTs cm² each; CholeskyQR2's G 2·cm² + cm; the eigenvalues lam, σ sv, tau cm
+/// each; column norms y0 and flags bad p each; the products' row-major blocks Xr, Yr
+/// max(m, n)·p4 each; gesdd's work lw and iwork, dgeqrf's qw, dsyevd's ew and eiw
+/// (lapack_int, in doubles). `end` is the size. One definition for the sizing
+/// (TopkSvdConfig::workElems) and the carving (topkSvd), so the two cannot disagree.
+struct TopkSvdWorkspace {
+  int64_t Qb, Zs, P, Vs, Vk, Uk, W, Y, H, Gm, Ev, Rb, Zr, VTs, G, lam, sv, tau, y0, bad, Xr, Yr;
+  int64_t lw, iwork, qw, ew, eiw, end;
+};
+/// The layout for `c` (its m, n, k, b0, bmax and LAPACK workspace sizes).
+TopkSvdWorkspace topkSvdWorkspace(const TopkSvdConfig &c);
+
 /// What one topkSvd call did (for the counters and the tests).
 struct TopkSvdOutcome {
   int iterations = 0;   ///< blocks

@@ -4,6 +4,8 @@
 // reference evaluator's full-SVD definition; the counters count what happened.
 #include <cmath>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include <doctest/doctest.h>
 #include <lapacke.h>
@@ -605,5 +607,36 @@ TEST_CASE("svd_topk_complement kernel: the same X and Y at any scale of A (1e-20
       for (size_t i = 0; i < ref.size(); ++i) diff = std::max(diff, std::fabs(c * got[i] - ref[i]));
       CHECK(diff <= 1e-12 * scale);
     }
+  }
+}
+
+TEST_CASE("truncated svd: the workspace layout sizes and carves the same arrays") {
+  // (m, n, k): square, tall, wide, k = 1, and a block that is not a multiple of 4.
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{256, 256, 16}, {300, 40, 7}, {40, 300, 7},
+                         {64, 64, 1}, {1024, 1024, 48}}) {
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    const rt::TopkSvdConfig c = rt::topkSvdConfig(m, n, k);
+    const rt::TopkSvdWorkspace L = rt::topkSvdWorkspace(c);
+    CHECK(L.end == c.workElems);
+    const int64_t cm = c.bmax, p = c.b0, p4 = (p + 3) / 4 * 4, rb = std::max(m, n) * p4;
+    // Each array starts where the one before it ends: in order, disjoint, nothing between.
+    const std::pair<int64_t, int64_t> arrays[] = {
+        {L.Qb, m * cm}, {L.Zs, n * cm}, {L.P, n * cm}, {L.Vs, n * cm}, {L.Vk, n * k},
+        {L.Uk, m * k}, {L.W, m * k}, {L.Y, m * p}, {L.H, cm * p4}, {L.Gm, cm * cm},
+        {L.Ev, cm * cm}, {L.Rb, cm * cm}, {L.Zr, cm * cm}, {L.VTs, cm * cm},
+        {L.G, 2 * cm * cm + cm}, {L.lam, cm}, {L.sv, cm}, {L.tau, cm}, {L.y0, p}, {L.bad, p},
+        {L.Xr, rb}, {L.Yr, rb}, {L.lw, c.lworkSvd}};
+    int64_t at = 0;
+    for (const auto &[offset, elems] : arrays) {
+      CHECK(offset == at);
+      at += elems;
+    }
+    CHECK(L.iwork == at);
+    CHECK(L.qw > L.iwork);
+    CHECK(L.ew == L.qw + c.lworkQr);
+    CHECK(L.eiw == L.ew + c.lworkEig);
+    CHECK(L.end >= L.eiw + c.liworkEig / 2); // lapack_int of 4 or 8 bytes, in doubles
   }
 }
