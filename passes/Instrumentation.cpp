@@ -342,7 +342,9 @@ void IRPrinterInstrumentation::runAfterPass(PassRecord &pass, const ir::Program 
       dump("IR Dump After " + passTag(pass), p);
   }
   if (!dumpDir_.empty())
-    writeDumpFile(pass.index, pass.round > 0 ? pass.name + "-round" + std::to_string(pass.round) : pass.name,
+    writeDumpFile(pass.index,
+                  pass.round > 0 ? pass.name + (pass.round < 10 ? "-round0" : "-round") + std::to_string(pass.round)
+                                 : pass.name,
                   "// tessel pass dump: after pass " + std::to_string(pass.index) + " of " +
                       std::to_string(pipelineSize_) + ": " + pass.invocation +
                       "\n// pipeline: " + pipelineText_ + "\n" +
@@ -368,7 +370,8 @@ bool BisectInstrumentation::shouldRun(PassRecord &pass, const ir::Program &p) {
   ++executions_;
   const bool run = executions_ <= limit_;
   log_ << "BISECT: " << (run ? "running" : "NOT running") << " pass (" << executions_ << ") "
-       << pass.invocation << " on program " << ir::text::atName(p.name) << "\n";
+       << pass.invocation << " on program " << ir::text::atName(p.name)
+       << (pass.round > 0 ? " (fixpoint round " + std::to_string(pass.round) + ")" : "") << "\n";
   if (!run) pass.status = PassRecord::Status::Bisected;
   return run;
 }
@@ -388,11 +391,19 @@ void CrashReproducerInstrumentation::runAfterPassFailed(const PassRecord &pass,
       "tessel opt " + shellQuote(file_) + " --passes=" + shellQuote(pass.invocation);
   ir::PrintOptions exact;
   exact.elideConstantsAbove = 0;
-  writeFileOrThrow(file_,
-                   "// tessel crash reproducer: " + label + " failed:\n" +
-                       commentLines(failure.message) + "// pipeline: " + oneLine(pipelineText_) +
-                       "\n// reproduce: " + command + "\n" + ir::printProgram(saved_, exact),
-                   "--crash-reproducer");
+  // A reproducer that cannot be written must not hide the pass's own error: a note.
+  try {
+    writeFileOrThrow(file_,
+                     "// tessel crash reproducer: " + label + " failed:\n" +
+                         commentLines(failure.message) + "// pipeline: " + oneLine(pipelineText_) +
+                         "\n// reproduce: " + command + "\n" + ir::printProgram(saved_, exact),
+                     "--crash-reproducer");
+  } catch (const Error &e) {
+    std::string why = e.what();
+    if (why.rfind("error: ", 0) == 0) why = why.substr(7);
+    failure.notes += "\nnote: no crash reproducer: " + why;
+    return;
+  }
   if (failure.kind == PassFailure::Kind::Internal) {
     failure.kind = PassFailure::Kind::Error;
     failure.message = "error: internal error in " + label + ": " + failure.message;

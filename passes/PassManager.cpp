@@ -68,6 +68,12 @@ std::string describePasses() {
   for (const NamedPipeline &p : pipelineRegistry())
     os << "  " << p.name << std::string(width - p.name.size() + 2, ' ') << p.summary << "\n      = "
        << p.text << "\n";
+  std::vector<std::string> growing;
+  for (const PassInfo &p : passRegistry())
+    if (!p.reachesFixpoint) growing.push_back(p.name);
+  os << "fixpoint(a,b,...) runs its passes in rounds until a round changes nothing (at most "
+     << kMaxFixpointRounds << "; not " << llvm::join(growing, ", ")
+     << ", which add to the program every run): --passes='fixpoint(fold,cse),dce'\n";
   return os.str();
 }
 
@@ -161,6 +167,11 @@ public:
         if (pos_ < s_.size() && s_[pos_] == ')') fail("expected a pass name in fixpoint(...)");
         const size_t begin = pl.passes.size();
         parseList(pl, starts, true);
+        for (size_t i = begin; i < pl.passes.size(); ++i)
+          if (!pl.passes[i].info().reachesFixpoint)
+            fail("fixpoint(...) cannot hold '" + pl.passes[i].name() + "': it adds to the program every time "
+                 "it runs (a derivative, a split), so the group would never stop changing",
+                 starts[i]);
         if (pos_ >= s_.size() || s_[pos_] != ')') fail("expected ')' to close the fixpoint( at column " + std::to_string(at + 1));
         ++pos_;
         pl.fixpoints.push_back({begin, pl.passes.size()});
@@ -213,8 +224,12 @@ public:
 private:
   [[noreturn]] void fail(const std::string &msg, size_t at = std::string::npos) const {
     if (at == std::string::npos) at = pos_;
-    throw Error("error: " + what_ + ": " + msg + " at column " + std::to_string(at + 1) +
-                "\n  " + s_.str() + "\n  " + std::string(at, ' ') + "^");
+    // The quoted pipeline is a window of it around the column: a few lines whatever its size.
+    constexpr size_t kHalf = 60;
+    const size_t from = at > kHalf ? at - kHalf : 0, to = std::min(s_.size(), at + kHalf);
+    const std::string lead = from > 0 ? "..." : "", tail = to < s_.size() ? "..." : "";
+    throw Error("error: " + what_ + ": " + msg + " at column " + std::to_string(at + 1) + "\n  " + lead +
+                s_.substr(from, to - from).str() + tail + "\n  " + std::string(lead.size() + at - from, ' ') + "^");
   }
   [[noreturn]] void failSemantic(const std::string &msg) const {
     throw Error("error: " + what_ + ": " + msg);
@@ -506,6 +521,14 @@ PassFailure failureOf(const std::exception &e, const PassRecord &pass, size_t pi
   f.kind = dynamic_cast<const Error *>(&e) ? PassFailure::Kind::Error
                                            : PassFailure::Kind::Internal;
   f.message = llvm::StringRef(e.what()).rtrim('\n').str();
+  // Memory running out is a limit the input reached (a pipeline that keeps growing the
+  // program, as jvp,jvp,... does), not a bug: an error of the pass, exit 1.
+  if (dynamic_cast<const std::bad_alloc *>(&e)) {
+    f.kind = PassFailure::Kind::Error;
+    f.message = "error: out of memory (the program had " + std::to_string(pass.opsBefore) +
+                " ops before this pass): the pipeline makes it larger than the memory this process "
+                "may use";
+  }
   if (f.kind == PassFailure::Kind::Error &&
       llvm::StringRef(f.message).split('\n').first.find("error:") == llvm::StringRef::npos)
     f.message = "error: " + f.message;

@@ -113,6 +113,9 @@ struct PassInfo {
     std::string pass, why;
   };
   std::vector<RunsAfter> runsAfter = {};
+  /// False for a pass that adds to the program every time it runs (grad, jvp, hessian,
+  /// checkpoint, split-vjp): fixpoint(...) refuses it, as it would never stop changing.
+  bool reachesFixpoint = true;
 
   /// Index of the option `name`, or -1.
   int findOption(llvm::StringRef name) const;

@@ -213,6 +213,13 @@ PassInfo modulePass(PassInfo info) {
   return info;
 }
 
+/// A registry row for a pass that adds to the program every time it runs (a derivative,
+/// a split): fixpoint(...) refuses it (PassInfo::reachesFixpoint).
+PassInfo growing(PassInfo info) {
+  info.reachesFixpoint = false;
+  return info;
+}
+
 /// `info`, which must run after `pass` when a pipeline holds both (PassInfo::runsAfter).
 PassInfo after(PassInfo info, std::string pass, std::string why) {
   info.runsAfter.push_back({std::move(pass), std::move(why)});
@@ -278,38 +285,39 @@ bool runSvdTopkGuardsPass(ir::Program &p, const SvdTopkGuardsOptions &o, PassSta
 std::vector<PassInfo> buildRegistry() {
   std::vector<PassInfo> r;
   const char *makesGrad = "it takes apart the gradient program grad makes";
-  r.push_back(after(after(modulePass(makePass(
+  r.push_back(after(after(growing(modulePass(makePass(
       "grad", "Reverse-mode gradient (value_and_grad / VJP): outputs grad_<input> per wrt input; "
       "through calls (the callee's VJP function) and scans (a reverse scan)",
-      runGradPass, declareGradOptions)),
+      runGradPass, declareGradOptions))),
       "truncate-svd", "after grad, an svd's reverse rule reads all of its triplets, so "
       "truncate-svd finds none used only through slices"),
       "svd-transpose-fold", "its svd_topk ops should be folded before grad differentiates them"));
-  r.push_back(after(after(modulePass(makePass(
+  r.push_back(after(after(growing(modulePass(makePass(
       "jvp", "Forward-mode derivative (JAX's jvp): a tangent input t_<input> per wrt input, "
       "outputs jvp_<output> per output; through calls and scans (the callee's JVP function)",
-      runJvpPass, declareJvpOptions)),
+      runJvpPass, declareJvpOptions))),
       "truncate-svd", "after jvp, an svd's forward rule reads all of its triplets, so "
       "truncate-svd finds none used only through slices"),
       "svd-transpose-fold", "its svd_topk ops should be folded before jvp differentiates them"));
-  r.push_back(after(modulePass(makePass(
+  r.push_back(after(growing(modulePass(makePass(
       "hessian", "Hessian of a scalar loss in a few scalar inputs by forward-over-reverse (jvp "
       "of grad): outputs d2_<a>_<b> (d2_<a> for one input)",
-      runHessianPass, declareHessianOptions)),
+      runHessianPass, declareHessianOptions))),
       "svd-transpose-fold", "its svd ops should be folded before hessian differentiates them"));
-  r.push_back(after(modulePass(makePass("checkpoint",
+  r.push_back(after(growing(modulePass(makePass("checkpoint",
                        "Remat policy over grad's forward/backward split: recompute unsaved "
                        "residuals in the backward (the entry's; a call's VJP recomputes its callee)",
-                       runCheckpointPass, declareCheckpointOptions)), "grad", makesGrad));
+                       runCheckpointPass, declareCheckpointOptions))), "grad", makesGrad));
   r.back().runsAfter.push_back({"svd-topk-guards", "the guards it gives svd_topk belong to the "
                                 "forward that checkpoint splits"});
-  r.push_back(after(modulePass(makePass(
+  r.push_back(after(growing(modulePass(makePass(
       "split-vjp", "Split a gradient program into forward and backward functions and an entry "
       "that calls them, the residuals between them (the staged form of a VJP)",
-      runSplitVjpPass, declareSplitVjpOptions)), "grad", makesGrad));
+      runSplitVjpPass, declareSplitVjpOptions))), "grad", makesGrad));
   r.push_back(modulePass(makePass(
       "inline", "Inline every call and unroll every scan of a module: one plain program, the "
-      "same ops in the same order (prepare runs it on a module)",
+      "same ops in the same order (tessel trg's whole mode runs it; tessel run and prepare run a "
+      "module as it is)",
       runInlinePass)));
   r.push_back(makePass("order",
                        "Contraction ordering: lower every einsum into binary dot_generals "

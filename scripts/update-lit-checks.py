@@ -14,7 +14,8 @@ output now: the first line as `P:`, every later one as `P-NEXT:`, then `P-NOT: {
 output ends there). FileCheck's `{{` and `[[` in the output are escaped. The block sits
 where the old one was (the first `// P` line after the RUN line), or right after the RUN
 line if there was none. Other lines (comments, hand-written checks with other prefixes,
-the program) stay as they are. Review the diff (`git diff`) before committing: a golden
+the program) stay as they are. Each such RUN line needs its own prefix (two sharing one
+are refused), and its command runs with pipefail, as lit runs it. Review the diff (`git diff`) before committing: a golden
 changes because the behaviour changed, and the commit says why.
 
 Substitutions as lit makes them: %tessel (DIR/tools/tessel, or --tessel), %python, %s
@@ -67,18 +68,28 @@ def run(cmd, test, tessel, scratch):
     for k in sorted(subst, key=len, reverse=True):
         cmd = cmd.replace(k, subst[k])
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    r = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env)
+    # pipefail, as lit runs it: a failing command before a pipe is a failure.
+    r = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"{test}: the command failed (exit {r.returncode}): {cmd}\n{r.stderr}")
     return r.stdout
 
 
 def update(test, tessel):
-    text = open(test, encoding="utf-8").read()
+    try:
+        text = open(test, encoding="utf-8").read()
+    except OSError as e:
+        sys.exit(f"{test}: cannot read it: {e.strerror}")
     if MARKER not in text:
         print(f"{test}: skipped (no '{MARKER}' line)")
         return False
     lines = text.split("\n")
+    prefixes = [prefix_of(m.group("opts")) for m in map(RUN_RE.match, lines)
+                if m and not m.group("cmd").startswith("not ")]
+    shared = sorted({p for p in prefixes if prefixes.count(p) > 1})
+    if shared:
+        sys.exit(f"{test}: run lines share the check prefix {', '.join(shared)}: give each its own "
+                 "--check-prefix (one block of checks per command)")
     out_lines, i, changed = [], 0, False
     with tempfile.TemporaryDirectory() as tmp:
         scratch = os.path.join(tmp, "t")

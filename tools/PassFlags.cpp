@@ -20,13 +20,16 @@ void PassFlags::addTo(CLI::App &cmd, const std::string &passesHelp) {
                "stderr before running it");
   cmd.add_option("--disable-pass", disablePass,
                  "Skip the named pass(es) wherever they appear in the pipeline")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_option("--print-ir-before", printIrBefore,
                  "Print the program (to stderr) before each run of the named pass(es)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_option("--print-ir-after", printIrAfter,
                  "Print the program (to stderr) after each run of the named pass(es)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_flag("--print-ir-after-all", printIrAfterAll,
                "Print the program (to stderr) after every pass");
   cmd.add_flag("--print-ir-after-change", printIrAfterChange,

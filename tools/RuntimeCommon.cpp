@@ -126,8 +126,10 @@ void RunPassesFlag::addTo(CLI::App &cmd) {
                  "Print the plan (to stderr) after the named prepare stage(s): fuse (the fused "
                  "loops: each loop's ops and the buffers it reads), lower (the kernel "
                  "instructions, buffers unassigned), assign (arena slots, in-place), schedule "
-                 "(the final dependencies); a module's plan prints per segment")
-      ->delimiter(',');
+                 "(the final dependencies and bytes written, 0 before it); a module's plan prints "
+                 "per segment")
+      ->delimiter(',')
+      ->allow_extra_args(false); // one value per flag: `--print-plan-after fuse FILE` keeps FILE
 }
 
 passes::RunPreparation RunPassesFlag::apply(ir::Program &p, const std::string &order) const {

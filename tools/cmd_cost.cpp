@@ -3,7 +3,8 @@
 // For every einsum of a program: the path the chosen strategy takes, in opt_einsum's
 // PathInfo layout (passes/Order.h, formatContractionPath), then the totals of every
 // strategy side by side; at the end the totals over all einsums. --json prints the
-// same figures as one JSON document.
+// same figures as one JSON document. A module's functions follow its entry, each with its
+// own report (once per function as written; the op-kind table counts calls and scans).
 //
 // Extension point: reports about other costs of the same program (e.g. the residuals
 // of checkpoint policies, `--residuals`) add a flag to CostArgs and a section in
@@ -252,11 +253,27 @@ void runCost(const CostArgs &a) {
     return;
   }
   std::string report = printEinsumReport(p, opts, a.json);
+  // A module: each function's einsums too (once per function, as written).
   if (a.json) {
     auto j = nlohmann::ordered_json::parse(report);
+    if (!p.functions.empty()) {
+      auto fns = nlohmann::ordered_json::array();
+      for (const ir::Program &f : p.functions)
+        fns.push_back(nlohmann::ordered_json::parse(printEinsumReport(f, opts, true)));
+      j["functions"] = fns;
+    }
     j["ops_by_kind"] = nlohmann::ordered_json::parse(printOpKindReport(p, true));
     report = j.dump(2) + "\n";
   } else {
+    const std::string none = "(no einsum ops: nothing to order)";
+    std::string functions;
+    for (const ir::Program &f : p.functions) {
+      std::string fr = printEinsumReport(f, opts, false);
+      if (fr.find(none) == std::string::npos) functions += "\nfunction " + fr.substr(fr.find('@'));
+    }
+    if (!functions.empty() && report.find(none) != std::string::npos)
+      report.replace(report.find(none), none.size(), "(none in the entry; its functions' follow)");
+    report += functions;
     report += printOpKindReport(p, false);
   }
   writeOutput("-", report);

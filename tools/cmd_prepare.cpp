@@ -32,8 +32,8 @@ void addPrepareCommand(CLI::App &app) {
       "prepare",
       "Lower a program to the engine's plan and print it: the flat instruction list in "
       "execution order, each with its kernel (elementwise, reduce, copy, pad, gemm, svd), "
-      "result and operand buffers (slotN = arena slot, inputN, constN, outputN = written "
-      "straight into the returned tensor), dependencies (#i), chunk count, bytes written "
+      "result and operand buffers (arena+OFFSET = bytes into the engine's arena, inputN, constN, "
+      "outputN = written straight into the returned tensor), dependencies (#i), chunk count, bytes written "
       "and kernel details (GEMM form B/M/N/K, gesdd workspace); then the arena size and "
       "the peak live bytes. reshape and stop_gradient are aliases and produce no "
       "instruction. einsum ops are first lowered by the order pass (see --order), then "

@@ -206,6 +206,26 @@ TEST_CASE("pm: fixpoint(...) runs its passes in rounds until none changes the pr
   CHECK_THROWS_WITH(Pipeline::parse("fixpoint(cse,fixpoint(dce))"), doctest::Contains("fixpoint groups do not nest"));
   CHECK_THROWS_WITH(Pipeline::parse("fixpoint(cse"), doctest::Contains("expected ')' to close the fixpoint("));
   CHECK_THROWS_WITH(Pipeline::parse("fixpoint()"), doctest::Contains("expected a pass name in fixpoint(...)"));
+  // A pass that adds to the program every run never reaches a fixed point.
+  for (const char *grows : {"grad", "jvp", "hessian", "checkpoint", "split-vjp"}) {
+    CAPTURE(grows);
+    CHECK(!lookupPass(grows)->reachesFixpoint);
+    CHECK_THROWS_WITH(Pipeline::parse(std::string("fixpoint(cse,") + grows + ")"),
+                      doctest::Contains(doctest::String(("fixpoint(...) cannot hold '" + std::string(grows) + "'").c_str())));
+  }
+  CHECK(lookupPass("cse")->reachesFixpoint);
+  // The error of a long pipeline quotes a window of it around the column: a few short lines.
+  std::string longText = "fixpoint(cse";
+  for (int i = 0; i < 3000; ++i) longText += ",cse";
+  try {
+    Pipeline::parse(longText);
+    FAIL("no error");
+  } catch (const Error &e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("expected ')' to close the fixpoint( at column 12013") != std::string::npos);
+    CHECK(msg.size() < 400);
+    CHECK(msg.find("\n  ...,cse,cse") != std::string::npos);
+  }
 }
 
 TEST_CASE("pm: bad pipeline strings name the pass and option and list the allowed ones") {
