@@ -18,8 +18,9 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import time
+
+import trgcli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -27,16 +28,11 @@ BETA_C = "0.44068679350977147"
 
 
 def run_trg(tessel: str, chi: int, algorithm: str, grad: bool, repeat: int) -> dict:
-    cmd = [tessel, "trg", "--beta", BETA_C, "--chi", str(chi), "--algorithm", algorithm,
-           "--repeat", str(repeat), "--json", "--no-progress"] + (["--grad"] if grad else [])
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.splitlines()[0])
+    return trgcli.run(tessel, ["--beta", BETA_C, "--chi", str(chi), "--algorithm", algorithm,
+                               "--repeat", str(repeat)] + (["--grad"] if grad else []))
 
 
-def median_ms(rec: dict, key: str) -> float | None:
-    t = (rec.get("timing_ms") or {}).get(key) or {}
-    return t.get("median") if t.get("median") is not None else t.get("first")
+median_ms = trgcli.median_ms
 
 
 def main() -> None:

@@ -24,21 +24,18 @@ import subprocess
 import sys
 import time
 
+import trgcli
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
 def run_trg(tessel: str, chi: int, steps: int, svd: str, grad: bool, repeat: int) -> dict:
-    cmd = [tessel, "trg", "--beta", "0.4", "--chi", str(chi), "--steps", str(steps), "--svd", svd,
-           "--repeat", str(repeat), "--json", "--no-progress"] + (["--grad"] if grad else [])
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.splitlines()[0])
+    return trgcli.run(tessel, ["--beta", "0.4", "--chi", str(chi), "--steps", str(steps), "--svd", svd,
+                               "--repeat", str(repeat)] + (["--grad"] if grad else []))
 
 
-def median_ms(rec: dict, key: str) -> float | None:
-    t = (rec.get("timing_ms") or {}).get(key) or {}
-    return t.get("median") if t.get("median") is not None else t.get("first")
+median_ms = trgcli.median_ms
 
 
 def fit_exponent(points: list[tuple[int, float]]) -> float | None:
