@@ -56,7 +56,22 @@ int reportUsageError(const CLI::App &app, const CLI::ParseError &e) {
   const CLI::App *cmd = &app;
   for (const CLI::App *sub : app.get_subcommands()) cmd = sub;
   std::string msg = e.what();
-  if (dynamic_cast<const CLI::ExtrasError *>(&e)) {
+  // `tessel bogus`: CLI11 says only that a subcommand is required; name the word and the
+  // closest subcommand.
+  if (cmd == &app && !app.remaining().empty() && !llvm::StringRef(app.remaining().front()).startswith("-")) {
+    const std::string word = app.remaining().front();
+    msg = "unknown subcommand '" + tessel::ir::text::clipForMessage(word) + "'";
+    std::string best;
+    size_t bestDistance = 3;
+    for (const CLI::App *sub : app.get_subcommands({})) {
+      const size_t d = llvm::StringRef(sub->get_name()).edit_distance(word);
+      if (d < bestDistance) {
+        bestDistance = d;
+        best = sub->get_name();
+      }
+    }
+    msg += best.empty() ? " (tessel --help lists them)" : "; did you mean '" + best + "'?";
+  } else if (dynamic_cast<const CLI::ExtrasError *>(&e)) {
     for (const std::string &extra : cmd->remaining()) {
       if (!llvm::StringRef(extra).startswith("-")) continue;
       std::string best = closestFlag(*cmd, extra.substr(0, extra.find('=')));
