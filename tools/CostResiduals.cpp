@@ -1,6 +1,7 @@
 //===- tools/CostResiduals.cpp - `tessel cost --residuals` -----------------------===//
 #include "tools/CostResiduals.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -18,7 +19,8 @@ void addResidualFlags(CLI::App &cmd, ResidualArgs &a) {
   cmd.add_flag("--residuals", a.enabled,
                "Instead of the einsum report: for each checkpoint policy, list every saved "
                "residual (type, bytes, origin op) of grad+checkpoint and the peak live bytes "
-               "after prepare");
+               "after prepare (a module: the policy at its call and scan boundaries too, and the "
+               "larger of its segments' peak and the tensors held between them)");
   cmd.add_option("--policy", a.policies,
                  "With --residuals: policies to report (store, save-svd, recompute; "
                  "comma-separated; default all)")
@@ -55,9 +57,11 @@ PolicyResult evaluatePolicy(const ir::Program &p, const ResidualArgs &a,
   r.policy = policy;
   std::string wrt;
   for (size_t i = 0; i < a.wrt.size(); ++i) wrt += (i ? ";" : "") + a.wrt[i];
+  // A module: the policy also at its call and scan boundaries (grad's remat), as tessel
+  // trg applies --checkpoint; a plain program has none.
   passes::Pipeline gradCkpt = passes::Pipeline::parse(
-      "grad{wrt=" + wrt + ",vjp=" + (a.vjp ? "true" : "false") + "},checkpoint{policy=" +
-          policy + ",regions=" + a.regions + "}",
+      "grad{wrt=" + wrt + ",vjp=" + (a.vjp ? "true" : "false") + ",remat=" + policy +
+          "},checkpoint{policy=" + policy + ",regions=" + a.regions + "}",
       "--residuals");
   passes::Pipeline order = passes::Pipeline::parse(
       std::string("order{strategy=") + passes::orderStrategyName(strategy) + "}", "--residuals");
@@ -71,7 +75,10 @@ PolicyResult evaluatePolicy(const ir::Program &p, const ResidualArgs &a,
   for (const passes::Residual &x : r.residuals) r.residualBytes += x.bytes;
   passes::PassManager(order, quiet).run(h);
   r.ops = h.ops.size();
-  r.peak = rt::peakLiveBytes(*rt::prepare(h));
+  const auto plan = rt::prepare(h);
+  // A module's plan: its segments' arena peak, or the host tensors the module interpreter
+  // holds between segments (residuals included), whichever is larger.
+  r.peak = std::max(rt::peakLiveBytes(*plan), rt::moduleTensorBytes(*plan));
   return r;
 }
 
