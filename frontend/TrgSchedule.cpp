@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "frontend/TrgDriver.h"
 #include "ir/Diagnostics.h"
@@ -40,7 +41,7 @@ std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd) {
   std::string text = passes::lookupPipeline(svd == TrgSvd::Truncated ? "trg" : "trg-full-svd")->text;
   const std::string pairwise = "order{strategy=pairwise}";
   const size_t at = text.find(pairwise);
-  if (at == std::string::npos) throw Error("internal error: the trg pipelines have no " + pairwise);
+  if (at == std::string::npos) throw std::logic_error("the trg pipelines have no " + pairwise);
   return text.replace(at, pairwise.size(),
                       "order{strategy=" + std::string(passes::orderStrategyName(order)) + "}");
 }

@@ -2,6 +2,7 @@
 #include "ir/OpTable.h"
 
 #include <cstdlib>
+#include <stdexcept>
 
 #include "ir/OpAttrs.h"
 #include "llvm/ADT/StringMap.h"
@@ -142,8 +143,9 @@ void canonicalizeAttrs(OpKind kind, AttrList &attrs) {
 namespace tessel::ir::detail {
 
 void throwWrongOpKind(const Op &op, OpKind expected, std::string_view attr) {
-  throw Error("internal error: attribute '" + std::string(attr) + "' of " + opName(expected) +
-              " read from a " + opName(op.kind) + " op");
+  // A bug, not the input's fault: an internal error (exit 2), not a tessel::Error.
+  throw std::logic_error("attribute '" + std::string(attr) + "' of " + opName(expected) +
+                         " read from a " + opName(op.kind) + " op");
 }
 
 } // namespace tessel::ir::detail

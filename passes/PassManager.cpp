@@ -172,8 +172,7 @@ public:
             fail("fixpoint(...) cannot hold '" + pl.passes[i].name() + "': it adds to the program every time "
                  "it runs (a derivative, a split), so the group would never stop changing",
                  starts[i]);
-        if (pos_ >= s_.size() || s_[pos_] != ')') fail("expected ')' to close the fixpoint( at column " + std::to_string(at + 1));
-        ++pos_;
+        ++pos_; // parseList returns inside a group only at its closing parenthesis
         pl.fixpoints.push_back({begin, pl.passes.size()});
       } else {
         Pipeline el = parseElement();
@@ -225,11 +224,19 @@ private:
   [[noreturn]] void fail(const std::string &msg, size_t at = std::string::npos) const {
     if (at == std::string::npos) at = pos_;
     // The quoted pipeline is a window of it around the column: a few lines whatever its size.
+    // Its ends are moved to UTF-8 character boundaries, and the caret counts characters.
     constexpr size_t kHalf = 60;
-    const size_t from = at > kHalf ? at - kHalf : 0, to = std::min(s_.size(), at + kHalf);
+    auto continuation = [&](size_t i) {
+      return i < s_.size() && (static_cast<unsigned char>(s_[i]) & 0xC0) == 0x80;
+    };
+    size_t from = at > kHalf ? at - kHalf : 0, to = std::min(s_.size(), at + kHalf);
+    while (from > 0 && continuation(from)) --from;
+    while (to < s_.size() && continuation(to)) ++to;
     const std::string lead = from > 0 ? "..." : "", tail = to < s_.size() ? "..." : "";
+    size_t column = lead.size();
+    for (size_t i = from; i < at && i < s_.size(); ++i) column += continuation(i) ? 0 : 1;
     throw Error("error: " + what_ + ": " + msg + " at column " + std::to_string(at + 1) + "\n  " + lead +
-                s_.substr(from, to - from).str() + tail + "\n  " + std::string(lead.size() + at - from, ' ') + "^");
+                s_.substr(from, to - from).str() + tail + "\n  " + std::string(column, ' ') + "^");
   }
   [[noreturn]] void failSemantic(const std::string &msg) const {
     throw Error("error: " + what_ + ": " + msg);
@@ -363,7 +370,7 @@ std::string Pipeline::str() const {
 
 const Pipeline::Fixpoint *Pipeline::fixpointAt(size_t i) const {
   for (const Fixpoint &f : fixpoints)
-    if (f.begin == i) return &f;
+    if (f.begin == i && f.end > f.begin) return &f; // an empty group (built by hand) is none
   return nullptr;
 }
 

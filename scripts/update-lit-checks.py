@@ -10,12 +10,13 @@ touched: it carries the line
 
 and each RUN line of the form `RUN: <command> | FileCheck %s [--check-prefix=P]` (one
 line, no `not`) gets its block of `// P:` / `// P-NEXT:` lines replaced by the command's
-output now: the first line as `P:`, every later one as `P-NEXT:`, then `P-NOT: {{.}}` (the
-output ends there). FileCheck's `{{` and `[[` in the output are escaped. The block sits
-where the old one was (the first `// P` line after the RUN line), or right after the RUN
-line if there was none. Other lines (comments, hand-written checks with other prefixes,
-the program) stay as they are. Each such RUN line needs its own prefix (two sharing one
-are refused), and its command runs with pipefail, as lit runs it. Review the diff (`git diff`) before committing: a golden
+output now: the first line as `P:`, every later one as `P-NEXT:` (a blank line as a line of
+blanks), then `P-NOT: {{[^[:space:]]}}` (the output ends there). FileCheck's `{{` and `[[`
+in the output are escaped. The block sits where the old one was (the first `// P` line
+after the RUN line), or right after the RUN line if there was none. Other lines
+(comments, hand-written checks with other prefixes, the program) stay as they are. Each
+such RUN line needs its own prefix (two sharing one are refused), and its command runs
+with pipefail, as lit runs it. Review the diff (`git diff`) before committing: a golden
 changes because the behaviour changed, and the commit says why.
 
 Substitutions as lit makes them: %tessel (DIR/tools/tessel, or --tessel), %python, %s
@@ -45,15 +46,18 @@ def escape(line):
 
 def check_block(prefix, out):
     lines = out.rstrip("\n").split("\n") if out.strip() else []
+    # After the last line nothing but blanks may follow (trailing spaces included).
+    rest = f"// {prefix}-NOT: {{{{[^[:space:]]}}}}"
     if not lines:
-        return [f"// {prefix}-NOT: {{{{.}}}}"]
+        return [rest]
     width = len(prefix) + len("-NEXT:") + 1
     block = []
     for i, line in enumerate(lines):
         tag = f"{prefix}:" if i == 0 else f"{prefix}-NEXT:"
-        text = escape(line)
-        block.append((f"// {tag.ljust(width)}{text}" if text.strip() else f"// {tag} {{{{^$}}}}").rstrip())
-    block.append(f"// {prefix}-NOT: {{{{.}}}}")
+        text = escape(line.rstrip())
+        # A blank line (FileCheck folds its spaces): a line with nothing but blanks.
+        block.append(f"// {tag.ljust(width)}{text}" if text.strip() else f"// {tag} {{{{^[[:space:]]*$}}}}")
+    block.append(rest)
     return block
 
 
@@ -101,10 +105,10 @@ def update(test, tessel):
             if not m or m.group("cmd").startswith("not "):
                 continue
             prefix = prefix_of(m.group("opts"))
-            own = re.compile(rf"^//\s*{re.escape(prefix)}(-NEXT|-NOT|-SAME|-EMPTY)?:")
+            own = re.compile(rf"^//\s*{re.escape(prefix)}(-NEXT|-NOT|-SAME|-EMPTY|-LABEL|-DAG|-COUNT-\d+)?:")
             # Lines up to the old block (blank and other comments), then the block itself.
             j = i
-            while j < len(lines) and not own.match(lines[j]) and not RUN_RE.match(lines[j]) \
+            while j < len(lines) and not own.match(lines[j]) and "RUN:" not in lines[j] \
                     and (lines[j].startswith("//") or not lines[j].strip()):
                 j += 1
             new = check_block(prefix, run(m.group("cmd"), test, tessel, scratch))

@@ -56,6 +56,10 @@ void addPrepareCommand(CLI::App &app) {
   cmd->callback([opts]() {
     if (opts->passes.flags.handleListPasses()) return;
     if (opts->file.empty()) throw Error("error: a program file is required (FILE, or '-' for stdin)");
+    {
+      rt::PrepareOptions stages; // a bad --print-plan-after stage, before any work
+      opts->passes.addPlanPrinting(stages);
+    }
     if (opts->format != "text" && opts->format != "json")
       throw Error("error: --format: unknown format '" + opts->format + "' (allowed: text, json)");
     if (opts->width < 1) throw Error("error: --width must be >= 1, got " + std::to_string(opts->width));

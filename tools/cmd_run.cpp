@@ -107,6 +107,10 @@ void addRunCommand(CLI::App &app) {
   cmd->callback([opts]() {
     if (opts->passes.flags.handleListPasses()) return;
     if (opts->file.empty()) throw Error("error: a program file is required (FILE, or '-' for stdin)");
+    {
+      rt::PrepareOptions stages; // a bad --print-plan-after stage, before any work
+      opts->passes.addPlanPrinting(stages);
+    }
     if (opts->width < 1 || opts->width > 256)
       throw Error("error: --width must be between 1 and 256, got " + std::to_string(opts->width));
     if (opts->repeat < 0) throw Error("error: --repeat must be >= 0, got " + std::to_string(opts->repeat));

@@ -140,7 +140,9 @@ TEST_CASE("pm: named pipelines stand for their passes; no name is both a pass an
     CHECK(inside.passes.back().name() == "cse");
     for (size_t i = 0; i < expanded.passes.size(); ++i) CHECK(inside.passes[i + 1] == expanded.passes[i]);
   }
-  CHECK(lookupPipeline("run-default")->text == kRunPipeline);
+  // run-default is what tessel run / prepare apply when --passes is not given.
+  CHECK(Pipeline::parse("run-default") == Pipeline::parse(kRunPipeline));
+  CHECK(Pipeline::parse("run-default").str() == "fold{max-broadcast-constant=256},cse,dce");
   CHECK(Pipeline::parse("trg").str() ==
         "truncate-svd{max-k-percent=50,min-size=32},svd-transpose-fold,svd-topk-guards,"
         "order{strategy=pairwise},pad-sink,cse,dce");
@@ -206,6 +208,35 @@ TEST_CASE("pm: fixpoint(...) runs its passes in rounds until none changes the pr
   CHECK_THROWS_WITH(Pipeline::parse("fixpoint(cse,fixpoint(dce))"), doctest::Contains("fixpoint groups do not nest"));
   CHECK_THROWS_WITH(Pipeline::parse("fixpoint(cse"), doctest::Contains("expected ')' to close the fixpoint("));
   CHECK_THROWS_WITH(Pipeline::parse("fixpoint()"), doctest::Contains("expected a pass name in fixpoint(...)"));
+  // A group built by hand with no passes is no group: printed and run as its passes alone.
+  Pipeline hand;
+  hand.passes.push_back(PassInvocation(*lookupPass("cse")));
+  hand.fixpoints.push_back({0, 0});
+  CHECK(hand.str() == "cse");
+  ir::Program small = smallProgram();
+  CHECK(PassManager(hand).run(small).passes.size() == 1);
+  // The window of a long pipeline's error never cuts a UTF-8 character, and the caret
+  // counts characters.
+  std::string utf = "fold{max-broadcast-constant=";
+  for (int i = 0; i < 80; ++i) utf += "\xc3\xa9"; // é
+  utf += "a{";                                       // a syntax error 161 bytes later
+  try {
+    Pipeline::parse(utf);
+    FAIL("no error");
+  } catch (const Error &e) {
+    const std::string msg = e.what();
+    for (size_t i = 0; i < msg.size();) { // well-formed UTF-8: every lead byte has its continuations
+      const auto c = static_cast<unsigned char>(msg[i]);
+      const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+      REQUIRE(n > 0);
+      for (size_t k = 1; k < n; ++k) REQUIRE((static_cast<unsigned char>(msg[i + k]) & 0xC0) == 0x80);
+      i += n;
+    }
+    // The window starts inside the run of é (60 bytes back from the column: 29.5 of
+    // them, moved to 30) and the caret stands under the '{': 3 + 30 + 1 characters in.
+    CHECK(msg.find("unexpected '{' in an option value at column 190") != std::string::npos);
+    CHECK(msg.find("\n  " + std::string(34, ' ') + "^") != std::string::npos);
+  }
   // A pass that adds to the program every run never reaches a fixed point.
   for (const char *grows : {"grad", "jvp", "hessian", "checkpoint", "split-vjp"}) {
     CAPTURE(grows);
