@@ -17,9 +17,7 @@ template <class F> auto asFlag(const char *flag, F parse) {
   try {
     return parse();
   } catch (const Error &e) {
-    std::string msg = e.what();
-    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-    throw Error(std::string("error: ") + flag + ": " + msg);
+    throw withContext(e, flag);
   }
 }
 

@@ -168,8 +168,7 @@ int TrgPrograms::add(std::string group, std::string role, ir::Program p, size_t 
       info.unprepared = std::move(p);
     }
   } catch (const Error &e) {
-    std::string msg = e.what();
-    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+    const std::string msg = errorText(e);
     // An einsum left in the program means the pipeline lost its order pass; a program
     // that does not verify, a pass that broke it (verified once, here, by default).
     const bool unverified = dynamic_cast<const VerifyError *>(&e) && !o_.passOptions.verifyEach;
@@ -199,10 +198,8 @@ std::vector<ir::Tensor> TrgPrograms::run(int idx, const std::vector<ir::Tensor> 
     ledger_.record(in, out, engineResidentBytes() + rt::moduleTensorBytes(*pi.plan));
     return out;
   } catch (const Error &e) {
-    std::string msg = e.what();
-    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-    throw Error("error: trg: " + where + " (" + pi.group + ", " + pi.role +
-                "), beta = " + ir::text::formatDouble(beta) + ": " + msg);
+    throw withContext(e, "trg: " + where + " (" + pi.group + ", " + pi.role +
+                             "), beta = " + ir::text::formatDouble(beta));
   }
 }
 

@@ -52,3 +52,16 @@ std::string formatDiagnostic(const SourcePos &pos, const std::string &msg,
 }
 
 } // namespace tessel
+
+namespace tessel {
+
+std::string errorText(const std::exception &e) {
+  const std::string msg = e.what();
+  return msg.rfind("error: ", 0) == 0 ? msg.substr(7) : msg;
+}
+
+Error withContext(const std::exception &e, const std::string &context) {
+  return Error("error: " + context + ": " + errorText(e));
+}
+
+} // namespace tessel

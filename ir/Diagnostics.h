@@ -22,6 +22,14 @@ public:
   explicit Error(const std::string &msg) : std::runtime_error(msg) {}
 };
 
+/// The message of `e` without its leading "error: " tag (the text a context is put in
+/// front of).
+std::string errorText(const std::exception &e);
+/// `e` with `context` in front: "error: <context>: <e's text>" (the context chain of a
+/// diagnostic: "error: trg: step 3 (...), beta = 0.4: <what the kernel said>"). Keeps the
+/// subclass's meaning only as far as the message goes: the result is a plain Error.
+Error withContext(const std::exception &e, const std::string &context);
+
 /// A shape or attribute error raised by shape inference or the builder. The message
 /// names the op and the offending shapes.
 class ShapeError : public Error {

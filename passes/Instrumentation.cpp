@@ -399,9 +399,7 @@ void CrashReproducerInstrumentation::runAfterPassFailed(const PassRecord &pass,
                          "\n// reproduce: " + command + "\n" + ir::printProgram(saved_, exact),
                      "--crash-reproducer");
   } catch (const Error &e) {
-    std::string why = e.what();
-    if (why.rfind("error: ", 0) == 0) why = why.substr(7);
-    failure.notes += "\nnote: no crash reproducer: " + why;
+    failure.notes += "\nnote: no crash reproducer: " + errorText(e);
     return;
   }
   if (failure.kind == PassFailure::Kind::Internal) {

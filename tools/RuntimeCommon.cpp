@@ -65,9 +65,7 @@ ir::Tensor loadInput(const std::string &name, const std::string &value) {
   try {
     return rt::readNpy(value);
   } catch (const Error &e) {
-    std::string msg = e.what();
-    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-    throw Error(who + ": " + msg);
+    throw Error(who + ": " + errorText(e));
   }
 }
 

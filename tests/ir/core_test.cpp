@@ -329,3 +329,13 @@ TEST_CASE("op cost: flops and bytes of each op from its types") {
   CHECK(cost(qr[0]).flops == 2 * 5 * 16 + 2 * 4 * 16 - 4.0 * 64 / 3); // dgeqrf + dorgqr, LAWN 41
   CHECK(cost(ts).flops == 16 * 3);                                     // n² per right-hand side
 }
+
+TEST_CASE("diagnostics: a context goes in front of an error's text, one 'error:' tag in all") {
+  const Error inner("error: LAPACK dgesdd failed");
+  CHECK(errorText(inner) == "LAPACK dgesdd failed");
+  CHECK(errorText(std::runtime_error("no tag")) == "no tag");
+  const Error outer = withContext(inner, "trg: step 3 (step 16->16, value), beta = 0.4");
+  CHECK(std::string(outer.what()) == "error: trg: step 3 (step 16->16, value), beta = 0.4: LAPACK dgesdd failed");
+  CHECK(std::string(withContext(outer, "rank 1 of 2").what()) ==
+        "error: rank 1 of 2: trg: step 3 (step 16->16, value), beta = 0.4: LAPACK dgesdd failed");
+}
