@@ -35,14 +35,14 @@ static_assert(std::size(kOpAttrSpecs) == static_cast<size_t>(kNumOpKinds));
 /// An attribute name as a template argument ("k", "perm").
 template <size_t N> struct AttrName {
   char text[N];
-  consteval AttrName(const char (&s)[N]) {
+  constexpr AttrName(const char (&s)[N]) {
     for (size_t i = 0; i < N; ++i) text[i] = s[i];
   }
   constexpr std::string_view view() const { return {text, N - 1}; }
 };
 
 /// The kind of attribute `name` in the spec "name:kind[=default],..." of ops.def, or -1.
-consteval int specKind(std::string_view spec, std::string_view name) {
+constexpr int specKind(std::string_view spec, std::string_view name) {
   size_t at = 0;
   while (at < spec.size()) {
     size_t end = spec.find(',', at);

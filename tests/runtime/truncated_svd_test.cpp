@@ -612,8 +612,9 @@ TEST_CASE("svd_topk_complement kernel: the same X and Y at any scale of A (1e-20
 
 TEST_CASE("truncated svd: the workspace layout sizes and carves the same arrays") {
   // (m, n, k): square, tall, wide, k = 1, and a block that is not a multiple of 4.
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{256, 256, 16}, {300, 40, 7}, {40, 300, 7},
-                         {64, 64, 1}, {1024, 1024, 48}}) {
+  for (const auto &shape : {std::tuple<int64_t, int64_t, int64_t>{256, 256, 16}, {300, 40, 7}, {40, 300, 7},
+                             {64, 64, 1}, {1024, 1024, 48}}) {
+    const int64_t m = std::get<0>(shape), n = std::get<1>(shape), k = std::get<2>(shape);
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
