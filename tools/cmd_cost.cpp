@@ -111,9 +111,11 @@ nlohmann::ordered_json pathJson(const passes::ContractionPath &c) {
   return j;
 }
 
-/// The einsum report (text or JSON) of `p` under `opts`.
+/// The einsum report (text or JSON) of `p` under `opts`; a text report of a program
+/// without einsums says `whenEmpty`.
 std::string printEinsumReport(const ir::Program &p, const passes::OrderOptions &opts,
-                              bool json) {
+                              bool json,
+                              const char *whenEmpty = "(no einsum ops: nothing to order)") {
   std::vector<passes::EinsumCost> costs = passes::einsumCosts(p, opts);
   const auto strategies = passes::concreteOrderStrategies();
   std::vector<Totals> totals(strategies.size());
@@ -159,7 +161,7 @@ std::string printEinsumReport(const ir::Program &p, const passes::OrderOptions &
   os << "program " << ir::text::atName(p.name) << ": " << costs.size() << " einsum"
      << (costs.size() == 1 ? "" : "s") << ", strategy " << requested << "\n";
   if (costs.empty()) {
-    os << "(no einsum ops: nothing to order)\n";
+    os << whenEmpty << "\n";
     return os.str();
   }
   for (size_t k = 0; k < costs.size(); ++k) {
@@ -265,14 +267,14 @@ void runCost(const CostArgs &a) {
     j["ops_by_kind"] = nlohmann::ordered_json::parse(printOpKindReport(p, true));
     report = j.dump(2) + "\n";
   } else {
-    const std::string none = "(no einsum ops: nothing to order)";
     std::string functions;
-    for (const ir::Program &f : p.functions) {
-      std::string fr = printEinsumReport(f, opts, false);
-      if (fr.find(none) == std::string::npos) functions += "\nfunction " + fr.substr(fr.find('@'));
-    }
-    if (!functions.empty() && report.find(none) != std::string::npos)
-      report.replace(report.find(none), none.size(), "(none in the entry; its functions' follow)");
+    for (const ir::Program &f : p.functions)
+      if (!passes::einsumCosts(f, opts).empty()) {
+        const std::string fr = printEinsumReport(f, opts, false);
+        functions += "\nfunction " + fr.substr(fr.find('@'));
+      }
+    if (!functions.empty())
+      report = printEinsumReport(p, opts, false, "(none in the entry; its functions' follow)");
     report += functions;
     report += printOpKindReport(p, false);
   }
