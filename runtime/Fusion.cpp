@@ -223,4 +223,30 @@ Fusion::Fusion(const ir::Program &prog, bool enabled)
   planLoops();
 }
 
+std::vector<Fusion::Loop> Fusion::loops(const ir::Program &prog) const {
+  std::vector<Loop> out;
+  for (size_t i = 0; i < prog.ops.size(); ++i) {
+    const ir::Op &op = prog.ops[i];
+    if (op.results.empty() || inlined(op.results[0])) continue;
+    if (!fusible(op.kind) && !reduceTakesInputFusion(prog, op)) continue;
+    Loop L{i, {}, {}};
+    std::vector<int32_t> stack{static_cast<int32_t>(i)};
+    while (!stack.empty()) {
+      const int32_t o = stack.back();
+      stack.pop_back();
+      if (std::find(L.ops.begin(), L.ops.end(), o) != L.ops.end()) continue;
+      L.ops.push_back(o);
+      for (ir::ValueId v : prog.ops[static_cast<size_t>(o)].operands) {
+        if (inlined(v) && def[v] >= 0) stack.push_back(def[v]);
+        else if (std::find(L.reads.begin(), L.reads.end(), v) == L.reads.end()) L.reads.push_back(v);
+      }
+    }
+    if (L.ops.size() < 2) continue;
+    std::sort(L.ops.begin(), L.ops.end());
+    std::sort(L.reads.begin(), L.reads.end());
+    out.push_back(std::move(L));
+  }
+  return out;
+}
+
 } // namespace tessel::rt::prep

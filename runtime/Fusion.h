@@ -53,6 +53,17 @@ struct Fusion {
 
   /// Decides the fusion of `prog` (none when `enabled` is false).
   Fusion(const ir::Program &prog, bool enabled);
+
+  /// One fused loop: an op that keeps its result's buffer and the ops computed inside
+  /// its loop (through inlined operands, recomputed ones included).
+  struct Loop {
+    size_t root = 0;                ///< op index of the loop's op
+    std::vector<int32_t> ops;       ///< the loop's ops, in program order (root included)
+    std::vector<ir::ValueId> reads; ///< buffers the loop reads, ascending
+  };
+  /// The loops of more than one op, in program order of their roots (for the plan
+  /// printer; prepare's rules find the same ops through inlined()).
+  std::vector<Loop> loops(const ir::Program &prog) const;
 };
 
 } // namespace tessel::rt::prep

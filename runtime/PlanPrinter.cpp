@@ -151,36 +151,11 @@ std::string describePlanStage(const Plan &P, PrepareStage stage) {
 
 std::string describeFusion(const ir::Program &prog, const Fusion &fusion) {
   const std::vector<std::string> names = ir::valueRefs(prog);
-  // The ops of the loop rooted at op i: i and, through inlined operands, their producers.
+  // The ops of each loop; an op in more than one is recomputed by each.
+  const std::vector<Fusion::Loop> loops = fusion.loops(prog);
   std::vector<int32_t> timesInLoops(prog.ops.size(), 0);
-  struct Loop {
-    size_t root;
-    std::vector<int32_t> ops;      // program order
-    std::vector<ir::ValueId> reads; // buffers the loop reads
-  };
-  std::vector<Loop> loops;
-  for (size_t i = 0; i < prog.ops.size(); ++i) {
-    const ir::Op &op = prog.ops[i];
-    if (op.results.empty() || fusion.inlined(op.results[0])) continue;
-    if (!fusible(op.kind) && !reduceTakesInputFusion(prog, op)) continue;
-    Loop L{i, {}, {}};
-    std::vector<int32_t> stack{static_cast<int32_t>(i)};
-    while (!stack.empty()) {
-      const int32_t o = stack.back();
-      stack.pop_back();
-      if (std::find(L.ops.begin(), L.ops.end(), o) != L.ops.end()) continue;
-      L.ops.push_back(o);
-      for (ir::ValueId v : prog.ops[static_cast<size_t>(o)].operands) {
-        if (fusion.inlined(v) && fusion.def[v] >= 0) stack.push_back(fusion.def[v]);
-        else if (std::find(L.reads.begin(), L.reads.end(), v) == L.reads.end()) L.reads.push_back(v);
-      }
-    }
-    if (L.ops.size() < 2) continue;
-    std::sort(L.ops.begin(), L.ops.end());
-    std::sort(L.reads.begin(), L.reads.end());
+  for (const Fusion::Loop &L : loops)
     for (int32_t o : L.ops) ++timesInLoops[static_cast<size_t>(o)];
-    loops.push_back(std::move(L));
-  }
   size_t inlinedValues = 0;
   for (size_t v = 0; v < prog.values.size(); ++v) inlinedValues += fusion.inlined(static_cast<ir::ValueId>(v));
   std::ostringstream os;
@@ -188,7 +163,7 @@ std::string describeFusion(const ir::Program &prog, const Fusion &fusion) {
      << loops.size() << " fused loops, " << inlinedValues << " values computed inside their readers' loops"
      << (loops.empty() ? " (fusion off with --no-fusion or a value check, or nothing to fuse)" : "")
      << "\n";
-  for (const Loop &L : loops) {
+  for (const Fusion::Loop &L : loops) {
     const ir::Op &root = prog.ops[L.root];
     os << "  loop " << names[root.results[0]] << " = " << ir::opName(root.kind) << " (op " << L.root << "): "
        << L.ops.size() << " ops:";
