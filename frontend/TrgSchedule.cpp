@@ -37,13 +37,18 @@ TrgSvd parseTrgSvd(const std::string &s) {
 }
 
 std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd) {
-  // The registered pipelines order contractions pairwise; another strategy replaces it.
-  std::string text = passes::lookupPipeline(svd == TrgSvd::Truncated ? "trg" : "trg-full-svd")->text;
-  const std::string pairwise = "order{strategy=pairwise}";
-  const size_t at = text.find(pairwise);
-  if (at == std::string::npos) throw std::logic_error("the trg pipelines have no " + pairwise);
-  return text.replace(at, pairwise.size(),
-                      "order{strategy=" + std::string(passes::orderStrategyName(order)) + "}");
+  // The registered pipelines order contractions pairwise; another strategy is an option
+  // of their `order` pass.
+  passes::Pipeline p = passes::Pipeline::parse(
+      passes::lookupPipeline(svd == TrgSvd::Truncated ? "trg" : "trg-full-svd")->text);
+  bool ordered = false;
+  for (passes::PassInvocation &inv : p.passes)
+    if (inv.name() == "order") {
+      inv.set("strategy", passes::orderStrategyName(order));
+      ordered = true;
+    }
+  if (!ordered) throw std::logic_error("the trg pipelines have no order pass");
+  return p.str();
 }
 
 TrgSvd trgSvdUsed(const TrgOptions &o) {

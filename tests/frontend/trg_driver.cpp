@@ -707,7 +707,7 @@ TEST_CASE("trg driver: the default pipelines are the registered trg and trg-full
         passes::Pipeline::parse("trg-full-svd"));
   CHECK(trgPipeline(TrgOptions{}) == defaultTrgPipeline(passes::OrderStrategy::Pairwise, TrgSvd::Truncated));
   CHECK(defaultTrgPipeline(passes::OrderStrategy::Greedy, TrgSvd::Truncated) ==
-        "truncate-svd,svd-transpose-fold,svd-topk-guards,order{strategy=greedy},pad-sink,cse,dce");
+        "truncate-svd{max-k-percent=50,min-size=32},svd-transpose-fold,svd-topk-guards,order{strategy=greedy},pad-sink,cse,dce");
   CHECK(defaultTrgPipeline(passes::OrderStrategy::Optimal, TrgSvd::Full) ==
         "order{strategy=optimal},pad-sink,cse,dce");
 }
