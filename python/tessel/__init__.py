@@ -544,13 +544,13 @@ class _progress_display:
             sys.stderr.flush()
 
 
-# The library reports option errors with the command line's flag names.
-_FLAG = re.compile(r"--(chi|steps|width|mode|algorithm|checkpoint|order|svd|ranks|eps|repeat|q|field|susceptibility|model|cft)\b")
+# The library reports option errors with the command line's flag names; trg's keyword
+# arguments are the same names with '_' for '-' (--btrg-k is btrg_k).
+_FLAG = re.compile(r"--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)\b")
 
 
 def _python_option_names(message: str) -> str:
-    message = message.replace("--btrg-k", "btrg_k").replace("--second-mode", "second_mode")
-    return _FLAG.sub(lambda m: m.group(1), message).replace("ranks auto", 'ranks="auto"')
+    return _FLAG.sub(lambda m: m.group(1).replace("-", "_"), message).replace("ranks auto", 'ranks="auto"')
 
 
 def _check_int(name: str, v: Any) -> None:
