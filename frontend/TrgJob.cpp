@@ -68,9 +68,11 @@ TrgOptions trgOptions(const TrgRequest &r) {
   return o;
 }
 
-void checkTrgBeta(double beta) {
+void checkTrgBeta(double beta, const std::string &flag) {
   if (!(beta > 0) || !std::isfinite(beta))
-    throw Error("error: beta must be finite and > 0, got " + ir::text::formatDouble(beta));
+    throw Error("error: " + (flag.empty() ? "" : flag + ": ") +
+                "beta must be finite and > 0, got " + ir::text::formatDouble(beta) +
+                " (allowed: beta > 0, e.g. 0.3" + (flag == "--beta" ? " or 0.3,0.4,0.5)" : ")"));
 }
 
 } // namespace tessel::frontend

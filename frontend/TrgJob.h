@@ -58,7 +58,9 @@ struct TrgRequest {
 /// steps, ε and the schedule are checked by the driver (validateTrgOptions).
 TrgOptions trgOptions(const TrgRequest &r);
 
-/// Throws tessel::Error "error: beta must be finite and > 0, got B" otherwise.
-void checkTrgBeta(double beta);
+/// Checks one inverse temperature β (in units of 1/J). Throws tessel::Error
+/// "error: FLAG: beta must be finite and > 0, got B (allowed: …)" otherwise; `flag` names
+/// where β came from ("--beta", "--beta-range"; empty for the Python argument).
+void checkTrgBeta(double beta, const std::string &flag = "");
 
 } // namespace tessel::frontend

@@ -84,12 +84,6 @@ std::vector<std::string> splitOn(const std::string &s, char sep) {
   return parts;
 }
 
-void checkBetaValue(double b, const std::string &flag) {
-  if (!std::isfinite(b) || b <= 0)
-    throw Error("error: " + flag + ": beta must be finite and > 0, got " + formatDouble(b) +
-                " (allowed: beta > 0, e.g. 0.3 or 0.3,0.4,0.5)");
-}
-
 /// The most β values one call runs. Each is a full TRG run with its own report, so a
 /// sweep this long already takes minutes; the bound keeps a mistyped N from allocating
 /// without end.
@@ -97,7 +91,6 @@ constexpr int64_t kMaxBetaValues = 100000;
 
 /// Steady runs per β when --repeat is not given and one β is timed.
 constexpr int64_t kDefaultRepeat = 10;
-constexpr int64_t kMaxRepeat = frontend::kTrgMaxRepeat;
 
 std::vector<double> parseBetas(const TrgArgs &a) {
   if (!a.beta.empty() && !a.betaRange.empty())
@@ -115,8 +108,8 @@ std::vector<double> parseBetas(const TrgArgs &a) {
       throw Error("error: --beta-range: N = " + std::to_string(n) + " beta values is more than " +
                   std::to_string(kMaxBetaValues) +
                   " (each value is a full TRG run; split the sweep into several calls)");
-    checkBetaValue(lo, "--beta-range");
-    checkBetaValue(hi, "--beta-range");
+    frontend::checkTrgBeta(lo, "--beta-range");
+    frontend::checkTrgBeta(hi, "--beta-range");
     if (n == 1 && lo != hi)
       throw Error("error: --beta-range: N = 1 gives one value, but A = " + formatDouble(lo) +
                   " and B = " + formatDouble(hi) + " differ (use N >= 2 for a sweep from A to B, "
@@ -132,7 +125,7 @@ std::vector<double> parseBetas(const TrgArgs &a) {
   std::string list = a.beta.empty() ? "0.3" : a.beta;
   for (const std::string &s : splitOn(list, ',')) {
     double b = parseDoubleArg(s, "--beta");
-    checkBetaValue(b, "--beta");
+    frontend::checkTrgBeta(b, "--beta");
     betas.push_back(b);
   }
   return betas;

@@ -163,7 +163,7 @@ def test_onsager_errors():
     (dict(beta=0.3, chi=2.5), "chi must be an integer, got 2.5"),
     (dict(beta="0.3"), "beta must be a number"),
     (dict(beta=[]), "beta must be a number"),
-    (dict(beta=-0.3), r"got -0\.3$"),
+    (dict(beta=-0.3), r"got -0\.3 \(allowed: beta > 0, e\.g\. 0\.3\)$"),
     (dict(beta=0.3, order=None), "order must be a string"),
 ])
 def test_errors_use_python_names(kwargs, match):

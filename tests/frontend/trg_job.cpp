@@ -71,7 +71,9 @@ TEST_CASE("trg job: errors name the flag and the allowed values") {
         "error: --second-mode: expected forward-over-reverse or reverse-over-reverse, got 'sideways'");
   CHECK(err([](TrgRequest &r) { r.width = int64_t(1) << 40; }) == "error: --width: 1099511627776 is out of range");
   CHECK(err([](TrgRequest &r) { r.mode = "fast"; }).find("unknown mode 'fast' (allowed: staged, whole)") != std::string::npos);
-  CHECK_THROWS_WITH(checkTrgBeta(0.0), "error: beta must be finite and > 0, got 0");
+  CHECK_THROWS_WITH(checkTrgBeta(0.0), "error: beta must be finite and > 0, got 0 (allowed: beta > 0, e.g. 0.3)");
+  CHECK_THROWS_WITH(checkTrgBeta(-1.0, "--beta-range"),
+                    "error: --beta-range: beta must be finite and > 0, got -1 (allowed: beta > 0, e.g. 0.3)");
   CHECK_THROWS_WITH(checkTrgBeta(NAN), doctest::Contains("beta must be finite and > 0"));
   CHECK_NOTHROW(checkTrgBeta(0.44));
 }
