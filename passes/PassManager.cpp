@@ -245,6 +245,10 @@ private:
   void skipBlanks() {
     while (pos_ < s_.size() && isBlank(s_[pos_])) ++pos_;
   }
+  size_t skipBlanksFrom(size_t i) const {
+    while (i < s_.size() && isBlank(s_[i])) ++i;
+    return i;
+  }
   static bool isNameChar(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   }
@@ -279,11 +283,11 @@ private:
     std::string name = parseName("a pass name");
     const PassInfo *info = lookupPass(name);
     if (!info) {
-      (void)at;
       std::vector<std::string> pipelines;
       for (const NamedPipeline &p : pipelineRegistry()) pipelines.push_back(p.name);
-      failSemantic("unknown pass '" + ir::text::clipForMessage(name) + "' (known passes: " + knownPassNames() +
-                   "; named pipelines: " + llvm::join(pipelines, ", ") + ")");
+      fail("unknown pass '" + ir::text::clipForMessage(name) + "' (known passes: " + knownPassNames() +
+               "; named pipelines: " + llvm::join(pipelines, ", ") + ")",
+           skipBlanksFrom(at));
     }
     PassInvocation inv(*info);
     skipBlanks();

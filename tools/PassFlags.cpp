@@ -43,7 +43,11 @@ void PassFlags::addTo(CLI::App &cmd, const std::string &passesHelp) {
                  "Write the program before the first and after every pass to DIR "
                  "(00-input.tir, 01-<pass>.tir, ...; numbered by pipeline position; "
                  "`trg` writes each program it compiles to its own DIR/NN-<program>/, and its plan "
-                 "beside the last dump as plan.txt)");
+                 "beside the last dump as plan.txt)")
+      ->check([](const std::string &dir) {
+        return dir.empty() ? std::string("an empty directory name (omit --dump-dir to write no dumps)")
+                           : std::string();
+      });
   cmd.add_flag("--time-passes", timePasses, "Report the wall time of every pass (stderr)");
   cmd.add_flag("--time-passes-json", timePassesJson,
                "Report the wall time of every pass as JSON (stderr)");

@@ -1,6 +1,7 @@
 //===- tools/RuntimeCommon.cpp - Program inputs for `tessel run` and `tessel bench` ===//
 #include "tools/RuntimeCommon.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -126,7 +127,6 @@ void RunPassesFlag::addTo(CLI::App &cmd) {
                  "instructions, buffers unassigned), assign (arena slots, in-place), schedule "
                  "(the final dependencies and bytes written, 0 before it); a module's plan prints "
                  "per segment")
-      ->delimiter(',')
       ->allow_extra_args(false); // one value per flag: `--print-plan-after fuse FILE` keeps FILE
 }
 
@@ -137,7 +137,16 @@ passes::RunPreparation RunPassesFlag::apply(ir::Program &p, const std::string &o
 }
 
 void RunPassesFlag::addPlanPrinting(rt::PrepareOptions &o) const {
-  for (const std::string &s : printPlanAfter) o.printPlanAfter.push_back(rt::parsePrepareStage(s, "--print-plan-after"));
+  // Split here, not by CLI11's delimiter, which drops the empty name in "fuse,,assign".
+  for (const std::string &list : printPlanAfter) {
+    size_t from = 0;
+    while (true) {
+      const size_t comma = std::min(list.find(',', from), list.size());
+      o.printPlanAfter.push_back(rt::parsePrepareStage(list.substr(from, comma - from), "--print-plan-after"));
+      if (comma == list.size()) break;
+      from = comma + 1;
+    }
+  }
 }
 
 std::string displayOutputName(const std::string &name) {
