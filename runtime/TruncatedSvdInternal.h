@@ -1,7 +1,8 @@
 //===- runtime/TruncatedSvdInternal.h - What the truncated-SVD kernels share ---===//
 //
-// Internal to runtime/TruncatedSvd.cpp (topkSvd) and runtime/SvdComplement.cpp
-// (svdComplement): the machine epsilon, the kernels' call counters (truncatedSvdStats),
+// Internal to runtime/TruncatedSvd.cpp (topkSvd), runtime/BlockKrylovSvd.cpp (its
+// steps) and runtime/SvdComplement.cpp (svdComplement): the machine epsilon, the
+// Gaussian sketch, the kernels' call counters (truncatedSvdStats),
 // the row-major GEMM wrapper, the full SVD both fall back to, gesdd's flop count (their
 // iteration budgets) and the power-of-two working scale.
 //
@@ -20,6 +21,13 @@ inline constexpr double kEps = std::numeric_limits<double>::epsilon();
 extern std::atomic<int64_t> gTopkCalls, gTopkIterations, gTopkFallbacks;
 extern std::atomic<int64_t> gComplementCalls, gComplementIterations, gComplementFallbacks;
 extern std::atomic<int64_t> gComplementBroadened;
+
+/// Columns c0..c1 of a column-major n×· Gaussian matrix (Box–Muller over splitmix64),
+/// each column from its own stream so that a grown sketch keeps its first columns.
+void gaussianColumns(double *V, int64_t n, int64_t c0, int64_t c1, uint64_t seed);
+
+/// The seed of topkSvd's Gaussian sketch: a function of the problem's sizes only.
+uint64_t topkSeed(int64_t m, int64_t n, int64_t k);
 
 /// Flops of a gesdd with vectors on an m×n matrix (the cost model of ir/OpCost.cpp).
 double gesddFlops(int64_t m, int64_t n);
@@ -44,13 +52,14 @@ double powerOfTwoScale(double x, double lo, double hi);
 } // namespace tessel::rt::svd_detail
 
 namespace tessel::rt {
-// The two kernel files use these by their short names (this header is theirs alone).
+// The kernel files use these by their short names (this header is theirs alone).
 using svd_detail::FullSvd;
 using svd_detail::fullSvd;
 using svd_detail::gComplementBroadened;
 using svd_detail::gComplementCalls;
 using svd_detail::gComplementFallbacks;
 using svd_detail::gComplementIterations;
+using svd_detail::gaussianColumns;
 using svd_detail::gemm;
 using svd_detail::gesddFlops;
 using svd_detail::gTopkCalls;
@@ -58,4 +67,5 @@ using svd_detail::gTopkFallbacks;
 using svd_detail::gTopkIterations;
 using svd_detail::kEps;
 using svd_detail::powerOfTwoScale;
+using svd_detail::topkSeed;
 } // namespace tessel::rt
