@@ -5,8 +5,12 @@
 // written directly from the op's definition (StableHLO / jax.lax semantics, see
 // ir/ops.def). It exists as an independent oracle for the engine (differential
 // tests) and for gradcheck. It is deliberately written without sharing code with the
-// engine's kernels; the only shared piece is the SVD, which both take from LAPACK
-// dgesdd with the same call so that singular-vector signs agree.
+// engine's kernels, the decompositions included: svd, eigh and qr come from Eigen
+// (BDCSVD, SelfAdjointEigenSolver, HouseholderQR), not the LAPACK routines the engine
+// calls, so a fault in those calls or their wrappers shows as a difference. Their
+// factors' signs are each library's own: a comparison of factors fixes one sign
+// convention on both sides first (tests/runtime/rt_testutil.h), and anything computed
+// from them that does not depend on the signs agrees to rounding.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -17,7 +21,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <lapacke.h>
+#include <Eigen/Dense>
+#include <Eigen/SVD>
 
 #include "ir/Diagnostics.h"
 #include "ir/OpAttrs.h"
@@ -307,11 +312,20 @@ Results refEinsum(const Program &, const Op &op, const Operands &in, const Type 
   return {out};
 }
 
-/// Thin SVD through LAPACK dgesdd, the same call as the engine's, so that the signs
-/// of singular vectors agree. Row-major A[m,n] is column-major Aᵀ[n,m]; the SVD of
-/// Aᵀ = V S Uᵀ gives Vt (row-major) as LAPACK's U and U (row-major) as LAPACK's VT,
-/// with no transposition.
-/// The full thin SVD {U[m,K], s[K], Vt[K,n]} of `A`; errors name `op`.
+using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// Copies the m×n Eigen matrix `x` into the row-major tensor `t` of that shape.
+template <class X> void store(const X &x, Tensor &t) {
+  Eigen::Map<RowMajorMatrix>(t.data.data(), x.rows(), x.cols()) = x;
+}
+
+std::string notConverged(const Program &p, const Op &op, const char *solver) {
+  return "error: " + describeOp(p, op) + ": the reference evaluator's Eigen " + solver +
+         " did not converge on " + p.type(op.operands[0]).str();
+}
+
+/// The full thin SVD {U[m,K], s[K], Vt[K,n]} of `A` by Eigen's BDCSVD (divide and
+/// conquer, Jacobi below 16 columns; it scales by max|A_ij| itself); errors name `op`.
 Results thinSvd(const Program &p, const Op &op, const Tensor &A) {
   const Type &at = A.type;
   const int64_t m = at.shape[0], n = at.shape[1], k = std::min(m, n);
@@ -323,13 +337,12 @@ Results thinSvd(const Program &p, const Op &op, const Tensor &A) {
   if (k == 0) return r;
   for (double x : A.data)
     if (!std::isfinite(x)) throw Error(svdFailureMessage(p, op, kSvdNonFinite));
-  std::vector<double> acopy = A.data;
-  lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(n),
-                                   static_cast<lapack_int>(m), acopy.data(),
-                                   static_cast<lapack_int>(n), s.data.data(), Vt.data.data(),
-                                   static_cast<lapack_int>(n), U.data.data(),
-                                   static_cast<lapack_int>(k));
-  if (info != 0) throw Error(svdFailureMessage(p, op, info));
+  const Eigen::Map<const RowMajorMatrix> a(A.data.data(), m, n);
+  Eigen::BDCSVD<Eigen::MatrixXd> svd(a, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  if (svd.info() != Eigen::Success) throw Error(notConverged(p, op, "BDCSVD"));
+  store(svd.matrixU(), U);
+  store(svd.singularValues().transpose(), s);
+  store(svd.matrixV().transpose(), Vt);
   return r;
 }
 
@@ -351,9 +364,9 @@ Results refSvdTopk(const Program &p, const Op &op, const Operands &in, const Typ
   return r;
 }
 
-/// eigh through LAPACK dsyevd, the routine the engine calls, so that the signs of the
-/// eigenvectors agree: S = (A + Aᵀ)/2 (an entry equal to its mirror as it is), then
-/// LAPACKE's own workspace, then the eigenvectors from LAPACK's columns into V's.
+/// eigh by Eigen's SelfAdjointEigenSolver (tridiagonalisation, implicit symmetric QR)
+/// of S = (A + Aᵀ)/2 (an entry equal to its mirror as it is): eigenvalues ascending,
+/// the eigenvectors V's columns.
 Results refEigh(const Program &p, const Op &op, const Operands &in, const Type &) {
   const Tensor &A = *in[0];
   const int64_t n = A.type.shape[0];
@@ -363,23 +376,21 @@ Results refEigh(const Program &p, const Op &op, const Operands &in, const Type &
   if (n == 0) return r;
   for (double x : A.data)
     if (!std::isfinite(x)) throw Error(eighFailureMessage(p, op, kEighNonFinite));
-  std::vector<double> S(static_cast<size_t>(n * n));
+  Eigen::MatrixXd S(n, n);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
       const double a = A.data[static_cast<size_t>(i * n + j)], b = A.data[static_cast<size_t>(j * n + i)];
-      S[static_cast<size_t>(i * n + j)] = a == b ? a : 0.5 * a + 0.5 * b;
+      S(i, j) = a == b ? a : 0.5 * a + 0.5 * b;
     }
-  const lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', static_cast<lapack_int>(n), S.data(),
-                                         static_cast<lapack_int>(n), r[0].data.data());
-  if (info != 0) throw Error(eighFailureMessage(p, op, info));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      r[1].data[static_cast<size_t>(i * n + j)] = S[static_cast<size_t>(j * n + i)]; // column j of LAPACK's
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(S, Eigen::ComputeEigenvectors);
+  if (es.info() != Eigen::Success) throw Error(notConverged(p, op, "SelfAdjointEigenSolver"));
+  store(es.eigenvalues().transpose(), r[0]);
+  store(es.eigenvectors(), r[1]);
   return r;
 }
 
-/// qr through LAPACK dgeqrf and dorgqr, the routines the engine calls, so that the signs
-/// of Q's columns and R's rows agree (LAPACKE's own workspaces, its row-major layout).
+/// qr by Eigen's HouseholderQR: Q[m,K] the first K columns of the product of the
+/// reflectors, R[K,n] the upper triangle of the factored matrix.
 Results refQr(const Program &p, const Op &op, const Operands &in, const Type &) {
   const Tensor &A = *in[0];
   const int64_t m = A.type.shape[0], n = A.type.shape[1], k = std::min(m, n);
@@ -391,17 +402,9 @@ Results refQr(const Program &p, const Op &op, const Operands &in, const Type &) 
     if (!std::isfinite(x))
       throw Error("error: " + describeOp(p, op) + ": input matrix " + A.type.str() +
                   " contains NaN or inf; LAPACK dgeqrf not called");
-  std::vector<double> a = A.data, tau(static_cast<size_t>(k));
-  const auto M = static_cast<lapack_int>(m), N = static_cast<lapack_int>(n), K = static_cast<lapack_int>(k);
-  if (LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, M, N, a.data(), N, tau.data()) != 0)
-    throw Error("error: " + describeOp(p, op) + ": LAPACK dgeqrf failed");
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = i; j < n; ++j) r[1].data[static_cast<size_t>(i * n + j)] = a[static_cast<size_t>(i * n + j)];
-  // Q from the first k reflectors: dorgqr on the leading m×k block (row-major, ld n).
-  if (LAPACKE_dorgqr(LAPACK_ROW_MAJOR, M, K, K, a.data(), N, tau.data()) != 0)
-    throw Error("error: " + describeOp(p, op) + ": LAPACK dorgqr failed");
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < k; ++j) r[0].data[static_cast<size_t>(i * k + j)] = a[static_cast<size_t>(i * n + j)];
+  const Eigen::HouseholderQR<Eigen::MatrixXd> qr(Eigen::Map<const RowMajorMatrix>(A.data.data(), m, n));
+  store(qr.householderQ() * Eigen::MatrixXd::Identity(m, k), r[0]);
+  store(qr.matrixQR().topRows(k).triangularView<Eigen::Upper>().toDenseMatrix(), r[1]);
   return r;
 }
 
@@ -445,21 +448,45 @@ Results refTriangularSolve(const Program &p, const Op &op, const Operands &in, c
   return {X};
 }
 
-/// The definition through a full SVD of A (docs/trg.md §5, the rows i >= k of the
-/// full rule's core matrix and its projector terms), in plain loops: with F = (I −
-/// UUᵀ)·Ū and G = (I − VVᵀ)·V̄, a_ij = u_iᵀF_j and b_ij = v_iᵀG_j over the discarded
-/// triplets i of the full SVD, x_ij = ½(a+b)L(s_j − σ_i) + ½(a−b)L(s_j + σ_i),
-/// y_ij = ½(a+b)L(s_j − σ_i) − ½(a−b)L(s_j + σ_i); X = Σ_i u_i x_i + (null-space part
-/// of F)·L(s_j), Yᵀ likewise, L the broadened reciprocal of svd's rule.
+/// The definition through a full SVD (docs/trg.md §5, the rows i >= k of the full
+/// rule's core matrix and its projector terms), in plain loops: with F = (I − UUᵀ)·Ū and
+/// G = (I − VVᵀ)·V̄, a_ij = u_iᵀF_j and b_ij = v_iᵀG_j over the discarded triplets i,
+/// x_ij = ½(a+b)L(s_j − σ_i) + ½(a−b)L(s_j + σ_i), y_ij = ½(a+b)L(s_j − σ_i) −
+/// ½(a−b)L(s_j + σ_i); X = Σ_i u_i x_i + (null-space part of F)·L(s_j), Yᵀ likewise, L
+/// the broadened reciprocal of svd's rule. The discarded triplets are those of A on the
+/// orthogonal complements of the given kept vectors: the SVD of Q⊥ᵀ·A·P⊥, with Q⊥ and P⊥
+/// orthonormal bases of span(U)⊥ and span(V)⊥ (the trailing columns of full Householder
+/// QRs of U and V), mapped back. They are the full SVD's trailing triplets when U and V
+/// are A's leading ones, and stay orthogonal to the given ones where a multiplet (a zero
+/// singular value of a rank-deficient A) straddles the cut and any basis of it is valid.
 Results refSvdTopkComplement(const Program &p, const Op &op, const Operands &in, const Type &) {
   const Tensor &A = *in[0], &U = *in[1], &s = *in[2], &Vt = *in[3], &gU = *in[4], &gVt = *in[5];
   const int64_t m = A.type.shape[0], n = A.type.shape[1], K = std::min(m, n);
-  // ld: the columns of U (the kept triplets, then the guards, which the full SVD below
-  // makes redundant); k: the kept ones.
+  // ld: the columns of U (the kept triplets, then the guards, which the SVD of the
+  // complement below makes redundant); k: the kept ones.
   const int64_t ld = s.type.shape[0], k = ld - ir::attr<OpKind::SvdTopkComplement, "guards">(op), r = gU.type.shape[1];
   const double eps = ir::attr<OpKind::SvdTopkComplement, "eps">(op);
-  Results f = thinSvd(p, op, A);
-  const std::vector<double> &Uf = f[0].data, &sf = f[1].data, &Vtf = f[2].data;
+  for (double x : A.data)
+    if (!std::isfinite(x)) throw Error(svdFailureMessage(p, op, kSvdNonFinite));
+  // The discarded triplets: Uf m×K and Vtf K×n hold them in columns (rows) k … K−1.
+  std::vector<double> Uf(static_cast<size_t>(m * K), 0.0), sf(static_cast<size_t>(K), 0.0),
+      Vtf(static_cast<size_t>(K * n), 0.0);
+  if (K > k) {
+    const Eigen::Map<const RowMajorMatrix> Um(U.data.data(), m, ld), Vtm(Vt.data.data(), ld, n);
+    const Eigen::MatrixXd Qperp = Eigen::HouseholderQR<Eigen::MatrixXd>(Um.leftCols(k)).householderQ() *
+                                  Eigen::MatrixXd::Identity(m, m).rightCols(m - k);
+    const Eigen::MatrixXd Pperp = Eigen::HouseholderQR<Eigen::MatrixXd>(Vtm.topRows(k).transpose()).householderQ() *
+                                  Eigen::MatrixXd::Identity(n, n).rightCols(n - k);
+    const Eigen::MatrixXd B = Qperp.transpose() * Eigen::Map<const RowMajorMatrix>(A.data.data(), m, n) * Pperp;
+    Eigen::BDCSVD<Eigen::MatrixXd> svd(B, Eigen::ComputeThinU | Eigen::ComputeThinV);
+    if (svd.info() != Eigen::Success) throw Error(notConverged(p, op, "BDCSVD"));
+    const Eigen::MatrixXd Ud = Qperp * svd.matrixU(), Vd = Pperp * svd.matrixV();
+    for (int64_t i = k; i < K; ++i) {
+      sf[static_cast<size_t>(i)] = svd.singularValues()(i - k);
+      for (int64_t q = 0; q < m; ++q) Uf[static_cast<size_t>(q * K + i)] = Ud(q, i - k);
+      for (int64_t q = 0; q < n; ++q) Vtf[static_cast<size_t>(i * n + q)] = Vd(q, i - k);
+    }
+  }
   const double s0 = s.data[0] != 0 ? s.data[0] : 1.0;
   // num·L(x) with L(x) = x/(x² + (ε·s₀)²): as (num/s₀)·y/(y² + ε²), y = x/s₀, the
   // fraction as 1/(y + ε²/y) with ε²/y = ε·(ε/y), so that no square under- or

@@ -225,6 +225,56 @@ int64_t solveTailWork(int64_t m, int64_t n, int64_t r, bool cplx) {
 }
 
 
+/// Columns k … rows−1 of the full orthogonal factor of the Householder QR of the
+/// column-major rows×k W: an orthonormal basis of span(W)⊥, column-major rows×rows
+/// (the first k columns span W). LAPACK dgeqrf and dorgqr; info != 0 on failure.
+std::vector<double> complementBasis(std::vector<double> W, int64_t rows, int64_t k, int &info) {
+  std::vector<double> Q(static_cast<size_t>(rows * rows), 0.0), tau(static_cast<size_t>(std::max<int64_t>(k, 1)));
+  std::copy(W.begin(), W.end(), Q.begin());
+  const auto R = static_cast<lapack_int>(rows), K = static_cast<lapack_int>(k);
+  info = k > 0 ? LAPACKE_dgeqrf(LAPACK_COL_MAJOR, R, K, Q.data(), R, tau.data()) : 0;
+  if (info == 0) info = LAPACKE_dorgqr(LAPACK_COL_MAJOR, R, R, K, Q.data(), R, tau.data());
+  return Q;
+}
+
+/// The triplets of A that svd_topk discarded, relative to the kept ones given (U m×·
+/// with leading dimension ldu, Vt ·×n, their first k): the SVD of Q⊥ᵀ·A·P⊥ with Q⊥,
+/// P⊥ orthonormal bases of span(U)⊥ and span(V)⊥, mapped back: Ud m×t, sd t, Vdt t×n,
+/// t = min(m, n) − k, row-major. These are the full SVD's trailing triplets when U and
+/// V are A's leading ones; where a multiplet straddles the cut (a zero singular value
+/// of a rank-deficient A kept), they stay orthogonal to the kept vectors, which the full
+/// SVD's own basis of the multiplet need not be.
+struct Discarded {
+  std::vector<double> U, s, Vt;
+  int info = 0;
+};
+Discarded discardedTriplets(const double *A, int64_t m, int64_t n, const double *U, int64_t ldu,
+                            const double *Vt, int64_t k) {
+  Discarded d;
+  const int64_t t = std::min(m, n) - k;
+  std::vector<double> Wu(static_cast<size_t>(m * k)), Wv(Vt, Vt + k * n); // column-major m×k, n×k
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j) Wu[static_cast<size_t>(j * m + i)] = U[i * ldu + j];
+  const std::vector<double> Q = complementBasis(std::move(Wu), m, k, d.info);
+  if (d.info != 0) return d;
+  const std::vector<double> P = complementBasis(std::move(Wv), n, k, d.info);
+  if (d.info != 0) return d;
+  // Q⊥ᵀ as a row-major (m−k)×m matrix is Q + k·m (column-major columns k …); P⊥ᵀ likewise.
+  std::vector<double> C(static_cast<size_t>(m * (n - k))), B(static_cast<size_t>((m - k) * (n - k)));
+  gemm(false, true, m, n - k, n, 1.0, A, n, P.data() + k * n, n, 0.0, C.data(), n - k);
+  gemm(false, false, m - k, n - k, m, 1.0, Q.data() + k * m, m, C.data(), n - k, 0.0, B.data(), n - k);
+  FullSvd f = fullSvd(B.data(), m - k, n - k);
+  d.info = f.info;
+  if (f.info != 0) return d;
+  d.U.assign(static_cast<size_t>(m * std::max<int64_t>(t, 0)), 0.0);
+  d.Vt.assign(static_cast<size_t>(std::max<int64_t>(t, 0) * n), 0.0);
+  d.s = f.s;
+  if (t <= 0) return d;
+  gemm(true, false, m, t, m - k, 1.0, Q.data() + k * m, m, f.U.data(), t, 0.0, d.U.data(), t);
+  gemm(false, false, t, n, n - k, 1.0, f.Vt.data(), n - k, P.data() + k * n, n, 0.0, d.Vt.data(), n);
+  return d;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -291,12 +341,13 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   projectCotangents();
 
   auto fullRule = [&](const char *why) {
-    // The full rule's rows i >= k of its core matrix and its projector terms, from a
-    // gesdd of A: X = U_⊥·x + (F − U_⊥·a)·diag(L(s)), Yt = yᵀ·Vt_⊥ + diag(L(s))·(Gt − bᵀ·Vt_⊥).
+    // The full rule's rows i >= k of its core matrix and its projector terms, from the
+    // discarded triplets (an SVD of A on the complements of the kept vectors):
+    // X = U_⊥·x + (F − U_⊥·a)·diag(L(s)), Yt = yᵀ·Vt_⊥ + diag(L(s))·(Gt − bᵀ·Vt_⊥).
     out.fallback = true;
     out.fallbackReason = why;
     gComplementFallbacks.fetch_add(1, std::memory_order_relaxed);
-    FullSvd f = fullSvd(A, m, n);
+    Discarded f = discardedTriplets(A, m, n, U, ldu, Vt, k);
     out.lapackInfo = f.info;
     if (f.info != 0) return;
     projectCotangents(); // the guards may have been taken out of F and Gt
@@ -304,14 +355,14 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     std::vector<double> a(static_cast<size_t>(std::max<int64_t>(t, 1) * r)), bb(a.size()),
         x(a.size()), y(a.size());
     if (t > 0) {
-      gemm(true, false, t, r, m, 1.0, f.U.data() + k, K, F, r, 0.0, a.data(), r);
-      gemm(false, true, t, r, n, 1.0, f.Vt.data() + k * n, n, Gt, n, 0.0, bb.data(), r);
+      gemm(true, false, t, r, m, 1.0, f.U.data(), t, F, r, 0.0, a.data(), r);
+      gemm(false, true, t, r, n, 1.0, f.Vt.data(), n, Gt, n, 0.0, bb.data(), r);
       for (int64_t i = 0; i < t; ++i)
         for (int64_t j = 0; j < r; ++j) {
           const double sp = 0.5 * (a[i * r + j] + bb[i * r + j]) / s0,
                        sm = 0.5 * (a[i * r + j] - bb[i * r + j]) / s0;
-          const double lm = broadenedRecip((s[j] - f.s[k + i]) / s0, eps),
-                       lp = broadenedRecip((s[j] + f.s[k + i]) / s0, eps);
+          const double lm = broadenedRecip((s[j] - f.s[i]) / s0, eps),
+                       lp = broadenedRecip((s[j] + f.s[i]) / s0, eps);
           x[i * r + j] = sp * lm + sm * lp;
           y[i * r + j] = sp * lm - sm * lp;
         }
@@ -321,8 +372,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     std::memcpy(X, F, static_cast<size_t>(m * r) * sizeof(double));
     std::memcpy(Yt, Gt, static_cast<size_t>(r * n) * sizeof(double));
     if (t > 0) {
-      gemm(false, false, m, r, t, -1.0, f.U.data() + k, K, a.data(), r, 1.0, X, r);
-      gemm(true, false, r, n, t, -1.0, bb.data(), r, f.Vt.data() + k * n, n, 1.0, Yt, n);
+      gemm(false, false, m, r, t, -1.0, f.U.data(), t, a.data(), r, 1.0, X, r);
+      gemm(true, false, r, n, t, -1.0, bb.data(), r, f.Vt.data(), n, 1.0, Yt, n);
     }
     for (int64_t j = 0; j < r; ++j) {
       const double ls = broadenedRecip(s[j] / s0, eps);
@@ -330,8 +381,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
       for (int64_t i = 0; i < n; ++i) Yt[j * n + i] = n > K ? Yt[j * n + i] / s0 * ls : 0.0;
     }
     if (t > 0) {
-      gemm(false, false, m, r, t, 1.0, f.U.data() + k, K, x.data(), r, 1.0, X, r);
-      gemm(true, false, r, n, t, 1.0, y.data(), r, f.Vt.data() + k * n, n, 1.0, Yt, n);
+      gemm(false, false, m, r, t, 1.0, f.U.data(), t, x.data(), r, 1.0, X, r);
+      gemm(true, false, r, n, t, 1.0, y.data(), r, f.Vt.data(), n, 1.0, Yt, n);
     }
   };
 

@@ -8,7 +8,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build python3 llvm-14-dev llvm-14-tools
       liblapacke-dev libopenblas-dev nlohmann-json3-dev doctest-dev libcli11-dev
-      libopenmpi-dev openmpi-bin libsleef-dev python3-numpy python3-matplotlib
+      libopenmpi-dev openmpi-bin libsleef-dev libeigen3-dev python3-numpy python3-matplotlib
       python3-dev python3-venv "$@")
 missing=()
 for p in "${pkgs[@]}"; do

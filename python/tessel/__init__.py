@@ -330,7 +330,11 @@ def prepare(program: Program, *, order: str = "auto", passes: str = "fold,cse,dc
 
 def evaluate_reference(program: Program, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> dict[str, np.ndarray]:
     """Runs a program op by op on the reference evaluator (no plan, no threads, no BLAS;
-    einsum evaluated naively): for checking the engine. Inputs and result as Engine.run."""
+    einsum evaluated naively; svd, eigh and qr by Eigen, not the engine's LAPACK): for
+    checking the engine. Inputs and result as Engine.run. The signs of singular and eigen
+    vectors (and Q's columns) are Eigen's and may differ from the engine's: compare
+    factors after fixing one sign convention on both, or through what does not depend
+    on them (U·diag(s)·Vt, projectors, singular values)."""
     return _tessel.evaluate_reference(program, inputs)
 
 

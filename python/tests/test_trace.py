@@ -88,9 +88,23 @@ def test_op_against_numpy(name):
     np.testing.assert_allclose(got, ref(*arrays), rtol=1e-13, atol=1e-14)
 
 
+def fix_signs(cols, rows):
+    """Negates each column of `cols` whose largest-magnitude entry is negative, and that row
+    of `rows`: one sign convention for the engine's factors (LAPACK) and the reference
+    evaluator's (Eigen)."""
+    flip = np.where(cols[np.argmax(np.abs(cols), axis=0), np.arange(cols.shape[1])] < 0, -1.0, 1.0)
+    return cols * flip, rows * flip[:, None]
+
+
 def test_svd_factors_reconstruct():
-    u, s, vt = evaluate(lambda a: ops.svd(a), A)
+    p = tessel.trace(lambda a: ops.svd(a), A.shape)
+    u, s, vt = run(p, [A]).values()
+    ru, rs, rvt = tessel.evaluate_reference(p, [A]).values()
+    np.testing.assert_allclose(s, rs, rtol=1e-14)
+    for x, y in zip(fix_signs(u, vt), fix_signs(ru, rvt)):
+        np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose((u * s) @ vt, A, rtol=1e-13)
+    np.testing.assert_allclose((ru * rs) @ rvt, A, rtol=1e-13)
     # svd_topk's singular vectors may differ in sign from gesdd's (the reference's)
     p = tessel.trace(lambda a: ops.svd_topk(a, 3), A.shape)
     u, s, vt = run(p, [A]).values()

@@ -49,12 +49,20 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
       b.dotGeneral(x, m, {}, {}, {0}, {1}),       // [4,5] (lhs transposed)
       b.dotGeneral(x, y, {0}, {0}, {1}, {1}),     // batched [3]
   };
+  // The factors of svd, eigh and qr: (columns, rows or none) output pairs whose signs
+  // are fixed by one convention on both sides before the comparison (the reference's
+  // decompositions are Eigen's, the engine's LAPACK's).
+  std::vector<std::pair<size_t, size_t>> factors;
+  constexpr size_t kNone = ~size_t{0};
   auto usv = b.svd(m);
+  factors.push_back({outs.size(), outs.size() + 2});
   outs.insert(outs.end(), usv.begin(), usv.end());
   auto wv = b.eigh(b.slice(m, {0, 0}, {3, 3}));
+  factors.push_back({outs.size() + 1, kNone});
   outs.insert(outs.end(), wv.begin(), wv.end());
   for (ValueId a : {m, b.transpose(m, {1, 0})}) { // tall and wide
     auto qr = b.qr(a);
+    factors.push_back({outs.size(), outs.size() + 1});
     outs.insert(outs.end(), qr.begin(), qr.end());
   }
   {
@@ -112,6 +120,10 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
                             randomTensor(Type({5, 3}), rng)};
   in[1].data[2] = in[0].data[2]; // an EQ hit
   auto ref = rt::evaluateReference(p, in);
+  auto fixSigns = [&](std::vector<Tensor> &t) {
+    for (auto [c, r] : factors) fixFactorSigns(t[c], r == kNone ? nullptr : &t[r]);
+  };
+  fixSigns(ref);
   Program flat = p;
   REQUIRE(passes::runInline(flat));
   auto plan = rt::prepare(flat);
@@ -120,6 +132,7 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
     rt::Engine e(w);
     auto got = e.run(*plan, in);
     REQUIRE(got.size() == ref.size());
+    fixSigns(got);
     for (size_t i = 0; i < ref.size(); ++i) {
       INFO("output " << i << " width " << w);
       CHECK(got[i].type == ref[i].type);

@@ -57,6 +57,27 @@ inline double maxRelDiff(const Tensor &a, const Tensor &b) {
   return diff / std::max(scale, 1e-300);
 }
 
+/// One sign convention for factors from two libraries (the engine's LAPACK, the
+/// reference evaluator's Eigen), applied to both sides of a comparison: each column j of
+/// the row-major [m,k] `cols` whose entry of largest magnitude (the first such) is
+/// negative is negated, and row j of `rows` (if given: Vt of an svd, R of a qr) with it.
+/// Valid where that entry is well separated from the next (generic matrices); a
+/// degenerate multiplet or a symmetric vector needs a gauge-invariant check instead.
+inline void fixFactorSigns(Tensor &cols, Tensor *rows = nullptr) {
+  const int64_t m = cols.type.shape[0], k = cols.type.shape[1];
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t at = 0;
+    for (int64_t i = 1; i < m; ++i)
+      if (std::fabs(cols.data[i * k + j]) > std::fabs(cols.data[at * k + j])) at = i;
+    if (m == 0 || cols.data[at * k + j] >= 0) continue;
+    for (int64_t i = 0; i < m; ++i) cols.data[i * k + j] = -cols.data[i * k + j];
+    if (rows != nullptr) {
+      const int64_t n = rows->type.shape[1];
+      for (int64_t c = 0; c < n; ++c) rows->data[j * n + c] = -rows->data[j * n + c];
+    }
+  }
+}
+
 inline bool bitwiseEqual(const Tensor &a, const Tensor &b) {
   return a.type == b.type && a.data.size() == b.data.size() &&
          (a.data.empty() ||
@@ -333,9 +354,12 @@ inline RandomProgram randomProgram(std::mt19937_64 &rng, int nops) {
     case 16: {
       int64_t m = 1 + static_cast<int64_t>(pick(6)), n = 1 + static_cast<int64_t>(pick(6));
       ValueId M = newInput({m, n});
+      // What the program reads of the factors does not depend on their signs (the
+      // reference evaluator's come from another library): the projectors U·Uᵀ and
+      // Vtᵀ·Vt of a generic matrix, and the singular values.
       auto usv = b.svd(M);
-      pool.push_back(usv[0]);
-      pool.push_back(usv[2]);
+      pool.push_back(b.dotGeneral(usv[0], usv[0], {}, {}, {1}, {1}));
+      pool.push_back(b.dotGeneral(usv[2], usv[2], {}, {}, {0}, {0}));
       r = usv[1];
       break;
     }
