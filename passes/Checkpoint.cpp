@@ -1,7 +1,14 @@
-//===- passes/Checkpoint.cpp - Remat policies over the forward/backward split ---===//
+//===- passes/Checkpoint.cpp - Remat policies and the checkpoint pass -----------===//
+//
+// The remat policies (rematerialize: which forward values the backward recomputes)
+// and the checkpoint pass that applies one to a gradient program; the split into a
+// forward and a backward program over the same policies is passes/SplitGradient.cpp.
+//
+//===----------------------------------------------------------------------===//
 #include "passes/Checkpoint.h"
 
 #include "passes/Inline.h"
+#include "passes/Remat.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +26,7 @@ using ir::Op;
 using ir::OpKind;
 using ir::Program;
 using ir::ValueId;
+using namespace remat_detail; // passes/Remat.h
 
 const char *rematPolicyName(RematPolicy p) {
   switch (p) {
@@ -45,24 +53,6 @@ const std::vector<RematPolicy> &allRematPolicies() {
 
 namespace {
 
-struct RematConfig {
-  RematPolicy policy = RematPolicy::Recompute;
-  int64_t regions = 1;           ///< 0 = auto
-  size_t numPrimal = 0;          ///< leading outputs that are primal
-  bool keepPrimalOutputs = true; ///< primal outputs are saveable
-  /// Gradient outputs that name an unsaved forward value get a clone (split mode);
-  /// otherwise they keep naming the original (it is an output, live anyway).
-  bool materializeOutputs = false;
-};
-
-struct RematResult {
-  Program prog;
-  std::vector<char> isForward; ///< per op of prog: an original forward op
-  int64_t clones = 0;
-  int64_t regions = 0;
-  int64_t forwardOps = 0;
-  int64_t backwardOps = 0;
-};
 
 /// Marks the ops the first `numPrimal` outputs depend on.
 std::vector<char> markForward(const Program &g, size_t numPrimal) {
@@ -145,6 +135,10 @@ std::string cloneName(const Program &src, const Program &dst, const std::string 
     cand = base + ".remat" + std::to_string(i);
   return cand;
 }
+
+} // namespace
+
+namespace remat_detail {
 
 RematResult rematerialize(const Program &g, const RematConfig &cfg) {
   RematResult r;
@@ -299,6 +293,16 @@ std::vector<ValueId> residualValues(const Program &h, const std::vector<char> &i
   return out;
 }
 
+/// The op that defines `v` (ir::describeOp), or "input %v".
+std::string describeOrigin(const Program &p, ValueId v) {
+  int32_t d = p.values[v].def;
+  return d < 0 ? "input " + ir::valueRef(p, v) : ir::describeOp(p, p.ops[d]);
+}
+
+} // namespace remat_detail
+
+namespace {
+
 size_t countPrimalOutputs(const Program &p) {
   if (!p.gradSignature)
     throw Error("error: checkpoint: program " + ir::text::atName(p.name) +
@@ -315,12 +319,6 @@ size_t countPrimalOutputs(const Program &p) {
                 " has no primal outputs before its gradients: run grad with "
                 "keep-outputs=true");
   return p.outputs.size() - grads;
-}
-
-/// The op that defines `v` (ir::describeOp), or "input %v".
-std::string describeOrigin(const Program &p, ValueId v) {
-  int32_t d = p.values[v].def;
-  return d < 0 ? "input " + ir::valueRef(p, v) : ir::describeOp(p, p.ops[d]);
 }
 
 size_t primalOutputCount(const Program &p, int64_t requested) {
@@ -391,210 +389,6 @@ bool runCheckpoint(Program &p, const CheckpointOptions &opts, CheckpointStats *s
   r.prog.functions = std::move(p.functions); // a module keeps its functions
   p = std::move(r.prog);
   return true;
-}
-
-//===----------------------------------------------------------------------===//
-// splitVjp
-//===----------------------------------------------------------------------===//
-
-int64_t ForwardBackward::residualBytes() const {
-  int64_t b = 0;
-  for (const Residual &r : residuals) b += r.bytes;
-  return b;
-}
-
-std::vector<ir::Tensor>
-ForwardBackward::backwardInputs(const std::vector<ir::Tensor> &forwardInputs,
-                                const std::vector<ir::Tensor> &forwardOutputs,
-                                const std::vector<ir::Tensor> &cotangents) const {
-  if (forwardInputs.size() != forward.inputs.size())
-    throw Error("error: backwardInputs: " + std::to_string(forwardInputs.size()) +
-                " forward inputs given, " + ir::text::atName(forward.name) + " has " +
-                std::to_string(forward.inputs.size()));
-  if (forwardOutputs.size() != forward.outputs.size())
-    throw Error("error: backwardInputs: " + std::to_string(forwardOutputs.size()) +
-                " forward outputs given, " + ir::text::atName(forward.name) + " has " +
-                std::to_string(forward.outputs.size()));
-  if (cotangents.size() != numCotangents)
-    throw Error("error: backwardInputs: " + std::to_string(cotangents.size()) +
-                " cotangents given, " + ir::text::atName(backward.name) + " takes " +
-                std::to_string(numCotangents));
-  std::vector<ir::Tensor> in;
-  in.reserve(residuals.size() + cotangents.size());
-  for (const Residual &r : residuals)
-    in.push_back(r.forwardInput >= 0 ? forwardInputs[r.forwardInput]
-                                     : forwardOutputs[r.forwardOutput]);
-  for (const ir::Tensor &t : cotangents) in.push_back(t);
-  return in;
-}
-
-std::string ForwardBackward::describeResiduals() const {
-  std::ostringstream os;
-  os << "residuals of " << ir::text::atName(forward.name) << " under policy " << rematPolicyName(policy) << ": "
-     << residuals.size() << " values, " << residualBytes() << " bytes";
-  if (recomputedOps) os << ", " << recomputedOps << " ops recomputed in the backward";
-  os << "\n";
-  size_t wn = 4, wt = 4, wb = 5;
-  for (const Residual &r : residuals) {
-    wn = std::max(wn, r.name.size() + 1);
-    wt = std::max(wt, r.type.str().size());
-    wb = std::max(wb, std::to_string(r.bytes).size());
-  }
-  auto pad = [](std::string s, size_t w, bool right = false) {
-    if (s.size() >= w) return s;
-    return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
-  };
-  os << "  " << pad("name", wn) << "  " << pad("type", wt) << "  " << pad("bytes", wb, true)
-     << "  origin\n";
-  for (const Residual &r : residuals)
-    os << "  " << pad("%" + r.name, wn) << "  " << pad(r.type.str(), wt) << "  "
-       << pad(std::to_string(r.bytes), wb, true) << "  " << r.origin << "\n";
-  return os.str();
-}
-/// Appends `op` (of program `src`, which is discarded after) to `dst` reading
-/// `operands`, with its attributes, location, position and result names moved over;
-/// records the new results in `map` (indexed by `src` value ids).
-static void appendMoved(ir::Program &dst, ir::Program &src, Op &op,
-                        llvm::ArrayRef<ValueId> operands, std::vector<ValueId> &map) {
-  llvm::SmallVector<ir::Type, 3> types;
-  for (ValueId v : op.results) types.push_back(src.values[v].type);
-  auto out = dst.appendOp(op.kind, operands, std::move(op.attrs), types, std::move(op.loc), op.remat);
-  dst.ops.back().pos = op.pos;
-  for (size_t k = 0; k < out.size(); ++k) {
-    map[op.results[k]] = out[k];
-    const std::string &nm = src.values[op.results[k]].name;
-    if (!ir::isAnonymousName(nm)) dst.setName(out[k], nm);
-  }
-}
-
-
-ForwardBackward splitVjp(const Program &fwd, const GradOptions &opts, RematPolicy policy) {
-  GradOptions go = opts;
-  go.keepOutputs = true;
-  return splitGradient(grad(fwd, go), fwd.outputs.size(), fwd.inputs.size(), policy);
-}
-
-ForwardBackward splitGradient(const Program &g, size_t numPrimal, size_t numPrimalInputs,
-                              RematPolicy policy, bool asCallee) {
-  if (g.outputs.size() < numPrimal || g.inputs.size() < numPrimalInputs)
-    throw Error("internal: gradient program " + ir::text::atName(g.name) + " does not keep the primal outputs");
-
-  RematConfig cfg;
-  cfg.policy = policy;
-  cfg.regions = 1;
-  cfg.numPrimal = numPrimal;
-  cfg.keepPrimalOutputs = false;
-  cfg.materializeOutputs = true;
-  RematResult r = rematerialize(g, cfg);
-  // Each op of h goes to one half, moved (h is not read after the halves are built).
-  Program &h = r.prog;
-
-  ForwardBackward fb;
-  fb.policy = policy;
-  fb.numPrimalOutputs = numPrimal;
-  fb.numCotangents = h.inputs.size() - numPrimalInputs;
-  fb.recomputedOps = r.clones;
-  std::vector<ValueId> res = residualValues(h, r.isForward, numPrimal, numPrimalInputs, true);
-
-  // Forward program: the forward ops, the original outputs, then the residuals that
-  // are neither inputs nor original outputs.
-  // Names no function of the module has (a module's entry split again).
-  auto freshName = [&](const std::string &base) {
-    std::string n = base;
-    for (int k = 1; g.functionIndex(n) >= 0; ++k) n = base + "_" + std::to_string(k);
-    return n;
-  };
-  Program &F = fb.forward, &B = fb.backward;
-  F.name = freshName(h.name + "_fwd");
-  const size_t forwardOps = static_cast<size_t>(
-      std::count_if(r.isForward.begin(), r.isForward.end(), [](char f) { return f != 0; }));
-  F.ops.reserve(forwardOps);
-  B.ops.reserve(h.ops.size() - forwardOps);
-  F.functions = g.functions; // both halves of a module's entry call its functions
-  std::vector<ValueId> toF(h.values.size(), ir::kNoValue);
-  for (size_t k = 0; k < numPrimalInputs; ++k) {
-    ValueId in = h.inputs[k];
-    toF[in] = F.addInput(h.values[in].name, h.values[in].type);
-  }
-  for (size_t i = 0; i < h.ops.size(); ++i) {
-    if (!r.isForward[i]) continue;
-    Op &op = h.ops[i];
-    llvm::SmallVector<ValueId, 4> ops;
-    for (ValueId u : op.operands) ops.push_back(toF[u]);
-    appendMoved(F, h, op, ops, toF);
-  }
-  for (size_t o = 0; o < numPrimal; ++o) F.addOutput(toF[h.outputs[o]]);
-  for (size_t k = 0; k < res.size(); ++k) {
-    ValueId v = res[k];
-    ValueId fv = toF[v];
-    Residual rr;
-    rr.type = h.values[v].type;
-    rr.bytes = rr.type.bytes();
-    int32_t d = h.values[v].def;
-    if (d < 0) {
-      rr.forwardInput = F.inputIndex(F.values[fv].name);
-    } else {
-      for (size_t o = 0; o < numPrimal; ++o)
-        if (F.outputs[o] == fv) {
-          rr.forwardOutput = static_cast<int>(o);
-          break;
-        }
-      // A residual is a backward input, which needs a name (a primal output may be
-      // anonymous too).
-      if (ir::isAnonymousName(F.values[fv].name)) F.setName(fv, "res" + std::to_string(k));
-      if (rr.forwardOutput < 0) {
-        rr.forwardOutput = static_cast<int>(F.outputs.size());
-        F.addOutput(fv);
-      }
-    }
-    rr.name = F.values[fv].name;
-    fb.residuals.push_back(std::move(rr));
-  }
-  // Origins, described with the forward program's names.
-  for (size_t k = 0; k < res.size() && !asCallee; ++k) {
-    Residual &rr = fb.residuals[k];
-    int32_t d = h.values[res[k]].def;
-    if (d < 0) {
-      rr.originOp = "input";
-      rr.origin = "input %" + rr.name;
-      continue;
-    }
-    ValueId fv = toF[res[k]];
-    rr.originOp = ir::opName(F.ops[F.values[fv].def].kind);
-    rr.origin = describeOrigin(F, fv);
-  }
-
-  // Backward program: residuals, then the cotangents; the backward ops and clones.
-  B.name = freshName(h.name + "_bwd");
-  B.functions = g.functions;
-  std::vector<ValueId> toB(h.values.size(), ir::kNoValue);
-  for (size_t k = 0; k < res.size(); ++k)
-    toB[res[k]] = B.addInput(fb.residuals[k].name, fb.residuals[k].type);
-  for (size_t k = numPrimalInputs; k < h.inputs.size(); ++k) {
-    ValueId in = h.inputs[k];
-    toB[in] = B.addInput(h.values[in].name, h.values[in].type);
-  }
-  for (size_t i = 0; i < h.ops.size(); ++i) {
-    if (r.isForward[i]) continue;
-    Op &op = h.ops[i];
-    llvm::SmallVector<ValueId, 4> ops;
-    for (ValueId u : op.operands) {
-      if (toB[u] == ir::kNoValue)
-        throw Error("internal: splitVjp: backward op " + std::string(ir::opName(op.kind)) +
-                    " reads a forward value that is not a residual");
-      ops.push_back(toB[u]);
-    }
-    appendMoved(B, h, op, ops, toB);
-  }
-  for (size_t o = numPrimal; o < h.outputs.size(); ++o) B.addOutput(toB[h.outputs[o]]);
-
-  removeDeadFunctions(F);
-  removeDeadFunctions(B);
-  if (!asCallee) {
-    ir::verifyOrThrow(F);
-    ir::verifyOrThrow(B);
-  }
-  return fb;
 }
 
 } // namespace tessel::passes
