@@ -1,5 +1,8 @@
 //===- runtime/Lowering.cpp - Ops to kernel instructions (stage 1 of prepare) --===//
 //
+// One rule per op in a table in ops.def order; the kernel plans the rules build
+// (strided copies, GEMM layouts and their chunks) come from runtime/PlanBuilders.h.
+//
 // One lowering rule per op of ir/ops.def, in a table in its order (checked at
 // compile time). A rule either emits instructions (Lowering::addInst) with their
 // kernel plan fully computed from the shapes, or makes the result an alias of an
@@ -8,17 +11,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
-#include <array>
-#include <map>
-#include <mutex>
-#include <numeric>
 
 #include <lapacke.h>
 
 #include "ir/Diagnostics.h"
 #include "ir/OpAttrs.h"
-#include "runtime/Fusion.h"
 #include "runtime/Factorizations.h"
+#include "runtime/Fusion.h"
+#include "runtime/PlanBuilders.h"
 #include "runtime/PrepareStages.h"
 
 namespace tessel::rt {
@@ -45,89 +45,6 @@ namespace {
 
 using ir::OpKind;
 using ir::Type;
-
-/// Drops extent-1 dims and merges neighbours that are contiguous in the source.
-/// Always leaves at least one dimension.
-void coalesce(std::vector<int64_t> &shape, std::vector<int64_t> &stride) {
-  std::vector<int64_t> s2, st2;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    if (!s2.empty() && st2.back() == stride[d] * shape[d]) {
-      s2.back() *= shape[d];
-      st2.back() = stride[d];
-    } else {
-      s2.push_back(shape[d]);
-      st2.push_back(stride[d]);
-    }
-  }
-  if (s2.empty()) {
-    s2.push_back(1);
-    st2.push_back(0);
-  }
-  shape = std::move(s2);
-  stride = std::move(st2);
-}
-
-CopyPlan makeCopy(std::vector<int64_t> shape, std::vector<int64_t> stride, int64_t base) {
-  CopyPlan c;
-  bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
-  coalesce(shape, stride);
-  if (empty) {
-    shape = {0};
-    stride = {0};
-  }
-  c.shape = std::move(shape);
-  c.stride = std::move(stride);
-  c.base = base;
-  c.rows = 1;
-  for (size_t d = 0; d + 1 < c.shape.size(); ++d) c.rows *= c.shape[d];
-  size_t r = c.shape.size();
-  int64_t inner = std::max<int64_t>(1, c.shape.back());
-  c.perChunk = std::max<int64_t>(1, kChunkElems / inner);
-  // Tile mode: the last output dim reads with a stride, another dim contiguously.
-  if (!empty && r >= 2 && c.stride.back() != 1 && c.stride.back() != 0 && c.shape.back() >= 4) {
-    for (size_t q = 0; q + 1 < r; ++q)
-      if (c.stride[q] == 1 && c.shape[q] >= 4) c.tileDim = static_cast<int>(q);
-  }
-  if (c.tileDim >= 0) {
-    std::vector<int64_t> outStride(r, 1);
-    for (size_t d = r - 1; d-- > 0;) outStride[d] = outStride[d + 1] * c.shape[d + 1];
-    for (size_t d = 0; d + 1 < r; ++d) {
-      if (static_cast<int>(d) == c.tileDim) continue;
-      c.outerShape.push_back(c.shape[d]);
-      c.outerIn.push_back(c.stride[d]);
-      c.outerOut.push_back(outStride[d]);
-      c.outerCount *= c.shape[d];
-    }
-    c.outStrideTile = outStride[c.tileDim];
-    c.perChunk = std::max<int64_t>(1, kChunkElems / (c.shape[c.tileDim] * c.shape.back()));
-  }
-  return c;
-}
-
-int32_t chunksFor(int64_t total, int64_t per) {
-  if (total <= 0) return 1;
-  return static_cast<int32_t>((total + per - 1) / per);
-}
-
-/// Chunks of a copy (fixed by the shapes, never by the width).
-int32_t copyChunks(const CopyPlan &c) {
-  return chunksFor(c.tileDim >= 0 ? c.outerCount : c.rows, c.perChunk);
-}
-
-/// True if `order` (a list of dims of a tensor of `shape`) lists every dim of extent
-/// > 1 in increasing order, i.e. the tensor read in that order is its memory order.
-bool isMemoryOrder(const std::vector<int64_t> &order, llvm::ArrayRef<int64_t> shape) {
-  int64_t last = -1;
-  for (int64_t d : order) {
-    if (shape[d] == 1) continue;
-    if (d < last) return false;
-    last = d;
-  }
-  return true;
-}
-
-/// An elementwise op lowered by lowerElementwise (stop_gradient is an alias).
 
 /// The state of lowering one program: the plan being filled and the helpers the
 /// rules use.
@@ -406,49 +323,6 @@ void lowerPad(Lowering &L, const ir::Op &op, size_t i) {
   L.addInst(std::move(in));
 }
 
-/// Chunks of a GEMM, fixed by its shape: whole batches per chunk for small products,
-/// else tiles of C per batch, at most flops / kGemmChunkFlops of them (and at most
-/// kGemmMaxChunks). Full-width row strips come first, halved while a strip keeps at
-/// least kGemmMinStripRows rows: each call packs all of op(B) once, and that costs
-/// less than the repacking of both operands by a grid (1024³ on one thread: 8 strips
-/// 36 ms, 16 tiles of 256² 42 ms, one call 32 ms), so such a product stops at the
-/// strips. Only when the strips are fewer than 4 does the tile's longer side keep
-/// halving, as long as it is at least 32.
-/// Tile sides are multiples of 8 (whole register tiles); the last tile of a row or
-/// column takes the remainder.
-int32_t chunkGemm(GemmPlan &g) {
-  const double perBatch = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
-  g.flops = perBatch * static_cast<double>(g.batch);
-  if (g.flops < kGemmSplitFlops || perBatch < kGemmChunkFlops) {
-    // Whole batches per chunk.
-    int64_t bpc = g.flops < kGemmSplitFlops
-                      ? std::max<int64_t>(1, g.batch)
-                      : std::max<int64_t>(1, static_cast<int64_t>(kGemmChunkFlops / std::max(1.0, perBatch)));
-    g.batchesPerChunk = bpc;
-    return chunksFor(g.batch, bpc);
-  }
-  const int64_t want = std::clamp<int64_t>(std::llround(perBatch / kGemmChunkFlops), 1, kGemmMaxChunks);
-  auto ceilDiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  auto side = [&](int64_t n, int64_t parts) {
-    return std::min<int64_t>(std::max<int64_t>(1, n), (ceilDiv(n, parts) + 7) / 8 * 8);
-  };
-  int64_t rowParts = 1, colParts = 1;
-  while (rowParts * 2 <= want && ceilDiv(g.M, rowParts * 2) >= kGemmMinStripRows) rowParts *= 2;
-  const bool grid = rowParts < 4;
-  while (grid && rowParts * colParts * 2 <= want) {
-    const int64_t tm = ceilDiv(g.M, rowParts), tn = ceilDiv(g.N, colParts);
-    if (tm >= tn && tm >= 32) rowParts *= 2;
-    else if (tn >= 32) colParts *= 2;
-    else if (tm >= 32) rowParts *= 2;
-    else break;
-  }
-  g.rowsPerChunk = side(g.M, rowParts);
-  g.colsPerChunk = side(g.N, colParts);
-  g.colChunks = chunksFor(g.N, g.colsPerChunk);
-  g.chunksPerBatch = chunksFor(g.M, g.rowsPerChunk) * g.colChunks;
-  return static_cast<int32_t>(g.batch * g.chunksPerBatch);
-}
-
 /// dot_general as one batched GEMM C[b] = op(A[b])·op(B[b]). The contracted pairs are
 /// taken in the order (as given, by lhs dim, by rhs dim) that leaves the fewest
 /// operand elements to transpose; an operand not in GEMM form either way is
@@ -457,46 +331,10 @@ void lowerDotGeneral(Lowering &L, const ir::Op &op, size_t i) {
   const ir::ValueId lv = op.operands[0], rv = op.operands[1];
   const Type &lt = L.type(lv), &rtt = L.type(rv);
   auto vec = [](const ir::I64List &v) { return std::vector<int64_t>(v.begin(), v.end()); };
-  const std::vector<int64_t> lb = vec(ir::attr<OpKind::DotGeneral, "lhs_batch">(op)),
-                             rb = vec(ir::attr<OpKind::DotGeneral, "rhs_batch">(op));
-  const std::vector<int64_t> lc = vec(ir::attr<OpKind::DotGeneral, "lhs_contract">(op)),
-                             rc = vec(ir::attr<OpKind::DotGeneral, "rhs_contract">(op));
-  auto freeDims = [](int rank, const std::vector<int64_t> &b, const std::vector<int64_t> &c) {
-    std::vector<int64_t> f;
-    for (int d = 0; d < rank; ++d)
-      if (std::find(b.begin(), b.end(), d) == b.end() && std::find(c.begin(), c.end(), d) == c.end())
-        f.push_back(d);
-    return f;
-  };
-  const auto lf = freeDims(lt.rank(), lb, lc), rf = freeDims(rtt.rank(), rb, rc);
-  auto cat = [](std::initializer_list<const std::vector<int64_t> *> parts) {
-    std::vector<int64_t> r;
-    for (auto *p : parts) r.insert(r.end(), p->begin(), p->end());
-    return r;
-  };
-  const size_t nc = lc.size();
-  std::vector<std::vector<size_t>> orders(3, std::vector<size_t>(nc));
-  for (auto &o : orders) std::iota(o.begin(), o.end(), 0);
-  std::sort(orders[1].begin(), orders[1].end(), [&](size_t x, size_t y) { return lc[x] < lc[y]; });
-  std::sort(orders[2].begin(), orders[2].end(), [&](size_t x, size_t y) { return rc[x] < rc[y]; });
-  struct Choice {
-    std::vector<int64_t> lcP, rcP;
-    bool lOk = false, rOk = false, transA = false, transB = false;
-    int64_t cost = -1;
-  } best;
-  for (const auto &o : orders) {
-    Choice c;
-    for (size_t k : o) {
-      c.lcP.push_back(lc[k]);
-      c.rcP.push_back(rc[k]);
-    }
-    if (isMemoryOrder(cat({&lb, &lf, &c.lcP}), lt.shape)) c.lOk = true;
-    else if (isMemoryOrder(cat({&lb, &c.lcP, &lf}), lt.shape)) c.lOk = c.transA = true;
-    if (isMemoryOrder(cat({&rb, &c.rcP, &rf}), rtt.shape)) c.rOk = true;
-    else if (isMemoryOrder(cat({&rb, &rf, &c.rcP}), rtt.shape)) c.rOk = c.transB = true;
-    c.cost = (c.lOk ? 0 : lt.numel()) + (c.rOk ? 0 : rtt.numel());
-    if (best.cost < 0 || c.cost < best.cost) best = c;
-  }
+  GemmForm f = gemmForm(lt, rtt, vec(ir::attr<OpKind::DotGeneral, "lhs_batch">(op)),
+                        vec(ir::attr<OpKind::DotGeneral, "rhs_batch">(op)),
+                        vec(ir::attr<OpKind::DotGeneral, "lhs_contract">(op)),
+                        vec(ir::attr<OpKind::DotGeneral, "rhs_contract">(op)));
   Instruction in = L.instruction(op, i, GemmPlan{});
   std::string notes;
   auto transposeTo = [&](ir::ValueId v, const std::vector<int64_t> &order, const char *side) {
@@ -518,29 +356,16 @@ void lowerDotGeneral(Lowering &L, const ir::Op &op, size_t i) {
     notes += std::string(" ") + side + "-transposed";
     return tmp;
   };
-  if (!best.lOk) {
-    in.in[0] = transposeTo(lv, cat({&lb, &lf, &best.lcP}), "lhs");
-    best.transA = false;
+  if (!f.lOk) {
+    in.in[0] = transposeTo(lv, f.lhsOrder(), "lhs");
+    f.transA = false;
   }
-  if (!best.rOk) {
-    in.in[1] = transposeTo(rv, cat({&rb, &best.rcP, &rf}), "rhs");
-    best.transB = false;
+  if (!f.rOk) {
+    in.in[1] = transposeTo(rv, f.rhsOrder(), "rhs");
+    f.transB = false;
   }
   GemmPlan &g = in.as<GemmPlan>();
-  for (int64_t d : lb) g.batch *= lt.shape[d];
-  g.M = 1;
-  for (int64_t d : lf) g.M *= lt.shape[d];
-  g.N = 1;
-  for (int64_t d : rf) g.N *= rtt.shape[d];
-  g.K = 1;
-  for (int64_t d : lc) g.K *= lt.shape[d];
-  g.transA = best.transA;
-  g.transB = best.transB;
-  g.lda = std::max<int64_t>(1, g.transA ? g.M : g.K);
-  g.ldb = std::max<int64_t>(1, g.transB ? g.K : g.N);
-  g.strideA = g.M * g.K;
-  g.strideB = g.K * g.N;
-  g.strideC = g.M * g.N;
+  fillGemmShape(g, lt, rtt, f);
   in.nchunks = chunkGemm(g);
   in.what = "B=" + std::to_string(g.batch) + " M=" + std::to_string(g.M) + " N=" +
             std::to_string(g.N) + " K=" + std::to_string(g.K) + " " + (g.transA ? "T" : "N") +
