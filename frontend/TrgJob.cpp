@@ -75,4 +75,27 @@ void checkTrgBeta(double beta, const std::string &flag) {
                 " (allowed: beta > 0, e.g. 0.3" + (flag == "--beta" ? " or 0.3,0.4,0.5)" : ")"));
 }
 
+void sweepTrgBetas(TrgDriver &drv, const std::vector<double> &betas, const TrgBetaSweepOptions &o,
+                   const std::function<void(TrgBetaRow &&)> &row) {
+  for (size_t i = 0; i < betas.size(); ++i) {
+    if (o.owns && !o.owns(i)) continue;
+    TrgBetaRow r;
+    r.index = i;
+    r.beta = betas[i];
+    TrgProgress progress;
+    if (o.onRun)
+      progress = [&](const std::string &what, int64_t k, int64_t n) { o.onRun(i, what, k, n); };
+    try {
+      r.measurement = measureTrgBeta(drv, betas[i], o.repeat, o.rssBase, progress);
+    } catch (const Error &e) {
+      r.error = e.what();
+      if (r.error.empty()) r.error = "error: trg: beta = " + ir::text::formatDouble(betas[i]) + " failed";
+    } catch (const std::exception &e) {
+      if (!o.captureInternalErrors) throw;
+      r.error = std::string("error: internal error: ") + e.what();
+    }
+    row(std::move(r));
+  }
+}
+
 } // namespace tessel::frontend

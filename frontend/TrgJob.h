@@ -12,11 +12,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "frontend/TrgDriver.h"
+#include "frontend/TrgMeasure.h"
 
 namespace tessel::frontend {
 
@@ -62,5 +64,35 @@ TrgOptions trgOptions(const TrgRequest &r);
 /// "error: FLAG: beta must be finite and > 0, got B (allowed: …)" otherwise; `flag` names
 /// where β came from ("--beta", "--beta-range"; empty for the Python argument).
 void checkTrgBeta(double beta, const std::string &flag = "");
+
+/// One β of a sweep over β: its measurement, or why it failed.
+struct TrgBetaRow {
+  size_t index = 0; ///< its place in the sweep's β list
+  double beta = 0;
+  std::optional<TrgBetaMeasurement> measurement; ///< empty when β failed
+  std::string error; ///< the failure's message ("error: …"), empty on success
+};
+
+/// What sweepTrgBetas needs besides the driver and the β values.
+struct TrgBetaSweepOptions {
+  int64_t repeat = 0;  ///< steady runs per β after a warm-up (measureTrgBeta)
+  int64_t rssBase = 0; ///< the process's resident bytes before the first run
+  /// The β indices this process runs (an MPI rank's share); every one if empty.
+  std::function<bool(size_t index)> owns;
+  /// Called before each run of β `index` (what: "value", "value+grad", "second"; run k
+  /// of n): progress displays.
+  std::function<void(size_t index, const std::string &what, int64_t k, int64_t n)> onRun;
+  /// A failure that is not a tessel::Error (a bug) becomes the β's error too ("error:
+  /// internal error: …"); otherwise it ends the sweep, so that a caller's own
+  /// exception (Python's KeyboardInterrupt from a progress callback) passes through.
+  bool captureInternalErrors = false;
+};
+
+/// The sweep over β that `tessel trg` and tessel.trg run: each β of `betas` that `o`
+/// owns, in order, through measureTrgBeta on `drv`, then `row` with its measurement or
+/// its error. A β that fails (tessel::Error: a kept singular value below the rank
+/// tolerance, …) does not stop the others.
+void sweepTrgBetas(TrgDriver &drv, const std::vector<double> &betas, const TrgBetaSweepOptions &o,
+                   const std::function<void(TrgBetaRow &&)> &row);
 
 } // namespace tessel::frontend

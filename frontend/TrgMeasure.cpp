@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "frontend/Onsager.h"
+#include "ir/TextUtil.h"
 
 namespace tessel::frontend {
 namespace {
@@ -224,19 +225,51 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
   return m;
 }
 
+std::vector<TrgColumn> trgPhysicsColumns(const TrgBetaMeasurement &m, const TrgOptions &opts) {
+  const double beta = m.beta;
+  const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ();
+  auto negated = [](const std::optional<double> &v) { return v ? std::optional<double>(-*v) : std::nullopt; };
+  return {{"beta", beta},
+          {"temperature", 1 / beta},
+          {"lnZ_per_site", m.value.lnZ},
+          {"exact_lnZ_per_site", m.exactLnZ},
+          {"dlnZ_dbeta", d1},
+          {"exact_dlnZ_dbeta", m.exactDlnZ},
+          {"energy_per_site", negated(d1)},
+          {"exact_energy_per_site", negated(m.exactDlnZ)},
+          {"d2lnZ_dbeta2", d2},
+          {"exact_d2lnZ_dbeta2", m.exactD2lnZ},
+          {"specific_heat", d2 ? std::optional<double>(beta * beta * *d2) : std::nullopt},
+          {"exact_specific_heat", m.exactSpecificHeat},
+          {"field", opts.model.hasField() ? std::optional<double>(opts.field) : std::nullopt},
+          {"dlnZ_dh", m.dlnZdh()},
+          {"magnetization", m.magnetization()},
+          {"d2lnZ_dbeta_dh", m.d2lnZdbetadh()},
+          {"d2lnZ_dh2", m.d2lnZdh2()},
+          {"susceptibility", m.susceptibility()}};
+}
+
+std::string trgCsvHeader() {
+  std::string h;
+  for (const TrgColumn &c : trgPhysicsColumns(TrgBetaMeasurement{}, TrgOptions{})) h += std::string(c.name) + ",";
+  return h + "steps";
+}
+
+std::string trgCsvRow(const TrgBetaMeasurement &m, const TrgOptions &opts, size_t steps) {
+  std::string row;
+  for (const TrgColumn &c : trgPhysicsColumns(m, opts))
+    row += (c.value ? ir::text::formatDouble(*c.value) : std::string("nan")) + ",";
+  return row + std::to_string(steps);
+}
+
 nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
                            const TrgReportContext &ctx) {
   const TrgOptions &opts = drv.options();
-  const double beta = m.beta;
-  const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ();
   nlohmann::json j;
-  j["beta"] = beta;
-  j["temperature"] = 1 / beta;
   j["model"] = opts.model.kind == TrgModel::Kind::Ising ? "ising" : "potts";
   j["q"] = opts.model.states();
   j["algorithm"] = trgAlgorithmName(opts.algorithm);
   j["btrg_k"] = opts.algorithm == TrgAlgorithm::Btrg ? nlohmann::json(opts.btrgK) : nlohmann::json(nullptr);
-  j["field"] = opts.model.hasField() ? nlohmann::json(opts.field) : nlohmann::json(nullptr);
   j["chi"] = opts.chi;
   j["eps"] = opts.svdEps;
   const int steps = static_cast<int>(drv.ranks().size());
@@ -268,21 +301,7 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["ranks"] = drv.ranks();
   j["ranks_probe_ms"] =
       ctx.ranksProbeMs >= 0 ? nlohmann::json(roundToMicroseconds(ctx.ranksProbeMs)) : nlohmann::json(nullptr);
-  j["lnZ_per_site"] = m.value.lnZ;
-  j["exact_lnZ_per_site"] = optNumber(m.exactLnZ);
-  j["dlnZ_dbeta"] = optNumber(d1);
-  j["exact_dlnZ_dbeta"] = optNumber(m.exactDlnZ);
-  j["energy_per_site"] = d1 ? nlohmann::json(-*d1) : nlohmann::json(nullptr);
-  j["exact_energy_per_site"] = m.exactDlnZ ? nlohmann::json(-*m.exactDlnZ) : nlohmann::json(nullptr);
-  j["d2lnZ_dbeta2"] = optNumber(d2);
-  j["exact_d2lnZ_dbeta2"] = optNumber(m.exactD2lnZ);
-  j["specific_heat"] = d2 ? nlohmann::json(beta * beta * *d2) : nlohmann::json(nullptr);
-  j["exact_specific_heat"] = optNumber(m.exactSpecificHeat);
-  j["dlnZ_dh"] = optNumber(m.dlnZdh());
-  j["magnetization"] = optNumber(m.magnetization());
-  j["d2lnZ_dbeta_dh"] = optNumber(m.d2lnZdbetadh());
-  j["d2lnZ_dh2"] = optNumber(m.d2lnZdh2());
-  j["susceptibility"] = optNumber(m.susceptibility());
+  for (const TrgColumn &c : trgPhysicsColumns(m, opts)) j[c.name] = optNumber(c.value);
   j["refused"] = m.second.refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.second.refused);
   nlohmann::json t;
   t["compile"] = roundToMicroseconds(drv.compileMs());

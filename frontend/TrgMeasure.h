@@ -103,6 +103,27 @@ inline constexpr int64_t kTrgMaxRepeat = 1000000;
 TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, int64_t rssBase,
                                   const TrgProgress &progress = {});
 
+/// One physics column of a β's report: its name (the --csv header; the --json and
+/// tessel.trg key) and its value (nullopt where not computed: nan in CSV, null in JSON).
+struct TrgColumn {
+  const char *name;
+  std::optional<double> value;
+};
+
+/// The physics of β in --csv's column order (docs/cli.md): beta, temperature (1/β, in
+/// units of J/k_B), lnZ_per_site and its exact value, dlnZ_dbeta, energy_per_site (−d/dβ,
+/// units of J), d2lnZ_dbeta2, specific_heat (β²·d², units of k_B), each with its exact
+/// value (Onsager; Potts at β_c), then field, dlnZ_dh, magnetization, d2lnZ_dbeta_dh,
+/// d2lnZ_dh2 and susceptibility. One list for --csv, --json and tessel.trg.
+std::vector<TrgColumn> trgPhysicsColumns(const TrgBetaMeasurement &m, const TrgOptions &opts);
+
+/// --csv's header: the names of trgPhysicsColumns, then `steps`.
+std::string trgCsvHeader();
+
+/// One β's --csv row (shortest round-trip numbers, nan where not computed; `steps` the
+/// steps that ran).
+std::string trgCsvRow(const TrgBetaMeasurement &m, const TrgOptions &opts, size_t steps);
+
 /// What a report says besides the measurement.
 struct TrgReportContext {
   std::string checkpoint; ///< the residual policy as given ("store", ...)

@@ -162,14 +162,6 @@ std::string fmt(const char *f, double v) {
 //--- Report ----------------------------------------------------------------------------
 
 
-/// The columns of --csv: the physics per beta, exact values beside the TRG's.
-std::string csvHeader() {
-  return "beta,temperature,lnZ_per_site,exact_lnZ_per_site,dlnZ_dbeta,exact_dlnZ_dbeta,"
-         "energy_per_site,exact_energy_per_site,d2lnZ_dbeta2,exact_d2lnZ_dbeta2,specific_heat,"
-         "exact_specific_heat,field,dlnZ_dh,magnetization,d2lnZ_dbeta_dh,d2lnZ_dh2,susceptibility,"
-         "steps";
-}
-
 std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
 
 /// "ising, h = 0.001" or "potts, q = 3".
@@ -369,7 +361,7 @@ void runTrg(TrgArgs &a) {
               << "; nan = not computed; no timings (--json or the table give them, with "
                  "--repeat N); algorithm = "
               << frontend::trgAlgorithmText(opts.algorithm, opts.btrgK) << "\n"
-              << csvHeader() << "\n";
+              << frontend::trgCsvHeader() << "\n";
     std::cout.flush();
   }
   if (table && sweep.rank() == 0) {
@@ -425,14 +417,9 @@ void runTrg(TrgArgs &a) {
   // The process's size before the first run (binary, compiled programs, plans, BLAS
   // buffers): measured peaks are counted above it.
   const int64_t rssBase = rt::residentBytes();
-  // One β: its report (table block, JSON line or CSV row) into `os`.
-  auto runBeta = [&](size_t ib, std::ostream &os) {
-    const double beta = betas[ib];
-    const frontend::TrgBetaMeasurement m = frontend::measureTrgBeta(
-        *drv, beta, a.req.repeat, rssBase,
-        [&](const std::string &what, int64_t k, int64_t n) { prog.startRun(ib, beta, what, k, n); });
-    topkTotal.add(m.topk);
-    prog.clear();
+  // One β's report (table block, JSON line or CSV row) into `os`.
+  auto renderBeta = [&](const frontend::TrgBetaMeasurement &m, std::ostream &os) {
+    const double beta = m.beta;
     const std::optional<double> exLnZ = m.exactLnZ, exD1 = m.exactDlnZ, exD2 = m.exactD2lnZ,
                                 exC = m.exactSpecificHeat;
     const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ(), dh = m.dlnZdh(),
@@ -441,18 +428,7 @@ void runTrg(TrgArgs &a) {
     const frontend::TrgResult &rv = m.value;
 
     if (a.csv) {
-      // Shortest round-trip form: 0.3, not 0.29999999999999999.
-      auto num = [](const std::optional<double> &v) { return v ? formatDouble(*v) : std::string("nan"); };
-      std::optional<double> e1, ee1, c, ec;
-      if (d1) e1 = -*d1;
-      if (exD1) ee1 = -*exD1;
-      if (d2) c = beta * beta * *d2;
-      os << num(beta) << "," << num(1 / beta) << "," << num(rv.lnZ) << "," << num(exLnZ) << ","
-         << num(d1) << "," << num(exD1) << "," << num(e1) << "," << num(ee1) << "," << num(d2)
-         << "," << num(exD2) << "," << num(c) << "," << num(exC) << ","
-         << (opts.model.hasField() ? num(opts.field) : std::string("nan")) << "," << num(dh) << ","
-         << num(mag) << "," << num(dbh) << "," << num(dhh) << "," << num(chim) << ","
-         << drv->ranks().size() << "\n";
+      os << frontend::trgCsvRow(m, opts, drv->ranks().size()) << "\n";
       return;
     }
     if (a.json) {
@@ -526,23 +502,28 @@ void runTrg(TrgArgs &a) {
     if (!m.cft.empty()) os << frontend::trgCftText(m.cft);
   };
 
-  for (size_t ib = 0; ib < betas.size(); ++ib) {
-    if (!sweep.owns(ib)) continue;
-    std::ostringstream os;
+  frontend::TrgBetaSweepOptions so;
+  so.repeat = a.req.repeat;
+  so.rssBase = rssBase;
+  so.owns = [&](size_t ib) { return sweep.owns(ib); };
+  so.onRun = [&](size_t ib, const std::string &what, int64_t k, int64_t n) {
+    prog.startRun(ib, betas[ib], what, k, n);
+  };
+  so.captureInternalErrors = true;
+  frontend::sweepTrgBetas(*drv, betas, so, [&](frontend::TrgBetaRow &&row) {
+    prog.clear();
     SweepReport r;
-    r.index = ib;
-    try {
-      runBeta(ib, os);
+    if (row.measurement) {
+      topkTotal.add(row.measurement->topk);
+      std::ostringstream os;
+      renderBeta(*row.measurement, os);
+      r.index = row.index;
       r.out = os.str();
-    } catch (const Error &e) {
-      prog.clear();
-      r = failedReport(ib, betas[ib], e.what(), a.json, a.csv, sweep);
-    } catch (const std::exception &e) {
-      prog.clear();
-      r = failedReport(ib, betas[ib], std::string("internal error: ") + e.what(), a.json, a.csv, sweep);
+    } else {
+      r = failedReport(row.index, row.beta, row.error, a.json, a.csv, sweep);
     }
     sweep.submit(std::move(r));
-  }
+  });
   const std::vector<size_t> failed = sweep.finish();
   if (a.profile && sweep.rank() == 0) {
     std::ostream &os = table ? std::cout : std::cerr;

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <variant>
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -559,7 +560,9 @@ NB_MODULE(_tessel, m) {
         r.valueCheck = static_cast<rt::ValueCheck>(valueCheck);
         const frontend::TrgOptions o = frontend::trgOptions(r);
         for (double b : betas) frontend::checkTrgBeta(b);
-        std::vector<nlohmann::json> reports;
+        // Per β its report, or (a failed β) its error message: tessel.trg raises at the
+        // end with the completed reports (the sweep goes on after a failure, as tessel trg).
+        std::vector<std::variant<nlohmann::json, std::string>> reports;
         {
           nb::gil_scoped_release release;
           // The driver derives the schedule at each β itself (no ranks given).
@@ -574,23 +577,30 @@ NB_MODULE(_tessel, m) {
             if (!progress.is_none())
               progress(currentBeta, st.phase, st.step, st.steps, st.atMost);
           });
-          const std::string blas = frontend::TrgDriver::blas();
-          const int64_t rssBase = rt::residentBytes(); // once per sweep, as tessel trg
-          for (size_t i = 0; i < betas.size(); ++i) {
-            currentBeta = betas[i];
-            frontend::TrgBetaMeasurement meas = frontend::measureTrgBeta(drv, betas[i], repeat, rssBase);
-            frontend::TrgReportContext ctx;
-            ctx.checkpoint = checkpoint;
-            ctx.order = order;
+          frontend::TrgReportContext ctx;
+          ctx.checkpoint = checkpoint;
+          ctx.order = order;
+          ctx.repeat = repeat;
+          ctx.blas = frontend::TrgDriver::blas();
+          ctx.rssBase = rt::residentBytes(); // once per sweep, as tessel trg
+          frontend::TrgBetaSweepOptions so;
+          so.repeat = repeat;
+          so.rssBase = ctx.rssBase;
+          so.onRun = [&](size_t i, const std::string &, int64_t, int64_t) { currentBeta = betas[i]; };
+          frontend::sweepTrgBetas(drv, betas, so, [&](frontend::TrgBetaRow &&row) {
+            if (!row.measurement) {
+              reports.emplace_back(row.error);
+              return;
+            }
             ctx.ranksProbeMs = drv.planExtraMs();
-            ctx.repeat = repeat;
-            ctx.blas = blas;
-            ctx.rssBase = rssBase;
-            reports.push_back(frontend::trgBetaJson(meas, drv, ctx));
-          }
+            reports.emplace_back(frontend::trgBetaJson(*row.measurement, drv, ctx));
+          });
         }
         nb::list out;
-        for (const nlohmann::json &j : reports) out.append(jsonToPython(j));
+        for (const auto &r : reports) {
+          if (const auto *j = std::get_if<nlohmann::json>(&r)) out.append(jsonToPython(*j));
+          else out.append(nb::str(std::get<std::string>(r).c_str()));
+        }
         return out;
       },
       "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "steps_auto"_a, "grad"_a, "second"_a, "second_mode"_a, "mode"_a, "algorithm"_a, "btrg_k"_a, "cft"_a, "checkpoint"_a, "order"_a,

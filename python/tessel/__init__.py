@@ -435,10 +435,11 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         ``trg`` calls running at once (two threads) count each other's work there.
 
     Raises:
-        Error: a bad option (naming it and the allowed values), β ≤ 0, or a kept singular
-            value below the rank tolerance (naming the step and β). An error ends the whole
-            call (``tessel trg`` on the command line reports a failed β in its place and
-            goes on): call β values separately to keep the others.
+        Error: a bad option (naming it and the allowed values) or β ≤ 0, before anything
+            runs; or a β that failed (e.g. a kept singular value below the rank tolerance,
+            naming the step): as ``tessel trg``, a sweep goes on after a failed β, and the
+            error raised at its end names every failed β with its error and holds the
+            completed reports in ``.reports`` (a list in β order, None where β failed).
     """
     scalar = np.ndim(beta) == 0
     b = np.asarray(beta)
@@ -510,6 +511,18 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     finally:
         if callback is not None and hasattr(callback, "close"):
             callback.close()
+    # A failed β comes back as its error message; the others as their reports.
+    failed = [(x, r) for x, r in zip(betas, reports) if isinstance(r, str)]
+    if failed:
+        if len(betas) == 1:
+            error = Error(_python_option_names(failed[0][1]))
+        else:
+            error = Error(f"trg: {len(failed)} of {len(betas)} beta values failed "
+                          f"(the other results are in this error's .reports):\n" +
+                          "\n".join(f"  beta = {x:g}: {_python_option_names(r.removeprefix('error: '))}"
+                                    for x, r in failed))
+        error.reports = [None if isinstance(r, str) else r for r in reports]
+        raise error
     return reports[0] if scalar else reports
 
 

@@ -279,3 +279,25 @@ def test_concurrent_trg_calls_report_their_own_svd_topk_counters():
         t.join()
     for k in jobs:
         assert got[k] == [alone[k]] * 3, k
+
+
+def test_a_failed_beta_does_not_stop_the_sweep():
+    # beta = 800 with the structural schedule keeps an exact zero singular value at step 2
+    # (as tessel trg --beta 0.3,800,0.5 in tests/lit/trg/trg-errors.test): the sweep goes
+    # on, and the error at its end names that beta and holds the others' reports.
+    kw = dict(chi=8, steps=6, ranks=[2, 4, 4, 8, 8, 8], repeat=0)
+    with pytest.raises(tessel.Error, match=r"1 of 3 beta values failed") as info:
+        tessel.trg([0.3, 800.0, 0.5], **kw)
+    message = str(info.value)
+    assert "beta = 800: trg: step 2 (2->4, beta = 800): the smallest kept singular value" in message
+    assert "--ranks" not in message and "ranks" in message  # Python's names
+    reports = info.value.reports
+    assert reports[1] is None
+    for i, beta in ((0, 0.3), (2, 0.5)):
+        alone = tessel.trg(beta, **kw)
+        assert reports[i]["beta"] == beta
+        assert reports[i]["lnZ_per_site"] == alone["lnZ_per_site"]  # bitwise: same programs
+    # One beta: its own error, as before.
+    with pytest.raises(tessel.Error, match=r"^error: trg: step 2 \(2->4, beta = 800\)") as one:
+        tessel.trg(800.0, **kw)
+    assert one.value.reports == [None]

@@ -5,6 +5,7 @@
 
 #include "frontend/TrgJob.h"
 #include "ir/Diagnostics.h"
+#include "ir/TextUtil.h"
 
 using namespace tessel;
 using namespace tessel::frontend;
@@ -76,4 +77,70 @@ TEST_CASE("trg job: errors name the flag and the allowed values") {
                     "error: --beta-range: beta must be finite and > 0, got -1 (allowed: beta > 0, e.g. 0.3)");
   CHECK_THROWS_WITH(checkTrgBeta(NAN), doctest::Contains("beta must be finite and > 0"));
   CHECK_NOTHROW(checkTrgBeta(0.44));
+}
+
+TEST_CASE("trg job: the sweep over beta goes on after a failed beta; owns picks an MPI rank's share") {
+  // beta = 800 with the structural schedule keeps an exact zero singular value at step 2
+  // (tests/lit/trg/trg-errors.test has the same sweep on the command line).
+  TrgRequest r;
+  r.chi = 8;
+  r.ranks = {2, 4, 4, 8, 8, 8};
+  TrgDriver drv(trgOptions(r));
+  const std::vector<double> betas = {0.3, 800.0, 0.5};
+  std::vector<TrgBetaRow> rows;
+  TrgBetaSweepOptions o;
+  std::vector<std::string> runs;
+  o.onRun = [&](size_t i, const std::string &what, int64_t, int64_t) { runs.push_back(std::to_string(i) + " " + what); };
+  sweepTrgBetas(drv, betas, o, [&](TrgBetaRow &&row) { rows.push_back(std::move(row)); });
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].measurement.has_value());
+  CHECK(rows[0].error.empty());
+  CHECK_FALSE(rows[1].measurement.has_value());
+  CHECK(rows[1].beta == 800.0);
+  CHECK(rows[1].error.starts_with("error: trg: step 2 (2->4, beta = 800): the smallest kept singular value"));
+  REQUIRE(rows[2].measurement.has_value());
+  CHECK(rows[2].index == 2);
+  // Each beta's value is that of a driver that ran it alone.
+  TrgDriver alone(trgOptions(r));
+  CHECK(rows[2].measurement->value.lnZ == alone.value(0.5).lnZ);
+  CHECK(runs == std::vector<std::string>{"0 value", "1 value", "2 value"});
+
+  // An MPI rank's share: the odd indices only.
+  rows.clear();
+  o.owns = [](size_t i) { return i % 2 == 1; };
+  sweepTrgBetas(drv, betas, o, [&](TrgBetaRow &&row) { rows.push_back(std::move(row)); });
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].index == 1);
+  CHECK_FALSE(rows[0].error.empty());
+}
+
+TEST_CASE("trg job: one column list for the CSV header, a CSV row and the JSON keys") {
+  CHECK(trgCsvHeader() ==
+        "beta,temperature,lnZ_per_site,exact_lnZ_per_site,dlnZ_dbeta,exact_dlnZ_dbeta,"
+        "energy_per_site,exact_energy_per_site,d2lnZ_dbeta2,exact_d2lnZ_dbeta2,specific_heat,"
+        "exact_specific_heat,field,dlnZ_dh,magnetization,d2lnZ_dbeta_dh,d2lnZ_dh2,susceptibility,steps");
+  TrgRequest r;
+  r.chi = 8;
+  r.steps = 6;
+  r.grad = true;
+  TrgDriver drv(trgOptions(r));
+  const TrgBetaMeasurement m = measureTrgBeta(drv, 0.4, 0, 0);
+  const std::string row = trgCsvRow(m, drv.options(), drv.ranks().size());
+  // beta, T, lnZ/N, exact, d/dbeta, exact, energy (= −d/dbeta, exactly), exact, the
+  // second order (nan) beside its exact value, the field h = 0, nan for the h
+  // derivatives (not computed at h = 0 through svd_topk), and the steps.
+  const std::string lnz = ir::text::formatDouble(m.value.lnZ), d1 = ir::text::formatDouble(*m.dlnZ()),
+                    e = ir::text::formatDouble(-*m.dlnZ());
+  CHECK(row.starts_with("0.4,2.5," + lnz + ","));
+  CHECK(row.find("," + d1 + ",") != std::string::npos);
+  CHECK(row.find("," + e + ",") != std::string::npos);
+  CHECK(row.ends_with(",0,nan,nan,nan,nan,nan,6"));
+  TrgReportContext ctx;
+  const nlohmann::json j = trgBetaJson(m, drv, ctx);
+  for (const TrgColumn &c : trgPhysicsColumns(m, drv.options())) {
+    INFO(c.name);
+    REQUIRE(j.contains(c.name));
+    if (c.value) CHECK(j[c.name].get<double>() == *c.value);
+    else CHECK(j[c.name].is_null());
+  }
 }
