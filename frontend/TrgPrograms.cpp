@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "ir/OpAttrs.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
@@ -227,7 +228,7 @@ void TrgPrograms::moduleProgress(const char *run, const ir::Program &p) {
     if (ir::hasCallee(op.kind)) {
       Phase &ph = (*phases)[phaseOf(op)];
       ph.name = phaseOf(op);
-      ph.steps += op.kind == ir::OpKind::Scan ? static_cast<size_t>(op.attrs.getI64("length")) : 1;
+      ph.steps += op.kind == ir::OpKind::Scan ? static_cast<size_t>(ir::attr<ir::OpKind::Scan, "length">(op)) : 1;
     }
   auto hook = [this, phases, phaseOf](const ir::Op &op, int64_t) {
     Phase &ph = (*phases)[phaseOf(op)];

@@ -82,4 +82,9 @@ template <OpKind K, detail::AttrName Name> decltype(auto) attr(const Op &op) {
   else return op.attrs.getTensor(name);
 }
 
+/// The `callee` of a call or a scan op (the one attribute both have).
+inline decltype(auto) calleeOf(const Op &op) {
+  return op.kind == OpKind::Scan ? attr<OpKind::Scan, "callee">(op) : attr<OpKind::Call, "callee">(op);
+}
+
 } // namespace tessel::ir

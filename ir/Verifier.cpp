@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ir/OpAttrs.h"
 #include "ir/TextUtil.h"
 #include "ir/Printer.h"
 #include "ir/OpCheck.h"
@@ -148,7 +149,7 @@ std::vector<std::string> verify(const Program &p, const std::vector<char> &which
       size_t d = 1;
       for (const Op &op : f.ops)
         if (hasCallee(op.kind))
-          if (int i = p.functionIndex(op.attrs.getStr("callee")); i >= 0)
+          if (int i = p.functionIndex(calleeOf(op)); i >= 0)
             d = std::max(d, 1 + depth[static_cast<size_t>(i)]);
       return d;
     };

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ir/OpAttrs.h"
 #include "passes/Inline.h"
 #include "passes/Rewrite.h"
 
@@ -31,7 +32,7 @@ size_t dropUnreadOutputs(Program &m, size_t fi) {
   Program &f = m.functions[fi];
   std::vector<bool> read(f.outputs.size(), false);
   bool called = false;
-  auto uses = [&](const Op &op) { return hasCallee(op.kind) && op.attrs.getStr("callee") == f.name; };
+  auto uses = [&](const Op &op) { return hasCallee(op.kind) && ir::calleeOf(op) == f.name; };
   auto visit = [&](const Program &g) {
     if (std::none_of(g.ops.begin(), g.ops.end(), uses)) return true;
     std::vector<bool> used(g.values.size(), false);
@@ -60,7 +61,7 @@ size_t dropUnreadOutputs(Program &m, size_t fi) {
   auto rewrite = [&](Program &g) {
     bool any = false;
     for (Op &op : g.ops) {
-      if (op.kind != OpKind::Call || op.attrs.getStr("callee") != f.name) continue;
+      if (op.kind != OpKind::Call || ir::calleeOf(op) != f.name) continue;
       llvm::SmallVector<ValueId, 4> kept;
       for (size_t k = 0; k < op.results.size(); ++k)
         if (read[k]) kept.push_back(op.results[k]);

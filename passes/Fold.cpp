@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "ir/OpAttrs.h"
 #include "passes/Cse.h"
 #include "passes/Rewrite.h"
 
@@ -40,7 +41,7 @@ private:
     if (!op) return false;
     if (op->kind == OpKind::BroadcastInDim) return isFill(op->operands[0], x);
     if (op->kind != OpKind::Constant) return false;
-    for (double e : op->attrs.getTensor("value").data)
+    for (double e : ir::attr<OpKind::Constant, "value">(*op).data)
       if (!(e == x)) return false;
     return true;
   }
@@ -68,15 +69,15 @@ ValueId Folder::fold(Op &op) {
   case OpKind::Transpose: {
     const Op *in = producer(op, op.operands[0]);
     if (in && in->kind == OpKind::Transpose) {
-      const I64List &inner = in->attrs.getI64s("perm");
-      const I64List outer = op.attrs.getI64s("perm");
+      const I64List &inner = ir::attr<OpKind::Transpose, "perm">(*in);
+      const I64List outer = ir::attr<OpKind::Transpose, "perm">(op);
       I64List r;
       for (int64_t q : outer) r.push_back(inner[size_t(q)]);
       op.operands[0] = in->operands[0];
       op.attrs.set("perm", Attr::i64s(r));
       ++folded_;
     }
-    if (isIdentityPerm(op.attrs.getI64s("perm"))) return op.operands[0];
+    if (isIdentityPerm(ir::attr<OpKind::Transpose, "perm">(op))) return op.operands[0];
     return kNoValue;
   }
   case OpKind::Reshape: {
@@ -93,7 +94,7 @@ ValueId Folder::fold(Op &op) {
     const Op *in = defOp(op.operands[0]); // the result is a constant: reads nothing
     if (in && in->kind == OpKind::Constant && p_.type(op.operands[0]).numel() == 1 &&
         rt.numel() <= opts_.maxBroadcastConstant) {
-      double x = in->attrs.getTensor("value").data[0];
+      double x = ir::attr<OpKind::Constant, "value">(*in).data[0];
       Tensor t(rt, std::vector<double>(size_t(rt.numel()), x));
       op.kind = OpKind::Constant;
       op.operands.clear();
@@ -107,13 +108,13 @@ ValueId Folder::fold(Op &op) {
     return op.attrs.getI64s("axes").empty() ? op.operands[0] : kNoValue;
   case OpKind::Slice: {
     const Shape &s = p_.type(op.operands[0]).shape;
-    const I64List &limit = op.attrs.getI64s("limit");
-    bool full = allZero(op.attrs.getI64s("start"));
+    const I64List &limit = ir::attr<OpKind::Slice, "limit">(op);
+    bool full = allZero(ir::attr<OpKind::Slice, "start">(op));
     for (size_t i = 0; i < s.size() && full; ++i) full = limit[i] == s[i];
     return full ? op.operands[0] : kNoValue;
   }
   case OpKind::Pad:
-    return allZero(op.attrs.getI64s("low")) && allZero(op.attrs.getI64s("high"))
+    return allZero(ir::attr<OpKind::Pad, "low">(op)) && allZero(ir::attr<OpKind::Pad, "high">(op))
                ? op.operands[0]
                : kNoValue;
   case OpKind::Mul:

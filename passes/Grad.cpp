@@ -28,6 +28,7 @@
 #include <map>
 #include <string>
 
+#include "ir/OpAttrs.h"
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
@@ -357,26 +358,26 @@ void storeCallResiduals(Program &p, const std::vector<char> &active, const std::
     ir::Op &op = p.ops[i];
     const bool scan = op.kind == ir::OpKind::Scan;
     if (op.kind != ir::OpKind::Call && !scan) continue;
-    const size_t k = scan ? static_cast<size_t>(op.attrs.getI64("carries")) : 0;
+    const size_t k = scan ? static_cast<size_t>(ir::attr<ir::OpKind::Scan, "carries">(op)) : 0;
     std::vector<bool> wrt, cts;
     bool anyWrt = false, anyCt = false;
     for (size_t j = 0; j < op.operands.size(); ++j) {
       wrt.push_back(active[op.operands[j]] != 0);
       anyWrt |= active[op.operands[j]] != 0;
     }
-    if (scan && anyWrt) activeCarries(*m.function(op.attrs.getStr("callee")), k, wrt);
+    if (scan && anyWrt) activeCarries(*m.function(ir::calleeOf(op)), k, wrt);
     for (size_t r = 0; r < op.results.size(); ++r) {
       cts.push_back(r < k || reach[op.results[r]] != 0);
       anyCt |= reach[op.results[r]] != 0;
     }
     if (!anyWrt || !anyCt) continue;
     const size_t primal = op.results.size();
-    const std::string fwd = m.splitFunction(op.attrs.getStr("callee"), wrt, cts, scan, k);
+    const std::string fwd = m.splitFunction(ir::calleeOf(op), wrt, cts, scan, k);
     op.attrs.set("callee", ir::Attr::str(fwd));
     const Program &f = *m.function(fwd);
     for (size_t o = primal; o < f.outputs.size(); ++o) {
       ir::Shape shape;
-      if (scan) shape.push_back(op.attrs.getI64("length"));
+      if (scan) shape.push_back(ir::attr<ir::OpKind::Scan, "length">(op));
       const ir::Type &t = f.type(f.outputs[o]);
       shape.append(t.shape.begin(), t.shape.end());
       const ValueId v = static_cast<ValueId>(p.values.size());

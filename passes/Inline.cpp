@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "ir/OpAttrs.h"
 #include "ir/Builder.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
@@ -38,13 +39,13 @@ std::vector<int64_t> inlinedSizes(const Program &p) {
         n = satAdd(n, 1);
         continue;
       }
-      const int callee = p.functionIndex(op.attrs.getStr("callee"));
+      const int callee = p.functionIndex(ir::calleeOf(op));
       const int64_t body = callee < 0 ? 0 : sizes[static_cast<size_t>(callee)];
       if (op.kind == OpKind::Call) {
         n = satAdd(n, satAdd(body, static_cast<int64_t>(op.results.size())));
       } else {
-        const int64_t length = op.attrs.getI64("length");
-        const int64_t k = op.attrs.getI64("carries");
+        const int64_t length = ir::attr<ir::OpKind::Scan, "length">(op);
+        const int64_t k = ir::attr<ir::OpKind::Scan, "carries">(op);
         const int64_t xs = static_cast<int64_t>(op.operands.size()) - k;
         const int64_t ys = static_cast<int64_t>(op.results.size()) - k;
         n = satAdd(n, satMul(length, satAdd(body, 2 * xs + 4 * ys)));
@@ -93,7 +94,7 @@ public:
         auto rs = out.appendOp(op.kind, args, op.attrs, types, op.loc, op.remat);
         results.assign(rs.begin(), rs.end());
       } else {
-        const Program &g = flat_[static_cast<size_t>(module_.functionIndex(op.attrs.getStr("callee")))];
+        const Program &g = flat_[static_cast<size_t>(module_.functionIndex(ir::calleeOf(op)))];
         results = op.kind == OpKind::Call ? inlineBody(b, g, args, op, op.loc) : unroll(b, g, args, op);
       }
       for (size_t i = 0; i < op.results.size(); ++i) {
@@ -139,9 +140,9 @@ private:
   /// ys stacked.
   llvm::SmallVector<ValueId, 4> unroll(Builder &b, const Program &g, llvm::ArrayRef<ValueId> args,
                                        const Op &site) {
-    const int64_t n = site.attrs.getI64("length");
-    const size_t k = static_cast<size_t>(site.attrs.getI64("carries"));
-    const bool reverse = site.attrs.getI64("reverse") != 0;
+    const int64_t n = ir::attr<ir::OpKind::Scan, "length">(site);
+    const size_t k = static_cast<size_t>(ir::attr<ir::OpKind::Scan, "carries">(site));
+    const bool reverse = ir::attr<ir::OpKind::Scan, "reverse">(site) != 0;
     llvm::SmallVector<ValueId, 8> carry(args.begin(), args.begin() + static_cast<ptrdiff_t>(k));
     const size_t ny = g.outputs.size() - k;
     std::vector<std::vector<ValueId>> ys(ny, std::vector<ValueId>(static_cast<size_t>(n)));
@@ -226,7 +227,7 @@ size_t removeDeadFunctions(Program &p) {
   auto mark = [&](const Program &f) {
     for (const Op &op : f.ops)
       if (ir::hasCallee(op.kind))
-        if (int i = p.functionIndex(op.attrs.getStr("callee")); i >= 0) live[static_cast<size_t>(i)] = 1;
+        if (int i = p.functionIndex(ir::calleeOf(op)); i >= 0) live[static_cast<size_t>(i)] = 1;
   };
   mark(p);
   // Callees come before callers: one sweep from the last function down reaches all.

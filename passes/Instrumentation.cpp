@@ -11,6 +11,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "ir/OpAttrs.h"
 #include "ir/TextUtil.h"
 #include "ir/Diagnostics.h"
 #include "ir/OpTable.h"
@@ -208,7 +209,7 @@ void VerifierInstrumentation::runAfterPass(PassRecord &pass, const ir::Program &
     auto callsChanged = [&](const ir::Program &f) {
       for (const ir::Op &op : f.ops)
         if (ir::hasCallee(op.kind))
-          if (int c = p.functionIndex(op.attrs.getStr("callee")); c >= 0 && pass.changedFunctions[static_cast<size_t>(c)])
+          if (int c = p.functionIndex(ir::calleeOf(op)); c >= 0 && pass.changedFunctions[static_cast<size_t>(c)])
             return true;
       return false;
     };

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/OpAttrs.h"
 #include "ir/Diagnostics.h"
 #include "ir/ShapeRules.h"
 #include "ir/TextUtil.h"
@@ -470,7 +471,7 @@ std::vector<EinsumCost> einsumCosts(const Program &p, const OrderOptions &opts) 
     if (op.kind != OpKind::Einsum) continue;
     std::vector<Shape> shapes;
     for (ValueId v : op.operands) shapes.push_back(p.type(v).shape);
-    const std::string &spec = op.attrs.getStr("spec");
+    const std::string &spec = ir::attr<OpKind::Einsum, "spec">(op);
     EinsumCost c;
     c.opIndex = i;
     c.result = op.results[0];

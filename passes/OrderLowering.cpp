@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 
+#include "ir/OpAttrs.h"
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
 #include "passes/ContractionProblem.h"
@@ -159,7 +160,7 @@ bool runOrder(Program &p, const OrderOptions &opts) {
       p.ops.push_back(std::move(op));
       continue;
     }
-    const std::string spec = op.attrs.getStr("spec");
+    const std::string spec = ir::attr<OpKind::Einsum, "spec">(op);
     std::vector<Shape> shapes;
     for (ValueId v : op.operands) shapes.push_back(p.type(v).shape);
     const ValueId oldResult = op.results[0];

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "ir/OpAttrs.h"
 #include "ir/Builder.h"
 #include "passes/Rewrite.h"
 
@@ -53,7 +54,7 @@ std::optional<Match> match(const Program &p, const Op &svd, const std::vector<in
   if (td < 0 || uses[tv] != 1) return std::nullopt;
   const Op &tr = p.ops[size_t(td)];
   if (tr.kind != OpKind::Transpose || tr.remat != svd.remat) return std::nullopt;
-  const I64List &perm = tr.attrs.getI64s("perm");
+  const I64List &perm = ir::attr<OpKind::Transpose, "perm">(tr);
   if (perm.size() < 2 || isIdentity(perm)) return std::nullopt;
 
   const Shape &ms = p.type(mv).shape, &xs = p.type(tr.operands[0]).shape;

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/VjpRules.h"
 
+#include "ir/OpAttrs.h"
 #include "ir/Diagnostics.h"
 
 namespace tessel::passes::vjp {
@@ -65,7 +66,7 @@ OperandCotangents vjpSplitCall(const VjpCall &c, const ModuleGrad::SplitCallee &
 /// a reverse scan of the backward half over the stacked residuals.
 OperandCotangents vjpSplitScan(const VjpCall &c, const ModuleGrad::SplitCallee &s) {
   ModuleGrad &m = moduleOf(c);
-  const size_t k = static_cast<size_t>(c.op.attrs.getI64("carries"));
+  const size_t k = static_cast<size_t>(ir::attr<ir::OpKind::Scan, "carries">(c.op));
   const size_t nres = s.fromResult.size();
   const ir::Program *bwd = nullptr;
   for (const ir::Program &f : m.functions())
@@ -104,8 +105,8 @@ OperandCotangents vjpSplitScan(const VjpCall &c, const ModuleGrad::SplitCallee &
                                          : c.op.results[static_cast<size_t>(s.fromResult[r])]);
   for (size_t o = k; o < s.primal; ++o)
     if (s.cotangents[o]) xsIn.push_back(orZeros(c.b, c.cotangents[o], c.op.results[o]));
-  const bool reverse = c.op.attrs.getI64("reverse") != 0;
-  llvm::SmallVector<ValueId, 1> r = c.b.scan(adapterName, init, xsIn, c.op.attrs.getI64("length"), !reverse);
+  const bool reverse = ir::attr<ir::OpKind::Scan, "reverse">(c.op) != 0;
+  llvm::SmallVector<ValueId, 1> r = c.b.scan(adapterName, init, xsIn, ir::attr<ir::OpKind::Scan, "length">(c.op), !reverse);
   // The final carries' cotangents (one per carry), then the stacked cotangents of the
   // differentiated xs.
   OperandCotangents out(c.op.operands.size(), kNone);
@@ -124,14 +125,14 @@ OperandCotangents vjpSplitScan(const VjpCall &c, const ModuleGrad::SplitCallee &
 } // namespace
 
 OperandCotangents vjpCall(const VjpCall &c) {
-  const ModuleGrad::SplitCallee *s = moduleOf(c).splitCallee(c.op.attrs.getStr("callee"));
-  if (!s) throw Error("internal: grad: call of @" + c.op.attrs.getStr("callee") + " was not split before the sweep");
+  const ModuleGrad::SplitCallee *s = moduleOf(c).splitCallee(ir::calleeOf(c.op));
+  if (!s) throw Error("internal: grad: call of @" + ir::calleeOf(c.op) + " was not split before the sweep");
   return vjpSplitCall(c, *s);
 }
 
 OperandCotangents vjpScan(const VjpCall &c) {
-  const ModuleGrad::SplitCallee *s = moduleOf(c).splitCallee(c.op.attrs.getStr("callee"));
-  if (!s) throw Error("internal: grad: scan over @" + c.op.attrs.getStr("callee") + " was not split before the sweep");
+  const ModuleGrad::SplitCallee *s = moduleOf(c).splitCallee(ir::calleeOf(c.op));
+  if (!s) throw Error("internal: grad: scan over @" + ir::calleeOf(c.op) + " was not split before the sweep");
   return vjpSplitScan(c, *s);
 }
 

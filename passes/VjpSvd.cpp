@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 
+#include "ir/OpAttrs.h"
+
 #include <functional>
 #include <limits>
 
@@ -29,7 +31,7 @@ int64_t leadingExtent(Builder &b, ValueId g, size_t dim, int depth = 8) {
   const ir::ValueInfo &vi = b.program().value(g);
   if (vi.def < 0 || depth == 0) return full;
   const ir::Op &op = b.program().ops[size_t(vi.def)];
-  if (op.kind == OpKind::Pad) return full - op.attrs.getI64s("high")[dim];
+  if (op.kind == OpKind::Pad) return full - ir::attr<OpKind::Pad, "high">(op)[dim];
   if (op.kind == OpKind::Add || op.kind == OpKind::Sub) {
     const ValueId x = op.operands[0], y = op.operands[1]; // op may move as ops are added
     return std::max(leadingExtent(b, x, dim, depth - 1), leadingExtent(b, y, dim, depth - 1));
@@ -46,7 +48,7 @@ ValueId leading(Builder &b, ValueId g, size_t dim, int64_t r) {
   if (vi.def >= 0) {
     const ir::Op &op = b.program().ops[size_t(vi.def)];
     if (op.kind == OpKind::Pad) {
-      const I64List &low = op.attrs.getI64s("low"), &high = op.attrs.getI64s("high");
+      const I64List &low = ir::attr<OpKind::Pad, "low">(op), &high = ir::attr<OpKind::Pad, "high">(op);
       bool exact = sh[dim] - high[dim] == r;
       for (size_t i = 0; i < low.size(); ++i)
         exact &= low[i] == 0 && (i == dim || high[i] == 0);

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "ir/OpAttrs.h"
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
 #include "ir/TextUtil.h"
@@ -102,7 +103,7 @@ ModuleFunction prepareFunction(const ir::Program &module, const ir::Program &f,
     const ir::Op &op = f.ops[i];
     if (!ir::hasCallee(op.kind)) continue;
     cut(i);
-    const int callee = module.functionIndex(op.attrs.getStr("callee"));
+    const int callee = module.functionIndex(ir::calleeOf(op));
     mf.steps.push_back({op.kind == ir::OpKind::Call ? ModuleStep::Kind::Call : ModuleStep::Kind::Scan,
                         i, static_cast<size_t>(callee), dying(i, i + 1)});
     start = i + 1;
@@ -142,7 +143,7 @@ int64_t framePeakBytes(const ModuleExec &m, size_t fi, const std::vector<int64_t
           if (dies(step, v)) during -= bytes(v);
         during += peaks[step.callee];
       } else {
-        const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
+        const size_t k = static_cast<size_t>(ir::attr<ir::OpKind::Scan, "carries">(op));
         for (size_t c = 0; c < k; ++c)
           if (dies(step, op.operands[c])) during -= bytes(op.operands[c]);
         for (size_t r = k; r < op.results.size(); ++r) during += bytes(op.results[r]); // stacked ys
@@ -228,9 +229,9 @@ private:
             const std::function<void(const ir::Op &, int64_t)> *hook) {
     const size_t body = step.callee;
     const ir::Program &g = *m_.functions[body].fn;
-    const int64_t n = op.attrs.getI64("length");
-    const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
-    const bool reverse = op.attrs.getI64("reverse") != 0;
+    const int64_t n = ir::attr<ir::OpKind::Scan, "length">(op);
+    const size_t k = static_cast<size_t>(ir::attr<ir::OpKind::Scan, "carries">(op));
+    const bool reverse = ir::attr<ir::OpKind::Scan, "reverse">(op) != 0;
     llvm::SmallVector<ir::ValueId, 4> carries(op.operands.begin(), op.operands.begin() + static_cast<ptrdiff_t>(k));
     std::vector<Tensor> carry = gather(f, env, carries, step);
     // Each xs operand: its per-iteration tensors (moved out when this scan reads it last),

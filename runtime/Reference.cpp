@@ -611,14 +611,14 @@ std::vector<Tensor> evaluateFunction(const Program &f, ir::Callees callees,
     for (ir::ValueId v : op.operands) in.push_back(env[v]);
     Results rs;
     if (ir::hasCallee(op.kind)) {
-      const Program &g = *ir::findCallee(callees, op.attrs.getStr("callee"));
+      const Program &g = *ir::findCallee(callees, ir::calleeOf(op));
       const ir::Callees inner = callees.take_front(static_cast<size_t>(&g - callees.data()));
       if (op.kind == OpKind::Call) {
         rs = evaluateFunction(g, inner, in);
       } else {
-        const int64_t n = op.attrs.getI64("length");
-        const size_t k = static_cast<size_t>(op.attrs.getI64("carries"));
-        const bool reverse = op.attrs.getI64("reverse") != 0;
+        const int64_t n = ir::attr<ir::OpKind::Scan, "length">(op);
+        const size_t k = static_cast<size_t>(ir::attr<ir::OpKind::Scan, "carries">(op));
+        const bool reverse = ir::attr<ir::OpKind::Scan, "reverse">(op) != 0;
         std::vector<Tensor> carry;
         for (size_t c = 0; c < k; ++c) carry.push_back(*in[c]);
         std::vector<Tensor> ys;

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/OpAttrs.h"
 #include "ir/OpCost.h"
 #include "ir/TextUtil.h"
 #include "ir/Printer.h"
@@ -208,8 +209,8 @@ std::string printOpKindReport(const ir::Program &p, bool json) {
         r->bytes += times * c.bytes;
       }
       if (ir::hasCallee(op.kind))
-        if (const ir::Program *g = p.function(op.attrs.getStr("callee")))
-          add(*g, times * (op.kind == ir::OpKind::Scan ? static_cast<double>(op.attrs.getI64("length")) : 1.0));
+        if (const ir::Program *g = p.function(ir::calleeOf(op)))
+          add(*g, times * (op.kind == ir::OpKind::Scan ? static_cast<double>(ir::attr<ir::OpKind::Scan, "length">(op)) : 1.0));
     }
   };
   add(p, 1.0);

@@ -20,6 +20,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "frontend/Tracer.h"
+#include "ir/OpAttrs.h"
 #include "ir/Diagnostics.h"
 #include "ir/OpTable.h"
 #include "ir/Printer.h"
@@ -71,7 +72,7 @@ std::string TraceState::addOne(const ir::Program &f0, const std::map<std::string
   f.functions.clear();
   for (ir::Op &op : f.ops)
     if (ir::hasCallee(op.kind))
-      if (auto it = renamed.find(op.attrs.getStr("callee")); it != renamed.end())
+      if (auto it = renamed.find(ir::calleeOf(op)); it != renamed.end())
         op.attrs.set("callee", ir::Attr::str(it->second));
   ir::Program &module = tracer.builder().program();
   auto taken = [&](const std::string &name) {
