@@ -65,7 +65,8 @@ public:
   lapack_int extend(int64_t cc, int64_t w);
   /// The largest estimated residual of the k leading Ritz pairs of the basis Qb[:, :cc]
   /// whose newest block has w columns (needs cc >= k); `scale` = max(σ₁ estimate,
-  /// scaleFloor·α). −1 after a LAPACK failure (in outcome().lapackInfo).
+  /// scaleFloor), both of α·A (run() passes the floor times α). −1 after a LAPACK
+  /// failure (in outcome().lapackInfo).
   double ritzEstimate(int64_t cc, int64_t w, double scaleFloor, double &scale);
   /// Rayleigh–Ritz on Qb[:, :cc]: sv, Uk, Vk hold the k leading triplets of α·A; returns
   /// their largest true residual, or −1 after a LAPACK failure.

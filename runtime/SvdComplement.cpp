@@ -252,6 +252,7 @@ Discarded discardedTriplets(const double *A, int64_t m, int64_t n, const double 
                             const double *Vt, int64_t k) {
   Discarded d;
   const int64_t t = std::min(m, n) - k;
+  if (t <= 0) return d; // every triplet kept: nothing discarded (the null-space terms read F, Gt)
   std::vector<double> Wu(static_cast<size_t>(m * k)), Wv(Vt, Vt + k * n); // column-major m×k, n×k
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < k; ++j) Wu[static_cast<size_t>(j * m + i)] = U[i * ldu + j];
@@ -266,10 +267,9 @@ Discarded discardedTriplets(const double *A, int64_t m, int64_t n, const double 
   FullSvd f = fullSvd(B.data(), m - k, n - k);
   d.info = f.info;
   if (f.info != 0) return d;
-  d.U.assign(static_cast<size_t>(m * std::max<int64_t>(t, 0)), 0.0);
-  d.Vt.assign(static_cast<size_t>(std::max<int64_t>(t, 0) * n), 0.0);
+  d.U.assign(static_cast<size_t>(m * t), 0.0);
+  d.Vt.assign(static_cast<size_t>(t * n), 0.0);
   d.s = f.s;
-  if (t <= 0) return d;
   gemm(true, false, m, t, m - k, 1.0, Q.data() + k * m, m, f.U.data(), t, 0.0, d.U.data(), t);
   gemm(false, false, t, n, n - k, 1.0, f.Vt.data(), n - k, P.data() + k * n, n, 0.0, d.Vt.data(), n);
   return d;

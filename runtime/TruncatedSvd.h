@@ -73,8 +73,9 @@
 // (β = 0.3, χ = 32: s[r−1] ~ 1e-4·s₀). When the guards do not reach below s[r−1], or
 // CG meets a direction of non-positive curvature (breaks down), exceeds its budget
 // (half a gesdd's flops) or leaves a true residual above its tolerance, the kernel
-// computes the same numbers from a full gesdd of A (the full rule) and counts the
-// fallback. For s₀ outside [2⁻⁵⁰, 2⁵⁰] the solve works on A and s scaled by a power of
+// computes the same numbers by the full rule, from a gesdd of A restricted to the
+// complements of the kept vectors (Q⊥ᵀ·A·P⊥: its triplets are A's discarded ones), and
+// counts the fallback. For s₀ outside [2⁻⁵⁰, 2⁵⁰] the solve works on A and s scaled by a power of
 // 2 (its inner products go as the fourth power of the scale) and scales X, Y back.
 //
 //===----------------------------------------------------------------------===//

@@ -115,9 +115,8 @@ nlohmann::ordered_json pathJson(const passes::ContractionPath &c) {
 /// The einsum report (text or JSON) of `p` under `opts`; a text report of a program
 /// without einsums says `whenEmpty`.
 std::string printEinsumReport(const ir::Program &p, const passes::OrderOptions &opts,
-                              bool json,
+                              const std::vector<passes::EinsumCost> &costs, bool json,
                               const char *whenEmpty = "(no einsum ops: nothing to order)") {
-  std::vector<passes::EinsumCost> costs = passes::einsumCosts(p, opts);
   const auto strategies = passes::concreteOrderStrategies();
   std::vector<Totals> totals(strategies.size());
   Totals chosen;
@@ -255,14 +254,15 @@ void runCost(const CostArgs &a) {
     writeOutput("-", residualsReport(p, a.residuals, opts.strategy, a.json));
     return;
   }
-  std::string report = printEinsumReport(p, opts, a.json);
+  const std::vector<passes::EinsumCost> entryCosts = passes::einsumCosts(p, opts);
+  std::string report = printEinsumReport(p, opts, entryCosts, a.json);
   // A module: each function's einsums too (once per function, as written).
   if (a.json) {
     auto j = nlohmann::ordered_json::parse(report);
     if (!p.functions.empty()) {
       auto fns = nlohmann::ordered_json::array();
       for (const ir::Program &f : p.functions)
-        fns.push_back(nlohmann::ordered_json::parse(printEinsumReport(f, opts, true)));
+        fns.push_back(nlohmann::ordered_json::parse(printEinsumReport(f, opts, passes::einsumCosts(f, opts), true)));
       j["functions"] = fns;
     }
     j["ops_by_kind"] = nlohmann::ordered_json::parse(printOpKindReport(p, true));
@@ -270,12 +270,12 @@ void runCost(const CostArgs &a) {
   } else {
     std::string functions;
     for (const ir::Program &f : p.functions)
-      if (!passes::einsumCosts(f, opts).empty()) {
-        const std::string fr = printEinsumReport(f, opts, false);
+      if (const auto costs = passes::einsumCosts(f, opts); !costs.empty()) {
+        const std::string fr = printEinsumReport(f, opts, costs, false);
         functions += "\nfunction " + fr.substr(fr.find('@'));
       }
     if (!functions.empty())
-      report = printEinsumReport(p, opts, false, "(none in the entry; its functions' follow)");
+      report = printEinsumReport(p, opts, entryCosts, false, "(none in the entry; its functions' follow)");
     report += functions;
     report += printOpKindReport(p, false);
   }

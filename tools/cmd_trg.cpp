@@ -515,10 +515,14 @@ void runTrg(TrgArgs &a) {
     SweepReport r;
     if (row.measurement) {
       topkTotal.add(row.measurement->topk);
-      std::ostringstream os;
-      renderBeta(*row.measurement, os);
-      r.index = row.index;
-      r.out = os.str();
+      try {
+        std::ostringstream os;
+        renderBeta(*row.measurement, os);
+        r.index = row.index;
+        r.out = os.str();
+      } catch (const std::exception &e) { // a β's report fails as the β would (MPI ranks wait on it)
+        r = failedReport(row.index, row.beta, std::string("internal error: ") + e.what(), a.json, a.csv, sweep);
+      }
     } else {
       r = failedReport(row.index, row.beta, row.error, a.json, a.csv, sweep);
     }

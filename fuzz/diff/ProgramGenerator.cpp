@@ -793,8 +793,9 @@ bool Gen::eigh() {
 
 /// qr of a matrix made generic, hence of full rank, by a noise input (of a rank-deficient
 /// matrix Q's trailing columns are rounding noise, which a pass that changes A's last bits
-/// turns around): R, Q, or Q·R (= A). The reference calls the same LAPACK routines, so the
-/// signs agree and each factor is compared as it is.
+/// turns around): R, Q, or Q·R (= A). The reference's Householder QR is Eigen's, whose
+/// reflectors take the sign LAPACK's dlarfg takes (β = −sign(α)·‖x‖), so for a matrix of
+/// full rank the factors agree as they are and each is compared so.
 bool Gen::qr() {
   Val m;
   if (!asMatrix(any(), m)) return false;

@@ -515,11 +515,11 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     failed = [(x, r) for x, r in zip(betas, reports) if isinstance(r, str)]
     if failed:
         if len(betas) == 1:
-            error = Error(_python_option_names(failed[0][1]))
+            error = Error(_python_option_names(failed[0][1].removeprefix("error: ")))
         else:
             error = Error(f"trg: {len(failed)} of {len(betas)} beta values failed "
                           f"(the other results are in this error's .reports):\n" +
-                          "\n".join(f"  beta = {x:g}: {_python_option_names(r.removeprefix('error: '))}"
+                          "\n".join(f"  beta = {x!r}: {_python_option_names(r.removeprefix('error: '))}"
                                     for x, r in failed))
         error.reports = [None if isinstance(r, str) else r for r in reports]
         raise error

@@ -525,6 +525,17 @@ TEST_CASE("svd_topk_complement kernel: equals the full rule's coupling to the di
     auto before = rt::truncatedSvdStats();
     CHECK(complementVsReference(withSpectrum(40, 40, d, rng), 5, 5, rng, 0, 1e-9, 3) <= 1e-10);
     CHECK(rt::truncatedSvdStats().complementFallbacks == before.complementFallbacks + 1);
+    // Every triplet kept (k = min(m, n)): nothing is discarded (the full rule, should the
+    // kernel fall back, has no discarded triplets to factor); what remains is the
+    // null-space part of the longer side (a square A has none: X and Y are rounding
+    // around 0 there, which no relative comparison can judge).
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{14, 12}, {12, 14}}) {
+      CAPTURE(m);
+      CAPTURE(n);
+      std::vector<double> e(static_cast<size_t>(std::min(m, n)), 0.0);
+      e[0] = 1, e[1] = 0.5, e[2] = 0.25;
+      CHECK(complementVsReference(withSpectrum(m, n, e, rng), std::min(m, n), 3, rng, 0, 1e-9, 3) <= 1e-10);
+    }
   }
 }
 
