@@ -329,7 +329,11 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   const double s0c = alpha * s0;
   for (int64_t j = 0; j < k; ++j) sc[j] = alpha * s[j];
 
-  // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n).
+  // F = (I − UUᵀ)·Ū (m×r), Gt = ((I − VVᵀ)·V̄)ᵀ = V̄t − (V̄t·Vtᵀ)·Vt (r×n). Where the
+  // kept vectors span a whole side (k = m, or k = n) its complement is {0} and the
+  // projection is exactly 0: computed, it would leave rounding of Ū along U, which the
+  // solve then divides by s² (a square matrix with every triplet kept gave X ≈ 1e-13
+  // instead of 0, amplified by the second-order rule).
   auto projectCotangents = [&] {
     gemm(true, false, k, r, m, 1.0, U, ldu, gU, r, 0.0, T1, r);
     std::memcpy(F, gU, static_cast<size_t>(m * r) * sizeof(double));
@@ -337,6 +341,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     gemm(false, true, r, k, n, 1.0, gVt, n, Vt, n, 0.0, T2, k);
     std::memcpy(Gt, gVt, static_cast<size_t>(r * n) * sizeof(double));
     gemm(false, false, r, n, k, -1.0, T2, k, Vt, n, 1.0, Gt, n);
+    if (k >= m) std::memset(F, 0, static_cast<size_t>(m * r) * sizeof(double));
+    if (k >= n) std::memset(Gt, 0, static_cast<size_t>(r * n) * sizeof(double));
   };
   projectCotangents();
 
@@ -397,6 +403,9 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   else
     std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
   gemm(false, false, m, n, kd, -1.0, Us, kd, Vt, n, 1.0, Ap, n);
+  // Every triplet kept (k = min(m, n)): A⊥ is exactly 0, not the rounding of A − U·S·Vt,
+  // which would couple the side with no complement to the other.
+  if (k >= K) std::memset(Ap, 0, static_cast<size_t>(m * n) * sizeof(double));
 
   std::memset(X, 0, static_cast<size_t>(m * r) * sizeof(double));
   std::memset(Yt, 0, static_cast<size_t>(r * n) * sizeof(double));

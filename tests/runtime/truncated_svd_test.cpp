@@ -629,6 +629,47 @@ TEST_CASE("svd_topk_complement kernel: the same X and Y at any scale of A (1e-20
   }
 }
 
+TEST_CASE("svd_topk_complement kernel: a side the kept vectors span has no complement: X or Y exactly 0") {
+  // k = m: U is square, (I − UUᵀ)·Ū = 0, so X = 0 exactly (not rounding of Ū along U
+  // divided by s²); likewise Yt for k = n. The other side still couples to the rest.
+  std::mt19937_64 rng(21);
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{5, 5}, {5, 9}, {9, 5}}) {
+    CAPTURE(m);
+    CAPTURE(n);
+    const int64_t k = std::min(m, n), r = k;
+    Tensor A = randomTensor(Type({m, n}), rng);
+    for (double &x : A.data) x *= 0x1p-10; // small singular values: rounding / s² shows
+    const Tensor gU = randomTensor(Type({m, r}), rng), gVt = randomTensor(Type({r, n}), rng);
+    Topk t = runTopk(A, k);
+    rt::SvdComplementConfig cfg = rt::svdComplementConfig(m, n, k, r, 0);
+    std::vector<double> work(static_cast<size_t>(cfg.workElems)), X(static_cast<size_t>(m * r), 1.0),
+        Yt(static_cast<size_t>(r * n), 1.0);
+    rt::svdComplement(cfg, 1e-12, A.data.data(), t.U.data(), t.s.data(), t.Vt.data(), gU.data.data(),
+                      gVt.data.data(), X.data(), Yt.data(), work.data());
+    if (k == m)
+      for (double x : X) CHECK(x == 0.0);
+    if (k == n)
+      for (double y : Yt) CHECK(y == 0.0);
+    // The spanned side's complement is empty, so A⊥ = 0 and the other side's solution is
+    // the projected cotangent over s: ((I − VVᵀ)·V̄)ᵀ / s_j row by row.
+    if (k == m && n > k) {
+      double err = 0, scale = 0;
+      std::vector<double> T(static_cast<size_t>(r * k)), G(gVt.data);
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          for (int64_t l = 0; l < n; ++l) T[i * k + j] += gVt.data[i * n + l] * t.Vt[j * n + l];
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t l = 0; l < n; ++l) {
+          for (int64_t j = 0; j < k; ++j) G[i * n + l] -= T[i * k + j] * t.Vt[j * n + l];
+          const double want = G[i * n + l] / t.s[i];
+          err = std::max(err, std::fabs(Yt[i * n + l] - want));
+          scale = std::max(scale, std::fabs(want));
+        }
+      CHECK(err <= 1e-9 * scale);
+    }
+  }
+}
+
 TEST_CASE("truncated svd: the workspace layout sizes and carves the same arrays") {
   // (m, n, k): square, tall, wide, k = 1, and a block that is not a multiple of 4.
   for (const auto &shape : {std::tuple<int64_t, int64_t, int64_t>{256, 256, 16}, {300, 40, 7}, {40, 300, 7},
