@@ -10,8 +10,10 @@
 # 2. The whole compiler, differentially: tessel_difffuzz from the release build (built by
 #    setup.sh if needed) runs random programs through random pass pipelines and compares
 #    the engine at widths 1, 2, 4, the reference evaluator, the passes and finite
-#    differences. Seeds start at TESSEL_DIFFFUZZ_SEED (default: the clock; printed).
-#    Fails on any disagreement; the minimised case is left in build/difffuzz-failures/.
+#    differences. Seeds start at TESSEL_DIFFFUZZ_SEED (default: derived from the commit
+#    checked out, so that a run of one commit checks the same programs wherever it runs
+#    and every commit checks others; the clock outside a git checkout; printed). Fails on
+#    any disagreement; the minimised case is left in build/difffuzz-failures/.
 #
 # Both run even when the first fails; the exit status is non-zero if either failed.
 set -euo pipefail
@@ -30,6 +32,8 @@ ninja -C "$build" -j 2 fuzz_ir_text fuzz_ir_json tessel_fuzz_seeds >&2
 ctest --test-dir "$build" -L fuzz --output-on-failure || status=1
 
 TESSEL_BUILD_DIR=$release "$root/scripts/setup.sh"
+commit=$(git -C "$root" rev-parse --short=7 HEAD 2>/dev/null || true)
+if [[ $commit =~ ^[0-9a-f]{7}$ ]]; then default_seed=$((16#$commit)); else default_seed=$(date +%s); fi
 OPENBLAS_NUM_THREADS=1 "$release/fuzz/diff/tessel_difffuzz" --seconds "$secs" \
-  --seed "${TESSEL_DIFFFUZZ_SEED:-$(date +%s)}" --out "$release/difffuzz-failures" || status=1
+  --seed "${TESSEL_DIFFFUZZ_SEED:-$default_seed}" --out "$release/difffuzz-failures" || status=1
 exit $status

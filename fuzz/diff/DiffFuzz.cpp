@@ -503,11 +503,14 @@ std::string compareOutcomes(const Program &p, const Outcome &got, const Outcome 
 // in a gradient that is mathematically zero, say). To tell amplified rounding from a
 // bug, the reference also evaluates a copy of the program in which every such result
 // is perturbed by about its own rounding error: a product y becomes y + δ·(|A|·|B|)
-// (the same product of absolute values, δ uniform in ±(K + 2)·u for K summed terms,
-// u = 2⁻⁵³); svd's U and Vt get ±(m + n)·u and s gets ±(m + n)·u·Σs; eigh's V gets
-// ±2n·u and w gets ±2n·u·Σ|w| (an eigenvalue is exact to u·‖A‖, not to u·|w_i|: a zero
-// eigenvalue comes out as rounding of either sign); qr's Q gets ±(m + n)·u and R gets
-// ±(m + n)·u·Σ|R|. The spread of two such evaluations,
+// (the same product of absolute values, |δ| uniform in [½, 1]·(K + 2)·u with either
+// sign for K summed terms, u = 2⁻⁵³); svd's U and Vt get ±(m + n)·u and s gets
+// ±(m + n)·u·Σs; eigh's V gets ±2n·u and w gets ±2n·u·Σ|w| (an eigenvalue is exact to
+// u·‖A‖, not to u·|w_i|: a zero eigenvalue comes out as rounding of either sign); qr's Q
+// gets ±(m + n)·u and R gets ±(m + n)·u·Σ|R|; and each decomposition's operand A gets
+// its backward error, ±(m + n)·u·max|A| (symmetric for eigh), which the factors' own
+// conditioning amplifies as it does in LAPACK and Eigen (singular vectors of close
+// singular values). The spread of two such evaluations,
 // times kNoiseFactor, is added to the tolerance of each output. The generator keeps
 // discontinuous ops off inexact values (ProgramGenerator.h), so the perturbation only
 // moves outputs continuously.
@@ -543,17 +546,35 @@ Program withRoundingNoise(const Program &module, std::mt19937_64 &rng) {
   Program q;
   q.name = p.name;
   ir::Builder b(q);
-  std::uniform_real_distribution<double> u(-1, 1);
-  auto noise = [&](const ir::Type &t, double terms) {
+  // |δ| is drawn in [½, 1] of its bound, never near 0: a δ below half an ulp of the value
+  // would round away and leave no slack where the evaluators differ by one ulp.
+  std::uniform_real_distribution<double> u(0.5, 1);
+  std::bernoulli_distribution negative(0.5);
+  auto noiseTensor = [&](const ir::Type &t, double terms) {
     Tensor d = Tensor::zeros(t);
-    for (double &x : d.data) x = (terms + 2) * kUnitRoundoff * u(rng);
-    return b.constant(d);
+    for (double &x : d.data) x = (negative(rng) ? -1 : 1) * (terms + 2) * kUnitRoundoff * u(rng);
+    return d;
   };
+  auto noise = [&](const ir::Type &t, double terms) { return b.constant(noiseTensor(t, terms)); };
   std::vector<ir::ValueId> map(p.values.size(), ir::kNoValue);
   for (ir::ValueId v : p.inputs) map[v] = q.addInput(p.value(v).name, p.type(v));
   for (const ir::Op &op : p.ops) {
     llvm::SmallVector<ir::ValueId, 4> operands;
     for (ir::ValueId v : op.operands) operands.push_back(map[v]);
+    if (op.kind == OpKind::Svd || op.kind == OpKind::SvdTopk || op.kind == OpKind::Eigh ||
+        op.kind == OpKind::Qr) {
+      // The backward error: the factors are those of a matrix A + E, |E| ≲ (m + n)·u·max|A|
+      // (E symmetric for eigh), which the factors' own condition (1/gap for singular
+      // vectors) amplifies as it does in the libraries.
+      const ir::Type &a = p.type(op.operands[0]);
+      Tensor E = noiseTensor(a, static_cast<double>(a.shape[0] + a.shape[1]));
+      if (op.kind == OpKind::Eigh)
+        for (int64_t i = 0; i < a.shape[0]; ++i)
+          for (int64_t j = 0; j < i; ++j)
+            E.data[static_cast<size_t>(j * a.shape[1] + i)] = E.data[static_cast<size_t>(i * a.shape[1] + j)];
+      ir::ValueId top = b.reduceMax(b.unary(OpKind::Abs, operands[0]), {0, 1});
+      operands[0] = b.add(operands[0], b.mul(b.constant(E), b.broadcastInDim(top, a.shape, {})));
+    }
     llvm::SmallVector<ir::Type, 1> types;
     for (ir::ValueId r : op.results) types.push_back(p.type(r));
     auto rs = q.appendOp(op.kind, operands, op.attrs, types);
@@ -962,7 +983,9 @@ public:
   }
 
   /// The reference on the pipeline's result against the grads-only baseline, both
-  /// without dead code (whose errors, an svd of NaN, the baseline's dce dropped).
+  /// inlined and without dead code: the errors of dead code (an svd of NaN) are gone
+  /// where the pipeline inlined and dce dropped it, also inside a call or scan whose
+  /// result nothing reads (which dce of a module keeps).
   void againstBaseline(const Program &full, const PipelineRun &run, const std::vector<Tensor> &in) {
     bool nonFinite = false;
     for (const Tensor &t : c_.inputs)
@@ -971,8 +994,9 @@ public:
     if (nonFinite && c_.pipeline.find("pad-sink") != std::string::npos) return;
     Program base, live = full;
     PassOutcome baseRan = gradsOnly(c_.program, run, run.grads.size(), base);
-    PassOutcome liveRan = runPipeline(passes::Pipeline::parse("dce"), live);
     if (baseRan.kind == PassOutcome::Kind::Refused) return;
+    if (baseRan.kind == PassOutcome::Kind::Ok) baseRan = runPipeline(passes::Pipeline::parse("inline,dce"), base);
+    PassOutcome liveRan = runPipeline(passes::Pipeline::parse("inline,dce"), live);
     if (baseRan.kind != PassOutcome::Kind::Ok || liveRan.kind != PassOutcome::Kind::Ok)
       return fail(kPassesVsReference, "the pipeline's grads alone, or dce after the pipeline, fail: " +
                                           baseRan.message + liveRan.message);

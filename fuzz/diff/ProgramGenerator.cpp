@@ -14,6 +14,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "ir/Builder.h"
 
@@ -159,6 +160,7 @@ private:
     if (out_.nonFinite && !data.data.empty() && chance(0.3)) {
       static const double specials[] = {NAN, INFINITY, -INFINITY};
       data.data[pick(data.data.size())] = specials[pick(3)];
+      nonFiniteInputs_.insert(v);
     }
     out_.inputs.push_back(std::move(data));
     Val r{v, true, 1, 0};
@@ -219,6 +221,31 @@ private:
     return Val{b_.mul(v.id, splat(c, shapeOf(v))), false, v.bound * c, 0};
   }
 
+
+  /// True when `v` may hold NaN or ±inf: it reads, through any chain of ops, an input
+  /// holding one, or is a reduce_max over nothing (−inf).
+  bool mayBeNonFinite(ValueId v) {
+    if (!out_.nonFinite) return false;
+    const ir::ValueInfo &info = out_.program.value(v);
+    if (info.def < 0) return nonFiniteInputs_.count(v) != 0;
+    const ir::Op &op = out_.program.ops[static_cast<size_t>(info.def)];
+    if (op.kind == OpKind::ReduceMax && numel(out_.program.type(op.operands[0]).shape) == 0) return true;
+    for (ValueId x : op.operands)
+      if (mayBeNonFinite(x)) return true;
+    return false;
+  }
+
+  /// False for a product whose operands mix an inexact value with one that may be
+  /// non-finite: an inexact value that is 0 in exact arithmetic comes out as rounding of
+  /// either sign (or 0), and times ±inf that decides between +inf, −inf and NaN.
+  bool productIsDecided(llvm::ArrayRef<Val> operands) {
+    bool inexact = false, nonFinite = false;
+    for (const Val &v : operands) {
+      inexact |= !v.exact;
+      nonFinite |= mayBeNonFinite(v.id);
+    }
+    return !(inexact && nonFinite);
+  }
 
   /// An exact value of the pool, or a fresh input.
   Val anyExact() {
@@ -285,6 +312,7 @@ private:
   Builder b_;
   GeneratorOptions opts_;
   std::vector<Val> pool_;
+  std::set<ValueId> nonFiniteInputs_; ///< inputs holding a NaN or an infinity
   bool allowZero_ = false;
   bool large_ = false; ///< large extents (see extent())
   int named_ = 0;
@@ -352,6 +380,7 @@ bool Gen::binary(OpKind k) {
   Val a = kink ? anyExact() : any();
   Val c = partner(a, kink);
   if (k == OpKind::Div) c = positive(c);
+  if ((k == OpKind::Mul || k == OpKind::Div) && !productIsDecided({a, c})) return false;
   Val r{ir::kNoValue, a.exact && c.exact, 0, 0};
   switch (k) {
   case OpKind::Add:
@@ -548,6 +577,7 @@ bool Gen::dotGeneral() {
     r = !same.empty() && chance(0.4) ? pool_[same[pick(same.size())]] : input(Type(placed));
   }
   if (result.size() > static_cast<size_t>(kMaxRank) || numel(result) > maxNumel()) return false;
+  if (!productIsDecided({a, r})) return false;
   int64_t k = 1;
   for (int64_t d : lc) k *= ls[static_cast<size_t>(d)];
   push(Val{b_.dotGeneral(a.id, r.id, lb, rb, lc, rc), false,
@@ -583,7 +613,7 @@ bool Gen::einsum() {
     ops.push_back(v);
     subs.push_back(sub);
   }
-  if (ops.empty() || numel(extents) > kMaxEinsumWork) return false;
+  if (ops.empty() || numel(extents) > kMaxEinsumWork || !productIsDecided(ops)) return false;
   std::string out;
   Shape outShape;
   for (size_t i = 0; i < labels.size(); ++i)

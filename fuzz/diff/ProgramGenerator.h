@@ -32,7 +32,10 @@
 //     reconstructions U[:, :r]·diag(s[:r])·Vt[:r, :] appear as well. svd_topk_complement
 //     (not differentiated: it has no VJP rule) gets cotangents that turn with the kept
 //     triplets, Ū = G·V_r and V̄t = U_rᵀ·G', and is read out as X·Vt_r + U_r·Yt;
-//   * non-finite values: in a few programs some inputs hold NaN or ±inf;
+//   * non-finite values: in a few programs some inputs hold NaN or ±inf, and no product
+//     (mul, div, dot_general, einsum) mixes a value that may be non-finite with an inexact
+//     one: an inexact value that is 0 in exact arithmetic comes out as rounding of either
+//     sign, and times inf that picks +inf, −inf or NaN;
 //   * ties on purpose: "quantized" programs draw inputs from {-1, -0.5, 0, 0.5, 1},
 //     so maximum and reduce_max meet equal values, compare EQ holds somewhere, abs
 //     and sign meet zeros; constants include all-ones and all-zeros tensors (the
