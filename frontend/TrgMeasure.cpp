@@ -227,26 +227,51 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
 
 std::vector<TrgColumn> trgPhysicsColumns(const TrgBetaMeasurement &m, const TrgOptions &opts) {
   const double beta = m.beta;
-  const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ();
+  const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ(), dh = m.dlnZdh();
   auto negated = [](const std::optional<double> &v) { return v ? std::optional<double>(-*v) : std::nullopt; };
-  return {{"beta", beta},
-          {"temperature", 1 / beta},
-          {"lnZ_per_site", m.value.lnZ},
-          {"exact_lnZ_per_site", m.exactLnZ},
-          {"dlnZ_dbeta", d1},
-          {"exact_dlnZ_dbeta", m.exactDlnZ},
-          {"energy_per_site", negated(d1)},
-          {"exact_energy_per_site", negated(m.exactDlnZ)},
-          {"d2lnZ_dbeta2", d2},
-          {"exact_d2lnZ_dbeta2", m.exactD2lnZ},
-          {"specific_heat", d2 ? std::optional<double>(beta * beta * *d2) : std::nullopt},
-          {"exact_specific_heat", m.exactSpecificHeat},
-          {"field", opts.model.hasField() ? std::optional<double>(opts.field) : std::nullopt},
-          {"dlnZ_dh", m.dlnZdh()},
-          {"magnetization", m.magnetization()},
-          {"d2lnZ_dbeta_dh", m.d2lnZdbetadh()},
-          {"d2lnZ_dh2", m.d2lnZdh2()},
-          {"susceptibility", m.susceptibility()}};
+  auto col = [](const char *name, std::optional<double> v, const char *label = nullptr,
+                const char *note = nullptr) {
+    TrgColumn c;
+    c.name = name;
+    c.value = v;
+    c.label = label;
+    c.note = note;
+    return c;
+  };
+  auto exact = [&](const char *name, std::optional<double> v) {
+    TrgColumn c = col(name, v);
+    c.exact = true;
+    return c;
+  };
+  std::vector<TrgColumn> cols = {
+      col("beta", beta),
+      col("temperature", 1 / beta),
+      col("lnZ_per_site", m.value.lnZ, "lnZ/N"),
+      exact("exact_lnZ_per_site", m.exactLnZ),
+      col("dlnZ_dbeta", d1, "d(lnZ/N)/dbeta"),
+      exact("exact_dlnZ_dbeta", m.exactDlnZ),
+      col("energy_per_site", negated(d1), "energy per site"),
+      exact("exact_energy_per_site", negated(m.exactDlnZ)),
+      col("d2lnZ_dbeta2", d2, "d2(lnZ/N)/dbeta2"),
+      exact("exact_d2lnZ_dbeta2", m.exactD2lnZ),
+      col("specific_heat", d2 ? std::optional<double>(beta * beta * *d2) : std::nullopt, "specific heat"),
+      exact("exact_specific_heat", m.exactSpecificHeat),
+      col("field", opts.model.hasField() ? std::optional<double>(opts.field) : std::nullopt),
+      col("dlnZ_dh", dh, "d(lnZ/N)/dh"),
+      col("magnetization", m.magnetization(), "magnetization", "(m = (1/beta) d(lnZ/N)/dh)"),
+      col("d2lnZ_dbeta_dh", m.d2lnZdbetadh(), "d2(lnZ/N)/dbetadh"),
+      col("d2lnZ_dh2", m.d2lnZdh2(), "d2(lnZ/N)/dh2"),
+      col("susceptibility", m.susceptibility(), "susceptibility", "(chi_m = (1/beta) d2(lnZ/N)/dh2)")};
+  for (TrgColumn &c : cols) {
+    const std::string name = c.name;
+    if (name == "dlnZ_dh" && !dh && d1 && opts.model.hasField())
+      c.absent = "d(lnZ/N)/dh       not computed at h = 0 with svd_topk (0 by symmetry; its tolerance "
+                 "breaks the symmetry below T_c: --second or --svd full computes it, docs/trg.md "
+                 "section 8.1)";
+    // Second order refuses both h-derivatives at once (TrgResult::refused).
+    if (name == "d2lnZ_dbeta_dh" && !m.second.refused.empty()) c.absent = "refused           " + m.second.refused;
+  }
+  return cols;
 }
 
 std::string trgCsvHeader() {
@@ -260,6 +285,54 @@ std::string trgCsvRow(const TrgBetaMeasurement &m, const TrgOptions &opts, size_
   for (const TrgColumn &c : trgPhysicsColumns(m, opts))
     row += (c.value ? ir::text::formatDouble(*c.value) : std::string("nan")) + ",";
   return row + std::to_string(steps);
+}
+
+std::string trgBetaText(const TrgBetaMeasurement &m, const TrgDriver &drv, const TrgReportContext &ctx) {
+  const TrgOptions &opts = drv.options();
+  const size_t steps = drv.ranks().size();
+  std::string os = "beta = " + ir::text::formatDouble(m.beta) + "  (T = " + fmt("%.15g", 1 / m.beta) + ")";
+  if (ctx.mpiRanks > 1)
+    os += "  rank " + std::to_string(ctx.rank) + " of " + std::to_string(ctx.mpiRanks) + ", width " +
+          std::to_string(opts.width);
+  os += "\n  steps             " + std::to_string(steps) +
+        (opts.stepsAuto ? (drv.stepsConverged() ? " (converged: infinite lattice)"
+                                                : " (NOT converged within the step limit: an estimate "
+                                                  "of the infinite lattice)")
+                        : " (" + fmt("%.15g", std::ldexp(1.0, static_cast<int>(steps))) + " sites)") +
+        "; ranks " + formatTrgRanks(drv.ranks()) + "\n";
+  const std::vector<TrgColumn> cols = trgPhysicsColumns(m, opts);
+  for (size_t i = 0; i < cols.size(); ++i) {
+    const TrgColumn &c = cols[i];
+    if (!c.label) continue;
+    if (!c.value) {
+      if (!c.absent.empty()) os += "  " + c.absent + "\n";
+      continue;
+    }
+    std::string label = c.label;
+    label.resize(std::max<size_t>(label.size() + 1, 18), ' ');
+    os += "  " + label + fmt("%.15g", *c.value);
+    if (i + 1 < cols.size() && cols[i + 1].exact && cols[i + 1].value)
+      os += "  exact " + fmt("%.15g", *cols[i + 1].value) + "  err " + fmt("%+.3e", *c.value - *cols[i + 1].value);
+    if (c.note) os += std::string("  ") + c.note;
+    os += "\n";
+  }
+  // Without --repeat only the highest order ran (it gives every lower one).
+  const struct {
+    const char *run, *memory;
+    const RunTimes &times;
+    const PeakMemory &peak;
+  } kinds[] = {{"  run value         ", "  memory value      ", m.valueTimes, m.valueMemory},
+               {"  run value+grad    ", "  memory value+grad ", m.gradTimes, m.gradMemory},
+               {"  run second        ", "  memory second     ", m.secondTimes, m.secondMemory}};
+  for (const auto &k : kinds)
+    if (k.times.have) os += k.run + runTimesText(k.times) + "\n";
+  for (const auto &k : kinds)
+    if (k.times.have) os += k.memory + peakMemoryText(k.peak, ctx.rssBase) + "\n";
+  os += "  loadavg           before " + rt::formatLoadAverage(m.loadBefore) + " | after " +
+        rt::formatLoadAverage(m.loadAfter) + "\n";
+  if (m.topk.calls + m.topk.complementCalls > 0) os += "  svd_topk          " + m.topk.text() + "\n";
+  if (!m.cft.empty()) os += trgCftText(m.cft);
+  return os;
 }
 
 nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,

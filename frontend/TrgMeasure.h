@@ -105,9 +105,17 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
 
 /// One physics column of a β's report: its name (the --csv header; the --json and
 /// tessel.trg key) and its value (nullopt where not computed: nan in CSV, null in JSON).
+/// The table (`tessel trg` without --csv/--json) shows a column with a `label` as a row
+/// "label value", followed by "exact X err Y" when the next column is its exact value
+/// (`exact`), then the `note`; a column without a value shows `absent` instead (nothing
+/// when empty). Columns without a label (β, T, h) are in the table's header.
 struct TrgColumn {
-  const char *name;
+  const char *name = nullptr;
   std::optional<double> value;
+  const char *label = nullptr;
+  bool exact = false; ///< the exact value of the column before it
+  const char *note = nullptr;
+  std::string absent;
 };
 
 /// The physics of β in --csv's column order (docs/cli.md): beta, temperature (1/β, in
@@ -134,6 +142,12 @@ struct TrgReportContext {
   std::string blas;  ///< TrgDriver::blas()
   int64_t rssBase = 0;
 };
+
+/// The table block of one β (docs/cli.md, "`tessel trg`"): β and T, the steps and ranks,
+/// every labelled column of trgPhysicsColumns beside its exact value and the error, the
+/// timings and peak memory of each kind that ran, the load, the svd_topk counters and the
+/// --cft table.
+std::string trgBetaText(const TrgBetaMeasurement &m, const TrgDriver &drv, const TrgReportContext &ctx);
 
 /// The JSON object of one β (keys: docs/cli.md, "`tessel trg --json`"; times in ms rounded to the
 /// microsecond, bytes as integers, null where not computed).

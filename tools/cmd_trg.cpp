@@ -161,9 +161,6 @@ std::string fmt(const char *f, double v) {
 
 //--- Report ----------------------------------------------------------------------------
 
-
-std::string errStr(double got, double want) { return fmt("%+.3e", got - want); }
-
 /// "ising, h = 0.001" or "potts, q = 3".
 std::string modelText(const frontend::TrgOptions &o) {
   if (o.model.hasField()) return "ising, h = " + formatDouble(o.field);
@@ -419,87 +416,21 @@ void runTrg(TrgArgs &a) {
   const int64_t rssBase = rt::residentBytes();
   // One β's report (table block, JSON line or CSV row) into `os`.
   auto renderBeta = [&](const frontend::TrgBetaMeasurement &m, std::ostream &os) {
-    const double beta = m.beta;
-    const std::optional<double> exLnZ = m.exactLnZ, exD1 = m.exactDlnZ, exD2 = m.exactD2lnZ,
-                                exC = m.exactSpecificHeat;
-    const std::optional<double> d1 = m.dlnZ(), d2 = m.d2lnZ(), dh = m.dlnZdh(),
-                                dbh = m.d2lnZdbetadh(), dhh = m.d2lnZdh2(), mag = m.magnetization(),
-                                chim = m.susceptibility();
-    const frontend::TrgResult &rv = m.value;
-
     if (a.csv) {
       os << frontend::trgCsvRow(m, opts, drv->ranks().size()) << "\n";
       return;
     }
-    if (a.json) {
-      frontend::TrgReportContext ctx;
-      ctx.checkpoint = a.req.checkpoint;
-      ctx.order = a.req.order;
-      ctx.rank = sweep.rank();
-      ctx.mpiRanks = sweep.size();
-      ctx.ranksProbeMs = drv->planExtraMs();
-      ctx.repeat = a.req.repeat;
-      ctx.blas = blas;
-      ctx.rssBase = rssBase;
-      os << frontend::trgBetaJson(m, *drv, ctx).dump() << "\n";
-      return;
-    }
-
-    os << "beta = " << formatDouble(beta) << "  (T = " << fmt("%.15g", 1 / beta) << ")";
-    if (sweep.size() > 1)
-      os << "  rank " << sweep.rank() << " of " << sweep.size() << ", width " << opts.width;
-    os << "\n";
-    os << "  steps             " << drv->ranks().size()
-       << (opts.stepsAuto ? (drv->stepsConverged() ? " (converged: infinite lattice)"
-                                                   : " (NOT converged within the step limit: "
-                                                     "an estimate of the infinite lattice)")
-                          : " (" + fmt("%.15g", std::ldexp(1.0, static_cast<int>(drv->ranks().size()))) +
-                                " sites)")
-       << "; ranks " << frontend::formatTrgRanks(drv->ranks()) << "\n";
-    os << "  lnZ/N             " << fmt("%.15g", rv.lnZ);
-    if (exLnZ) os << "  exact " << fmt("%.15g", *exLnZ) << "  err " << errStr(rv.lnZ, *exLnZ);
-    os << "\n";
-    if (d1) {
-      os << "  d(lnZ/N)/dbeta    " << fmt("%.15g", *d1);
-      if (exD1) os << "  exact " << fmt("%.15g", *exD1) << "  err " << errStr(*d1, *exD1);
-      os << "\n  energy per site   " << fmt("%.15g", -*d1);
-      if (exD1) os << "  exact " << fmt("%.15g", -*exD1) << "  err " << errStr(-*d1, -*exD1);
-      os << "\n";
-    }
-    if (d2) {
-      os << "  d2(lnZ/N)/dbeta2  " << fmt("%.15g", *d2);
-      if (exD2) os << "  exact " << fmt("%.15g", *exD2) << "  err " << errStr(*d2, *exD2);
-      double c = beta * beta * *d2;
-      os << "\n  specific heat     " << fmt("%.15g", c);
-      if (exC) os << "  exact " << fmt("%.15g", *exC) << "  err " << errStr(c, *exC);
-      os << "\n";
-    }
-    if (dh)
-      os << "  d(lnZ/N)/dh       " << fmt("%.15g", *dh) << "\n  magnetization     "
-         << fmt("%.15g", *mag) << "  (m = (1/beta) d(lnZ/N)/dh)\n";
-    else if (d1 && opts.model.hasField())
-      os << "  d(lnZ/N)/dh       not computed at h = 0 with svd_topk (0 by symmetry; its "
-            "tolerance breaks the symmetry below T_c: --second or --svd full computes it, "
-            "docs/trg.md section 8.1)\n";
-    if (dbh) os << "  d2(lnZ/N)/dbetadh " << fmt("%.15g", *dbh) << "\n";
-    if (!m.second.refused.empty()) os << "  refused           " << m.second.refused << "\n";
-    if (dhh)
-      os << "  d2(lnZ/N)/dh2     " << fmt("%.15g", *dhh) << "\n  susceptibility    "
-         << fmt("%.15g", *chim) << "  (chi_m = (1/beta) d2(lnZ/N)/dh2)\n";
-    // Without --repeat only the highest order ran (it gives every lower one).
-    if (m.valueTimes.have) os << "  run value         " << frontend::runTimesText(m.valueTimes) << "\n";
-    if (m.gradTimes.have) os << "  run value+grad    " << frontend::runTimesText(m.gradTimes) << "\n";
-    if (m.secondTimes.have) os << "  run second        " << frontend::runTimesText(m.secondTimes) << "\n";
-    if (m.valueTimes.have)
-      os << "  memory value      " << frontend::peakMemoryText(m.valueMemory, rssBase) << "\n";
-    if (m.gradTimes.have)
-      os << "  memory value+grad " << frontend::peakMemoryText(m.gradMemory, rssBase) << "\n";
-    if (m.secondTimes.have)
-      os << "  memory second     " << frontend::peakMemoryText(m.secondMemory, rssBase) << "\n";
-    os << "  loadavg           before " << rt::formatLoadAverage(m.loadBefore) << " | after "
-       << rt::formatLoadAverage(m.loadAfter) << "\n";
-    if (m.topk.calls + m.topk.complementCalls > 0) os << "  svd_topk          " << m.topk.text() << "\n";
-    if (!m.cft.empty()) os << frontend::trgCftText(m.cft);
+    frontend::TrgReportContext ctx;
+    ctx.checkpoint = a.req.checkpoint;
+    ctx.order = a.req.order;
+    ctx.rank = sweep.rank();
+    ctx.mpiRanks = sweep.size();
+    ctx.ranksProbeMs = drv->planExtraMs();
+    ctx.repeat = a.req.repeat;
+    ctx.blas = blas;
+    ctx.rssBase = rssBase;
+    if (a.json) os << frontend::trgBetaJson(m, *drv, ctx).dump() << "\n";
+    else os << frontend::trgBetaText(m, *drv, ctx);
   };
 
   frontend::TrgBetaSweepOptions so;

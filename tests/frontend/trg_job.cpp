@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "frontend/TrgJob.h"
 #include "ir/Diagnostics.h"
@@ -143,4 +144,16 @@ TEST_CASE("trg job: one column list for the CSV header, a CSV row and the JSON k
     if (c.value) CHECK(j[c.name].get<double>() == *c.value);
     else CHECK(j[c.name].is_null());
   }
+  // The table reads the same list: each labelled value beside its exact value and the
+  // difference, and why the h-derivative is absent.
+  const std::string text = trgBetaText(m, drv, ctx);
+  char line[160];
+  std::snprintf(line, sizeof line, "\n  energy per site   %.15g  exact %.15g  err %+.3e\n", -*m.dlnZ(),
+                -*m.exactDlnZ, -*m.dlnZ() + *m.exactDlnZ);
+  CHECK(text.find(line) != std::string::npos);
+  std::snprintf(line, sizeof line, "\n  lnZ/N             %.15g  exact %.15g", m.value.lnZ, *m.exactLnZ);
+  CHECK(text.find(line) != std::string::npos);
+  CHECK(text.starts_with("beta = 0.4  (T = 2.5)\n  steps             6 (64 sites); ranks "));
+  CHECK(text.find("\n  d(lnZ/N)/dh       not computed at h = 0 with svd_topk") != std::string::npos);
+  CHECK(text.find("specific heat") == std::string::npos); // second order did not run
 }
