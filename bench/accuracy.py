@@ -8,8 +8,8 @@ For each χ it runs `tessel trg --beta β_c --chi χ --algorithm A --json` (the 
 drift of the machine's load hits both), width 1, OPENBLAS_NUM_THREADS=1: the value alone, then
 with `--grad` (χ ≤ --grad-max). It records the relative error of lnZ/N against Onsager's, the
 energy's error, the steps the run took and the median of `--repeat` steady runs (the smaller of
-the two rounds' medians). quimb's HOTRG, the peer the accuracy comparison asks for, is not run
-(not installed here; docs/trg.md §9 has an independent numpy BTRG check instead). Writes
+the two rounds' medians). quimb's HOTRG contracts finite lattices only; bench/torus.py compares
+it on a finite torus (docs/trg.md §9 also has an independent numpy BTRG check). Writes
 bench/accuracy.json and bench/accuracy.svg, which bench/report.py puts into BENCHMARKS.md.
 """
 from __future__ import annotations

@@ -9,6 +9,7 @@
 #   jax, jaxlib (CPU)             jit(value_and_grad) TRG with a custom_jvp SVD (x64 enabled)
 #   torch (CPU)                   eager autograd TRG with a custom autograd.Function SVD
 #   matplotlib                    the plot in BENCHMARKS.md (optional)
+#   quimb                         its HOTRG on the Ising torus, bench/torus.py's peer (optional)
 #
 # PyTorch: PyPI's Linux x86_64 wheel depends on the nvidia-* CUDA runtime wheels (several GB).
 # We first try the torch wheel alone (--no-deps + its small pure-Python deps) and check
@@ -48,6 +49,7 @@ try_pkg scipy scipy
 try_pkg threadpoolctl threadpoolctl
 try_pkg jax "jax[cpu]" || true
 try_pkg matplotlib matplotlib || true
+try_pkg quimb quimb || true
 
 free_gb() { df -Pk "$here" | awk 'NR==2 { print int($4 / 1048576) }'; }
 if [ "${TESSEL_BENCH_TORCH:-auto}" = skip ]; then

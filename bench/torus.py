@@ -1,0 +1,93 @@
+"""Accuracy per second on a finite torus at T_c: tessel's TRG and BTRG against quimb's HOTRG.
+
+    bench/.venv/bin/python bench/torus.py [--tessel build/tools/tessel] [--sides 32,64]
+                                          [--chis 8,16,32] [--quimb-chis 8,16] [--repeat 3]
+
+quimb contracts a finite lattice site by site, so the comparison is on the same finite torus
+(side × side sites, periodic, β = β_c), where Kaufman's solution is exact (bench/exact_torus.py):
+`tessel trg --steps 2·log2(side)` (2k TRG steps coarse-grain the 2^k × 2^k torus; a test checks
+2×2 and 4×4 against Kaufman to 1e-14) against quimb's `contract_hotrg` (bench/peers/hotrg_quimb.py).
+Width 1, OPENBLAS_NUM_THREADS=1. tessel: the median of --repeat steady runs (`--repeat`, after a
+warm-up); quimb: the faster of two contractions (each takes seconds). A contender whose lnZ/N is
+off Kaufman's by more than 1e-3 relative is reported as failing its check, not timed. Writes
+bench/torus.json, which bench/report.py puts into BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import os
+
+# One BLAS thread for quimb too (set before numpy loads), as trgcli sets for tessel.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import trgcli  # noqa: E402
+from exact_torus import kaufman_lnz_per_site  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "peers"))
+import hotrg_quimb  # noqa: E402
+
+BETA_C = "0.44068679350977147"
+CHECK_REL = 1e-3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--tessel", default=os.path.join(ROOT, "build", "tools", "tessel"))
+    ap.add_argument("--sides", default="32,64", help="torus sides, powers of 2")
+    ap.add_argument("--chis", default="8,16,32", help="tessel's bond dimensions")
+    ap.add_argument("--quimb-chis", default="8,16", help="quimb's (its HOTRG is O(χ⁷) per site)")
+    ap.add_argument("--repeat", type=int, default=3, help="tessel's steady runs per configuration")
+    ap.add_argument("--out", default=HERE)
+    a = ap.parse_args()
+    t0 = time.time()
+    beta = float(BETA_C)
+    rows = []
+
+    def add(side: int, contender: str, chi: int, lnz: float, seconds: float, load) -> None:
+        exact = kaufman_lnz_per_site(beta, side, side)
+        err = abs(lnz - exact) / abs(exact)
+        ok = err <= CHECK_REL
+        rows.append({"side": side, "contender": contender, "chi": chi, "lnZ_per_site": lnz,
+                     "exact": exact, "rel_err": err, "check": "ok" if ok else "failed",
+                     "ms": seconds * 1000 if ok else None, "loadavg": load})
+        print(f"{side}x{side} {contender} chi {chi}: {seconds * 1000:.1f} ms, rel. err {err:.2e}"
+              f"{'' if ok else ' (FAILS its check)'}", flush=True)
+
+    for side in [int(s) for s in a.sides.split(",")]:
+        steps = 2 * round(math.log2(side))
+        if 2 ** (steps // 2) != side:
+            raise SystemExit(f"torus: side {side} is not a power of 2")
+        for chi in [int(c) for c in a.chis.split(",")]:
+            for algorithm in ("trg", "btrg"):
+                rec = trgcli.run(a.tessel, ["--beta", BETA_C, "--chi", str(chi), "--steps", str(steps),
+                                            "--algorithm", algorithm, "--repeat", str(a.repeat)])
+                add(side, f"tessel {algorithm}", chi, rec["lnZ_per_site"],
+                    trgcli.median_ms(rec, "value") / 1000, rec["loadavg"]["before"])
+        if not hotrg_quimb.available():
+            print("torus: quimb not installed (bench/install-peers.sh), its rows are left out", flush=True)
+            continue
+        for chi in [int(c) for c in a.quimb_chis.split(",")]:
+            runs = [hotrg_quimb.lnz_per_site(beta, side, chi) for _ in range(2)]
+            load = [round(x, 2) for x in os.getloadavg()]
+            add(side, "quimb hotrg", chi, runs[0][0], min(s for _, s in runs), load)
+    res = {"generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "minutes": round((time.time() - t0) / 60, 1), "beta": beta, "width": 1,
+           "repeat": a.repeat, "quimb": hotrg_quimb.version() if hotrg_quimb.available() else None,
+           "rows": rows}
+    with open(os.path.join(a.out, "torus.json"), "w", encoding="utf-8") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    print("torus: wrote torus.json")
+
+
+if __name__ == "__main__":
+    main()
