@@ -510,7 +510,9 @@ std::string compareOutcomes(const Program &p, const Outcome &got, const Outcome 
 // gets ±(m + n)·u and R gets ±(m + n)·u·Σ|R|. Each decomposition's operand A also gets
 // its backward error, ±(m + n)·u·max|A| (symmetric for eigh), and a triangular solve's
 // triangle ±(n + 2)·u·|A| elementwise, which the results' own conditioning amplifies as
-// it does in LAPACK and Eigen (singular vectors of close singular values). The spread of
+// it does in LAPACK and Eigen (singular vectors of close singular values); a solve's x
+// also gets ±(n + 2)·u·|x| (dtrsm and the reference's loops round x differently, and two
+// solves with one triangle then fail to cancel where the exact values do). The spread of
 // two such evaluations, times kNoiseFactor, is added to the tolerance of each output.
 // The generator keeps discontinuous ops off inexact values (ProgramGenerator.h), so the
 // perturbation only moves outputs continuously.
@@ -623,6 +625,11 @@ Program withRoundingNoise(const Program &module, std::mt19937_64 &rng, bool ever
       for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
       ir::ValueId sum = b.reduceSum(b.unary(OpKind::Abs, rs[values]), all);
       rs[values] = b.add(rs[values], b.mul(noise(vt, terms), b.broadcastInDim(sum, vt.shape, {})));
+    }
+    if (op.kind == OpKind::TriangularSolve) {
+      // ... and the solve's own rounding, ±(n + 2)·u·|x|.
+      const ir::Type &a = p.type(op.operands[0]);
+      rs[0] = b.add(rs[0], b.mul(noise(types[0], static_cast<double>(a.shape[0])), b.unary(OpKind::Abs, rs[0])));
     }
     if (everyOp && rounds(op.kind)) rs[0] = b.add(rs[0], b.mul(rs[0], noise(types[0], 0)));
     for (size_t r = 0; r < rs.size(); ++r) map[op.results[r]] = rs[r];
