@@ -99,4 +99,53 @@ TrgCftRow trgCftData(size_t step, const ir::Tensor &T, const ir::Tensor *wh, con
   return row;
 }
 
+TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows) {
+  TrgCftPlateau best;
+  const size_t w = kTrgCftPlateauSteps;
+  int64_t D = 0;
+  for (const TrgCftRow &r : rows) D = std::max(D, r.D);
+  auto usable = [&](const TrgCftRow &r) {
+    return r.D == D && std::isfinite(r.c) && r.c >= 0.05 && !r.x.empty() && std::isfinite(r.x[0]) &&
+           r.x[0] >= 0.01;
+  };
+  double bestChange = INFINITY;
+  for (size_t a = 0; a + w <= rows.size(); ++a) {
+    bool ok = true;
+    for (size_t i = a; i < a + w; ++i) ok = ok && usable(rows[i]) && rows[i].step == rows[a].step + (i - a);
+    if (!ok) continue;
+    double change = 0, cMin = INFINITY, cMax = -INFINITY, xMin = INFINITY, xMax = -INFINITY;
+    for (size_t i = a; i < a + w; ++i) {
+      if (i > a) change += std::fabs(rows[i].c - rows[i - 1].c) + std::fabs(rows[i].x[0] - rows[i - 1].x[0]);
+      cMin = std::min(cMin, rows[i].c);
+      cMax = std::max(cMax, rows[i].c);
+      xMin = std::min(xMin, rows[i].x[0]);
+      xMax = std::max(xMax, rows[i].x[0]);
+    }
+    if (!(change < bestChange)) continue;
+    bestChange = change;
+    best = TrgCftPlateau{};
+    best.found = cMax - cMin <= kTrgCftPlateauSpreadC && xMax - xMin <= kTrgCftPlateauSpreadX;
+    best.firstStep = rows[a].step;
+    best.lastStep = rows[a + w - 1].step;
+    best.cSpread = cMax - cMin;
+    size_t nx = rows[a].x.size();
+    for (size_t i = a; i < a + w; ++i) {
+      best.c += rows[i].c / static_cast<double>(w);
+      nx = std::min(nx, rows[i].x.size());
+    }
+    for (size_t k = 0; k < nx; ++k) {
+      double sum = 0, lo = INFINITY, hi = -INFINITY;
+      for (size_t i = a; i < a + w; ++i) {
+        sum += rows[i].x[k];
+        lo = std::min(lo, rows[i].x[k]);
+        hi = std::max(hi, rows[i].x[k]);
+      }
+      best.x.push_back(sum / static_cast<double>(w));
+      best.xSpread.push_back(hi - lo);
+    }
+  }
+  if (!best.found) return TrgCftPlateau{};
+  return best;
+}
+
 } // namespace tessel::frontend

@@ -42,4 +42,25 @@ struct TrgCftRow {
 TrgCftRow trgCftData(size_t step, const ir::Tensor &T, const ir::Tensor *wh = nullptr,
                      const ir::Tensor *wv = nullptr);
 
+/// The plateau of a run's CFT data (docs/trg.md §10): the kTrgCftPlateauSteps consecutive
+/// steps whose c and x_1 change least (Σ |Δc| + |Δx_1| inside the window), among the steps
+/// at the run's largest bond dimension whose fixed point is not a massive one (c ≥ 0.05 and
+/// x_1 ≥ 0.01: away from T_c the tensor flows to c → 0, with x_1 → 0 in the ordered phase).
+/// Accepted only when it is flat: c spreads by ≤ kTrgCftPlateauSpreadC and x_1 by
+/// ≤ kTrgCftPlateauSpreadX over the window; then c and each x_i (those every row of the
+/// window has) are the window's means, with their spreads (max − min). Found means there
+/// is a plateau; meaningful at a critical β only.
+inline constexpr size_t kTrgCftPlateauSteps = 3;
+inline constexpr double kTrgCftPlateauSpreadC = 0.01;
+inline constexpr double kTrgCftPlateauSpreadX = 0.005;
+
+struct TrgCftPlateau {
+  bool found = false;
+  size_t firstStep = 0, lastStep = 0;
+  double c = 0, cSpread = 0;
+  std::vector<double> x, xSpread;
+};
+
+TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows);
+
 } // namespace tessel::frontend

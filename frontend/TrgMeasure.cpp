@@ -368,8 +368,14 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
                       {"x", x}});
     }
     j["cft"] = rows;
+    const TrgCftPlateau pl = trgCftPlateau(m.cft);
+    j["cft_plateau"] = pl.found ? nlohmann::json{{"first_step", pl.firstStep}, {"last_step", pl.lastStep},
+                                                 {"c", pl.c}, {"c_spread", pl.cSpread}, {"x", pl.x},
+                                                 {"x_spread", pl.xSpread}}
+                                : nlohmann::json(nullptr);
   } else {
     j["cft"] = nullptr;
+    j["cft_plateau"] = nullptr;
   }
   j["ranks"] = drv.ranks();
   j["ranks_probe_ms"] =
@@ -429,7 +435,19 @@ std::string trgCftText(const std::vector<TrgCftRow> &rows) {
     }
     t += "\n";
   }
-  return t;
+  const TrgCftPlateau pl = trgCftPlateau(rows);
+  if (!pl.found)
+    return t + "    plateau   none: no " + std::to_string(kTrgCftPlateauSteps) +
+           " steps where c and x_1 hold still (not a critical beta, or too few steps)\n";
+  std::snprintf(buf, sizeof buf, "    plateau   steps %zu-%zu: c = %.5f", pl.firstStep, pl.lastStep, pl.c);
+  t += buf;
+  std::snprintf(buf, sizeof buf, " (spread %.1e), x =", pl.cSpread);
+  t += buf;
+  for (double x : pl.x) {
+    std::snprintf(buf, sizeof buf, " %.5f", x);
+    t += buf;
+  }
+  return t + "\n";
 }
 
 std::string peakMemoryText(const PeakMemory &m, int64_t rssBase) {

@@ -85,6 +85,11 @@ def test_cft_data_at_tc():
         assert abs(row["c"] - 0.5) < 0.01
         assert abs(row["x"][0] - 0.125) < 0.002
         assert abs(row["x"][1] - 1.0) < 0.015
+    # The plateau, found without being told where (measured: steps 9-11, c = 0.49688).
+    p = r["cft_plateau"]
+    assert p["last_step"] - p["first_step"] == 2 and p["first_step"] >= 6
+    assert abs(p["c"] - 0.5) < 0.01 and abs(p["x"][0] - 0.125) < 0.002
     assert tessel.trg(0.3, chi=8, steps=4)["cft"] is None
+    assert tessel.trg(0.3, chi=8, steps=4)["cft_plateau"] is None
     with pytest.raises(tessel.Error, match="--mode staged|mode staged"):
         tessel.trg(0.3, chi=8, steps=4, cft=True, mode="whole")

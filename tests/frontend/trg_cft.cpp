@@ -50,6 +50,16 @@ TEST_CASE("trg cft: Ising at beta_c, BTRG chi = 32: c = 1/2, x_sigma = 1/8, x_ep
   CHECK(window >= 5);
   CHECK(std::fabs(rows[10].c - 0.5) < 0.002);
   CHECK(std::fabs(rows[10].x[0] - 0.125) < 0.0005);
+  // The plateau found without being told where (measured: steps 11-13, c = 0.49894,
+  // x = 0.12494, 1.00458).
+  const TrgCftPlateau p = trgCftPlateau(rows);
+  REQUIRE(p.found);
+  CHECK(p.lastStep - p.firstStep + 1 == kTrgCftPlateauSteps);
+  CHECK(p.firstStep >= 6);
+  CHECK(std::fabs(p.c - 0.5) < 0.005);
+  REQUIRE(p.x.size() >= 2);
+  CHECK(std::fabs(p.x[0] - 0.125) < 0.005);
+  CHECK(std::fabs(p.x[1] - 1.0) < 0.01);
 }
 
 TEST_CASE("trg cft: 3-state Potts at beta_c: c = 4/5, x_sigma = 2/15 twice, x_eps = 4/5") {
@@ -68,6 +78,14 @@ TEST_CASE("trg cft: 3-state Potts at beta_c: c = 4/5, x_sigma = 2/15 twice, x_ep
            std::fabs(r.x[1] - r.x[0]) < 1e-3 && std::fabs(r.x[2] - 0.8) < 0.05;
   });
   CHECK(window >= 3);
+  // The plateau (measured: steps 9-11, c = 0.78176, x = 0.13345 twice, 0.81435): the
+  // flattest window drifts below 4/5 at this chi, within the 0.02 the issue asks.
+  const TrgCftPlateau p = trgCftPlateau(rows);
+  REQUIRE(p.found);
+  CHECK(std::fabs(p.c - 0.8) < 0.02);
+  REQUIRE(p.x.size() >= 3);
+  CHECK(std::fabs(p.x[0] - 2.0 / 15) < 0.005);
+  CHECK(std::fabs(p.x[1] - p.x[0]) < 1e-3);
 }
 
 TEST_CASE("trg cft: away from T_c the fixed point is trivial (c -> 0, x_1 large)") {
@@ -80,6 +98,29 @@ TEST_CASE("trg cft: away from T_c the fixed point is trivial (c -> 0, x_1 large)
   INFO("step 13: c " << rows.back().c << " x_1 " << rows.back().x[0]);
   CHECK(std::fabs(rows.back().c) < 1e-3);
   CHECK(rows.back().x[0] > 1);
+  CHECK_FALSE(trgCftPlateau(rows).found);
+}
+
+TEST_CASE("trg cft: the plateau is the flattest window of steps at a nontrivial fixed point, or none") {
+  auto row = [](size_t step, int64_t D, double c, double x1) { return TrgCftRow{step, D, c, {x1, 1.0}}; };
+  // Steps 3-5 change least; steps 6-8 are flat but massive (c -> 0); step 0 has a smaller D.
+  std::vector<TrgCftRow> rows = {row(0, 4, 0.5, 0.125),   row(1, 8, 0.56, 0.14),  row(2, 8, 0.47, 0.12),
+                                 row(3, 8, 0.501, 0.1251), row(4, 8, 0.499, 0.125), row(5, 8, 0.500, 0.1249),
+                                 row(6, 8, 0.01, 2.0),     row(7, 8, 0.01, 2.0),    row(8, 8, 0.01, 2.0)};
+  TrgCftPlateau p = trgCftPlateau(rows);
+  REQUIRE(p.found);
+  CHECK(p.firstStep == 3);
+  CHECK(p.lastStep == 5);
+  CHECK(p.c == doctest::Approx(0.5).epsilon(1e-12));
+  CHECK(p.cSpread == doctest::Approx(0.002).epsilon(1e-9));
+  CHECK(p.x[0] == doctest::Approx(0.125).epsilon(1e-12));
+  REQUIRE(p.xSpread.size() == 2);
+  CHECK(p.xSpread[1] == 0.0);
+  // The flattest window still spreads by more than kTrgCftPlateauSpreadC: no plateau.
+  rows[4].c = 0.49;
+  rows[5].c = 0.51;
+  CHECK_FALSE(trgCftPlateau(rows).found);
+  CHECK_FALSE(trgCftPlateau({}).found);
 }
 
 TEST_CASE("trg cft: c and x do not depend on the tensor's scale or its bond gauge; errors") {
