@@ -32,8 +32,8 @@ ninja -C "$build" -j 2 fuzz_ir_text fuzz_ir_json tessel_fuzz_seeds >&2
 ctest --test-dir "$build" -L fuzz --output-on-failure || status=1
 
 TESSEL_BUILD_DIR=$release "$root/scripts/setup.sh"
-commit=$(git -C "$root" rev-parse --short=7 HEAD 2>/dev/null || true)
-if [[ $commit =~ ^[0-9a-f]{7}$ ]]; then default_seed=$((16#$commit)); else default_seed=$(date +%s); fi
+commit=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
+if [[ $commit =~ ^[0-9a-f]{40}$ ]]; then default_seed=$((16#${commit:0:7})); else default_seed=$(date +%s); fi
 OPENBLAS_NUM_THREADS=1 "$release/fuzz/diff/tessel_difffuzz" --seconds "$secs" \
   --seed "${TESSEL_DIFFFUZZ_SEED:-$default_seed}" --out "$release/difffuzz-failures" || status=1
 exit $status

@@ -100,6 +100,8 @@ struct CheckResult {
   bool engineRan = false; ///< the engine produced outputs (not an error)
   /// Value comparisons that passed only with the rounding model's slack.
   int roundingSlackNeeded = 0;
+  /// The finite-difference comparison passed only with the transform's own rounding.
+  bool fdSlackNeeded = false;
   bool hasFailure(const std::string &oracle) const;
 };
 

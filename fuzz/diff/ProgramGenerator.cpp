@@ -157,7 +157,9 @@ private:
     ValueId v = out_.program.addInput("x" + std::to_string(out_.inputs.size()), t);
     Tensor data = Tensor::zeros(t);
     for (double &x : data.data) x = out_.quantized && !continuous ? level() : uniform(-1, 1);
-    if (out_.nonFinite && !data.data.empty() && chance(0.3)) {
+    // Helper inputs (continuous: noise, cotangents, right-hand sides) meet inexact values
+    // in products, so only the program's own inputs get a special value.
+    if (out_.nonFinite && !continuous && !data.data.empty() && chance(0.3)) {
       static const double specials[] = {NAN, INFINITY, -INFINITY};
       data.data[pick(data.data.size())] = specials[pick(3)];
       nonFiniteInputs_.insert(v);
@@ -226,13 +228,19 @@ private:
   /// holding one, or is a reduce_max over nothing (−inf).
   bool mayBeNonFinite(ValueId v) {
     if (!out_.nonFinite) return false;
+    if (nonFiniteMemo_.size() <= v) nonFiniteMemo_.resize(out_.program.values.size(), -1);
+    if (nonFiniteMemo_[v] >= 0) return nonFiniteMemo_[v] != 0;
     const ir::ValueInfo &info = out_.program.value(v);
-    if (info.def < 0) return nonFiniteInputs_.count(v) != 0;
-    const ir::Op &op = out_.program.ops[static_cast<size_t>(info.def)];
-    if (op.kind == OpKind::ReduceMax && numel(out_.program.type(op.operands[0]).shape) == 0) return true;
-    for (ValueId x : op.operands)
-      if (mayBeNonFinite(x)) return true;
-    return false;
+    bool r = false;
+    if (info.def < 0) {
+      r = nonFiniteInputs_.count(v) != 0;
+    } else {
+      const ir::Op &op = out_.program.ops[static_cast<size_t>(info.def)];
+      r = op.kind == OpKind::ReduceMax && numel(out_.program.type(op.operands[0]).shape) == 0;
+      for (ValueId x : op.operands) r = r || mayBeNonFinite(x);
+    }
+    nonFiniteMemo_[v] = r ? 1 : 0;
+    return r;
   }
 
   /// False for a product whose operands mix an inexact value with one that may be
@@ -313,6 +321,7 @@ private:
   GeneratorOptions opts_;
   std::vector<Val> pool_;
   std::set<ValueId> nonFiniteInputs_; ///< inputs holding a NaN or an infinity
+  std::vector<int8_t> nonFiniteMemo_;  ///< mayBeNonFinite per value: -1 unknown, 0, 1
   bool allowZero_ = false;
   bool large_ = false; ///< large extents (see extent())
   int named_ = 0;
@@ -736,9 +745,9 @@ bool Gen::svdTopkComplement() {
   if (K < 2) return false;
   Val noise = input(Type(ms), true);
   m = Val{b_.add(m.id, noise.id), false, m.bound + 1, 0};
-  // k < K: with every triplet kept a projector I − UUᵀ is zero, and X (or Y) is rounding
-  // around 0, which no relative comparison can judge.
-  const int64_t k = 1 + static_cast<int64_t>(pick(static_cast<size_t>(K - 1)));
+  // k ≤ K: with every triplet kept the side the kept vectors span has no complement, and
+  // X (or Y) is exactly 0 there.
+  const int64_t k = 1 + static_cast<int64_t>(pick(static_cast<size_t>(K)));
   const int64_t r = 1 + static_cast<int64_t>(pick(static_cast<size_t>(k)));
   auto usv = b_.svdTopk(m.id, k);
   ValueId ur = b_.slice(usv[0], {0, 0}, {rows, r});
@@ -885,7 +894,11 @@ void Gen::chooseOutputs() {
     // weighted sum of each sink.
     ValueId loss = ir::kNoValue;
     for (const Val &v : sinks) {
-      ValueId x = chance(0.5) ? b_.mul(v.id, partner(v, false).id) : v.id;
+      ValueId x = v.id;
+      if (chance(0.5)) {
+        Val w = partner(v, false);
+        if (productIsDecided({v, w})) x = b_.mul(v.id, w.id);
+      }
       ValueId term = b_.reduceSum(x, allAxes(b_.type(x).rank()));
       loss = loss == ir::kNoValue ? term : b_.add(loss, term);
     }

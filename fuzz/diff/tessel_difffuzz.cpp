@@ -76,7 +76,8 @@ int replay(const std::vector<std::string> &files) {
 }
 
 struct Totals {
-  uint64_t programs = 0, ops = 0, grads = 0, fdChecked = 0, engineRan = 0, failing = 0, slack = 0;
+  uint64_t programs = 0, ops = 0, grads = 0, fdChecked = 0, engineRan = 0, failing = 0, slack = 0,
+           fdSlack = 0;
   std::map<std::string, uint64_t> fdSkipped, failures;
   std::set<std::string> opKinds, passes;
 };
@@ -152,6 +153,7 @@ int main(int argc, char **argv) {
       t.fdChecked += r.fdChecked;
       t.engineRan += r.engineRan;
       t.slack += static_cast<uint64_t>(r.roundingSlackNeeded);
+      t.fdSlack += r.fdSlackNeeded;
       if (!r.fdSkipped.empty()) ++t.fdSkipped[r.fdSkipped];
       if (r.failures.empty()) continue;
 
@@ -181,6 +183,7 @@ int main(int argc, char **argv) {
               << " passes, " << t.grads << " grads; engine ran " << t.engineRan
               << " programs; gradient checked by finite differences " << t.fdChecked << " times\n";
     std::cout << "  value comparisons that needed the rounding slack: " << t.slack << "\n";
+    std::cout << "  finite-difference checks that needed the transform's rounding: " << t.fdSlack << "\n";
     for (const auto &[why, n] : t.fdSkipped) std::cout << "  finite differences skipped " << n << "x: " << why << "\n";
     std::cout << "  failing programs: " << t.failing << "\n";
     for (const auto &[oracle, n] : t.failures) std::cout << "    " << oracle << ": " << n << "\n";
