@@ -115,16 +115,19 @@ TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows) {
     if (!ok) continue;
     double change = 0, cMin = INFINITY, cMax = -INFINITY, xMin = INFINITY, xMax = -INFINITY;
     for (size_t i = a; i < a + w; ++i) {
-      if (i > a) change += std::fabs(rows[i].c - rows[i - 1].c) + std::fabs(rows[i].x[0] - rows[i - 1].x[0]);
+      if (i > a)
+        change += std::fabs(rows[i].c - rows[i - 1].c) / kTrgCftPlateauSpreadC +
+                  std::fabs(rows[i].x[0] - rows[i - 1].x[0]) / kTrgCftPlateauSpreadX;
       cMin = std::min(cMin, rows[i].c);
       cMax = std::max(cMax, rows[i].c);
       xMin = std::min(xMin, rows[i].x[0]);
       xMax = std::max(xMax, rows[i].x[0]);
     }
-    if (!(change < bestChange)) continue;
+    if (cMax - cMin > kTrgCftPlateauSpreadC || xMax - xMin > kTrgCftPlateauSpreadX || !(change < bestChange))
+      continue;
     bestChange = change;
     best = TrgCftPlateau{};
-    best.found = cMax - cMin <= kTrgCftPlateauSpreadC && xMax - xMin <= kTrgCftPlateauSpreadX;
+    best.found = true;
     best.firstStep = rows[a].step;
     best.lastStep = rows[a + w - 1].step;
     best.cSpread = cMax - cMin;
@@ -144,7 +147,6 @@ TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows) {
       best.xSpread.push_back(hi - lo);
     }
   }
-  if (!best.found) return TrgCftPlateau{};
   return best;
 }
 

@@ -42,14 +42,14 @@ struct TrgCftRow {
 TrgCftRow trgCftData(size_t step, const ir::Tensor &T, const ir::Tensor *wh = nullptr,
                      const ir::Tensor *wv = nullptr);
 
-/// The plateau of a run's CFT data (docs/trg.md §10): the kTrgCftPlateauSteps consecutive
-/// steps whose c and x_1 change least (Σ |Δc| + |Δx_1| inside the window), among the steps
-/// at the run's largest bond dimension whose fixed point is not a massive one (c ≥ 0.05 and
-/// x_1 ≥ 0.01: away from T_c the tensor flows to c → 0, with x_1 → 0 in the ordered phase).
-/// Accepted only when it is flat: c spreads by ≤ kTrgCftPlateauSpreadC and x_1 by
-/// ≤ kTrgCftPlateauSpreadX over the window; then c and each x_i (those every row of the
-/// window has) are the window's means, with their spreads (max − min). Found means there
-/// is a plateau; meaningful at a critical β only.
+/// The plateau of a run's CFT data (docs/trg.md §10): among the windows of
+/// kTrgCftPlateauSteps consecutive steps at the run's largest bond dimension whose fixed
+/// point is not a massive one (c ≥ 0.05 and x_1 ≥ 0.01: away from T_c the tensor flows to
+/// c → 0, with x_1 → 0 in the ordered phase) and which are flat (c spreads by
+/// ≤ kTrgCftPlateauSpreadC and x_1 by ≤ kTrgCftPlateauSpreadX), the one whose c and x_1
+/// change least, each step's |Δc| and |Δx_1| in units of those spreads. c and each x_i
+/// (those every row of the window has) are the window's means, with their spreads
+/// (max − min). Not found: no such window; meaningful at a critical β only.
 inline constexpr size_t kTrgCftPlateauSteps = 3;
 inline constexpr double kTrgCftPlateauSpreadC = 0.01;
 inline constexpr double kTrgCftPlateauSpreadX = 0.005;

@@ -265,14 +265,25 @@ std::vector<TrgColumn> trgPhysicsColumns(const TrgBetaMeasurement &m, const TrgO
   for (TrgColumn &c : cols) {
     const std::string name = c.name;
     if (name == "dlnZ_dh" && !dh && d1 && opts.model.hasField())
-      c.absent = "d(lnZ/N)/dh       not computed at h = 0 with svd_topk (0 by symmetry; its tolerance "
-                 "breaks the symmetry below T_c: --second or --svd full computes it, docs/trg.md "
-                 "section 8.1)";
-    // Second order refuses both h-derivatives at once (TrgResult::refused).
-    if (name == "d2lnZ_dbeta_dh" && !m.second.refused.empty()) c.absent = "refused           " + m.second.refused;
+      c.absent = "not computed at h = 0 with svd_topk (0 by symmetry; its tolerance breaks the symmetry "
+                 "below T_c: --second or --svd full computes it, docs/trg.md section 8.1)";
+    // Second order refuses both h-derivatives at once (TrgResult::refused); the table
+    // says so on the first of their rows.
+    if (name == "d2lnZ_dbeta_dh" && !m.second.refused.empty()) c.absent = m.second.refused;
   }
   return cols;
 }
+
+namespace {
+
+/// "  label   " padded to the table's value column.
+std::string tableLabel(const std::string &label) {
+  std::string l = "  " + label;
+  l.resize(std::max<size_t>(l.size() + 1, 20), ' ');
+  return l;
+}
+
+} // namespace
 
 std::string trgCsvHeader() {
   std::string h;
@@ -305,12 +316,12 @@ std::string trgBetaText(const TrgBetaMeasurement &m, const TrgDriver &drv, const
     const TrgColumn &c = cols[i];
     if (!c.label) continue;
     if (!c.value) {
-      if (!c.absent.empty()) os += "  " + c.absent + "\n";
+      // What second order refused stands under "refused", why a value is absent under its label.
+      if (!c.absent.empty())
+        os += tableLabel(c.absent == m.second.refused ? "refused" : c.label) + c.absent + "\n";
       continue;
     }
-    std::string label = c.label;
-    label.resize(std::max<size_t>(label.size() + 1, 18), ' ');
-    os += "  " + label + fmt("%.15g", *c.value);
+    os += tableLabel(c.label) + fmt("%.15g", *c.value);
     if (i + 1 < cols.size() && cols[i + 1].exact && cols[i + 1].value)
       os += "  exact " + fmt("%.15g", *cols[i + 1].value) + "  err " + fmt("%+.3e", *c.value - *cols[i + 1].value);
     if (c.note) os += std::string("  ") + c.note;

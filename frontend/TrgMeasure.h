@@ -107,8 +107,9 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
 /// tessel.trg key) and its value (nullopt where not computed: nan in CSV, null in JSON).
 /// The table (`tessel trg` without --csv/--json) shows a column with a `label` as a row
 /// "label value", followed by "exact X err Y" when the next column is its exact value
-/// (`exact`), then the `note`; a column without a value shows `absent` instead (nothing
-/// when empty). Columns without a label (β, T, h) are in the table's header.
+/// (`exact`), then the `note`; a column without a value shows `absent` after its label
+/// (nothing when empty; a second-order refusal under "refused"). Columns without a label
+/// (β, T, h) are in the table's header.
 struct TrgColumn {
   const char *name = nullptr;
   std::optional<double> value;

@@ -90,6 +90,6 @@ def test_cft_data_at_tc():
     assert p["last_step"] - p["first_step"] == 2 and p["first_step"] >= 6
     assert abs(p["c"] - 0.5) < 0.01 and abs(p["x"][0] - 0.125) < 0.002
     assert tessel.trg(0.3, chi=8, steps=4)["cft"] is None
-    assert tessel.trg(0.3, chi=8, steps=4)["cft_plateau"] is None
+    assert tessel.trg(0.3, chi=8, steps=10, cft=True)["cft_plateau"] is None  # no critical point
     with pytest.raises(tessel.Error, match="--mode staged|mode staged"):
         tessel.trg(0.3, chi=8, steps=4, cft=True, mode="whole")

@@ -629,11 +629,38 @@ TEST_CASE("svd_topk_complement kernel: the same X and Y at any scale of A (1e-20
   }
 }
 
+namespace {
+
+/// (I − B·Bᵀ)·C with column c divided by s_c: B rows×k, C rows×r, both row-major.
+std::vector<double> projectedOverS(const std::vector<double> &B, const std::vector<double> &C, int64_t rows,
+                                   int64_t k, int64_t r, const std::vector<double> &s) {
+  std::vector<double> T(static_cast<size_t>(k * r)), out(C);
+  for (int64_t j = 0; j < k; ++j)
+    for (int64_t c = 0; c < r; ++c)
+      for (int64_t l = 0; l < rows; ++l) T[j * r + c] += B[l * k + j] * C[l * r + c];
+  for (int64_t l = 0; l < rows; ++l)
+    for (int64_t c = 0; c < r; ++c) {
+      for (int64_t j = 0; j < k; ++j) out[l * r + c] -= B[l * k + j] * T[j * r + c];
+      out[l * r + c] /= s[c];
+    }
+  return out;
+}
+
+std::vector<double> transposed(const std::vector<double> &M, int64_t rows, int64_t cols) {
+  std::vector<double> t(M.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = M[i * cols + j];
+  return t;
+}
+
+} // namespace
+
 TEST_CASE("svd_topk_complement kernel: a side the kept vectors span has no complement: X or Y exactly 0") {
   // k = m: U is square, (I − UUᵀ)·Ū = 0, so X = 0 exactly (not rounding of Ū along U
   // divided by s²); likewise Yt for k = n. The other side still couples to the rest.
   std::mt19937_64 rng(21);
-  for (auto [m, n] : {std::pair<int64_t, int64_t>{5, 5}, {5, 9}, {9, 5}}) {
+  for (const auto &shape : {std::pair<int64_t, int64_t>{5, 5}, {5, 9}, {9, 5}}) {
+    const int64_t m = shape.first, n = shape.second;
     CAPTURE(m);
     CAPTURE(n);
     const int64_t k = std::min(m, n), r = k;
@@ -644,29 +671,31 @@ TEST_CASE("svd_topk_complement kernel: a side the kept vectors span has no compl
     rt::SvdComplementConfig cfg = rt::svdComplementConfig(m, n, k, r, 0);
     std::vector<double> work(static_cast<size_t>(cfg.workElems)), X(static_cast<size_t>(m * r), 1.0),
         Yt(static_cast<size_t>(r * n), 1.0);
-    rt::svdComplement(cfg, 1e-12, A.data.data(), t.U.data(), t.s.data(), t.Vt.data(), gU.data.data(),
-                      gVt.data.data(), X.data(), Yt.data(), work.data());
+    const rt::SvdComplementOutcome o =
+        rt::svdComplement(cfg, 1e-12, A.data.data(), t.U.data(), t.s.data(), t.Vt.data(), gU.data.data(),
+                          gVt.data.data(), X.data(), Yt.data(), work.data());
+    CHECK_FALSE(o.fallback);
+    CHECK(o.lapackInfo == 0);
+    // The spanned side is exactly 0. Its complement being empty, A⊥ = 0 and the other side
+    // is its projected cotangent over s: (I − UUᵀ)·Ū / s_c for X, ((I − VVᵀ)·V̄)ᵀ / s_c
+    // for Yt.
+    auto near = [](const std::vector<double> &got, const std::vector<double> &want) {
+      double err = 0, scale = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        err = std::max(err, std::fabs(got[i] - want[i]));
+        scale = std::max(scale, std::fabs(want[i]));
+      }
+      return err <= 1e-9 * scale;
+    };
     if (k == m)
       for (double x : X) CHECK(x == 0.0);
+    else
+      CHECK(near(X, projectedOverS(t.U, gU.data, m, k, r, t.s)));
     if (k == n)
       for (double y : Yt) CHECK(y == 0.0);
-    // The spanned side's complement is empty, so A⊥ = 0 and the other side's solution is
-    // the projected cotangent over s: ((I − VVᵀ)·V̄)ᵀ / s_j row by row.
-    if (k == m && n > k) {
-      double err = 0, scale = 0;
-      std::vector<double> T(static_cast<size_t>(r * k)), G(gVt.data);
-      for (int64_t i = 0; i < r; ++i)
-        for (int64_t j = 0; j < k; ++j)
-          for (int64_t l = 0; l < n; ++l) T[i * k + j] += gVt.data[i * n + l] * t.Vt[j * n + l];
-      for (int64_t i = 0; i < r; ++i)
-        for (int64_t l = 0; l < n; ++l) {
-          for (int64_t j = 0; j < k; ++j) G[i * n + l] -= T[i * k + j] * t.Vt[j * n + l];
-          const double want = G[i * n + l] / t.s[i];
-          err = std::max(err, std::fabs(Yt[i * n + l] - want));
-          scale = std::max(scale, std::fabs(want));
-        }
-      CHECK(err <= 1e-9 * scale);
-    }
+    else
+      CHECK(near(transposed(Yt, r, n),
+                 projectedOverS(transposed(t.Vt, k, n), transposed(gVt.data, r, n), n, k, r, t.s)));
   }
 }
 
