@@ -269,7 +269,10 @@ std::vector<TrgColumn> trgPhysicsColumns(const TrgBetaMeasurement &m, const TrgO
                  "below T_c: --second or --svd full computes it, docs/trg.md section 8.1)";
     // Second order refuses both h-derivatives at once (TrgResult::refused); the table
     // says so on the first of their rows.
-    if (name == "d2lnZ_dbeta_dh" && !m.second.refused.empty()) c.absent = m.second.refused;
+    if (name == "d2lnZ_dbeta_dh" && !m.second.refused.empty()) {
+      c.absent = m.second.refused;
+      c.absentLabel = "refused";
+    }
   }
   return cols;
 }
@@ -316,9 +319,7 @@ std::string trgBetaText(const TrgBetaMeasurement &m, const TrgDriver &drv, const
     const TrgColumn &c = cols[i];
     if (!c.label) continue;
     if (!c.value) {
-      // What second order refused stands under "refused", why a value is absent under its label.
-      if (!c.absent.empty())
-        os += tableLabel(c.absent == m.second.refused ? "refused" : c.label) + c.absent + "\n";
+      if (!c.absent.empty()) os += tableLabel(c.absentLabel ? c.absentLabel : c.label) + c.absent + "\n";
       continue;
     }
     os += tableLabel(c.label) + fmt("%.15g", *c.value);

@@ -107,9 +107,9 @@ TrgBetaMeasurement measureTrgBeta(TrgDriver &drv, double beta, int64_t repeat, i
 /// tessel.trg key) and its value (nullopt where not computed: nan in CSV, null in JSON).
 /// The table (`tessel trg` without --csv/--json) shows a column with a `label` as a row
 /// "label value", followed by "exact X err Y" when the next column is its exact value
-/// (`exact`), then the `note`; a column without a value shows `absent` after its label
-/// (nothing when empty; a second-order refusal under "refused"). Columns without a label
-/// (β, T, h) are in the table's header.
+/// (`exact`), then the `note`; a column without a value shows `absent` after its label, or
+/// after `absentLabel` where set (nothing when empty). Columns without a label (β, T, h)
+/// are in the table's header.
 struct TrgColumn {
   const char *name = nullptr;
   std::optional<double> value;
@@ -117,6 +117,7 @@ struct TrgColumn {
   bool exact = false; ///< the exact value of the column before it
   const char *note = nullptr;
   std::string absent;
+  const char *absentLabel = nullptr; ///< the absent row's label when not `label` ("refused")
 };
 
 /// The physics of β in --csv's column order (docs/cli.md): beta, temperature (1/β, in

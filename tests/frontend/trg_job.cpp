@@ -156,4 +156,16 @@ TEST_CASE("trg job: one column list for the CSV header, a CSV row and the JSON k
   CHECK(text.starts_with("beta = 0.4  (T = 2.5)\n  steps             6 (64 sites); ranks "));
   CHECK(text.find("\n  d(lnZ/N)/dh       not computed at h = 0 with svd_topk") != std::string::npos);
   CHECK(text.find("specific heat") == std::string::npos); // second order did not run
+
+  // Second order's refusal of the h-derivatives (below T_c, the ordered pair's gap at
+  // rounding level by 16 steps) stands on its own row, labelled "refused".
+  r.steps = 16;
+  r.chi = 16;
+  r.susceptibility = true;
+  TrgDriver ds(trgOptions(r));
+  const TrgBetaMeasurement ms = measureTrgBeta(ds, 0.5, 0, 0);
+  REQUIRE_FALSE(ms.second.refused.empty());
+  const std::string refusedText = trgBetaText(ms, ds, ctx);
+  CHECK(refusedText.find("\n  refused           d2/dbeta dh and d2/dh2 refused: ") != std::string::npos);
+  CHECK(refusedText.find("susceptibility") == std::string::npos);
 }
