@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
+#include "frontend/TrgHotrg.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
 
@@ -12,10 +14,12 @@ namespace {
 
 /// "trg 4->4: what" for a step-class program; "trg step 3 (4->4): what" inside the
 /// whole program, where every step of a class is traced again.
-std::string stepLoc(int64_t din, int64_t dout, int step, const std::string &what) {
+std::string stepLoc(int64_t din, int64_t dout, int step, const std::string &what,
+                    const char *algorithm = "trg") {
   const std::string cls = std::to_string(din) + "->" + std::to_string(dout);
-  if (step > 0) return "trg step " + std::to_string(step) + " (" + cls + "): " + what;
-  return "trg " + cls + ": " + what;
+  const std::string a = algorithm;
+  if (step > 0) return a + " step " + std::to_string(step) + " (" + cls + "): " + what;
+  return a + " " + cls + ": " + what;
 }
 
 /// Half-tensor S[p,q,k] = X[p·D+q, k]·sqrt(s[k]) for X of shape [D²,D'] (docs/trg.md §2.5);
@@ -93,17 +97,22 @@ void checkScalarInput(const Tensor &t, const char *what) {
 
 } // namespace
 
-const char *trgAlgorithmName(TrgAlgorithm a) { return a == TrgAlgorithm::Btrg ? "btrg" : "trg"; }
+const char *trgAlgorithmName(TrgAlgorithm a) {
+  return a == TrgAlgorithm::Btrg ? "btrg" : a == TrgAlgorithm::Hotrg ? "hotrg" : "trg";
+}
+
+int trgStepSitesLog2(TrgAlgorithm a) { return a == TrgAlgorithm::Hotrg ? 2 : 1; }
 
 std::string trgAlgorithmText(TrgAlgorithm a, double k) {
-  return a == TrgAlgorithm::Btrg ? "btrg (k = " + ir::text::formatDouble(k) + ")" : "trg";
+  return a == TrgAlgorithm::Btrg ? "btrg (k = " + ir::text::formatDouble(k) + ")" : trgAlgorithmName(a);
 }
 
 TrgAlgorithm parseTrgAlgorithm(const std::string &s) {
   if (s == "trg") return TrgAlgorithm::Trg;
   if (s == "btrg") return TrgAlgorithm::Btrg;
+  if (s == "hotrg") return TrgAlgorithm::Hotrg;
   throw Error("error: --algorithm: unknown algorithm '" + ir::text::clipForMessage(s) +
-              "' (allowed: trg, btrg)");
+              "' (allowed: trg, btrg, hotrg)");
 }
 
 void checkBtrgK(double k) {
@@ -235,18 +244,22 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
                           const TrgBondWeights &w) {
   ir::Builder &b = T.builder();
   const ir::Shape &sh = T.shape();
+  const bool hotrg = opts.algorithm == TrgAlgorithm::Hotrg;
+  const std::string name = hotrg ? "hotrg" : "trg";
   if (T.rank() != 4 || sh[1] != sh[0] || sh[2] != sh[0] || sh[3] != sh[0])
-    throw ShapeError("trg step: T must be f64[D,D,D,D], got " + T.type().str());
+    throw ShapeError(name + " step: T must be f64[D,D,D,D], got " + T.type().str());
   const int64_t D = sh[0], D2 = D * D, Dp = dout;
   if (Dp < 1 || Dp > D2)
-    throw ShapeError("trg step: D' = " + std::to_string(Dp) + " must be in [1, D^2 = " +
+    throw ShapeError(name + " step: D' = " + std::to_string(Dp) + " must be in [1, D^2 = " +
                      std::to_string(D2) + "] for D = " + std::to_string(D));
   const bool btrg = opts.weighted();
   if (btrg) {
     checkBtrgK(opts.btrgK);
     checkWeights(T, w, "trg step");
   }
-  auto loc = [&](const std::string &what) { b.setLoc(stepLoc(D, Dp, opts.stepNumber, what)); };
+  const std::function<void(const std::string &)> loc = [&](const std::string &what) {
+    b.setLoc(stepLoc(D, Dp, opts.stepNumber, what, name.c_str()));
+  };
   TrgStepTrace r;
 
   // 1. Normalise by m = max|T|.
@@ -256,6 +269,11 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   m.named("m");
   r.logm = m.log().named("logm");
   Tensor Tm = (T / m).named("Tnorm");
+  if (hotrg) {
+    traceHotrgHalves(Tm, Dp, opts, loc, r);
+    b.setLoc("");
+    return r;
+  }
 
   // 2. The two D²×D² matrices.
   loc("reshape Ma");
@@ -365,7 +383,10 @@ TrgStepTrace traceTrgLimitClosure(const Tensor &T, int64_t dout, const TrgStepOp
   so.outputKeptSingularValues = true;
   TrgStepTrace s = traceTrgStep(T, dout, so, w);
   b.setLoc("trg limit closure " + std::to_string(T.shape()[0]) + ": 2 ln m + ln|T'| - ln|T|");
-  s.ltail = (s.logm * 2.0 + lnNormWeighted(s.Tn, s.wn) - lnNormWeighted(T, w)).named("ltail");
+  // A step covers b = 2^sitesLog2 tensors: f = (b·ln m + ln‖T'‖ − ln‖T‖)/(b − 1).
+  const double sites = std::ldexp(1.0, opts.sitesLog2());
+  Tensor f = s.logm * sites + lnNormWeighted(s.Tn, s.wn) - lnNormWeighted(T, w);
+  s.ltail = (sites == 2 ? f : f / (sites - 1)).named("ltail");
   b.setLoc("");
   return s;
 }
@@ -486,7 +507,7 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
     stepOpts.stepNumber = static_cast<int>(n + 1);
     TrgStepTrace s = traceTrgStep(T, ranks[n], stepOpts, w);
     b.setLoc("trg whole: accumulate step " + std::to_string(n + 1));
-    Tensor term = n == 0 ? s.logm : s.logm * std::ldexp(1.0, -static_cast<int>(n));
+    Tensor term = n == 0 ? s.logm : s.logm * std::ldexp(1.0, -static_cast<int>(n) * opts.sitesLog2());
     lnz = n == 0 ? term : lnz + term;
     if (opts.outputKeptSingularValues) kept.push_back(s.skept.reshape({1, 2}));
     T = s.Tn;
@@ -503,7 +524,7 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
     lntr = traceTrgClosure(T, w);
   }
   b.setLoc("trg whole: accumulate closure");
-  lnz = lnz + lntr * std::ldexp(1.0, -static_cast<int>(chain));
+  lnz = lnz + lntr * std::ldexp(1.0, -static_cast<int>(chain) * opts.sitesLog2());
   b.setLoc("trg whole: initial tensor scale");
   // trgInitLogScale: 2 ln cosh β for Ising (+ ln cosh(βh) in a field), 2β for Potts.
   lnz = model.kind == TrgModel::Kind::Potts ? lnz + beta * 2.0 : lnz + logCosh(beta) * 2.0;
@@ -551,9 +572,9 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
     for (const ir::Program &f : fns) have |= f.name == r.body;
     if (have) continue;
     fns.push_back(buildTrgStep(r.D, r.Dp, so));
-    // The loop body: one step, its logm accumulated with weight w = 2^-n (exact), as
-    // buildTrgWhole and the staged driver accumulate: lnz + logm·w, w·½. BTRG carries
-    // the bond weights after T.
+    // The loop body: one step, its logm accumulated with weight w = 2^-n (exact; HOTRG
+    // 4^-n), as buildTrgWhole and the staged driver accumulate: lnz + logm·w, w·½ (¼).
+    // BTRG carries the bond weights after T.
     ir::Program body;
     body.name = r.body;
     const ir::ValueId T = body.addInput("T", ir::Type({r.D, r.D, r.D, r.D}));
@@ -569,7 +590,7 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
     llvm::SmallVector<ir::ValueId, 1> s = b.call(step, stepArgs);
     b.setLoc(cls + ": accumulate");
     const ir::ValueId lnzNext = b.add(lnz, b.mul(s[0], w));
-    const ir::ValueId wNext = b.mul(w, b.scalar(0.5));
+    const ir::ValueId wNext = b.mul(w, b.scalar(std::ldexp(1.0, -so.sitesLog2())));
     body.setName(s[1], "Tn");
     body.setName(lnzNext, "lnz_next");
     body.setName(wNext, "w_next");
@@ -654,11 +675,13 @@ int64_t squareSaturated(int64_t d) {
   return __builtin_mul_overflow(d, d, &sq) ? INT64_MAX : sq;
 }
 
-std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps, int64_t states) {
+std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps, int64_t states, TrgAlgorithm algorithm) {
   std::vector<int64_t> r;
   int64_t Dprev = 0, D = states; // Dprev: input dimension of the previous step
   for (int n = 0; n < steps; ++n) {
-    int64_t bound = n == 0 ? states : squareSaturated(Dprev);
+    int64_t bound = algorithm == TrgAlgorithm::Hotrg ? INT64_MAX
+                    : n == 0                         ? states
+                                                     : squareSaturated(Dprev);
     int64_t Dn = std::min({squareSaturated(D), chi, bound});
     r.push_back(Dn);
     Dprev = D;

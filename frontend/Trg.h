@@ -54,12 +54,21 @@ inline constexpr double kTrgMaxSvdEps = 1e-6;
 ///         T and two bond weights (TrgBondWeights); each SVD M = U·s·V† splits as
 ///         U·s^((1−k)/2) and s^((1−k)/2)·V†, the new bond carries s^k, and the old weights
 ///         sit on the four internal bonds of the plaquette. k = 0 is TRG.
-enum class TrgAlgorithm { Trg, Btrg };
-/// "trg", "btrg".
+///   Hotrg higher-order TRG (Xie, Chen, Qin, Zhu, Yang, Xiang, PRB 86, 045139 (2012)): the
+///         state is T; a step contracts two tensors along each axis in turn and cuts
+///         each doubled bond to D' with the isometry of its environment (docs/trg.md
+///         §11). A step covers 4 tensors, not 2: lnZ/N weighs step n by 4^-n and
+///         `--steps N` is a torus of 4^N sites.
+enum class TrgAlgorithm { Trg, Btrg, Hotrg };
+/// "trg", "btrg", "hotrg".
 const char *trgAlgorithmName(TrgAlgorithm a);
+/// log₂ of the tensors one step of `a` contracts into one: 1 (TRG, BTRG: a step halves
+/// the lattice), 2 (HOTRG: a step quarters it). Step n's ln m_n counts with weight
+/// 2^(−n·this) in lnZ/N, and N steps stand for 2^(N·this) sites.
+int trgStepSitesLog2(TrgAlgorithm a);
 /// "trg", or "btrg (k = -0.5)" with BTRG's exponent, as the reports print it.
 std::string trgAlgorithmText(TrgAlgorithm a, double k);
-/// Throws tessel::Error "--algorithm: unknown algorithm 'x' (allowed: trg, btrg)".
+/// Throws tessel::Error "--algorithm: unknown algorithm 'x' (allowed: trg, btrg, hotrg)".
 TrgAlgorithm parseTrgAlgorithm(const std::string &s);
 /// BTRG's bond-weight exponent by default: k = −½, the value Adachi et al. find best
 /// (the error at T_c falls ~10× from k = 0 and rises again beyond −½).
@@ -75,6 +84,8 @@ struct TrgStepOptions {
   /// Whether the state carries bond weights (BTRG): the step takes (T, wh, wv) and adds
   /// the outputs %wh_next, %wv_next last; the closures take (T, wh, wv).
   bool weighted() const { return algorithm == TrgAlgorithm::Btrg; }
+  /// trgStepSitesLog2(algorithm).
+  int sitesLog2() const { return trgStepSitesLog2(algorithm); }
   /// Lorentzian broadening ε of the svd reverse rule, relative to the largest singular
   /// value (docs/trg.md §5).
   double svdEps = kTrgSvdEps;
@@ -101,7 +112,8 @@ struct TrgStepOptions {
   /// digits of d/dβ at high temperature; the traced ln cosh loses them below β ~ 1e-5).
   bool initScale = true;
   /// Adds outputs %Ma, %Mb: f64[D²,D²], the two SVD inputs (normalised T, permuted and
-  /// reshaped), for benchmarks that time the same gesdd calls outside the program.
+  /// reshaped; HOTRG: the two environments), for benchmarks that time the same gesdd
+  /// calls outside the program.
   bool outputSvdInputs = false;
   /// Step number (1-based) for the locations of a step traced inside a larger program
   /// ("trg step 3 (4->4): svd Ma"); 0 = a step-class program ("trg 4->4: svd Ma").
@@ -173,7 +185,9 @@ struct TrgBondWeights {
 struct TrgStepTrace {
   Tensor logm;  ///< f64[]: ln max|T|
   Tensor Tn;    ///< f64[D',D',D',D']
-  Tensor sa, sb; ///< f64[D²]: singular values of Ma, Mb (descending)
+  /// f64[D²]: singular values of Ma, Mb (descending); HOTRG: of the two environments
+  /// (each divided by its largest entry), the squares of the doubled bond's values
+  Tensor sa, sb;
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
   Tensor ltail; ///< traceTrgLimitClosure: f64[], f(T)
   Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
@@ -182,14 +196,19 @@ struct TrgStepTrace {
 /// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), docs/trg.md §2. Throws
 /// tessel::ShapeError if T is not rank 4 with equal extents or dout ∉ [1, D²].
 /// BTRG (opts.weighted()): `w` are T's bond weights (required), the step's own weights
-/// come back in TrgStepTrace::wn.
+/// come back in TrgStepTrace::wn. HOTRG (docs/trg.md §11, frontend/TrgHotrg.h): after the
+/// same normalisation, twice: stack two tensors along legs 1–3, cut the doubled legs 0 and
+/// 2 (D² -> dout) with the dout leading singular vectors of their environment, turn the
+/// result by 90°; Tn stands for 4 tensors, sa/sb/Ma/Mb are the environments'.
 TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &opts = {},
                           const TrgBondWeights &w = {});
 
 /// ln Σ_ij T[i,j,i,j] (opposite legs paired, docs/trg.md §3). T: f64[D,D,D,D] -> f64[].
 /// With weights: ln Σ_ij T[i,j,i,j]·w.h[i]·w.v[j] (docs/trg.md §9).
 Tensor traceTrgClosure(const Tensor &T, const TrgBondWeights &w = {});
-/// The closure of the infinite lattice (docs/trg.md §3.1): f(T) = 2·ln m + ln‖T'‖ − ln‖T‖,
+/// The closure of the infinite lattice (docs/trg.md §3.1): f(T) = 2·ln m + ln‖T'‖ − ln‖T‖
+/// (HOTRG, whose step covers b = 4 tensors: (4·ln m + ln‖T'‖ − ln‖T‖)/3; in general
+/// (b·ln m + ln‖T'‖ − ln‖T‖)/(b − 1)),
 /// with T' = the step D -> dout of T (m = max|T| as in the step, ‖·‖ the Frobenius norm).
 /// lnZ/N of an infinite lattice of T's is f(T) per tensor when T is at its fixed point up
 /// to the bond gauge (an orthogonal transformation of each bond, which keeps ‖·‖): f is
@@ -238,7 +257,10 @@ ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptio
 /// the Ising model (d = 2) at χ = 16: 2, 4, 4, 16, 16, … . The bound is structural (it
 /// holds in a field, and for Potts); the zeros it drops are exact (the singular values
 /// are ~1e-17); the driver still checks at run time that every kept singular value is > tol.
-std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps, int64_t states = 2);
+/// HOTRG (algorithm): ranks[n] = min(D², χ); its doubled bond has no such structural
+/// bound, and the run's own SVDs lower a rank where a kept value is ≤ tol.
+std::vector<int64_t> trgDefaultRanks(int64_t chi, int steps, int64_t states = 2,
+                                     TrgAlgorithm algorithm = TrgAlgorithm::Trg);
 
 /// d², or INT64_MAX when it overflows (a χ or a rank schedule may be any int64; the
 /// bound it gives is then never the one that applies).

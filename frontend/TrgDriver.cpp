@@ -10,6 +10,7 @@
 #include "frontend/TrgDriver.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <utility>
 
@@ -271,9 +272,15 @@ struct TrgDriver::Impl {
   /// value+grad at β: moduleProgram(Grad). Staged, its forward (svd_topk with the
   /// complement's guards) can put a kept singular value that the value sweep found > tol
   /// at the noise level on the other side; with a derived schedule that step then keeps
-  /// one value fewer, as the value sweep would have.
+  /// one value fewer, as the value sweep would have. Where the same step fails again
+  /// the next run drops twice as many (1, 2, 4, …): deep in a critical run the flow has
+  /// left the fixed point, the rounding of the two forwards has grown into different
+  /// tensors there, and a spectrum that collapses within a step can put several values
+  /// below tol at once (HOTRG at β_c, χ = 16, step 29: 16 -> 9 in 3 reruns, not 7).
   TrgResult valueAndGrad(double beta) {
     planFor(beta);
+    size_t lastLow = SIZE_MAX;
+    int64_t drop = 1;
     for (;;) {
       TrgResult r = sw->newResult(beta);
       const int idx = moduleProgram(Kind::Grad);
@@ -286,7 +293,9 @@ struct TrgDriver::Impl {
       for (size_t n = 0; n < rows && low == rows; ++n)
         if (!(kept[2 * n] > o.rankTol && kept[2 * n + 1] > o.rankTol)) low = n;
       if (low < rows && !whole() && sw->autoRanks && sw->keptOf(low) > 1) {
-        sw->lowerRank(low);
+        drop = low == lastLow ? 2 * drop : 1;
+        lastLow = low;
+        for (int64_t i = 0; i < drop && sw->keptOf(low) > 1; ++i) sw->lowerRank(low);
         continue;
       }
       for (size_t n = 0; n < rows; ++n) sw->checkKept(n, kept + 2 * n, r);

@@ -78,8 +78,11 @@ std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd = TrgSvd:
 struct TrgOptions {
   /// The lattice model (Ising, the default, or q-state Potts).
   TrgModel model;
-  /// The coarse-graining algorithm (TRG, or BTRG with exponent btrgK; docs/trg.md §9).
+  /// The coarse-graining algorithm (TRG, BTRG with exponent btrgK, HOTRG; docs/trg.md
+  /// §9, §11).
   TrgAlgorithm algorithm = TrgAlgorithm::Trg;
+  /// trgStepSitesLog2(algorithm): steps stand for 2^(steps·this) sites.
+  int sitesLog2() const { return trgStepSitesLog2(algorithm); }
   double btrgK = kBtrgDefaultK;
   /// The magnetic field h of the Ising model (units of J; the programs' input %h).
   double field = 0;

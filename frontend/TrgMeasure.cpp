@@ -312,7 +312,8 @@ std::string trgBetaText(const TrgBetaMeasurement &m, const TrgDriver &drv, const
         (opts.stepsAuto ? (drv.stepsConverged() ? " (converged: infinite lattice)"
                                                 : " (NOT converged within the step limit: an estimate "
                                                   "of the infinite lattice)")
-                        : " (" + fmt("%.15g", std::ldexp(1.0, static_cast<int>(steps))) + " sites)") +
+                        : " (" + fmt("%.15g", std::ldexp(1.0, static_cast<int>(steps) * opts.sitesLog2())) +
+                              " sites)") +
         "; ranks " + formatTrgRanks(drv.ranks()) + "\n";
   const std::vector<TrgColumn> cols = trgPhysicsColumns(m, opts);
   for (size_t i = 0; i < cols.size(); ++i) {
@@ -361,7 +362,8 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["steps"] = steps;
   j["lattice"] = opts.stepsAuto ? "infinite" : "periodic";
   j["steps_converged"] = drv.stepsConverged();
-  j["sites"] = opts.stepsAuto ? nlohmann::json(nullptr) : nlohmann::json(std::ldexp(1.0, steps));
+  j["sites"] = opts.stepsAuto ? nlohmann::json(nullptr)
+                              : nlohmann::json(std::ldexp(1.0, steps * opts.sitesLog2()));
   j["mode"] = trgModeName(opts.mode);
   j["checkpoint"] = ctx.checkpoint;
   j["order"] = ctx.order;

@@ -64,10 +64,17 @@ void validateTrgOptions(const TrgOptions &o) {
     throw Error("error: --chi must be an integer >= 2, got " + std::to_string(o.chi));
   if (o.steps < 1)
     throw Error("error: --steps must be an integer >= 1 (or auto), got " + std::to_string(o.steps));
-  if (o.steps > kTrgMaxSteps)
-    throw Error("error: --steps must be <= " + std::to_string(kTrgMaxSteps) + ", got " +
-                std::to_string(o.steps) + " (the lattice's 2^steps sites must be a finite double; "
-                "beyond ~60 steps lnZ/N no longer changes in double precision)");
+  // The lattice's 2^(steps·sitesLog2) sites must be a finite double.
+  const int maxSteps = kTrgMaxSteps / trgStepSitesLog2(o.algorithm);
+  if (o.steps > maxSteps)
+    throw Error("error: --steps must be <= " + std::to_string(maxSteps) +
+                (o.algorithm == TrgAlgorithm::Hotrg ? " with --algorithm hotrg" : "") + ", got " +
+                std::to_string(o.steps) +
+                (o.algorithm == TrgAlgorithm::Hotrg
+                     ? " (the lattice's 4^steps sites must be a finite double; beyond ~30 steps "
+                       "lnZ/N no longer changes in double precision)"
+                     : " (the lattice's 2^steps sites must be a finite double; beyond ~60 steps "
+                       "lnZ/N no longer changes in double precision)"));
   if (o.width < 1)
     throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
   if (o.algorithm == TrgAlgorithm::Btrg) checkBtrgK(o.btrgK);

@@ -26,11 +26,13 @@ double lnNorm(const ir::Tensor &T, const std::vector<ir::Tensor> &w) {
 }
 
 /// A chain of the planning sweep: the run itself, or a companion at a parameter
-/// shifted by `delta` (β or h). γ_n = ln‖T_{n+1}‖ − 2·ln‖T_n‖ + 2·ln m_n is the
-/// gauge-invariant growth ln‖step(T_n/‖T_n‖)‖; the infinite lattice's estimate after
-/// step n is E_n = ln‖T_0‖ + Σ_{k<n} γ_k/2^{k+1} + γ_n/2^n (docs/trg.md §3.1), so
-/// E_n − E_{n−1} = (γ_n − γ_{n−1})/2^n.
+/// shifted by `delta` (β or h). With b = 2^sitesLog2 tensors per step (2; HOTRG 4),
+/// γ_n = ln‖T_{n+1}‖ − b·ln‖T_n‖ + b·ln m_n is the gauge-invariant growth
+/// ln‖step(T_n/‖T_n‖)‖ (a step is homogeneous of degree b); the infinite lattice's
+/// estimate after step n is E_n = ln‖T_0‖ + Σ_{k<n} γ_k/b^{k+1} + γ_n/((b − 1)·b^n)
+/// (docs/trg.md §3.1), so E_n − E_{n−1} = (γ_n − γ_{n−1})/((b − 1)·b^n).
 struct PlanChain {
+  int sitesLog2 = 1;
   double beta = 0, h = 0, delta = 0;
   /// What the initial tensor's scale adds: to lnZ/N (the run), to the derivative in
   /// the shifted parameter (a companion).
@@ -47,29 +49,37 @@ struct PlanChain {
     nu = lnNorm(next, nextW);
     prevGamma = gamma;
     prevGammaSize = gammaSize;
-    gamma = nu - 2 * prevNu + 2 * lm;
-    gammaSize = std::fabs(nu) + 2 * std::fabs(prevNu) + 2 * std::fabs(lm);
+    const double b = std::ldexp(1.0, sitesLog2);
+    gamma = nu - b * prevNu + b * lm;
+    gammaSize = std::fabs(nu) + b * std::fabs(prevNu) + b * std::fabs(lm);
     prevLnz = lnz;
-    lnz += lm * std::ldexp(1.0, -static_cast<int>(n));
+    lnz += lm * weight(n);
     logm = lm;
     prevT = std::move(T);
     T = std::move(next);
     prevW = std::move(w);
     w = std::move(nextW);
   }
-  /// E_n: Σ_{k<n} ln m_k/2^k + (2·ln m_n + ln‖T_{n+1}‖ − ln‖T_n‖)/2^n, what the limit
-  /// closure on T_n gives.
+  /// b^-n: the weight of step n's ln m_n in lnZ/N.
+  double weight(size_t n) const { return std::ldexp(1.0, -static_cast<int>(n) * sitesLog2); }
+  /// 1/((b − 1)·b^n): the weight of γ_n in E_n.
+  double gammaWeight(size_t n) const {
+    return sitesLog2 == 1 ? weight(n) : weight(n) / (std::ldexp(1.0, sitesLog2) - 1);
+  }
+  /// E_n: Σ_{k<n} ln m_k/b^k + (b·ln m_n + ln‖T_{n+1}‖ − ln‖T_n‖)/((b − 1)·b^n), what
+  /// the limit closure on T_n gives.
   double estimate(size_t n) const {
-    return prevLnz + (2 * logm + nu - prevNu) * std::ldexp(1.0, -static_cast<int>(n));
+    return prevLnz + (std::ldexp(1.0, sitesLog2) * logm + nu - prevNu) * gammaWeight(n);
   }
 };
 
 /// --steps auto: whether step n (≥ 1) left the estimate E of the run, and the finite
 /// difference (E_c − E)/δ of each companion, unchanged to kTrgStepsAutoTol. The change
-/// (γ_n − γ_{n−1})/2^n is formed from the γ's, not from the sums, so that its rounding
-/// falls with 2^-n; a companion's change must also be resolvable above that rounding.
+/// (γ_n − γ_{n−1})/((b − 1)·b^n) is formed from the γ's, not from the sums, so that its
+/// rounding falls with b^-n; a companion's change must also be resolvable above that
+/// rounding.
 bool stepConverged(size_t n, const std::vector<PlanChain> &ch) {
-  const double w = std::ldexp(1.0, -static_cast<int>(n));
+  const double w = ch[0].gammaWeight(n);
   const double eps = std::numeric_limits<double>::epsilon();
   const PlanChain &r = ch[0];
   const double e = r.estimate(n), de = w * (r.gamma - r.prevGamma);
@@ -93,7 +103,7 @@ TrgSweep::TrgSweep(const TrgOptions &opts, TrgPrograms &programs) : o(opts), pro
   autoRanks = o.ranks.empty();
   ranks = !autoRanks ? o.ranks
                      : trgDefaultRanks(o.chi, o.stepsAuto ? std::min(o.steps, 12) : o.steps,
-                                       o.model.states());
+                                       o.model.states(), o.algorithm);
   setDims();
   if (autoRanks && o.stepsAuto) closureRank = structuralRank(ranks.size()); // the limit closure's
   allRanks = ranks;
@@ -113,7 +123,9 @@ void TrgSweep::setDims() {
 
 /// The structural D' of step n + 1 (docs/trg.md §2.4) given dims[0..n].
 int64_t TrgSweep::structuralRank(size_t n) const {
-  const int64_t bound = n == 0 ? dims[0] : squareSaturated(dims[n - 1]);
+  const int64_t bound = o.algorithm == TrgAlgorithm::Hotrg ? INT64_MAX
+                        : n == 0                           ? dims[0]
+                                                           : squareSaturated(dims[n - 1]);
   return std::min({squareSaturated(dims[n]), o.chi, bound});
 }
 
@@ -315,6 +327,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   // whose derivative is reported (β; h where h ≠ 0), at p + δ: the change of its
   // finite difference says when the derivative's tail has converged too (§3.1).
   std::vector<PlanChain> ch(1);
+  ch[0].sitesLog2 = trgStepSitesLog2(o.algorithm);
   ch[0].beta = beta;
   ch[0].h = o.field;
   const TrgLogScale scale = logScale(beta);
@@ -410,7 +423,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   std::vector<ir::Tensor> cl =
       progs.call(closure().value, "closure", beta, std::move(TN), std::move(WN));
   if (closureRank) checkKept(ranks.size(), cl[1].data.data(), r);
-  lnz += cl[0].data[0] * std::ldexp(1.0, -static_cast<int>(ranks.size()));
+  lnz += cl[0].data[0] * c.weight(ranks.size());
   lnz += logScale(beta).value;
   checkFinite("lnZ/N", lnz, beta);
   r.lnZ = lnz;

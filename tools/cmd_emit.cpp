@@ -112,7 +112,7 @@ ir::Program buildProgram(const EmitArgs &a) {
     if (a.chi < 2) throw Error("error: --chi must be >= 2, got " + std::to_string(a.chi));
     if (a.steps < 1) throw Error("error: --steps must be >= 1, got " + std::to_string(a.steps));
     std::vector<int64_t> ranks = a.ranks.empty()
-                                     ? frontend::trgDefaultRanks(a.chi, a.steps, model.states())
+                                     ? frontend::trgDefaultRanks(a.chi, a.steps, model.states(), opts.algorithm)
                                      : parseRanks(a.ranks, "--ranks");
     if (!a.ranks.empty() && a.stepsGiven && static_cast<int>(ranks.size()) != a.steps)
       throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries but --steps is " +
@@ -192,9 +192,10 @@ void addEmitCommand(CLI::App &app) {
                   "Lorentzian broadening of the svd reverse rule, relative to the largest singular value "
                   "(default 1e-9, as tessel trg)");
   cmd->add_option("--algorithm", args->algorithm,
-                  "trg (Levin-Nave, default) or btrg (bond-weighted TRG: the step and closures "
+                  "trg (Levin-Nave, default), btrg (bond-weighted TRG: the step and closures "
                   "also take the bond weights %wh, %wv and the step returns the next ones; "
-                  "docs/trg.md section 9)");
+                  "docs/trg.md section 9) or hotrg (higher-order TRG: the step contracts "
+                  "along each axis with the isometries of two environments; section 11)");
   cmd->add_option("--btrg-k", args->btrgK,
                   "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG)");
   cmd->add_flag("--kept-singular-values", args->kept,

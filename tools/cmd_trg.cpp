@@ -144,7 +144,8 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   r.fuseElementwise = !a.prepareFlags.noFusion;
   frontend::TrgOptions o = frontend::trgOptions(r);
   if (!a.dumpSvdInputs.empty() && o.algorithm != frontend::TrgAlgorithm::Trg)
-    throw Error("error: --dump-svd-inputs writes TRG's SVD inputs (the SVD-floor benchmark), not BTRG's");
+    throw Error("error: --dump-svd-inputs writes TRG's SVD inputs (the SVD-floor benchmark), not " +
+                std::string(o.algorithm == frontend::TrgAlgorithm::Btrg ? "BTRG's" : "HOTRG's"));
   o.pipeline = a.flags.passesGiven ? a.flags.passes : "";
   o.passOptions = a.flags.managerOptions();
   o.passOptions.dumpDirPerProgram = true; // one subdirectory per compiled program
@@ -173,8 +174,9 @@ std::string latticeText(const frontend::TrgOptions &o) {
     return "infinite (--steps auto: coarse-grain until lnZ/N stops changing, at most " +
            std::to_string(o.steps) + " steps, then the fixed point's remaining steps in "
            "closed form)";
-  return fmt("%.15g", std::ldexp(1.0, o.steps)) + " sites (2^" + std::to_string(o.steps) +
-         ", periodic)";
+  const int k = o.sitesLog2();
+  return fmt("%.15g", std::ldexp(1.0, o.steps * k)) + " sites (" + (k == 2 ? "4^" : "2^") +
+         std::to_string(o.steps) + ", periodic)";
 }
 
 /// The schedule as given, or how it is derived.
@@ -569,9 +571,11 @@ void addTrgCommand(CLI::App &app) {
                   "how --second differentiates the gradient: forward-over-reverse (default: "
                   "jvp of grad) or reverse-over-reverse (grad of grad); equal to rounding");
   cmd->add_option("--algorithm", args->req.algorithm,
-                  "trg (default: Levin-Nave TRG) or btrg (bond-weighted TRG, Adachi-Okubo-Todo "
+                  "trg (default: Levin-Nave TRG), btrg (bond-weighted TRG, Adachi-Okubo-Todo "
                   "2022: the same cost per step, 10-40x more accurate at T_c; docs/trg.md "
-                  "section 9)");
+                  "section 9) or hotrg (higher-order TRG, Xie et al. 2012: O(chi^7) per step, "
+                  "a step covers 4 sites, so --steps N is a torus of 4^N sites; 8x more "
+                  "accurate than TRG at T_c, chi = 16; docs/trg.md section 11)");
   cmd->add_option("--btrg-k", args->req.btrgK,
                   "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG)")
       ->check(nonEmpty);

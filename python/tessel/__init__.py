@@ -367,7 +367,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
 
     Compiles and prepares the programs once, then per β computes lnZ/N (and with
     ``grad`` d(lnZ/N)/dβ, with ``second`` also d²(lnZ/N)/dβ²) on the infinite lattice
-    (``steps="auto"``) or a periodic lattice of 2^steps sites, beside the exact values
+    (``steps="auto"``) or a periodic lattice of 2^steps sites (HOTRG: 4^steps), beside the exact values
     where they are known (Onsager: Ising at h = 0; Potts with q = 2; the Potts energy at
     β_c for q = 3, 4). J = 1, k_B = 1, β = 1/T, h in units of J.
 
@@ -384,7 +384,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             stops changing in double precision, at most 80 steps, then sum the fixed
             point's remaining steps in closed form; the report's ``steps`` says how many
             ran and ``steps_converged`` whether the criterion was met) or an int N ≥ 1 (a
-            periodic lattice of 2^N sites, as ``tessel trg --steps N``). With ``ranks``
+            periodic lattice of 2^N sites (HOTRG: 4^N), as ``tessel trg --steps N``). With ``ranks``
             given, None means its length and ``"auto"`` is an error.
         grad, second: also the first / first and second derivative in β (reverse mode
             through every SVD; the second derivative is forward over reverse, the jvp of
@@ -396,7 +396,11 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         algorithm: ``"trg"`` (Levin–Nave, PRL 99, 120601 (2007)) or ``"btrg"`` (bond-weighted
             TRG, Adachi, Okubo, Todo, PRB 105, L060402 (2022): each SVD splits as
             U·s^((1−k)/2), s^((1−k)/2)·V† with the weight s^k on the new bond; the same
-            cost per step, 10–40× smaller error of lnZ/N at T_c; docs/trg.md §9).
+            cost per step, 10–40× smaller error of lnZ/N at T_c; docs/trg.md §9) or
+            ``"hotrg"`` (higher-order TRG, Xie et al., PRB 86, 045139 (2012): each step
+            contracts along both axes and cuts each doubled bond with the isometry of its
+            environment, O(χ⁷); a step covers 4 sites, so ``steps=N`` is a torus of 4^N
+            sites; 8× smaller error than TRG at T_c, χ = 16; docs/trg.md §11).
         btrg_k: BTRG's bond-weight exponent k in [−1, 1) (default −½; 0 is TRG, bitwise).
         cft: also ``cft``, one dict per step's tensor T_n: ``step``, ``D``, the central charge
             ``c`` and the lowest scaling dimensions ``x`` (Gu, Wen, PRB 80, 155131 (2009):

@@ -68,7 +68,7 @@ def trg_energy_at_tc():
 def test_btrg_bad_options_name_the_python_argument():
     with pytest.raises(tessel.Error, match=r"btrg_k: the bond-weight exponent k must be in \[-1, 1\)"):
         tessel.trg(0.4, algorithm="btrg", btrg_k=1.0)
-    with pytest.raises(tessel.Error, match=r"algorithm: unknown algorithm 'hotrg3' \(allowed: trg, btrg\)"):
+    with pytest.raises(tessel.Error, match=r"algorithm: unknown algorithm 'hotrg3' \(allowed: trg, btrg, hotrg\)"):
         tessel.trg(0.4, algorithm="hotrg3")
     with pytest.raises(tessel.Error, match="btrg_k must be a number"):
         tessel.trg(0.4, algorithm="btrg", btrg_k="half")

@@ -13,12 +13,15 @@
 #include "frontend/Onsager.h"
 #include "frontend/Trg.h"
 #include "frontend/TrgDriver.h"
+#include "frontend/trg_algorithm_checks.h"
 #include "ir/Diagnostics.h"
 #include "ir/Verifier.h"
 #include "runtime/Runtime.h"
 
 using namespace tessel;
 using namespace tessel::frontend;
+using tessel::frontend::testing::limitOptions;
+using tessel::frontend::testing::relErr;
 
 namespace {
 
@@ -29,17 +32,6 @@ TrgOptions btrg(TrgOptions o, double k = kBtrgDefaultK) {
   o.btrgK = k;
   return o;
 }
-
-/// χ, --steps auto (the infinite lattice).
-TrgOptions limitOptions(int64_t chi) {
-  TrgOptions o;
-  o.chi = chi;
-  o.stepsAuto = true;
-  o.steps = kTrgStepsAutoMax;
-  return o;
-}
-
-double relErr(double v, double exact) { return std::fabs(v - exact) / std::fabs(exact); }
 
 } // namespace
 
@@ -113,20 +105,8 @@ TEST_CASE("btrg: d/dbeta and d2/dbeta2 by AD match finite differences (chi = 8, 
     o.second = o.grad = true;
     TrgDriver d(o);
     for (double beta : {0.3, 0.4407, 0.6, 1.0}) {
-      const double h = 1e-4 * beta;
-      double g[5], f[5];
-      for (int i = 0; i < 5; ++i) {
-        const TrgResult r = d.valueAndGrad(beta + (i - 2) * h);
-        f[i] = r.lnZ;
-        g[i] = *r.dlnZ;
-      }
-      const double fd1 = (f[0] - 8 * f[1] + 8 * f[3] - f[4]) / (12 * h);
-      const double fd2 = (g[0] - 8 * g[1] + 8 * g[3] - g[4]) / (12 * h);
-      const TrgResult s = d.second(beta);
-      INFO("chi " << chi << " beta " << beta << " d " << *s.dlnZ << " fd " << fd1 << " d2 "
-                  << *s.d2lnZ << " fd " << fd2);
-      CHECK(std::fabs(*s.dlnZ - fd1) <= 1e-8 * std::fabs(*s.dlnZ));
-      CHECK(std::fabs(*s.d2lnZ - fd2) <= 1e-7 * std::fabs(*s.d2lnZ));
+      INFO("chi " << chi);
+      testing::checkBetaDerivativesAgainstDifferences(d, beta);
     }
   }
 }
@@ -147,30 +127,7 @@ TEST_CASE("btrg: the specific heat near T_c is closer to Onsager's than TRG's (c
 }
 
 TEST_CASE("btrg: staged and whole mode agree; the magnetization in a field matches its FD") {
-  TrgOptions o = btrg(TrgOptions{});
-  o.chi = 8;
-  o.steps = 10;
-  o.grad = true;
-  o.field = 0.02;
-  TrgDriver staged(o);
-  o.mode = TrgMode::Whole;
-  TrgDriver whole(o);
-  const TrgResult s = staged.valueAndGrad(0.5), w = whole.valueAndGrad(0.5);
-  CHECK(std::fabs(s.lnZ - w.lnZ) < 1e-13);
-  CHECK(std::fabs(*s.dlnZ - *w.dlnZ) < 1e-11);
-  CHECK(std::fabs(*s.dlnZdh - *w.dlnZdh) < 1e-11);
-  const double dh = 1e-5;
-  TrgOptions p = o;
-  p.mode = TrgMode::Staged;
-  p.grad = false;
-  double f[2];
-  for (int i = 0; i < 2; ++i) {
-    p.field = 0.02 + (i ? dh : -dh);
-    f[i] = TrgDriver(p).value(0.5).lnZ;
-  }
-  const double fd = (f[1] - f[0]) / (2 * dh);
-  INFO("dlnZ/dh " << *s.dlnZdh << " fd " << fd);
-  CHECK(std::fabs(*s.dlnZdh - fd) < 1e-8);
+  testing::checkStagedWholeAndFieldDerivative(btrg(TrgOptions{}), 10);
 }
 
 TEST_CASE("btrg: the step program's signature, the closure's weights, and bad options") {
