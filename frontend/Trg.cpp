@@ -382,9 +382,10 @@ TrgStepTrace traceTrgLimitClosure(const Tensor &T, int64_t dout, const TrgStepOp
   TrgStepOptions so = opts;
   so.outputKeptSingularValues = true;
   TrgStepTrace s = traceTrgStep(T, dout, so, w);
-  b.setLoc("trg limit closure " + std::to_string(T.shape()[0]) + ": 2 ln m + ln|T'| - ln|T|");
   // A step covers b = 2^sitesLog2 tensors: f = (b·ln m + ln‖T'‖ − ln‖T‖)/(b − 1).
   const double sites = std::ldexp(1.0, opts.sitesLog2());
+  b.setLoc("trg limit closure " + std::to_string(T.shape()[0]) +
+           (sites == 2 ? ": 2 ln m + ln|T'| - ln|T|" : ": (4 ln m + ln|T'| - ln|T|)/3"));
   Tensor f = s.logm * sites + lnNormWeighted(s.Tn, s.wn) - lnNormWeighted(T, w);
   s.ltail = (sites == 2 ? f : f / (sites - 1)).named("ltail");
   b.setLoc("");
@@ -495,8 +496,8 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
   Tensor T = traceModelInit(tr, model, params);
   TrgBondWeights w = initialWeights(tr, model.states(), opts);
   const Tensor &beta = params[0];
-  // lnZ/N = Σ_n logm_n / 2^n + lntr / 2^N, accumulated in step order (same order as
-  // the staged driver on the host, so the two modes agree to the last bits).
+  // lnZ/N = Σ_n logm_n / b^n + lntr / b^N (b = 2, HOTRG 4), accumulated in step order
+  // (same order as the staged driver on the host, so the two modes agree to the last bits).
   Tensor lnz;
   std::vector<Tensor> kept;
   // With the limit closure the last rank is its step's.

@@ -12,8 +12,8 @@
 // Only init depends on the model: the step and closure programs are the same for
 // every model (they see a tensor of bond dimension D, nothing else).
 //
-// The driver accumulates lnZ/N = Σ_n logm_n / 2^n + lntr / 2^N on the host (staged
-// mode) or inside the whole program. The plaquette contraction stays one 4-operand
+// The driver accumulates lnZ/N = Σ_n logm_n / b^n + lntr / b^N (b = 2 tensors per
+// step; HOTRG 4) on the host (staged mode) or inside the whole program. The plaquette contraction stays one 4-operand
 // einsum op; the ordering pass (passes/Order.h) lowers it. All programs are made of
 // differentiable ops, so grad() applies to them (and to their gradients).
 //
@@ -245,7 +245,8 @@ ir::Program buildTrgWhole(const std::vector<int64_t> &ranks, const TrgStepOption
 /// per step class, the closure) and per step class a loop body trg_chain_D_D'(T, lnz, w)
 /// -> (Tn, lnz + logm·w, w/2, skept) (BTRG: (T, wh, wv, lnz, w) -> (Tn, wh', wv', …)); the entry calls init, runs one scan per run of equal
 /// classes in the schedule (16 identical 16 -> 16 steps are one op) and calls the closure.
-/// lnZ/N accumulates in step order with the weights 2^-n, bitwise as buildTrgWhole does.
+/// lnZ/N accumulates in step order with the weights 2^-n (HOTRG 4^-n: the body's w·¼),
+/// bitwise as buildTrgWhole does.
 /// opts.limitClosure: end with the limit closure (its step keeping ranks.back()).
 ir::Program buildTrgModule(const std::vector<int64_t> &ranks, const TrgStepOptions &opts = {},
                            const TrgModel &model = {});

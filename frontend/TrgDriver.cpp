@@ -276,7 +276,9 @@ struct TrgDriver::Impl {
   /// the next run drops twice as many (1, 2, 4, …): deep in a critical run the flow has
   /// left the fixed point, the rounding of the two forwards has grown into different
   /// tensors there, and a spectrum that collapses within a step can put several values
-  /// below tol at once (HOTRG at β_c, χ = 16, step 29: 16 -> 9 in 3 reruns, not 7).
+  /// below tol at once (HOTRG at β_c, χ = 16, step 29: 16 -> 9 in 3 reruns, not 7). The
+  /// step may then drop up to twice as many values as it needed to (at a step whose
+  /// weight in lnZ/N is ~2^-50 or 4^-29 there); one rerun, the common case, drops one.
   TrgResult valueAndGrad(double beta) {
     planFor(beta);
     size_t lastLow = SIZE_MAX;

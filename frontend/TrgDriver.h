@@ -90,11 +90,13 @@ struct TrgOptions {
   /// Hessian for h); needs `second` and a model with a field.
   bool susceptibility = false;
   int64_t chi = 16;
-  /// Steps of a finite lattice of 2^steps sites; with stepsAuto the most steps.
+  /// Steps of a finite lattice of 2^steps sites (HOTRG: 4^steps); with stepsAuto the
+  /// most steps.
   int steps = 20;
   /// Coarse-grain until the infinite lattice's lnZ/N stops changing (docs/trg.md §3.1):
-  /// the run ends with the limit closure 2·ln max|T_N| instead of the torus's trace, and
-  /// stops after the step at which the estimate Σ_{n<N} ln m_n/2^n + 2·ln m_N/2^N has
+  /// the run ends with the limit closure (2·ln m_N + ln‖T_{N+1}‖ − ln‖T_N‖; HOTRG §11)
+  /// instead of the torus's trace, and stops after the step at which the estimate
+  /// Σ_{n<N} ln m_n/2^n + that closure/2^N (HOTRG: 4^n, 4^N) has
   /// changed by ≤ kTrgStepsAutoTol relative kTrgStepsAutoStill times in a row (at most
   /// `steps` steps). Needs a derived schedule (ranks empty).
   bool stepsAuto = false;
@@ -161,7 +163,8 @@ TrgSvd trgSvdUsed(const TrgOptions &o);
 /// o.order and trgSvdUsed(o).
 std::string trgPipeline(const TrgOptions &o);
 
-/// The most TRG steps a run takes: 2^steps sites must be a finite double.
+/// The most TRG steps a run takes: 2^steps sites must be a finite double (HOTRG, whose
+/// steps cover 4^steps sites: half of it).
 inline constexpr int kTrgMaxSteps = 1023;
 /// --steps auto: the most steps (its estimate has converged by ~55 steps at every β
 /// measured, docs/trg.md §3.1), the relative change that counts as none (2^-53, one

@@ -28,7 +28,7 @@ struct TrgRequest {
   double field = 0;              ///< --field h (Ising; units of J)
   bool susceptibility = false;   ///< --susceptibility (implies second)
   int64_t chi = 16;              ///< --chi
-  /// --steps: nullopt = auto (the infinite lattice), or N (2^N sites). With `ranks`
+  /// --steps: nullopt = auto (the infinite lattice), or N (2^N sites; HOTRG 4^N). With `ranks`
   /// given and steps nullopt, the schedule's length.
   std::optional<int64_t> steps;
   /// steps "auto" was given explicitly: with `ranks` the driver refuses it (the schedule

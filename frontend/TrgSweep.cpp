@@ -40,7 +40,7 @@ struct PlanChain {
   ir::Tensor T, prevT;         ///< T_{n+1}, T_n
   std::vector<ir::Tensor> w, prevW; ///< BTRG: their bond weights (wh, wv); TRG: none
   double nu = 0, prevNu = 0;   ///< ln‖T_{n+1}‖, ln‖T_n‖
-  double lnz = 0, prevLnz = 0; ///< Σ_{k≤n} ln m_k/2^k, and Σ_{k<n}
+  double lnz = 0, prevLnz = 0; ///< Σ_{k≤n} ln m_k/b^k, and Σ_{k<n}
   double logm = 0;             ///< ln m_n
   double gamma = 0, prevGamma = 0;           ///< γ_n, γ_{n−1}
   double gammaSize = 0, prevGammaSize = 0;   ///< Σ of |terms| of γ (for its rounding)
@@ -444,7 +444,8 @@ int64_t TrgSweep::countKept(size_t n, double beta, ir::Tensor &T, const std::vec
   if (keep < 1)
     throw Error("error: trg: step " + std::to_string(n + 1) + " (" + std::to_string(dims[n]) +
                 "->?, beta = " + formatDouble(beta) + "): no singular value of Ma and Mb is > tol = " +
-                formatDouble(o.rankTol) + " (the largest are " + formatDouble(sv[3].data[0]) +
+                formatDouble(o.rankTol) + (o.algorithm == TrgAlgorithm::Hotrg ? " (the environments of its two half-steps)" : "") +
+                " (the largest are " + formatDouble(sv[3].data[0]) +
                 " and " + formatDouble(sv[4].data[0]) + ")");
   return keep;
 }

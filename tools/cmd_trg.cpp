@@ -182,8 +182,9 @@ std::string latticeText(const frontend::TrgOptions &o) {
 /// The schedule as given, or how it is derived.
 std::string ranksText(const frontend::TrgOptions &o, const frontend::TrgDriver &drv) {
   if (!o.ranks.empty()) return frontend::formatTrgRanks(drv.ranks()) + " (given)";
-  return "from the spectrum at each beta: min(D^2, chi, rank bound) per step, fewer where "
-         "the step's own SVD has singular values <= " + formatDouble(o.rankTol);
+  return std::string("from the spectrum at each beta: ") +
+         (o.algorithm == frontend::TrgAlgorithm::Hotrg ? "min(D^2, chi)" : "min(D^2, chi, rank bound)") +
+         " per step, fewer where the step's own SVD has singular values <= " + formatDouble(o.rankTol);
 }
 
 /// What the exact columns hold for this model (frontend::trgExactValues).
@@ -555,13 +556,14 @@ void addTrgCommand(CLI::App &app) {
                   "auto (default): the infinite lattice - coarse-grain until lnZ/N stops "
                   "changing in double precision (two steps in a row; at most 80), then sum the "
                   "fixed point's remaining steps in closed form; or N (integer >= 1): a "
-                  "periodic lattice of 2^N sites (e.g. --steps 20: 1048576 sites)")
+                  "periodic lattice of 2^N sites (e.g. --steps 20: 1048576 sites; with "
+                  "--algorithm hotrg 4^N sites)")
       ->check(nonEmpty);
   cmd->add_option("--ranks", args->ranks,
                   "truncation schedule D'_1,...,D'_N (the number of steps is its length; with "
                   "--steps N it must have N entries). Default ('auto'): at "
                   "each beta the value sweep itself decides: min(D^2, chi, exact rank bound) "
-                  "(2,4,4,16,16,... for chi = 16), and where a step's own SVDs keep a singular "
+                  "(2,4,4,16,16,... for chi = 16; HOTRG: min(D^2, chi)), and where a step's own SVDs keep a singular "
                   "value <= 1e-12 that step keeps only those above (compiling the new class)");
   cmd->add_flag("--grad", args->req.grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->req.second,

@@ -462,20 +462,21 @@ struct Agreement {
   /// which gives inf where the einsum's own sum meets inf and −inf (NaN), and NaN·0
   /// where y is empty and the einsum sums nothing (0). A regrouped sum is non-finite
   /// wherever the sum of the products is, though: a value the grads-only program
-  /// computes as NaN or inf must not come out finite after the other passes. For the
-  /// same reason `got` may fail where an op that refuses a non-finite operand (a
-  /// decomposition: "contains NaN or inf") meets a value `want` computed finite.
+  /// computes as NaN or inf must not come out finite after the other passes.
   bool anyNonFinite = false;
   /// `got` may be anything where `want` is NaN. A regrouped sum turns inf − inf (NaN)
   /// into ±inf, and a later op can take that to a finite value (x/inf = 0), so after
-  /// the order pass on non-finite inputs a NaN need not survive.
+  /// the order pass on non-finite inputs a NaN need not survive. For the same reason
+  /// `got` may fail where an op that refuses a non-finite operand (a decomposition:
+  /// "contains NaN or inf") meets a value `want` computed finite (an empty sum's 0
+  /// regrouped into 0·inf).
   bool nanIsAny = false;
 };
 
 /// "" when `got` and `want` agree as `how` says, else what differs.
 std::string compareOutcomes(const Program &p, const Outcome &got, const Outcome &want,
                             Agreement how, const char *gotName, const char *wantName) {
-  if (how.anyNonFinite && got.failed && !got.internal && !want.failed && !want.internal &&
+  if (how.nanIsAny && got.failed && !got.internal && !want.failed && !want.internal &&
       got.error.find("contains NaN or inf") != std::string::npos)
     return "";
   if (got.internal || want.internal || got.failed != want.failed)

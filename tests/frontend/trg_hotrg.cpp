@@ -17,6 +17,7 @@
 #include "frontend/trg_algorithm_checks.h"
 #include "ir/Diagnostics.h"
 #include "ir/Verifier.h"
+#include "runtime/Runtime.h"
 
 using namespace tessel;
 using namespace tessel::frontend;
@@ -156,6 +157,17 @@ TEST_CASE("hotrg: the step program, the weight of a step, and the step limit") {
   int svds = 0;
   for (const ir::Op &op : p.ops) svds += op.kind == ir::OpKind::Svd;
   CHECK(svds == 2); // one environment per axis
+  // The limit closure of an infinite lattice of all-ones tensors (D = 2): every bond sums
+  // 2 values and there are 2 bonds per tensor, f = 2 ln 2, with the weights b = 4 (HOTRG)
+  // and b = 2 (TRG) alike (a b = 2 formula on HOTRG's step would give 6 ln 2).
+  const ir::Tensor ones(ir::Type({2, 2, 2, 2}), std::vector<double>(16, 1.0));
+  for (TrgAlgorithm a : {TrgAlgorithm::Hotrg, TrgAlgorithm::Trg}) {
+    TrgStepOptions c;
+    c.algorithm = a;
+    const double ltail = rt::evaluateReference(buildTrgLimitClosure(2, 1, c), {ones})[0].data[0];
+    INFO("algorithm " << trgAlgorithmName(a) << " ltail " << ltail);
+    CHECK(std::fabs(ltail - 2 * std::log(2.0)) <= 4e-16);
+  }
   CHECK(trgStepSitesLog2(TrgAlgorithm::Hotrg) == 2);
   CHECK(trgStepSitesLog2(TrgAlgorithm::Btrg) == 1);
   CHECK(trgDefaultRanks(16, 4, 2, TrgAlgorithm::Hotrg) == std::vector<int64_t>{4, 16, 16, 16});
