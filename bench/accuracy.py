@@ -1,12 +1,14 @@
-"""Accuracy per second at T_c: TRG against bond-weighted TRG, χ = 8 … 32.
+"""Accuracy per second at T_c: TRG, bond-weighted TRG and higher-order TRG, χ = 8 … 32.
 
     bench/.venv/bin/python bench/accuracy.py [--tessel build/tools/tessel] [--chis 8,16,24,32]
                                              [--repeat 3] [--grad-max 32]
+                                             [--hotrg-chis 8,16,24] [--hotrg-grad-max 16]
 
 For each χ it runs `tessel trg --beta β_c --chi χ --algorithm A --json` (the infinite lattice,
 `--steps auto`) for A = trg and btrg, alternated (trg, btrg, btrg, trg over two rounds, so a
 drift of the machine's load hits both), width 1, OPENBLAS_NUM_THREADS=1: the value alone, then
-with `--grad` (χ ≤ --grad-max). It records the relative error of lnZ/N against Onsager's, the
+with `--grad` (χ ≤ --grad-max). HOTRG (O(χ⁷) per step) runs after them at --hotrg-chis, twice,
+with `--grad` up to --hotrg-grad-max. It records the relative error of lnZ/N against Onsager's, the
 energy's error, the steps the run took and the median of `--repeat` steady runs (the smaller of
 the two rounds' medians). quimb's HOTRG contracts finite lattices only; bench/torus.py compares
 it on a finite torus (docs/trg.md §9 also has an independent numpy BTRG check). Writes
@@ -41,16 +43,20 @@ def main() -> None:
     ap.add_argument("--chis", default="8,16,24,32")
     ap.add_argument("--repeat", type=int, default=3, help="steady runs per configuration")
     ap.add_argument("--grad-max", type=int, default=32, help="largest χ run with --grad")
+    ap.add_argument("--hotrg-chis", default="8,16,24", help="HOTRG's bond dimensions")
+    ap.add_argument("--hotrg-grad-max", type=int, default=16, help="largest χ HOTRG runs with --grad")
     ap.add_argument("--out", default=HERE)
     a = ap.parse_args()
     t0 = time.time()
     rows = []
-    for chi in [int(c) for c in a.chis.split(",")]:
+    plan = [(int(c), ("trg", "btrg", "btrg", "trg"), a.grad_max) for c in a.chis.split(",") if c]
+    plan += [(int(c), ("hotrg", "hotrg"), a.hotrg_grad_max) for c in a.hotrg_chis.split(",") if c]
+    for chi, order, grad_max in plan:
         for grad in (False, True):
-            if grad and chi > a.grad_max:
+            if grad and chi > grad_max:
                 continue
             best: dict[str, dict] = {}
-            for algorithm in ("trg", "btrg", "btrg", "trg"):
+            for algorithm in order:
                 rec = run_trg(a.tessel, chi, algorithm, grad, a.repeat)
                 key = "value_and_grad" if grad else "value"
                 ms = median_ms(rec, key)
@@ -82,7 +88,7 @@ def main() -> None:
         print("accuracy: matplotlib not installed, no plot")
         return
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for algorithm, color in (("trg", "C0"), ("btrg", "C3")):
+    for algorithm, color in (("trg", "C0"), ("btrg", "C3"), ("hotrg", "C2")):
         for grad, style in ((False, "o-"), (True, "s--")):
             pts = sorted((r["ms"] / 1000, r["lnZ_rel_err"], r["chi"]) for r in rows
                          if r["algorithm"] == algorithm and r["grad"] == grad)

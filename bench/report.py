@@ -357,32 +357,30 @@ def _scaling_section() -> list[str]:
 
 
 def _accuracy_section() -> list[str]:
-    """Accuracy per second at T_c, TRG against BTRG (bench/accuracy.py, bench/accuracy.json)."""
+    """Accuracy per second at T_c, TRG, BTRG and HOTRG (bench/accuracy.py, bench/accuracy.json)."""
     ac = _side_run("accuracy.json")
     if ac is None:
         return []
-    L = ["## Accuracy per second at T_c: TRG and bond-weighted TRG", "",
+    L = ["## Accuracy per second at T_c: TRG, bond-weighted TRG and higher-order TRG", "",
          _side_source("accuracy.py", ac) + f"; β = β_c, the infinite lattice (`--steps auto`), width "
          f"{ac.get('width')}, OPENBLAS_NUM_THREADS=1). Each configuration ran twice per algorithm, "
-         "alternated (trg, btrg, btrg, trg); ms = the smaller of the two medians of "
-         f"{ac.get('repeat')} steady runs. Error = |lnZ/N − Onsager| / Onsager; with --grad the "
-         "run takes more steps (the derivative's own convergence, docs/trg.md §3.1), and the "
-         "energy's error is |u − (−√2)|. quimb's HOTRG contracts finite lattices only: it is "
-         "compared on a finite torus in the next section.", "",
-         "| χ | TRG value ms | BTRG value ms | TRG error | BTRG error | TRG value+grad ms | "
-         "BTRG value+grad ms | TRG energy error | BTRG energy error | steps (value, TRG / BTRG) | load |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+         "TRG and BTRG alternated (trg, btrg, btrg, trg), HOTRG after them; ms = the smaller of "
+         f"the two medians of {ac.get('repeat')} steady runs. Error = |lnZ/N − Onsager| / Onsager; "
+         "with --grad the run takes more steps (the derivative's own convergence, docs/trg.md "
+         "§3.1), and the energy's error is |u − (−√2)|. quimb's HOTRG contracts finite lattices "
+         "only: it is compared on a finite torus in the next section.", "",
+         "| χ | algorithm | value ms | lnZ/N error | value+grad ms | energy error | steps (value / value+grad) | load |",
+         "|---|---|---|---|---|---|---|---|"]
     by = {(r["chi"], r["algorithm"], r["grad"]): r for r in ac.get("rows", [])}
-    for chi in sorted({r["chi"] for r in ac.get("rows", [])}):
-        g = lambda a, grad, k, d=None: (by.get((chi, a, grad)) or {}).get(k, d)  # noqa: E731
-        cell = lambda v, n=1: fmt(v, n) if v is not None else "–"  # noqa: E731
-        err = lambda v: f"{v:.2e}" if v is not None else "–"  # noqa: E731
-        load = (g("trg", False, "loadavg") or ["?"])[0]
-        L.append(f"| {chi} | {cell(g('trg', False, 'ms'))} | {cell(g('btrg', False, 'ms'))} | "
-                 f"{err(g('trg', False, 'lnZ_rel_err'))} | {err(g('btrg', False, 'lnZ_rel_err'))} | "
-                 f"{cell(g('trg', True, 'ms'))} | {cell(g('btrg', True, 'ms'))} | "
-                 f"{err(g('trg', True, 'energy_abs_err'))} | {err(g('btrg', True, 'energy_abs_err'))} | "
-                 f"{g('trg', False, 'steps', '–')} / {g('btrg', False, 'steps', '–')} | {load} |")
+    cell = lambda v, n=1: fmt(v, n) if v is not None else "–"  # noqa: E731
+    err = lambda v: f"{v:.2e}" if v is not None else "–"  # noqa: E731
+    for chi, algorithm in sorted({(r["chi"], r["algorithm"]) for r in ac.get("rows", [])},
+                                 key=lambda k: (k[0], ["trg", "btrg", "hotrg"].index(k[1]))):
+        g = lambda grad, k, d=None: (by.get((chi, algorithm, grad)) or {}).get(k, d)  # noqa: E731
+        L.append(f"| {chi} | {algorithm.upper()} | {cell(g(False, 'ms'))} | "
+                 f"{err(g(False, 'lnZ_rel_err'))} | {cell(g(True, 'ms'))} | "
+                 f"{err(g(True, 'energy_abs_err'))} | {g(False, 'steps', '–')} / "
+                 f"{g(True, 'steps', '–')} | {(g(False, 'loadavg') or ['?'])[0]} |")
     L.append("")
     if os.path.exists(os.path.join(HERE, "accuracy.svg")):
         L += ["![relative error of lnZ/N at T_c against time, log-log](bench/accuracy.svg)", ""]
@@ -399,11 +397,15 @@ def _torus_section() -> list[str]:
          _side_source("torus.py", to) + f"; β = β_c, width {to.get('width')}, "
          "OPENBLAS_NUM_THREADS=1). The same side × side periodic lattice in each contender, its "
          "exact lnZ/N from Kaufman's solution (bench/exact_torus.py); tessel `trg --steps "
-         f"2·log2(side)`, median of {to.get('repeat')} steady runs; {quimb}'s finite-lattice "
+         "2·log2(side)` (TRG, BTRG) and `--algorithm hotrg --steps log2(side)`, median of "
+         f"{to.get('repeat')} steady runs; {quimb}'s finite-lattice "
          "`contract_hotrg` (bond dimension χ, no cutoff), the faster of two contractions. quimb "
          "treats every site as a tensor of its own, tessel one tensor per step (translation "
-         "invariance), which is most of the difference in time; HOTRG's truncation is the better "
-         "one at equal χ. Value only.", "",
+         "invariance), which is most of the difference in time. The two HOTRGs cut differently: "
+         "tessel's with Xie et al.'s isometry from the environment of the doubled bond "
+         "(docs/trg.md §11; on the infinite lattice it reproduces an independent numpy HOTRG), "
+         "quimb's `coarse_grain_hotrg` with oblique projectors computed from the two regions the "
+         "bond joins (`compute_oblique_projectors`), the better cut at equal χ. Value only.", "",
          "| torus | contender | χ | ms | relative error of lnZ/N | load |", "|---|---|---|---|---|---|"]
     for r in sorted(to.get("rows", []), key=lambda r: (r["side"], r["contender"], r["chi"])):
         ms = fmt(r["ms"], 1) if r.get("ms") is not None else "failed its check"

@@ -1,12 +1,16 @@
-"""Accuracy per second on a finite torus at T_c: tessel's TRG and BTRG against quimb's HOTRG.
+"""Accuracy per second on a finite torus at T_c: tessel's TRG, BTRG and HOTRG against quimb's HOTRG.
 
     bench/.venv/bin/python bench/torus.py [--tessel build/tools/tessel] [--sides 32,64]
-                                          [--chis 8,16,32] [--quimb-chis 8,16] [--repeat 3]
+                                          [--chis 8,16,32] [--hotrg-chis 8,16,32]
+                                          [--quimb-chis 8,16] [--repeat 3]
 
 quimb contracts a finite lattice site by site, so the comparison is on the same finite torus
 (side × side sites, periodic, β = β_c), where Kaufman's solution is exact (bench/exact_torus.py):
 `tessel trg --steps 2·log2(side)` (2k TRG steps coarse-grain the 2^k × 2^k torus; a test checks
-2×2 and 4×4 against Kaufman to 1e-14) against quimb's `contract_hotrg` (bench/peers/hotrg_quimb.py).
+2×2 and 4×4 against Kaufman to 1e-14), `tessel trg --algorithm hotrg --steps log2(side)` (a HOTRG
+step covers 2×2 sites) and quimb's `contract_hotrg` (bench/peers/hotrg_quimb.py): a HOTRG on
+one tensor per site, whose cuts are oblique projectors from the two regions a bond joins
+where tessel's are Xie et al.'s isometries from one environment (docs/trg.md §11).
 Width 1, OPENBLAS_NUM_THREADS=1. tessel: the median of --repeat steady runs (`--repeat`, after a
 warm-up); quimb: the faster of two contractions (each takes seconds). A contender whose lnZ/N is
 off Kaufman's by more than 1e-3 relative is reported as failing its check, not timed. Writes
@@ -44,6 +48,7 @@ def main() -> None:
     ap.add_argument("--tessel", default=os.path.join(ROOT, "build", "tools", "tessel"))
     ap.add_argument("--sides", default="32,64", help="torus sides, powers of 2")
     ap.add_argument("--chis", default="8,16,32", help="tessel's bond dimensions")
+    ap.add_argument("--hotrg-chis", default="8,16,32", help="tessel's HOTRG bond dimensions (O(χ⁷))")
     ap.add_argument("--quimb-chis", default="8,16", help="quimb's (its HOTRG is O(χ⁷) per site)")
     ap.add_argument("--repeat", type=int, default=3, help="tessel's steady runs per configuration")
     ap.add_argument("--out", default=HERE)
@@ -72,6 +77,11 @@ def main() -> None:
                                             "--algorithm", algorithm, "--repeat", str(a.repeat)])
                 add(side, f"tessel {algorithm}", chi, rec["lnZ_per_site"],
                     trgcli.median_ms(rec, "value") / 1000, rec["loadavg"]["before"])
+        for chi in [int(c) for c in a.hotrg_chis.split(",") if c]:
+            rec = trgcli.run(a.tessel, ["--beta", BETA_C, "--chi", str(chi), "--steps", str(steps // 2),
+                                        "--algorithm", "hotrg", "--repeat", str(a.repeat)])
+            add(side, "tessel hotrg", chi, rec["lnZ_per_site"],
+                trgcli.median_ms(rec, "value") / 1000, rec["loadavg"]["before"])
         if not hotrg_quimb.available():
             print("torus: quimb not installed (bench/install-peers.sh), its rows are left out", flush=True)
             continue
