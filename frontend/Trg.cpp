@@ -121,6 +121,12 @@ void checkBtrgK(double k) {
                 "carry s^((1-k)/2)), got " + ir::text::formatDouble(k));
 }
 
+void checkBtrgKApplies(TrgAlgorithm a) {
+  if (a != TrgAlgorithm::Btrg)
+    throw Error(std::string("error: --btrg-k: the bond-weight exponent is BTRG's; it changes nothing "
+                            "with --algorithm ") + trgAlgorithmName(a) + " (use --algorithm btrg)");
+}
+
 std::vector<std::string> TrgModel::parameters() const {
   if (hasField()) return {"beta", "h"};
   return {"beta"};

@@ -76,6 +76,9 @@ inline constexpr double kBtrgDefaultK = -0.5;
 /// Throws tessel::Error "--btrg-k: ..." for k outside [−1, 1) or not finite: the half-
 /// tensors carry s^((1−k)/2), which must keep a positive power of s.
 void checkBtrgK(double k);
+/// For a --btrg-k that was given: throws tessel::Error "--btrg-k: ... changes nothing with
+/// --algorithm a" unless `a` is BTRG.
+void checkBtrgKApplies(TrgAlgorithm a);
 
 struct TrgStepOptions {
   /// The algorithm of the step and closure programs, and BTRG's exponent k.

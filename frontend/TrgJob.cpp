@@ -51,6 +51,7 @@ TrgOptions trgOptions(const TrgRequest &r) {
   o.mode = parseTrgMode(r.mode);
   o.svd = parseTrgSvd(r.svd);
   o.algorithm = parseTrgAlgorithm(r.algorithm);
+  if (r.btrgKGiven) checkBtrgKApplies(o.algorithm);
   o.btrgK = r.btrgK;
   o.cft = r.cft;
   o.checkpoint = asFlag("--checkpoint", [&] { return passes::parseRematPolicy(r.checkpoint); });

@@ -39,8 +39,9 @@ struct TrgRequest {
   bool second = false;           ///< --second (implies grad)
   std::string secondMode = "forward-over-reverse"; ///< --second-mode
   std::string mode = "staged";   ///< --mode: staged or whole
-  std::string algorithm = "trg"; ///< --algorithm: trg or btrg
+  std::string algorithm = "trg"; ///< --algorithm: trg, btrg or hotrg
   double btrgK = kBtrgDefaultK;  ///< --btrg-k
+  bool btrgKGiven = false;       ///< --btrg-k was given (an error unless the algorithm is btrg)
   bool cft = false;              ///< --cft
   std::string checkpoint = "store"; ///< --checkpoint: store, recompute, save-svd
   std::string order = "pairwise";   ///< --order
@@ -55,7 +56,8 @@ struct TrgRequest {
 /// The driver's options for `r`: names parsed (errors name the flag and the allowed
 /// values), second = second || susceptibility, grad = grad || second, field −0 → 0,
 /// steps auto → stepsAuto with kTrgStepsAutoMax, ranks given without steps → their
-/// count (unless auto was given explicitly). Throws tessel::Error "error: --repeat must be an integer in [0, 1000000], got
+/// count (unless auto was given explicitly). --btrg-k given with another algorithm than
+/// btrg is an error (it would change nothing). Throws tessel::Error "error: --repeat must be an integer in [0, 1000000], got
 /// N", "error: --second-mode: ...", "error: --width ..." and the parsers' errors; χ,
 /// steps, ε and the schedule are checked by the driver (validateTrgOptions).
 TrgOptions trgOptions(const TrgRequest &r);

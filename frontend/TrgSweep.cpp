@@ -214,7 +214,11 @@ void TrgSweep::checkKept(size_t n, const double *s, TrgResult &r) const {
       throw Error("error: trg: step " + std::to_string(n + 1) + " (" + std::to_string(D) +
                   "->" + std::to_string(Dp) + ", beta = " + formatDouble(r.beta) +
                   "): the smallest kept singular value s" + m + "[" + std::to_string(Dp - 1) +
-                  "] = " + formatDouble(s[k]) + " of M" + m + " is <= tol = " +
+                  "] = " + formatDouble(s[k]) +
+                  (o.algorithm == TrgAlgorithm::Hotrg ? " of the environment E" + std::string(m) +
+                                                            " (half-step " + (k == 0 ? "1" : "2") + ")"
+                                                      : " of M" + std::string(m)) +
+                  " is <= tol = " +
                   formatDouble(o.rankTol) +
                   "; it is a zero of the spectrum to rounding and its derivative would be infinite. " +
                   (autoRanks ? "The schedule was derived from the value sweep's SVDs, whose "

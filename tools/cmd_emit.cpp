@@ -25,6 +25,7 @@ struct EmitArgs {
   int64_t chi = 16;
   int steps = 20;
   bool stepsGiven = false;
+  bool btrgKGiven = false;
   std::string ranks;
   double eps = frontend::kTrgSvdEps; // what tessel trg uses
   bool kept = false;
@@ -76,6 +77,7 @@ ir::Program buildProgram(const EmitArgs &a) {
   frontend::TrgStepOptions opts;
   opts.algorithm = frontend::parseTrgAlgorithm(a.algorithm);
   opts.btrgK = a.btrgK;
+  if (a.btrgKGiven) frontend::checkBtrgKApplies(opts.algorithm);
   if (opts.weighted()) {
     frontend::checkBtrgK(a.btrgK);
     if (a.what == "trg-init")
@@ -198,8 +200,9 @@ void addEmitCommand(CLI::App &app) {
                   "also take the bond weights %wh, %wv and the step returns the next ones; "
                   "docs/trg.md section 9) or hotrg (higher-order TRG: the step contracts "
                   "along each axis with the isometries of two environments; section 11)");
-  cmd->add_option("--btrg-k", args->btrgK,
-                  "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG)");
+  CLI::Option *btrgK = cmd->add_option("--btrg-k", args->btrgK,
+                  "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG; an "
+                  "error with another --algorithm)");
   cmd->add_flag("--kept-singular-values", args->kept,
                 "add the output %skept: the smallest kept singular values of Ma and Mb "
                 "(per step), for run-time rank checks");
@@ -213,8 +216,9 @@ void addEmitCommand(CLI::App &app) {
                 "(docs/trg.md section 2.1)");
   cmd->add_option("--format", args->format, "text (default), json or dot");
   cmd->add_option("-o,--output", args->output, "output file (default: stdout)");
-  cmd->callback([args, steps] {
+  cmd->callback([args, steps, btrgK] {
     args->stepsGiven = steps->count() > 0;
+    args->btrgKGiven = btrgK->count() > 0;
     runEmit(*args);
   });
 }

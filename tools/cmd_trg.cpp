@@ -578,8 +578,9 @@ void addTrgCommand(CLI::App &app) {
                   "section 9) or hotrg (higher-order TRG, Xie et al. 2012: O(chi^7) per step, "
                   "a step covers 4 sites, so --steps N is a torus of 4^N sites; 8x more "
                   "accurate than TRG at T_c, chi = 16; docs/trg.md section 11)");
-  cmd->add_option("--btrg-k", args->req.btrgK,
-                  "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG)")
+  CLI::Option *btrgK = cmd->add_option("--btrg-k", args->req.btrgK,
+                  "btrg: the bond-weight exponent k in [-1, 1) (default -0.5; 0 is TRG; an "
+                  "error with another --algorithm)")
       ->check(nonEmpty);
   cmd->add_flag("--cft", args->req.cft,
                 "also the central charge c and the lowest scaling dimensions x of each step's "
@@ -637,9 +638,10 @@ void addTrgCommand(CLI::App &app) {
                           "after grad/checkpoint (default: "
                           "order{strategy=<--order>},pad-sink,cse,dce; grad and checkpoint "
                           "are not allowed: trg runs them itself)");
-  cmd->callback([args, q, repeat, steps] {
+  cmd->callback([args, q, repeat, steps, btrgK] {
     args->qGiven = q->count() > 0;
     args->stepsGiven = steps->count() > 0;
+    args->req.btrgKGiven = btrgK->count() > 0;
     args->repeatGiven = repeat->count() > 0;
     runTrg(*args);
   });

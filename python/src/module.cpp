@@ -532,7 +532,7 @@ NB_MODULE(_tessel, m) {
          double field,
          bool susceptibility, int64_t chi, int steps, bool stepsAuto, bool grad, bool second,
          const std::string &secondMode, const std::string &mode, const std::string &algorithm,
-         double btrgK, bool cft, const std::string &checkpoint, const std::string &order,
+         std::optional<double> btrgK, bool cft, const std::string &checkpoint, const std::string &order,
          const std::string &svd, int width, std::optional<std::vector<int64_t>> ranks,
          int64_t repeat, double eps, int valueCheck, nb::object progress) {
         // The same request, normalised by the same code, as `tessel trg` (frontend/TrgJob.h).
@@ -549,7 +549,8 @@ NB_MODULE(_tessel, m) {
         r.secondMode = secondMode;
         r.mode = mode;
         r.algorithm = algorithm;
-        r.btrgK = btrgK;
+        r.btrgKGiven = btrgK.has_value();
+        if (btrgK) r.btrgK = *btrgK;
         r.cft = cft;
         r.checkpoint = checkpoint;
         r.order = order;
@@ -603,7 +604,7 @@ NB_MODULE(_tessel, m) {
         }
         return out;
       },
-      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "steps_auto"_a, "grad"_a, "second"_a, "second_mode"_a, "mode"_a, "algorithm"_a, "btrg_k"_a, "cft"_a, "checkpoint"_a, "order"_a,
+      "betas"_a, "model"_a, "q"_a.none(), "field"_a, "susceptibility"_a, "chi"_a, "steps"_a, "steps_auto"_a, "grad"_a, "second"_a, "second_mode"_a, "mode"_a, "algorithm"_a, "btrg_k"_a.none(), "cft"_a, "checkpoint"_a, "order"_a,
       "svd"_a, "width"_a, "ranks"_a.none(), "repeat"_a, "eps"_a, "value_check"_a, "progress"_a.none());
 
   bindTracing(m);

@@ -356,13 +356,13 @@ def onsager(beta: float) -> dict[str, Optional[float]]:
 def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising",
         q: Optional[int] = None, field: float = 0.0, susceptibility: bool = False,
         chi: int = 16, steps: Union[None, int, str] = None, grad: bool = False, second: bool = False,
-        second_mode: str = "forward-over-reverse", mode: str = "staged", algorithm: str = "trg", btrg_k: float = -0.5, cft: bool = False,
+        second_mode: str = "forward-over-reverse", mode: str = "staged", algorithm: str = "trg", btrg_k: Optional[float] = None, cft: bool = False,
         checkpoint: str = "store", order: str = "pairwise", svd: str = "truncated",
         width: int = 1, ranks: Union[None, str, Sequence[int]] = None, repeat: int = 0,
         eps: float = _tessel.TRG_SVD_EPS, check_nan: bool = False,
         check_inf: bool = False,
         progress: Union[bool, Callable[..., Any]] = False) -> Union[dict[str, Any], list[dict[str, Any]]]:
-    """TRG (Levin–Nave) or bond-weighted TRG of the 2D Ising model (or the q-state Potts
+    """TRG (Levin–Nave), bond-weighted or higher-order TRG of the 2D Ising model (or the q-state Potts
     model), as ``tessel trg ... --json``.
 
     Compiles and prepares the programs once, then per β computes lnZ/N (and with
@@ -401,7 +401,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             contracts along both axes and cuts each doubled bond with the isometry of its
             environment, O(χ⁷); a step covers 4 sites, so ``steps=N`` is a torus of 4^N
             sites; 8× smaller error than TRG at T_c, χ = 16; docs/trg.md §11).
-        btrg_k: BTRG's bond-weight exponent k in [−1, 1) (default −½; 0 is TRG, bitwise).
+        btrg_k: BTRG's bond-weight exponent k in [−1, 1) (None: −½; 0 is TRG, bitwise); an
+            error with another algorithm, where it would change nothing.
         cft: also ``cft``, one dict per step's tensor T_n: ``step``, ``D``, the central charge
             ``c`` and the lowest scaling dimensions ``x`` (Gu, Wen, PRB 80, 155131 (2009):
             the transfer matrices of cylinders 1 and 2 tensors around; docs/trg.md §10). At a
@@ -466,7 +467,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     for name, v in (("mode", mode), ("checkpoint", checkpoint), ("order", order), ("svd", svd),
                     ("algorithm", algorithm), ("second_mode", second_mode)):
         _check_str(name, v)
-    if isinstance(btrg_k, bool) or not isinstance(btrg_k, (int, float, np.integer, np.floating)):
+    if btrg_k is not None and (isinstance(btrg_k, bool) or
+                               not isinstance(btrg_k, (int, float, np.integer, np.floating))):
         raise Error(f"trg: btrg_k must be a number, got {btrg_k!r}")
     _check_str("model", model)
     if q is not None:
@@ -510,7 +512,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     try:
         reports = _tessel.trg(betas, model, q, float(field), bool(susceptibility), chi,
                               0 if steps_auto else steps, steps_auto, grad, second, second_mode, mode,
-                              algorithm, float(btrg_k), bool(cft), checkpoint, order, svd, width,
+                              algorithm, None if btrg_k is None else float(btrg_k), bool(cft),
+                              checkpoint, order, svd, width,
                               explicit,
                               repeat, float(eps), check, callback)
     except Error as e:

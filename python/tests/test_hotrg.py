@@ -62,3 +62,11 @@ def test_hotrg_infinite_lattice_equals_a_long_numpy_torus():
     r = tessel.trg(0.3, algorithm="hotrg", chi=8, svd="full")
     assert r["lattice"] == "infinite" and r["steps_converged"]
     assert r["lnZ_per_site"] == pytest.approx(numpy_hotrg(0.3, 8, 20), rel=1e-13, abs=0)
+
+
+def test_btrg_k_with_another_algorithm_is_an_error():
+    for algorithm in ("hotrg", "trg"):
+        with pytest.raises(tessel.Error, match=r"btrg_k: the bond-weight exponent is BTRG's; it "
+                                               r"changes nothing with algorithm " + algorithm):
+            tessel.trg(0.4, algorithm=algorithm, btrg_k=0.3, chi=4, steps=2)
+    assert tessel.trg(0.4, algorithm="btrg", btrg_k=0.0, chi=4, steps=2)["btrg_k"] == 0.0
