@@ -511,7 +511,8 @@ std::string compareOutcomes(const Program &p, const Outcome &got, const Outcome 
 // bug, the reference also evaluates a copy of the program in which every such result
 // is perturbed by about its own rounding error: a product y becomes y + δ·(|A|·|B|)
 // (the same product of absolute values, |δ| uniform in [½, 1]·(K + 2)·u with either
-// sign for K summed terms, u = 2⁻⁵³); svd's U and Vt get ±(m + n)·u and s gets
+// sign for K summed terms, u = 2⁻⁵³), and a reduce_sum of K terms y + δ·Σ|x| (the
+// engine adds in another order than the reference's loop); svd's U and Vt get ±(m + n)·u and s gets
 // ±(m + n)·u·Σs; eigh's V gets ±2n·u and w gets ±2n·u·Σ|w| (an eigenvalue is exact to
 // u·‖A‖, not to u·|w_i|: a zero eigenvalue comes out as rounding of either sign); qr's Q
 // gets ±(m + n)·u and R gets ±(m + n)·u·Σ|R|. Each decomposition's operand A also gets
@@ -621,6 +622,14 @@ Program withRoundingNoise(const Program &module, std::mt19937_64 &rng, bool ever
       for (ir::ValueId v : operands) magnitudes.push_back(b.unary(OpKind::Abs, v));
       ir::ValueId size = b.createMulti(op.kind, magnitudes, op.attrs)[0];
       rs[0] = b.add(rs[0], b.mul(noise(types[0], summedTerms(p, op)), size));
+    } else if (op.kind == OpKind::ReduceSum) {
+      // A sum of K terms, added in another order by the engine (vectorised, fused into
+      // its producer) than by the reference's loop: ±(K + 2)·u·Σ|x|.
+      const ir::I64List &axes = op.attrs.getI64s("axes");
+      double terms = 1;
+      for (int64_t d : axes) terms *= static_cast<double>(p.type(op.operands[0]).shape[static_cast<size_t>(d)]);
+      ir::ValueId size = b.reduceSum(b.unary(OpKind::Abs, operands[0]), axes);
+      rs[0] = b.add(rs[0], b.mul(noise(types[0], terms), size));
     } else if (op.kind == OpKind::Svd || op.kind == OpKind::SvdTopk) {
       const ir::Type &a = p.type(op.operands[0]);
       double terms = static_cast<double>(a.shape[0] + a.shape[1]);
