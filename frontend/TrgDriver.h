@@ -179,6 +179,14 @@ inline constexpr int kTrgStepsAutoStill = 2;
 /// (TrgResult::refused). At β = 0.5, χ = 16 the pair reaches it at step 4 or 5.
 inline constexpr double kTrgMinPairGap = 2e-5;
 
+/// At h = 0 the Ising model's lnZ/N is even in h (the spin-flip symmetry): ∂/∂h and
+/// ∂²/∂β∂h are 0, and what AD returns for them is the rounding of the spin-flip-odd
+/// sector. Near T_c every step multiplies that rounding by the magnetic scaling factor
+/// (b^{y_h}, y_h = 15/8; b^{y_h + y_t} for ∂²/∂β∂h), so it can reach 1e-4. Where it is
+/// above kTrgOddTol of the β derivative of the same order (∂/∂β, ∂²/∂β²), the value is
+/// not reported (TrgResult::dhRefused, TrgResult::refused; docs/trg.md §8.1).
+inline constexpr double kTrgOddTol = 1e-10;
+
 /// Throws tessel::Error naming the flag and the allowed values for an invalid option
 /// (chi < 2, steps outside [1, kTrgMaxSteps], width < 1, bad ranks, a field that is not
 /// finite or given to the Potts model, q outside [2, kTrgMaxPottsQ], ...).
@@ -243,6 +251,9 @@ struct TrgResult {
   /// Why ∂²/∂β∂h and ∂²/∂h² are empty although second() ran (a kept pair of singular
   /// values closer than kTrgMinPairGap; docs/trg.md §8.1); empty otherwise.
   std::string refused;
+  /// Why ∂/∂h is empty although the run computed it (at h = 0, above kTrgOddTol of
+  /// ∂/∂β); empty otherwise.
+  std::string dhRefused;
   std::vector<double> logm;      ///< ln m_n per step (m_n = max|T| divided out)
   std::vector<std::array<double, 2>> keptSingularValues; ///< (sa[D'-1], sb[D'-1]) per step
 };

@@ -540,7 +540,9 @@ void addTrgCommand(CLI::App &app) {
                   "also d(lnZ/N)/dh and the magnetization m = (1/beta) d(lnZ/N)/dh (at h = 0 "
                   "only with --second or --svd full: it is 0 there by symmetry), with "
                   "--second also d2(lnZ/N)/dbeta dh (refused, with the reason, where the two "
-                  "ordered states' singular values are tied below T_c)")
+                  "ordered states' singular values are tied below T_c; at h = 0 d/dh and "
+                  "d2/dbeta dh are refused, with their value, where that value, which is "
+                  "rounding, exceeds 1e-10 of d/dbeta or d2/dbeta2: near T_c)")
       ->check(nonEmpty);
   cmd->add_flag("--susceptibility", args->req.susceptibility,
                 "also compute d2(lnZ/N)/dh2 and the susceptibility chi_m = (1/beta) "

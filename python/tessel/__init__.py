@@ -378,7 +378,9 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         field: h of the Ising model. With ``grad`` the report has ``dlnZ_dh`` and the
             magnetization m = (1/β)·∂(lnZ/N)/∂h, with ``second`` also ``d2lnZ_dbeta_dh``;
             ``susceptibility`` adds ``d2lnZ_dh2`` and χ_m = (1/β)·∂²(lnZ/N)/∂h² (one more
-            reverse sweep; implies ``second``).
+            reverse sweep; implies ``second``). A derivative in h that comes out as
+            rounding is None, with the reason in ``refused`` (at h = 0 near T_c: ∂/∂h and
+            ∂²/∂β∂h, 0 by symmetry, above 1e-10 of the β derivative; docs/trg.md §8.1).
         chi: bond dimension χ (≥ 2).
         steps: None or ``"auto"`` (the default: the infinite lattice; coarse-grain until lnZ/N
             stops changing in double precision, at most 80 steps, then sum the fixed
@@ -436,7 +438,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         ``tessel trg --json`` (docs/cli.md, "`tessel trg --json` (JSON Lines)"): ``lnZ_per_site``, ``dlnZ_dbeta``,
         ``energy_per_site``, ``d2lnZ_dbeta2``, ``specific_heat`` and their ``exact_*``,
         ``model``, ``q``, ``field``, ``dlnZ_dh``, ``magnetization``, ``d2lnZ_dbeta_dh``,
-        ``d2lnZ_dh2``, ``susceptibility``,
+        ``d2lnZ_dh2``, ``susceptibility``, ``refused``,
         ``timing_ms`` (compile, prepare, value/value_and_grad/second), ``memory``,
         ``ranks``, ``svd_topk`` counters, ``blas``, ``loadavg``; null fields as None.
         The ``svd_topk`` counters and the peak-RSS window are the process's: two

@@ -176,3 +176,37 @@ TEST_CASE("hotrg: the step program, the weight of a step, and the step limit") {
   bad.steps = 600; // 4^600 sites is not a double
   CHECK_THROWS_WITH_AS(TrgDriver{bad}, doctest::Contains("--steps must be <= 511 with --algorithm hotrg"), Error);
 }
+
+TEST_CASE("hotrg: at h = 0 near T_c the odd h-derivatives are 0 to rounding, or refused with their value") {
+  // lnZ/N is even in h, so d/dh and d2/dbeta dh are 0 at h = 0; what AD returns is the
+  // rounding of the spin-flip-odd sector, which each HOTRG step near T_c multiplies by
+  // ~2^(15/8) (d/dh: 4.6e-14, 6.4e-12, 6.7e-10 at 8, 12, 16 steps, chi = 10) and
+  // ~2^(15/8 + 1) (d2/dbeta dh: 1.4e-11, 3.6e-8, 1.1e-4). Above 1e-10 of the beta
+  // derivative of the same order it is refused, naming the value; d2/dh2 (even) stays.
+  TrgOptions o = hotrg(TrgOptions{});
+  o.chi = 10;
+  o.svd = TrgSvd::Full;
+  o.second = o.grad = o.susceptibility = true;
+  for (int steps : {8, 16}) {
+    INFO("steps = " << steps);
+    o.steps = steps;
+    const TrgResult r = TrgDriver(o).second(kIsingBetaC);
+    REQUIRE(r.dlnZ);
+    REQUIRE(r.d2lnZ);
+    CHECK(r.d2lnZdh2);
+    if (steps == 8) {
+      REQUIRE(r.dlnZdh);
+      REQUIRE(r.d2lnZdbetadh);
+      CHECK(std::fabs(*r.dlnZdh) <= kTrgOddTol * std::fabs(*r.dlnZ));
+      CHECK(std::fabs(*r.d2lnZdbetadh) <= kTrgOddTol * std::fabs(*r.d2lnZ));
+      CHECK(r.refused.empty());
+      CHECK(r.dhRefused.empty());
+    } else {
+      CHECK(!r.dlnZdh);
+      CHECK(!r.d2lnZdbetadh);
+      CHECK(r.dhRefused.find("d/dh refused: 0 by the spin-flip symmetry at h = 0; AD gives ") == 0);
+      CHECK(r.refused.find("d2/dbeta dh refused: 0 by the spin-flip symmetry at h = 0; AD gives ") == 0);
+      CHECK(r.refused.find("d2/dh2 is even in h and computed") != std::string::npos);
+    }
+  }
+}
