@@ -277,6 +277,12 @@ void checkTrgRanks(const std::vector<int64_t> &ranks, int64_t chi, int64_t state
 /// A rank schedule for people: runs of three or more equal ranks as <rank>x<count>
 /// ("2,4,4,16x17").
 std::string formatTrgRanks(const std::vector<int64_t> &ranks);
+/// The schedule a flag gives, in formatTrgRanks' words: comma-separated entries, each a
+/// rank or <rank>x<count> ("2,4,4,16x17" is 20 steps), so a report's schedule can be
+/// passed back. Throws Error naming `flag` for an entry that is neither, a count < 1,
+/// an empty list, or more entries in all than a run has steps (kTrgMaxSteps). The ranks'
+/// values are checkTrgRanks' to judge.
+std::vector<int64_t> parseTrgRanks(const std::string &text, const std::string &flag);
 
 /// "trg_step_16_16" — the name of the step-class program D -> D'.
 std::string trgStepName(int64_t din, int64_t dout);

@@ -14,6 +14,8 @@
 #include "frontend/TrgDriver.h"
 #include "ir/Diagnostics.h"
 #include "ir/TextUtil.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "passes/PassManager.h"
 
 namespace tessel::frontend {
@@ -66,6 +68,10 @@ void validateTrgOptions(const TrgOptions &o) {
     throw Error("error: --steps must be an integer >= 1 (or auto), got " + std::to_string(o.steps));
   // The lattice's 2^(steps·sitesLog2) sites must be a finite double.
   const int maxSteps = kTrgMaxSteps / trgStepSitesLog2(o.algorithm);
+  if (static_cast<int64_t>(o.ranks.size()) > maxSteps)
+    throw Error("error: --ranks has " + std::to_string(o.ranks.size()) + " entries (one per step), more than the " +
+                std::to_string(maxSteps) + " steps a run can have" +
+                (o.algorithm == TrgAlgorithm::Hotrg ? " with --algorithm hotrg" : ""));
   if (o.steps > maxSteps)
     throw Error("error: --steps must be <= " + std::to_string(maxSteps) +
                 (o.algorithm == TrgAlgorithm::Hotrg ? " with --algorithm hotrg" : "") + ", got " +
@@ -181,6 +187,28 @@ std::string formatTrgRanks(const std::vector<int64_t> &r) {
     }
   }
   return s;
+}
+
+std::vector<int64_t> parseTrgRanks(const std::string &text, const std::string &flag) {
+  auto bad = [&](llvm::StringRef item, const std::string &why) {
+    return Error("error: " + flag + ": '" + ir::text::clipForMessage(item) + "' " + why);
+  };
+  llvm::SmallVector<llvm::StringRef, 16> items;
+  llvm::StringRef(text).split(items, ',', -1, /*KeepEmpty=*/true);
+  std::vector<int64_t> ranks;
+  for (llvm::StringRef item : items) {
+    auto [rankText, countText] = item.split('x');
+    long long rank = 0, count = 1;
+    if (rankText.trim().getAsInteger(10, rank) ||
+        (item.contains('x') && countText.trim().getAsInteger(10, count)))
+      throw bad(item, "is not a rank (an integer, or <rank>x<count>: 2,4,4,16x17 is 20 steps)");
+    if (count < 1) throw bad(item, "repeats a rank " + std::to_string(count) + " times (the count must be >= 1)");
+    if (count > kTrgMaxSteps - static_cast<long long>(ranks.size()))
+      throw Error("error: " + flag + ": more than " + std::to_string(kTrgMaxSteps) +
+                  " entries (one per step; a run has at most " + std::to_string(kTrgMaxSteps) + " steps)");
+    ranks.insert(ranks.end(), static_cast<size_t>(count), static_cast<int64_t>(rank));
+  }
+  return ranks;
 }
 
 } // namespace tessel::frontend

@@ -109,7 +109,23 @@ std::string percentName(llvm::StringRef name) {
   return "%" + (isBareName(name) ? clipForMessage(name) : quoteString(clipForMessage(name)));
 }
 
-std::string clipLongLines(llvm::StringRef msg, size_t max) {
+std::string clipLongLines(llvm::StringRef raw, size_t max) {
+  // Control bytes other than newline and tab (a terminal escape sequence in a flag's
+  // value, a NUL, a carriage return that would overwrite the line) are shown as \xNN.
+  std::string escaped;
+  escaped.reserve(raw.size());
+  for (char ch : raw) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && ch != '\n' && ch != '\t') || c == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      escaped += "\\x";
+      escaped += hex[c >> 4];
+      escaped += hex[c & 15];
+    } else {
+      escaped += ch;
+    }
+  }
+  llvm::StringRef msg = escaped;
   std::string out;
   const size_t half = max / 2;
   while (!msg.empty()) {

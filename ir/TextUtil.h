@@ -75,7 +75,8 @@ std::string clipForMessage(llvm::StringRef s, size_t max = 64);
 /// `msg` with every line longer than `max` bytes cut to its first and last max/2 bytes
 /// (at UTF-8 boundaries) around " ...(N-byte line clipped)... ": the last guard that keeps
 /// a diagnostic a few short lines whatever a flag or a name held, with the end of each
-/// line (often what to do) kept.
+/// line (often what to do) kept. Control bytes other than newline and tab come out as
+/// \xNN (a terminal escape sequence in a flag's value is shown, not run).
 std::string clipLongLines(llvm::StringRef msg, size_t max = 480);
 
 /// Byte offset of the first '[' or '{' of the JSON text `s` that opens a level deeper

@@ -7,9 +7,9 @@
 //   tessel emit trg ... --staged             the same as a module: functions, calls, scans
 //
 //===----------------------------------------------------------------------===//
-#include <sstream>
 
 #include "frontend/Trg.h"
+#include "frontend/TrgDriver.h"
 #include "ir/Json.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -36,27 +36,6 @@ struct EmitArgs {
   std::string format = "text";
   std::string output = "-";
 };
-
-std::vector<int64_t> parseRanks(const std::string &s, const char *flag) {
-  std::vector<int64_t> r;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t pos = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &pos);
-    } catch (...) {
-      pos = 0;
-    }
-    if (pos == 0 || pos != item.size())
-      throw Error(std::string("error: ") + flag + ": '" + item +
-                  "' is not an integer (expected a comma-separated list such as 2,4,4,16)");
-    r.push_back(v);
-  }
-  if (r.empty()) throw Error(std::string("error: ") + flag + ": empty list");
-  return r;
-}
 
 void requirePositive(int64_t v, const char *flag) {
   if (v < 1)
@@ -113,12 +92,21 @@ ir::Program buildProgram(const EmitArgs &a) {
   if (a.what == "trg") {
     if (a.chi < 2) throw Error("error: --chi must be >= 2, got " + std::to_string(a.chi));
     if (a.steps < 1) throw Error("error: --steps must be >= 1, got " + std::to_string(a.steps));
+    // As tessel trg: the lattice's sites must be a finite double.
+    const int maxSteps = frontend::kTrgMaxSteps / frontend::trgStepSitesLog2(opts.algorithm);
+    const std::string withAlgorithm = opts.algorithm == frontend::TrgAlgorithm::Hotrg ? " with --algorithm hotrg" : "";
+    if (a.steps > maxSteps)
+      throw Error("error: --steps must be <= " + std::to_string(maxSteps) + withAlgorithm + ", got " +
+                  std::to_string(a.steps));
     std::vector<int64_t> ranks = a.ranks.empty()
                                      ? frontend::trgDefaultRanks(a.chi, a.steps, model.states(), opts.algorithm)
-                                     : parseRanks(a.ranks, "--ranks");
+                                     : frontend::parseTrgRanks(a.ranks, "--ranks");
     if (!a.ranks.empty() && a.stepsGiven && static_cast<int>(ranks.size()) != a.steps)
       throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries but --steps is " +
                   std::to_string(a.steps));
+    if (static_cast<int64_t>(ranks.size()) > maxSteps)
+      throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries (one per step), more than the " +
+                  std::to_string(maxSteps) + " steps a run can have" + withAlgorithm);
     frontend::checkTrgRanks(ranks, a.chi, model.states());
     return a.staged ? frontend::buildTrgModule(ranks, opts, model)
                     : frontend::buildTrgWhole(ranks, opts, model);

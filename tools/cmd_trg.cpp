@@ -136,8 +136,7 @@ frontend::TrgOptions makeOptions(const TrgArgs &a) {
   // does for tessel.trg (chi, steps, width, eps and ranks are checked by the driver).
   frontend::TrgRequest r = a.req;
   if (a.qGiven) r.q = a.q;
-  if (!a.ranks.empty() && a.ranks != "auto")
-    for (const std::string &s : splitOn(a.ranks, ',')) r.ranks.push_back(parseIntArg(s, "--ranks"));
+  if (!a.ranks.empty() && a.ranks != "auto") r.ranks = frontend::parseTrgRanks(a.ranks, "--ranks");
   if (a.steps != "auto") r.steps = parseIntArg(a.steps, "--steps");
   r.stepsAutoGiven = a.steps == "auto" && a.stepsGiven;
   r.valueCheck = a.prepareFlags.value();
@@ -563,7 +562,8 @@ void addTrgCommand(CLI::App &app) {
       ->check(nonEmpty);
   cmd->add_option("--ranks", args->ranks,
                   "truncation schedule D'_1,...,D'_N (the number of steps is its length; with "
-                  "--steps N it must have N entries). Default ('auto'): at "
+                  "--steps N it must have N entries; DxK repeats D K times, as the report "
+                  "prints it: 2,4,4,16x17). Default ('auto'): at "
                   "each beta the value sweep itself decides: min(D^2, chi, exact rank bound) "
                   "(2,4,4,16,16,... for chi = 16; HOTRG: min(D^2, chi)), and where a step's own SVDs keep a singular "
                   "value <= 1e-12 that step keeps only those above (compiling the new class)");

@@ -472,6 +472,21 @@ TEST_CASE("trg driver: a kept exact zero singular value stops the run, naming th
   CHECK_THROWS_WITH_AS(parseTrgMode("fast"), doctest::Contains("allowed: staged, whole"), Error);
 }
 
+TEST_CASE("trg driver: a schedule as the report prints it reads back as the same ranks") {
+  const std::vector<int64_t> r = {4, 10, 10, 10, 10, 9, 9, 9, 2, 2};
+  CHECK(formatTrgRanks(r) == "4,10x4,9x3,2,2");
+  CHECK(parseTrgRanks(formatTrgRanks(r), "--ranks") == r);
+  CHECK(parseTrgRanks(formatTrgRanks(trgDefaultRanks(16, 20)), "--ranks") == trgDefaultRanks(16, 20));
+  CHECK(parseTrgRanks(" 2, 16x2", "--ranks") == std::vector<int64_t>{2, 16, 16});
+  CHECK_THROWS_WITH_AS(parseTrgRanks("2,,4", "--ranks"), "error: --ranks: '' is not a rank (an integer, or "
+                       "<rank>x<count>: 2,4,4,16x17 is 20 steps)", Error);
+  for (const char *bad : {"4x", "x4", "4x2x2", "4.5", "four", ""})
+    CHECK_THROWS_WITH_AS(parseTrgRanks(bad, "--ranks"), doctest::Contains("is not a rank"), Error);
+  CHECK_THROWS_WITH_AS(parseTrgRanks("4x-1", "--ranks"), doctest::Contains("the count must be >= 1"), Error);
+  CHECK_THROWS_WITH_AS(parseTrgRanks("2,4x1023", "--ranks"), doctest::Contains("more than 1023 entries"), Error);
+  CHECK(parseTrgRanks("2,4x1022", "--ranks").size() == 1023);
+}
+
 TEST_CASE("trg driver: the schedule from singular values (docs/trg.md §2.4)") {
   // At moderate beta the value-derived schedule is the default rule's.
   for (double beta : {0.3, 0.5})

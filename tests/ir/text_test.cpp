@@ -560,6 +560,9 @@ TEST_CASE("text helpers: clipped names and the JSON nesting scan") {
   // Brackets inside strings (escaped quotes included) do not count.
   CHECK(text::findJsonNestingBeyond("[\"[[[\\\"[[[\", [1]]", 2) == std::nullopt);
   CHECK(text::findJsonNestingBeyond(std::string(100000, '['), 64) == 64u);
+  // The last guard of a diagnostic shows control bytes (not newline and tab) as \xNN.
+  CHECK(text::clipLongLines("error: 'a\x1b[31mb\rc\x7f'\n\tnext") == "error: 'a\\x1b[31mb\\x0dc\\x7f'\n\tnext");
+  CHECK(text::clipLongLines(std::string("x\0y", 3)) == "x\\x00y");
 }
 
 TEST_CASE("parser: parseType") {

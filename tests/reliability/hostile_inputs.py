@@ -561,6 +561,22 @@ CASES = [
          {"u.json": json_prog(X2, '[{"op": "constant", "operands": [], "results": [{"name": "c", "type": '
                                   '"f64[2]"}], "attrs": {"value": {"type": "f64[2]", "data": [1e-400, 2]}}}]',
                               '["c"]')}),
+    # Control bytes in a flag's value are shown as \xNN, never written raw to a terminal.
+    Case("trg-algorithm-escape-sequence", "cli", "an ANSI escape sequence in --algorithm reached the terminal",
+         ["trg", "--algorithm", "a\x1b[31mb\rc\x7f", "--beta", "0.4"],
+         r"error: --algorithm: unknown algorithm 'a\\x1b\[31mb\\x0dc\\x7f'"),
+    Case("trg-ranks-escape-sequence", "cli", "a control byte in --ranks was echoed raw",
+         ["trg", "--ranks", "2,4\x1b[2J", "--beta", "0.4"],
+         r"error: --ranks: '4\\x1b\[2J' is not a rank"),
+    Case("cli-unknown-flag-escape-sequence", "cli", "CLI11's own message quoted a control byte raw",
+         ["trg", "--be\x1bta", "0.4"], r"^error: .*\\x1b"),
+    Case("trg-ranks-huge-count", "trg", "--ranks 4x(10^11) would allocate 10^11 ranks",
+         ["trg", "--ranks", "4x99999999999", "--beta", "0.4"],
+         r"error: --ranks: more than 1023 entries \(one per step; a run has at most 1023 steps\)"),
+    Case("trg-ranks-too-long-hotrg", "trg", "a too-long --ranks was blamed on --steps, which was not given",
+         ["trg", "--algorithm", "hotrg", "--ranks", "4x600", "--beta", "0.4"],
+         r"error: --ranks has 600 entries \(one per step\), more than the 511 steps a run can have with "
+         r"--algorithm hotrg"),
     Case("trg-chi-int64-overflow", "trg", "--chi 99999999999999999999 ran with chi = 2^63 - 1",
          ["trg", "--chi", "99999999999999999999", "--beta", "0.4"],
          Exact("error: --chi: 99999999999999999999 is out of the range of a 64-bit integer\n"
@@ -664,6 +680,8 @@ def run_case(tessel, case, limit_memory, verbose):
             problems.append("stderr does not match /%s/" % case.expect)
         if not ERROR_TAG.match(err):
             problems.append("stderr does not start with 'error: ' or '<where>: error: '")
+        if re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", p.stderr):
+            problems.append("stderr holds a raw control byte (a terminal would act on it)")
         if len(p.stderr) > MAX_STDERR:
             problems.append("stderr has %d bytes (at most %d: a diagnostic stays readable)" % (
                 len(p.stderr), MAX_STDERR))
