@@ -283,6 +283,10 @@ std::string formatTrgRanks(const std::vector<int64_t> &ranks);
 /// an empty list, or more entries in all than a run has steps (kTrgMaxSteps). The ranks'
 /// values are checkTrgRanks' to judge.
 std::vector<int64_t> parseTrgRanks(const std::string &text, const std::string &flag);
+/// Throws Error naming `flag` ("--steps", or "--ranks" for a schedule of that length)
+/// where `steps` exceeds what algorithm `a` allows: 2^(steps·trgStepSitesLog2(a)) sites
+/// must be a finite double (1023 TRG or BTRG steps, 511 HOTRG steps).
+void checkTrgStepCount(int64_t steps, TrgAlgorithm a, const std::string &flag);
 
 /// "trg_step_16_16" — the name of the step-class program D -> D'.
 std::string trgStepName(int64_t din, int64_t dout);

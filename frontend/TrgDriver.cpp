@@ -234,21 +234,24 @@ struct TrgDriver::Impl {
       return odd && even && !(std::fabs(*odd) <= kTrgOddTol * std::fabs(*even));
     };
     auto why = [](const std::optional<double> &odd, const std::optional<double> &even, const char *what,
-                  const char *scaling) {
+                  const std::string &scaling) {
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%.3g (%.2g of ", *odd, std::fabs(*odd / *even));
+      std::snprintf(buf, sizeof buf, "%.3g (%.3g of ", *odd, std::fabs(*odd / *even));
       return std::string("0 by the spin-flip symmetry at h = 0; AD gives ") + buf + what + ", above " +
              formatDouble(kTrgOddTol) +
              "): rounding of the spin-flip-odd sector, which each step near T_c multiplies by " + scaling +
              " (docs/trg.md section 8.1)";
     };
+    // b: the length scale of a step (√2 for TRG and BTRG, 2 for HOTRG).
+    const std::string b = o.sitesLog2() == 2 ? "2" : "sqrt(2)";
     if (tooLarge(r.dlnZdh, r.dlnZ)) {
-      r.dhRefused = "d/dh refused: " + why(r.dlnZdh, r.dlnZ, "d/dbeta", "the magnetic scaling factor b^(15/8)");
+      r.dhRefused = "d/dh refused: " + why(r.dlnZdh, r.dlnZ, "d/dbeta",
+                                           "up to the magnetic scaling factor " + b + "^(15/8)");
       r.dlnZdh.reset();
     }
     if (tooLarge(r.d2lnZdbetadh, r.d2lnZ)) {
       r.refused = "d2/dbeta dh refused: " +
-                  why(r.d2lnZdbetadh, r.d2lnZ, "d2/dbeta2", "b^(15/8 + 1) (magnetic and thermal)") +
+                  why(r.d2lnZdbetadh, r.d2lnZ, "d2/dbeta2", "up to " + b + "^(15/8 + 1) (magnetic and thermal)") +
                   (o.susceptibility ? "; d2/dh2 is even in h and computed" : "");
       r.d2lnZdbetadh.reset();
     }

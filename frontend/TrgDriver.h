@@ -249,7 +249,8 @@ struct TrgResult {
   std::optional<double> d2lnZdbetadh; ///< ∂²(lnZ/N)/∂β∂h (second)
   std::optional<double> d2lnZdh2;     ///< ∂²(lnZ/N)/∂h² (second with susceptibility)
   /// Why ∂²/∂β∂h and ∂²/∂h² are empty although second() ran (a kept pair of singular
-  /// values closer than kTrgMinPairGap; docs/trg.md §8.1); empty otherwise.
+  /// values closer than kTrgMinPairGap), or ∂²/∂β∂h alone (at h = 0, above kTrgOddTol);
+  /// docs/trg.md §8.1; empty otherwise.
   std::string refused;
   /// Why ∂/∂h is empty although the run computed it (at h = 0, above kTrgOddTol of
   /// ∂/∂β); empty otherwise.

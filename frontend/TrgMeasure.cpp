@@ -264,15 +264,15 @@ std::vector<TrgColumn> trgPhysicsColumns(const TrgBetaMeasurement &m, const TrgO
       col("susceptibility", m.susceptibility(), "susceptibility", "(chi_m = (1/beta) d2(lnZ/N)/dh2)")};
   for (TrgColumn &c : cols) {
     const std::string name = c.name;
-    const std::string &dhRefused = !m.grad.dhRefused.empty() ? m.grad.dhRefused : m.second.dhRefused;
-    if (name == "dlnZ_dh" && !dh && d1 && !dhRefused.empty()) {
-      c.absent = dhRefused;
+    // ∂/∂h is the first-order run's (m.grad: a copy of m.second where only that ran).
+    if (name == "dlnZ_dh" && !dh && d1 && !m.grad.dhRefused.empty()) {
+      c.absent = m.grad.dhRefused;
       c.absentLabel = "refused";
     } else if (name == "dlnZ_dh" && !dh && d1 && opts.model.hasField())
       c.absent = "not computed at h = 0 with svd_topk (0 by symmetry; its tolerance breaks the symmetry "
                  "below T_c: --second or --svd full computes it, docs/trg.md section 8.1)";
-    // Second order refuses both h-derivatives at once (TrgResult::refused); the table
-    // says so on the first of their rows.
+    // Second order's refusal (TrgResult::refused: both h-derivatives, or ∂²/∂β∂h alone at
+    // h = 0) stands on the ∂²/∂β∂h row.
     if (name == "d2lnZ_dbeta_dh" && !m.second.refused.empty()) {
       c.absent = m.second.refused;
       c.absentLabel = "refused";
@@ -399,7 +399,7 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["ranks_probe_ms"] =
       ctx.ranksProbeMs >= 0 ? nlohmann::json(roundToMicroseconds(ctx.ranksProbeMs)) : nlohmann::json(nullptr);
   for (const TrgColumn &c : trgPhysicsColumns(m, opts)) j[c.name] = optNumber(c.value);
-  std::string refused = m.grad.dhRefused.empty() ? m.second.dhRefused : m.grad.dhRefused;
+  std::string refused = m.grad.dhRefused;
   if (!m.second.refused.empty()) refused += (refused.empty() ? "" : "; ") + m.second.refused;
   j["refused"] = refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(refused);
   nlohmann::json t;

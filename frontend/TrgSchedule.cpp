@@ -61,26 +61,29 @@ std::string trgPipeline(const TrgOptions &o) {
   return o.pipeline.empty() ? defaultTrgPipeline(o.order, trgSvdUsed(o)) : o.pipeline;
 }
 
+void checkTrgStepCount(int64_t steps, TrgAlgorithm a, const std::string &flag) {
+  // The lattice's 2^(steps·sitesLog2) sites must be a finite double.
+  const int maxSteps = kTrgMaxSteps / trgStepSitesLog2(a);
+  if (steps <= maxSteps) return;
+  const bool hotrg = a == TrgAlgorithm::Hotrg;
+  const std::string with = hotrg ? " with --algorithm hotrg" : "";
+  const std::string why = std::string(" (the lattice's ") + (hotrg ? "4" : "2") +
+                          "^steps sites must be a finite double; beyond ~" + (hotrg ? "30" : "60") +
+                          " steps lnZ/N no longer changes in double precision)";
+  if (flag == "--ranks")
+    throw Error("error: --ranks has " + std::to_string(steps) + " entries (one per step), more than the " +
+                std::to_string(maxSteps) + " steps a run can have" + with + why);
+  throw Error("error: " + flag + " must be <= " + std::to_string(maxSteps) + with + ", got " +
+              std::to_string(steps) + why);
+}
+
 void validateTrgOptions(const TrgOptions &o) {
   if (o.chi < 2)
     throw Error("error: --chi must be an integer >= 2, got " + std::to_string(o.chi));
   if (o.steps < 1)
     throw Error("error: --steps must be an integer >= 1 (or auto), got " + std::to_string(o.steps));
-  // The lattice's 2^(steps·sitesLog2) sites must be a finite double.
-  const int maxSteps = kTrgMaxSteps / trgStepSitesLog2(o.algorithm);
-  if (static_cast<int64_t>(o.ranks.size()) > maxSteps)
-    throw Error("error: --ranks has " + std::to_string(o.ranks.size()) + " entries (one per step), more than the " +
-                std::to_string(maxSteps) + " steps a run can have" +
-                (o.algorithm == TrgAlgorithm::Hotrg ? " with --algorithm hotrg" : ""));
-  if (o.steps > maxSteps)
-    throw Error("error: --steps must be <= " + std::to_string(maxSteps) +
-                (o.algorithm == TrgAlgorithm::Hotrg ? " with --algorithm hotrg" : "") + ", got " +
-                std::to_string(o.steps) +
-                (o.algorithm == TrgAlgorithm::Hotrg
-                     ? " (the lattice's 4^steps sites must be a finite double; beyond ~30 steps "
-                       "lnZ/N no longer changes in double precision)"
-                     : " (the lattice's 2^steps sites must be a finite double; beyond ~60 steps "
-                       "lnZ/N no longer changes in double precision)"));
+  if (!o.ranks.empty()) checkTrgStepCount(static_cast<int64_t>(o.ranks.size()), o.algorithm, "--ranks");
+  checkTrgStepCount(o.steps, o.algorithm, "--steps");
   if (o.width < 1)
     throw Error("error: --width must be an integer >= 1, got " + std::to_string(o.width));
   if (o.algorithm == TrgAlgorithm::Btrg) checkBtrgK(o.btrgK);
@@ -198,14 +201,23 @@ std::vector<int64_t> parseTrgRanks(const std::string &text, const std::string &f
   std::vector<int64_t> ranks;
   for (llvm::StringRef item : items) {
     auto [rankText, countText] = item.split('x');
+    // An integer of digits, with a sign, but too long for 64 bits is out of range, not "not a rank".
+    auto integer = [&](llvm::StringRef t, long long &v) {
+      t = t.trim();
+      if (!t.getAsInteger(10, v)) return true;
+      llvm::StringRef digits = t.startswith("-") || t.startswith("+") ? t.drop_front() : t;
+      if (!digits.empty() && digits.find_first_not_of("0123456789") == llvm::StringRef::npos)
+        throw bad(item, "is out of the range of a 64-bit integer");
+      return false;
+    };
     long long rank = 0, count = 1;
-    if (rankText.trim().getAsInteger(10, rank) ||
-        (item.contains('x') && countText.trim().getAsInteger(10, count)))
+    if (!integer(rankText, rank) || (item.contains('x') && !integer(countText, count)))
       throw bad(item, "is not a rank (an integer, or <rank>x<count>: 2,4,4,16x17 is 20 steps)");
     if (count < 1) throw bad(item, "repeats a rank " + std::to_string(count) + " times (the count must be >= 1)");
+    // The most steps any algorithm allows (checkTrgStepCount judges the algorithm's own).
     if (count > kTrgMaxSteps - static_cast<long long>(ranks.size()))
       throw Error("error: " + flag + ": more than " + std::to_string(kTrgMaxSteps) +
-                  " entries (one per step; a run has at most " + std::to_string(kTrgMaxSteps) + " steps)");
+                  " entries (one per step; no run has more than " + std::to_string(kTrgMaxSteps) + " steps)");
     ranks.insert(ranks.end(), static_cast<size_t>(count), static_cast<int64_t>(rank));
   }
   return ranks;

@@ -82,9 +82,13 @@ std::string echoSourceLine(llvm::StringRef text, size_t lineStart) {
   std::string out;
   for (size_t i = 0; i < raw.size();) {
     size_t n = utf8SequenceLength(raw, i);
-    if (n == 0) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    // An invalid byte or a control character (not a tab) takes one column as '?', so the
+    // caret line below stays aligned.
+    if (n == 0 || (c < 0x20 && c != '\t') || c == 0x7f ||
+        (n == 2 && c == 0xC2 && static_cast<unsigned char>(raw[i + 1]) < 0xA0)) {
       out += '?';
-      ++i;
+      i += n == 0 ? 1 : n;
     } else {
       out.append(raw.data() + i, n);
       i += n;
@@ -112,17 +116,28 @@ std::string percentName(llvm::StringRef name) {
 std::string clipLongLines(llvm::StringRef raw, size_t max) {
   // Control bytes other than newline and tab (a terminal escape sequence in a flag's
   // value, a NUL, a carriage return that would overwrite the line) are shown as \xNN.
+  // Invalid UTF-8 bytes (a lone 0x9B is an 8-bit CSI) are \xNN too, and the C1 control
+  // characters U+0080..U+009F \u00NN.
+  static const char hex[] = "0123456789abcdef";
+  auto byteEscape = [&](std::string &out, const char *prefix, unsigned char c) {
+    out += prefix;
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
   std::string escaped;
   escaped.reserve(raw.size());
-  for (char ch : raw) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && ch != '\n' && ch != '\t') || c == 0x7f) {
-      static const char hex[] = "0123456789abcdef";
-      escaped += "\\x";
-      escaped += hex[c >> 4];
-      escaped += hex[c & 15];
+  for (size_t i = 0; i < raw.size();) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    const size_t n = utf8SequenceLength(raw, i);
+    if (n == 0 || (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      byteEscape(escaped, "\\x", c);
+      ++i;
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(raw[i + 1]) < 0xA0) {
+      byteEscape(escaped, "\\u00", static_cast<unsigned char>(raw[i + 1]));
+      i += 2;
     } else {
-      escaped += ch;
+      escaped.append(raw.data() + i, n);
+      i += n;
     }
   }
   llvm::StringRef msg = escaped;

@@ -63,7 +63,8 @@ size_t utf8SequenceLength(llvm::StringRef s, size_t i);
 
 /// The source line of `text` that starts at byte `lineStart`, ready to echo under a
 /// diagnostic: without its line ending ("\n" or "\r\n"), one '?' per byte that is
-/// not valid UTF-8 (so the caret stays aligned and the message stays valid UTF-8).
+/// not valid UTF-8 and per control character other than a tab (so the caret stays
+/// aligned, the message stays valid UTF-8 and nothing in it drives the terminal).
 /// formatDiagnostic shows only a window of a long line around the caret.
 std::string echoSourceLine(llvm::StringRef text, size_t lineStart);
 
@@ -75,8 +76,9 @@ std::string clipForMessage(llvm::StringRef s, size_t max = 64);
 /// `msg` with every line longer than `max` bytes cut to its first and last max/2 bytes
 /// (at UTF-8 boundaries) around " ...(N-byte line clipped)... ": the last guard that keeps
 /// a diagnostic a few short lines whatever a flag or a name held, with the end of each
-/// line (often what to do) kept. Control bytes other than newline and tab come out as
-/// \xNN (a terminal escape sequence in a flag's value is shown, not run).
+/// line (often what to do) kept. Control bytes other than newline and tab, and bytes
+/// that are not UTF-8, come out as \xNN, the C1 controls U+0080..U+009F as \u00NN (a
+/// terminal escape sequence in a flag's value is shown, not run).
 std::string clipLongLines(llvm::StringRef msg, size_t max = 480);
 
 /// Byte offset of the first '[' or '{' of the JSON text `s` that opens a level deeper

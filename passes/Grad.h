@@ -38,9 +38,11 @@ struct GradOptions {
   /// couples two kept triplets without 1/(s_j − s_i) (docs/trg.md §5, "A bond gauge"),
   /// which keeps a gauge-invariant first derivative exact where a kept pair is tied to
   /// rounding (below T_c: ∂(lnZ/N)/∂h = 0 to 1e-15 instead of 1e-8). That form equals
-  /// the general one only for cotangents the promise constrains, so its own derivative is
-  /// not the rule's: those ops get gauge = "bond-vjp", and grad refuses to differentiate
-  /// a program that has one (differentiate the original twice without this option).
+  /// the general one only for cotangents the promise constrains; its own derivative is
+  /// the rule's only along inputs that keep the promise (measured equal for TRG, not
+  /// proved for any program): those ops get gauge = "bond-vjp", and grad refuses to
+  /// differentiate a program that has one (differentiate the original twice without this
+  /// option).
   bool bondGauge = false;
   /// With vjp: the outputs that get a cotangent input (empty = all); the others count as
   /// having a zero cotangent and get none. How a call's VJP function leaves out the

@@ -2,6 +2,8 @@
 # Sanitizer runs, each in its own build directory via CMakePresets.json:
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer): the unit tests,
 #         the lit golden tests and the hostile-input suite (ctest: unit, lit, reliability);
+#         its test preset sets TESSEL_SKIP_SLOW_TESTS=1, which skips the one-minute HOTRG
+#         chi = 32 accuracy case (the chi = 16 case runs the same code);
 #   tsan  ThreadSanitizer: the engine's threaded tests (ctest label "engine").
 # Usage: scripts/test-sanitizers.sh [asan] [tsan]   (default: both)
 # Builds with -j2 (the machine is shared); setup.sh installs the packages first.

@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Trg.h"
-#include "frontend/TrgDriver.h"
 #include "ir/Json.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -92,21 +91,14 @@ ir::Program buildProgram(const EmitArgs &a) {
   if (a.what == "trg") {
     if (a.chi < 2) throw Error("error: --chi must be >= 2, got " + std::to_string(a.chi));
     if (a.steps < 1) throw Error("error: --steps must be >= 1, got " + std::to_string(a.steps));
-    // As tessel trg: the lattice's sites must be a finite double.
-    const int maxSteps = frontend::kTrgMaxSteps / frontend::trgStepSitesLog2(opts.algorithm);
-    const std::string withAlgorithm = opts.algorithm == frontend::TrgAlgorithm::Hotrg ? " with --algorithm hotrg" : "";
-    if (a.steps > maxSteps)
-      throw Error("error: --steps must be <= " + std::to_string(maxSteps) + withAlgorithm + ", got " +
-                  std::to_string(a.steps));
+    frontend::checkTrgStepCount(a.steps, opts.algorithm, "--steps");
     std::vector<int64_t> ranks = a.ranks.empty()
                                      ? frontend::trgDefaultRanks(a.chi, a.steps, model.states(), opts.algorithm)
                                      : frontend::parseTrgRanks(a.ranks, "--ranks");
     if (!a.ranks.empty() && a.stepsGiven && static_cast<int>(ranks.size()) != a.steps)
       throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries but --steps is " +
                   std::to_string(a.steps));
-    if (static_cast<int64_t>(ranks.size()) > maxSteps)
-      throw Error("error: --ranks has " + std::to_string(ranks.size()) + " entries (one per step), more than the " +
-                  std::to_string(maxSteps) + " steps a run can have" + withAlgorithm);
+    frontend::checkTrgStepCount(static_cast<int64_t>(ranks.size()), opts.algorithm, "--ranks");
     frontend::checkTrgRanks(ranks, a.chi, model.states());
     return a.staged ? frontend::buildTrgModule(ranks, opts, model)
                     : frontend::buildTrgWhole(ranks, opts, model);
@@ -178,8 +170,8 @@ void addEmitCommand(CLI::App &app) {
       cmd->add_option("--steps", args->steps,
                       "trg: number of TRG steps (>= 1; default 20, or the length of --ranks)");
   cmd->add_option("--ranks", args->ranks,
-                  "trg: explicit schedule D'_1,...,D'_N (comma-separated), overriding the "
-                  "default rule");
+                  "trg: explicit schedule D'_1,...,D'_N (comma-separated; DxK repeats D K "
+                  "times, as tessel trg prints a schedule: 2,4,4,16x17), overriding the default rule");
   cmd->add_option("--eps", args->eps,
                   "Lorentzian broadening of the svd reverse rule, relative to the largest singular value "
                   "(default 1e-9, as tessel trg)");

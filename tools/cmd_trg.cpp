@@ -357,7 +357,7 @@ void runTrg(TrgArgs &a) {
               << latticeText(opts) << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.req.checkpoint << ", order = " << a.req.order
               << ", ranks = " << ranksText(opts, *drv) << "; " << exactText(opts)
-              << "; nan = not computed; no timings (--json or the table give them, with "
+              << "; nan = not computed or refused (--json gives the reason); no timings (--json or the table give them, with "
                  "--repeat N); algorithm = "
               << frontend::trgAlgorithmText(opts.algorithm, opts.btrgK) << "\n"
               << frontend::trgCsvHeader() << "\n";

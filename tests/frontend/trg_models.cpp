@@ -241,7 +241,7 @@ TEST_CASE("trg field: at h = 0 below T_c the h derivatives are 0 to rounding, or
       const TrgResult r = drv.second(beta);
       REQUIRE(r.dlnZ);
       REQUIRE(r.dlnZdh);
-      CHECK(std::fabs(*r.dlnZdh) <= 1e-10 * std::fabs(*r.dlnZ));
+      CHECK(std::fabs(*r.dlnZdh) <= 1e-13 * std::fabs(*r.dlnZ)); // measured <= 3e-16
       CHECK(!r.d2lnZdh2);
       CHECK(!r.d2lnZdbetadh);
       CHECK(r.refused.find("the two leading singular values of step") != std::string::npos);
@@ -267,7 +267,7 @@ TEST_CASE("trg field: chi_m at h = 0 below T_c is beta N m^2 of the finite latti
     const TrgResult r = TrgDriver(o).second(beta);
     REQUIRE(r.d2lnZdh2);
     REQUIRE(r.d2lnZdbetadh);
-    CHECK(std::fabs(*r.d2lnZdbetadh) <= 1e-10 * std::fabs(*r.d2lnZ));
+    CHECK(std::fabs(*r.d2lnZdbetadh) <= 1e-12 * std::fabs(*r.d2lnZ)); // measured <= 2e-15
     const double N = std::ldexp(1.0, steps), d = 0.03 / (beta * N * m0);
     TrgOptions v = o;
     v.second = v.grad = v.susceptibility = false;

@@ -563,6 +563,9 @@ TEST_CASE("text helpers: clipped names and the JSON nesting scan") {
   // The last guard of a diagnostic shows control bytes (not newline and tab) as \xNN.
   CHECK(text::clipLongLines("error: 'a\x1b[31mb\rc\x7f'\n\tnext") == "error: 'a\\x1b[31mb\\x0dc\\x7f'\n\tnext");
   CHECK(text::clipLongLines(std::string("x\0y", 3)) == "x\\x00y");
+  // A lone 0x9B (8-bit CSI) and U+009B (C2 9B) are controls too; other UTF-8 stays.
+  CHECK(text::clipLongLines("a\x9b" "1m\xc2\x9b" "2m \xce\xb2") == "a\\x9b1m\\u009b2m \xce\xb2");
+  CHECK(text::echoSourceLine("a\x1b[1mb\xc2\x9b\tc\n", 0) == "a?[1mb?\tc");
 }
 
 TEST_CASE("parser: parseType") {

@@ -568,11 +568,14 @@ CASES = [
     Case("trg-ranks-escape-sequence", "cli", "a control byte in --ranks was echoed raw",
          ["trg", "--ranks", "2,4\x1b[2J", "--beta", "0.4"],
          r"error: --ranks: '4\\x1b\[2J' is not a rank"),
+    Case("trg-algorithm-8bit-csi", "cli", "an 8-bit CSI (0x9b, and U+009B) in --algorithm reached the terminal",
+         ["trg", "--algorithm", b"a\x9b31m\xc2\x9b2mb", "--beta", "0.4"],
+         r"error: --algorithm: unknown algorithm 'a\\x9b31m\\u009b2mb'"),
     Case("cli-unknown-flag-escape-sequence", "cli", "CLI11's own message quoted a control byte raw",
          ["trg", "--be\x1bta", "0.4"], r"^error: .*\\x1b"),
     Case("trg-ranks-huge-count", "trg", "--ranks 4x(10^11) would allocate 10^11 ranks",
          ["trg", "--ranks", "4x99999999999", "--beta", "0.4"],
-         r"error: --ranks: more than 1023 entries \(one per step; a run has at most 1023 steps\)"),
+         r"error: --ranks: more than 1023 entries \(one per step; no run has more than 1023 steps\)"),
     Case("trg-ranks-too-long-hotrg", "trg", "a too-long --ranks was blamed on --steps, which was not given",
          ["trg", "--algorithm", "hotrg", "--ranks", "4x600", "--beta", "0.4"],
          r"error: --ranks has 600 entries \(one per step\), more than the 511 steps a run can have with "
@@ -680,7 +683,7 @@ def run_case(tessel, case, limit_memory, verbose):
             problems.append("stderr does not match /%s/" % case.expect)
         if not ERROR_TAG.match(err):
             problems.append("stderr does not start with 'error: ' or '<where>: error: '")
-        if re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", p.stderr):
+        if re.search(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]", p.stderr) or "\ufffd" in err:
             problems.append("stderr holds a raw control byte (a terminal would act on it)")
         if len(p.stderr) > MAX_STDERR:
             problems.append("stderr has %d bytes (at most %d: a diagnostic stays readable)" % (
