@@ -201,12 +201,13 @@ std::vector<int64_t> parseTrgRanks(const std::string &text, const std::string &f
   std::vector<int64_t> ranks;
   for (llvm::StringRef item : items) {
     auto [rankText, countText] = item.split('x');
-    // An integer of digits, with a sign, but too long for 64 bits is out of range, not "not a rank".
+    // Decimal digits (after an optional '-') too many for 64 bits are out of range, not
+    // "not a rank".
     auto integer = [&](llvm::StringRef t, long long &v) {
       t = t.trim();
       if (!t.getAsInteger(10, v)) return true;
-      llvm::StringRef digits = t.startswith("-") || t.startswith("+") ? t.drop_front() : t;
-      if (!digits.empty() && digits.find_first_not_of("0123456789") == llvm::StringRef::npos)
+      llvm::StringRef digits = t.startswith("-") ? t.drop_front() : t;
+      if (digits.size() >= 19 && digits.find_first_not_of("0123456789") == llvm::StringRef::npos)
         throw bad(item, "is out of the range of a 64-bit integer");
       return false;
     };

@@ -357,8 +357,8 @@ void runTrg(TrgArgs &a) {
               << latticeText(opts) << ", mode = " << frontend::trgModeName(opts.mode)
               << ", checkpoint = " << a.req.checkpoint << ", order = " << a.req.order
               << ", ranks = " << ranksText(opts, *drv) << "; " << exactText(opts)
-              << "; nan = not computed or refused (--json gives the reason); no timings (--json or the table give them, with "
-                 "--repeat N); algorithm = "
+              << "; nan = not computed or refused (--json gives the reason); no timings (--json or "
+                 "the table give them, with --repeat N); algorithm = "
               << frontend::trgAlgorithmText(opts.algorithm, opts.btrgK) << "\n"
               << frontend::trgCsvHeader() << "\n";
     std::cout.flush();

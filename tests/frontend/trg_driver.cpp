@@ -483,6 +483,9 @@ TEST_CASE("trg driver: a schedule as the report prints it reads back as the same
   for (const char *bad : {"4x", "x4", "4x2x2", "4.5", "four", ""})
     CHECK_THROWS_WITH_AS(parseTrgRanks(bad, "--ranks"), doctest::Contains("is not a rank"), Error);
   CHECK_THROWS_WITH_AS(parseTrgRanks("4x-1", "--ranks"), doctest::Contains("the count must be >= 1"), Error);
+  CHECK_THROWS_WITH_AS(parseTrgRanks("2,99999999999999999999", "--ranks"),
+                       "error: --ranks: '99999999999999999999' is out of the range of a 64-bit integer", Error);
+  CHECK_THROWS_WITH_AS(parseTrgRanks("+5", "--ranks"), doctest::Contains("is not a rank"), Error);
   CHECK_THROWS_WITH_AS(parseTrgRanks("2,4x1023", "--ranks"), doctest::Contains("more than 1023 entries"), Error);
   CHECK(parseTrgRanks("2,4x1022", "--ranks").size() == 1023);
 }
