@@ -153,11 +153,16 @@ struct TrgDriver::Impl {
       // The policy at the call boundaries of both grads: with store the second grad
       // reads the first one's residuals instead of recomputing its forward halves
       // (χ = 16, 20 steps: 613 ms per Hessian row against 1754 ms with recompute).
+      // Forward over reverse: the first grad's complement solves take their guards from
+      // the forward, as at first order, and so do the jvp's (its rules hold the guards
+      // constant; passes/JvpLinalg.cpp); reverse over reverse has no rule for them.
+      const bool guards = o.secondForwardOverReverse && progs->guardsWanted();
       passes::GradOptions g1;
       g1.wrt = params;
       g1.keepOutputs = false;
       g1.callRemat = o.checkpoint;
-      passMs += progs->runGrad(p, g1, false, passes::RematPolicy::Store, Verified);
+      g1.svdTopkGuards = guards && !whole();
+      passMs += progs->runGrad(p, g1, guards && whole(), passes::RematPolicy::Store, Verified);
       passMs += progs->runPasses(p, Verified, true);
       if (o.secondForwardOverReverse) {
         // jvp of the gradient: inputs (p..., t_p...), outputs (∂lnz/∂p...,

@@ -80,17 +80,17 @@ double TrgPrograms::runPasses(ir::Program &p, passes::InputState input, bool sec
   if (!secondOrder) {
     pm_->run(p, input);
   } else {
-    // svd-topk-guards hands a complement's guards to its svd_topk, which jvp cannot
-    // differentiate: the second-order program runs the pipeline without it.
+    // The guards of a program differentiated twice come from its first grad (runGrad):
+    // the pipeline's svd-topk-guards does not run on it again.
     pm_->run(p, pm_->pipeline().without("svd-topk-guards"), passes::PassRequirement::Optional, input);
   }
   return msSince(t0);
 }
 
-double TrgPrograms::runGrad(ir::Program &p, const passes::GradOptions &go, bool firstOrder,
+double TrgPrograms::runGrad(ir::Program &p, const passes::GradOptions &go, bool guardsPass,
                             passes::RematPolicy policy, passes::InputState input) {
   passes::Pipeline pl = gradPipeline(go);
-  if (firstOrder && !disabled(o_, "svd-topk-guards"))
+  if (guardsPass && !disabled(o_, "svd-topk-guards"))
     for (const passes::PassInvocation &inv : pm_->pipeline().passes)
       if (inv.name() == "svd-topk-guards") pl.passes.push_back(inv);
   if (policy != passes::RematPolicy::Store) {

@@ -37,17 +37,17 @@ public:
   /// Runs the pipeline on `p` in place; returns the wall time in ms. `input`: Verified
   /// when `p` is the output of an earlier run (run*), which verified it.
   /// `secondOrder`: for a program that is differentiated twice, without svd-topk-guards
-  /// (jvp refuses a complement with guards).
+  /// (its guards come from its first grad, runGrad).
   double runPasses(ir::Program &p, passes::InputState input = passes::InputState::Unverified,
                    bool secondOrder = false);
 
   /// Turns `p` into its gradient program in place by running grad{go} through the
   /// pass manager as a required pass (so the print, dump and report flags show it, and
-  /// --bisect-limit never skips it); returns the wall time in ms. `firstOrder`: then the
+  /// --bisect-limit never skips it); returns the wall time in ms. `guardsPass`: then the
   /// pipeline's svd-topk-guards, unless --disable-pass names it (it rewrites the forward
   /// for the backward, so it must see both in one program, before a checkpoint policy
   /// clones forward ops); then checkpoint{policy} unless `policy` is store.
-  double runGrad(ir::Program &p, const passes::GradOptions &go, bool firstOrder = false,
+  double runGrad(ir::Program &p, const passes::GradOptions &go, bool guardsPass = false,
                  passes::RematPolicy policy = passes::RematPolicy::Store,
                  passes::InputState input = passes::InputState::Unverified);
 

@@ -296,6 +296,10 @@ Result ruleSvdTopk(OpKind k, Types ops, const AttrList &a, Callees) {
   if (kk < 1 || kk > std::min(m, n))
     fail(k, "k = " + std::to_string(kk) + " must be in [1, min(m, n) = " +
                 std::to_string(std::min(m, n)) + "] for operand " + ops[0].str());
+  const int64_t g = a.getI64("guards");
+  if (g < 0 || g >= kk)
+    fail(k, "guards = " + std::to_string(g) + " must be in [0, k − 1] = [0, " + std::to_string(kk - 1) +
+                "] (at least one kept triplet before the guards)");
   return {Type({m, kk}), Type({kk}), Type({kk, n})};
 }
 
@@ -473,7 +477,7 @@ constexpr Entry kRules[] = {
     {OpKind::Svd, ruleSvd,
      "U f64[m,k], s f64[k], Vt f64[k,n] for a matrix operand f64[m,n]; eps finite and >= 0"},
     {OpKind::SvdTopk, ruleSvdTopk,
-     "U f64[m,k], s f64[k], Vt f64[k,n] for a matrix operand f64[m,n], 1 <= k <= min(m, n); eps finite and >= 0"},
+     "U f64[m,k], s f64[k], Vt f64[k,n] for a matrix operand f64[m,n], 1 <= k <= min(m, n), 0 <= guards < k; eps finite and >= 0"},
     {OpKind::SvdTopkComplement, ruleSvdTopkComplement,
      "X f64[m,r], Yt f64[r,n] for A f64[m,n], U f64[m,k], s f64[k], Vt f64[k,n], Ū f64[m,r], V̄t f64[r,n], r <= k − guards, k <= min(m, n)"},
     {OpKind::Eigh, ruleEigh,

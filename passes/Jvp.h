@@ -36,8 +36,8 @@ struct JvpOptions {
 /// primal work is not repeated. The rules' conventions are grad's (passes/Grad.h); svd's
 /// uses the same Lorentzian broadening, so jvp and grad of a program are transposes of
 /// each other to rounding.
-/// Errors (tessel::Error): an unknown or repeated wrt name; an op without a JVP rule
-/// (svd_topk_complement: a derivative of svd_topk's reverse rule) naming the op; an svd
+/// Errors (tessel::Error): an unknown or repeated wrt name; an op without a JVP rule,
+/// naming the op; an svd
 /// with gauge = "bond-vjp" on a path from a wrt input (a VJP built with grad{bond-gauge}).
 ir::Program jvp(const ir::Program &p, const JvpOptions &opts);
 

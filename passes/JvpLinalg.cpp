@@ -35,8 +35,14 @@
 //   Ẋ = P⊥Ẋ − U·(U̇ᵀX),   Ẏt = (Q⊥Ẏ)ᵀ − (Yt·V̇tᵀ)·Vt.
 // The kernel's broadening of the discarded triplets nearest the cut (a complex shift,
 // runtime/SvdComplement.cpp) is held fixed: exact where the gaps at the cut exceed ε·s₀.
-// With guards (the svd-topk-guards pass) U, s, Vt hold more than the kept triplets: the
-// rule refuses those (differentiate before that pass).
+// With guards = g (the svd-topk-guards pass) U, s, Vt end in the g triplets below the cut,
+// which the kernel deflates with instead of computing them. The solution does not depend
+// on them (again up to that broadening), so both rules hold them constant: svd_topk{w,
+// guards = g} gives the kept k = w − g the tangents of svd_topk{k}, through a complement
+// solve with the same guards, and the guards zero tangents; the complement's rule reads
+// the kept part of U, s, Vt and of their tangents and solves with the same guards. A
+// program differentiated after that pass (--second's forward over reverse) thus deflates
+// every solve with the forward's guards.
 //
 // eigh, S = (A + Aᵀ)/2 = V·diag(w)·Vᵀ: K = Vᵀ·Ṡ·V, ẇ = diag K, V̇ = V·(K∘F) with
 // F_ij = 1/(w_j − w_i) broadened relative to max|w| and 0 for gaps within dsyevd's error
@@ -105,12 +111,17 @@ ResultTangents jvpSvd(const JvpCall &c) {
   const ValueId tA = c.tangents[0];
   if (tA == kNone) return {kNone, kNone, kNone};
   const ValueId A = c.op.operands[0];
-  const ValueId U = c.op.results[0], s = c.op.results[1], Vt = c.op.results[2];
+  const ValueId Uw = c.op.results[0], sw = c.op.results[1], Vtw = c.op.results[2];
   const Shape as = shapeOf(b, A);
-  const int64_t m = as[0], n = as[1], k = shapeOf(b, s)[0];
-  if (k == 0) return {kNone, kNone, kNone};
+  const int64_t m = as[0], n = as[1], w = shapeOf(b, sw)[0];
+  if (w == 0) return {kNone, kNone, kNone};
   const bool topk = c.op.kind == OpKind::SvdTopk;
   const double eps = c.op.attrs.getF64("eps");
+  // svd_topk{guards = g}: the kept k = w − g have svd_topk{k}'s tangents, the guards none.
+  const int64_t g = topk ? ir::attr<OpKind::SvdTopk, "guards">(c.op) : 0, k = w - g;
+  const ValueId U = g ? b.slice(Uw, {0, 0}, {m, k}) : Uw;
+  const ValueId s = g ? b.slice(sw, {0}, {k}) : sw;
+  const ValueId Vt = g ? b.slice(Vtw, {0, 0}, {k, n}) : Vtw;
   const Shape kk{k, k};
   vjp::Broadening br = vjp::svdBroadening(b, eps, s);
 
@@ -133,9 +144,10 @@ ResultTangents jvpSvd(const JvpCall &c) {
   ValueId tU = b.dotGeneral(U, OmegaU, {}, {}, {1}, {0});  // U·Ω_U
   ValueId tVt = b.dotGeneral(OmegaV, Vt, {}, {}, {0}, {0}); // Ω_Vᵀ·Vt
   if (topk) {
-    auto xy = b.svdTopkComplement(A, U, s, Vt, tAV, UtA, eps);
+    auto xy = b.svdTopkComplement(A, Uw, sw, Vtw, tAV, UtA, eps, g);
     tU = b.add(tU, xy[0]);
     tVt = b.add(tVt, xy[1]);
+    if (g) return {b.pad(tU, {0, 0}, {0, g}), b.pad(ts, {0}, {g}), b.pad(tVt, {0, 0}, {g, 0})};
   } else {
     ValueId sinv = kNone;
     if (m > k) {
@@ -157,18 +169,19 @@ ResultTangents jvpSvd(const JvpCall &c) {
 ResultTangents jvpSvdTopkComplement(const JvpCall &c) {
   Builder &b = c.b;
   if (std::all_of(c.tangents.begin(), c.tangents.end(), [](ValueId t) { return t == kNone; })) return {kNone, kNone};
-  if (ir::attr<OpKind::SvdTopkComplement, "guards">(c.op) != 0)
-    throw Error("jvp: svd_topk_complement" + (c.op.loc.empty() ? std::string() : " (" + c.op.loc + ")") +
-                " has guards = " + std::to_string(ir::attr<OpKind::SvdTopkComplement, "guards">(c.op)) +
-                ": its U, s, Vt hold triplets below the cut, which the rule does not take; "
-                "differentiate before the svd-topk-guards pass");
-  const ValueId A = c.op.operands[0], U = c.op.operands[1], s = c.op.operands[2], Vt = c.op.operands[3];
+  // With guards = g the operands U, s, Vt end in g guards: the rule reads the kept k
+  // (and their tangents) and hands the guards on to the new solve, holding them constant.
+  const int64_t g = ir::attr<OpKind::SvdTopkComplement, "guards">(c.op);
+  const ValueId A = c.op.operands[0], Uw = c.op.operands[1], sw = c.op.operands[2], Vtw = c.op.operands[3];
   const ValueId gU = c.op.operands[4], gVt = c.op.operands[5];
   const ValueId X = c.op.results[0], Yt = c.op.results[1];
-  const ValueId tA = c.tangents[0], tU = c.tangents[1], ts = c.tangents[2], tVt = c.tangents[3];
-  const ValueId tgU = c.tangents[4], tgVt = c.tangents[5];
   const Shape xs = shapeOf(b, X), ys = shapeOf(b, Yt);
-  const int64_t r = xs[1];
+  const int64_t r = xs[1], m = xs[0], n = ys[1], k = shapeOf(b, sw)[0] - g;
+  auto keptCols = [&](ValueId v) { return g == 0 || v == kNone ? v : b.slice(v, {0, 0}, {m, k}); };
+  auto keptRows = [&](ValueId v) { return g == 0 || v == kNone ? v : b.slice(v, {0, 0}, {k, n}); };
+  const ValueId U = keptCols(Uw), Vt = keptRows(Vtw);
+  const ValueId tA = c.tangents[0], tU = keptCols(c.tangents[1]), ts = c.tangents[2], tVt = keptRows(c.tangents[3]);
+  const ValueId tgU = c.tangents[4], tgVt = c.tangents[5];
   auto acc = [&](ValueId sum, ValueId term) { return sum == kNone ? term : b.add(sum, term); };
   auto sub = [&](ValueId sum, ValueId term) { return sum == kNone ? b.neg(term) : b.sub(sum, term); };
   ValueId rhs1 = tgU, rhs2 = tgVt; // [m,r], [r,n]
@@ -191,8 +204,9 @@ ResultTangents jvpSvdTopkComplement(const JvpCall &c) {
   }
   ValueId tX = kNone, tYt = kNone;
   if (rhs1 != kNone || rhs2 != kNone) {
-    auto xy = b.svdTopkComplement(A, U, s, Vt, rhs1 != kNone ? rhs1 : splat(b, 0.0, xs),
-                                  rhs2 != kNone ? rhs2 : splat(b, 0.0, ys), ir::attr<OpKind::SvdTopkComplement, "eps">(c.op));
+    auto xy = b.svdTopkComplement(A, Uw, sw, Vtw, rhs1 != kNone ? rhs1 : splat(b, 0.0, xs),
+                                  rhs2 != kNone ? rhs2 : splat(b, 0.0, ys),
+                                  ir::attr<OpKind::SvdTopkComplement, "eps">(c.op), g);
     tX = xy[0];
     tYt = xy[1];
   }

@@ -304,11 +304,12 @@ constexpr Entry kTable[] = {
      "L svd's broadened 1/x (passes/JvpLinalg.cpp)"},
     {OpKind::SvdTopk, jvpSvd,
      "svd's rule over the k kept triplets, the parts outside them (X ⟂ U, Y ⟂ V) from "
-     "svd_topk_complement with Ū = Ȧ·V, V̄t = Uᵀ·Ȧ"},
+     "svd_topk_complement with Ū = Ȧ·V, V̄t = Uᵀ·Ȧ; with guards = g, svd_topk{k − g}'s on the "
+     "kept ones (the solve deflating with the guards) and zero on the guards"},
     {OpKind::SvdTopkComplement, jvpSvdTopkComplement,
      "(P⊥Ẋ, Q⊥Ẏ) = svd_topk_complement of the right-hand sides Ū̇ − U̇·UᵀŪ − X·Ṡ + Ȧ·Y and "
      "V̄̇ᵀ − V̄ᵀV·V̇ᵀ − Ṡ·Yᵀ + Xᵀ·Ȧ (the same operator), Ẋ = P⊥Ẋ − U·U̇ᵀX, Ẏ = Q⊥Ẏ − V·V̇ᵀY "
-     "(passes/JvpLinalg.cpp); not with guards"},
+     "(passes/JvpLinalg.cpp); with guards, over the kept triplets, the guards held constant"},
     {OpKind::Eigh, jvpEigh,
      "K = Vᵀ·sym(Ȧ)·V: ẇ = diag K, V̇ = V·(K∘F), F_ij = 1/(w_j − w_i) broadened as in the "
      "VJP rule (ties within dsyevd's error count as exact)"},

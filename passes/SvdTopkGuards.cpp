@@ -29,7 +29,7 @@ bool runSvdTopkGuards(Program &p, const SvdTopkGuardsOptions &, SvdTopkGuardsSta
     const int32_t d = p.values[c.operands[1]].def;
     if (d < 0) continue;
     const Op &t = p.ops[size_t(d)];
-    if (t.kind != OpKind::SvdTopk || t.operands[0] != c.operands[0] ||
+    if (t.kind != OpKind::SvdTopk || ir::attr<OpKind::SvdTopk, "guards">(t) != 0 || t.operands[0] != c.operands[0] ||
         c.operands[1] != t.results[0] || c.operands[2] != t.results[1] ||
         c.operands[3] != t.results[2])
       continue;
@@ -63,6 +63,7 @@ bool runSvdTopkGuards(Program &p, const SvdTopkGuardsOptions &, SvdTopkGuardsSta
     const Shape &as = p.type(op.operands[0]).shape;
     const int64_t m = as[0], n = as[1], k = ir::attr<OpKind::SvdTopk, "k">(op), w = k + guards[i];
     op.attrs.set("k", Attr::i64(w));
+    op.attrs.set("guards", Attr::i64(guards[i]));
     p.values[op.results[0]].type = Type({m, w});
     p.values[op.results[1]].type = Type({w});
     p.values[op.results[2]].type = Type({w, n});

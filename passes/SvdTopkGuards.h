@@ -5,8 +5,8 @@
 // A just below the cut (its guards, g = ir::svdTopkComplementGuards(m, n, k)) by a
 // top-g SVD of A − U·diag(s)·Vt: a second Krylov iteration over A in the backward.
 // In a gradient program this pass lets the forward compute them instead: svd_topk{k}
-// becomes svd_topk{k + g}, its other uses read slices of the leading k triplets, and
-// the complement reads all k + g with guards = g. Converging g more triplets in the
+// becomes svd_topk{k + g, guards = g}, its other uses read slices of the leading k
+// triplets, and the complement reads all k + g with guards = g. Converging g more triplets in the
 // forward costs less than the complement's own top-g SVD (χ = 32 TRG step: 31 -> 38 ms
 // in the forward against 22-36 ms per complement), and the guards are the same
 // triplets up to rounding and signs, so the gradient agrees to the solver's tolerance.
@@ -16,6 +16,11 @@
 // signs than the widened forward's). Value programs have no complement and do not
 // change. A gradient program's primal outputs then come from svd_topk{k + g}: equal to
 // the value program's to rounding (lnZ/N to ~1e-15), not bitwise.
+//
+// Such a program can be differentiated again by jvp (forward over reverse): the rules of
+// svd_topk and svd_topk_complement hold the guards constant (they enter the solution only
+// through the broadening of the triplets nearest the cut), so every complement solve of
+// the second-order program deflates with the forward's guards (passes/JvpLinalg.cpp).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

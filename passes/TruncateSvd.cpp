@@ -49,7 +49,7 @@ bool runTruncateSvd(ir::Program &p, const TruncateSvdOptions &opts, TruncateSvdS
     const std::string gauge = ir::attr<ir::OpKind::Svd, "gauge">(op);
     op.kind = ir::OpKind::SvdTopk;
     op.attrs = ir::AttrList{{"k", ir::Attr::i64(k)}, {"eps", ir::Attr::f64(eps)},
-                            {"gauge", ir::Attr::str(gauge)}};
+                            {"gauge", ir::Attr::str(gauge)}, {"guards", ir::Attr::i64(0)}};
     p.values[op.results[0]].type = ir::Type({m, k});
     p.values[op.results[1]].type = ir::Type({k});
     p.values[op.results[2]].type = ir::Type({k, n});

@@ -447,7 +447,8 @@ constexpr Entry kTable[] = {
      "only the leading triplets carry cotangents"},
     {OpKind::SvdTopk, vjpSvd, Differentiable::All,
      "svd's rule over the k kept triplets, with the coupling to the discarded subspace "
-     "from svd_topk_complement (no full SVD)"},
+     "from svd_topk_complement (no full SVD); with guards = g, svd_topk{k − g}'s (an error if a "
+     "cotangent reaches the guards)"},
     {OpKind::SvdTopkComplement, vjpSvdTopkComplement, Differentiable::All,
      "none yet: grad stops with an error (a second derivative through svd_topk; "
      "differentiate the svd before the truncate-svd pass instead)"},

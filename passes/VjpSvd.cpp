@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 
+#include "ir/Diagnostics.h"
 #include "ir/OpAttrs.h"
 
 #include <functional>
@@ -152,11 +153,16 @@ ValueId bondGaugeCoupling(Builder &b, ValueId G, ValueId H, ValueId s, int64_t q
 
 OperandCotangents vjpSvd(const VjpCall &c) {
   Builder &b = c.b;
-  ValueId U = c.op.results[0], s = c.op.results[1], Vt = c.op.results[2];
+  const ValueId Uw = c.op.results[0], sw = c.op.results[1], Vtw = c.op.results[2];
   ValueId gU = c.cotangents[0], gs = c.cotangents[1], gVt = c.cotangents[2];
   Shape as = shapeOf(b, c.op.operands[0]);
   const bool topk = c.op.kind == OpKind::SvdTopk;
-  int64_t m = as[0], n = as[1], k = shapeOf(b, s)[0]; // k = min(m, n) for svd
+  const int64_t m = as[0], n = as[1];
+  // svd_topk{guards = g}: the last g triplets are the complement's guards, held constant
+  // (passes/JvpLinalg.cpp): the rule is svd_topk{k}'s on the kept k, its complement
+  // solve deflating with those guards.
+  const int64_t g = topk ? ir::attr<OpKind::SvdTopk, "guards">(c.op) : 0;
+  const int64_t k = shapeOf(b, sw)[0] - g; // k = min(m, n) for svd
   double eps = c.op.attrs.getF64("eps");
   auto add = [&](ValueId a, ValueId t) { return a == kNone ? t : b.add(a, t); };
 
@@ -166,6 +172,14 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   if (gVt != kNone) r = std::max(r, leadingExtent(b, gVt, 0));
   if (gs != kNone) r = std::max(r, leadingExtent(b, gs, 0));
   if (r == 0 || k == 0) return {kNone};
+  if (r > k)
+    throw Error("grad: svd_topk" + (c.op.loc.empty() ? std::string() : " (" + c.op.loc + ")") + " has guards = " +
+                std::to_string(g) + ": a cotangent reaches its last " + std::to_string(r - k) +
+                " triplet(s), the complement solves' guards, which have no derivative; differentiate "
+                "before the svd-topk-guards pass");
+  const ValueId U = g ? b.slice(Uw, {0, 0}, {m, k}) : Uw;
+  const ValueId s = g ? b.slice(sw, {0}, {k}) : sw;
+  const ValueId Vt = g ? b.slice(Vtw, {0, 0}, {k, n}) : Vtw;
   // Block form when it saves enough: the full rule's U·M and (U·M)·Vt cost m·k·k + m·k·n
   // multiply-adds, the block form's four products m·k·r + r·(k−r)·n + 2·m·r·n (UᵀŪ and
   // VᵀV̄ are k×k×r in both once pad-sink has run). It has ~10 more ops (a few µs), so it
@@ -231,9 +245,9 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   // absent).
   ValueId X = kNone, Yt = kNone;
   if (topk && (gU != kNone || gVt != kNone)) {
-    auto xy = b.svdTopkComplement(c.op.operands[0], U, s, Vt,
+    auto xy = b.svdTopkComplement(c.op.operands[0], Uw, sw, Vtw,
                                   gUr != kNone ? gUr : splat(b, 0.0, mr),
-                                  gVtr != kNone ? gVtr : splat(b, 0.0, Shape{r, n}), eps);
+                                  gVtr != kNone ? gVtr : splat(b, 0.0, Shape{r, n}), eps, g);
     X = xy[0];
     Yt = xy[1];
   }

@@ -41,7 +41,7 @@ std::string firstLine(const std::string &s) { return s.substr(0, s.find('\n')); 
 
 /// How a pipeline run ended.
 struct PassOutcome {
-  /// Refused: a baseline (gradsOnly) met what jvp and hessian refuse by design, which
+  /// Refused: a baseline (gradsOnly) met what hessian refuses by design, which
   /// the pipeline itself avoided (its inline flattened a module whose grad would give
   /// the complement guards): there is nothing to compare against.
   enum class Kind { Ok, Error, Verify, Internal, Refused } kind = Kind::Ok;
@@ -172,6 +172,11 @@ PassOutcome gradsOnly(const Program &p0, const PipelineRun &run, size_t n, Progr
       wrt += (wrt.empty() ? "" : ";") + out.value(out.inputs[i]).name;
     }
     inv.set("wrt", wrt);
+    if (inv.name() == "jvp") {
+      PassOutcome r = runPipeline(passes::Pipeline{{inv}, {}}, out);
+      if (r.kind != PassOutcome::Kind::Ok) return r;
+      continue;
+    }
     if (inv.name() != "grad") {
       auto guarded = [](const Program &f) {
         return std::any_of(f.ops.begin(), f.ops.end(), [](const ir::Op &op) {
@@ -312,8 +317,9 @@ private:
 
   bool eligible(const passes::PassInfo &info, const Program &cur, int grads) {
     if (info.name == "grad") return allowGrad_ && grads < 2 && !cur.inputs.empty();
-    // jvp and hessian refuse, by design, what has no derivative rule: the complement of
-    // svd_topk's reverse rule with guards, and a VJP built with grad{bond-gauge=true}.
+    // jvp and hessian refuse, by design, what has no derivative rule: a VJP built with
+    // grad{bond-gauge=true}; hessian (its grad) also the complement of svd_topk's reverse
+    // rule, whose guards jvp holds constant.
     auto hasBondVjp = [](const Program &f) {
       return std::any_of(f.ops.begin(), f.ops.end(), [](const ir::Op &op) {
         return (op.kind == OpKind::Svd || op.kind == OpKind::SvdTopk) && op.attrs.getStr("gauge") == "bond-vjp";
@@ -326,7 +332,7 @@ private:
       });
     };
     const bool guards = hasGuards(cur) || std::any_of(cur.functions.begin(), cur.functions.end(), hasGuards);
-    if (info.name == "jvp") return allowGrad_ && grads < 2 && !cur.inputs.empty() && !bondVjp && !guards;
+    if (info.name == "jvp") return allowGrad_ && grads < 2 && !cur.inputs.empty() && !bondVjp;
     if (info.name == "hessian")
       return allowGrad_ && grads == 0 && !bondVjp && !guards && cur.outputs.size() == 1 &&
              cur.type(cur.outputs[0]).rank() == 0 &&

@@ -219,8 +219,8 @@ def jvp(program: Program, wrt: Union[None, str, Sequence[str]] = None, *,
         is the Hessian-vector product; :func:`hessian`).
 
     Raises:
-        Error: an unknown or repeated wrt name; an op without a forward rule
-            (``svd_topk_complement``: differentiate before ``truncate-svd``).
+        Error: an unknown or repeated wrt name; an op without a forward rule,
+            naming the op.
     """
     return _tessel.jvp(program, _names(wrt), keep_outputs)
 

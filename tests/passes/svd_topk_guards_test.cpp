@@ -9,6 +9,7 @@
 #include "ir/Verifier.h"
 #include "passes/Checkpoint.h"
 #include "passes/Grad.h"
+#include "passes/Jvp.h"
 #include "passes/SvdTopkGuards.h"
 #include "runtime/Runtime.h"
 #include "pass_testutil.h"
@@ -168,4 +169,115 @@ TEST_CASE("svd_topk_complement: guards must leave the differentiated triplets ke
                     doctest::Contains("guards = 3 must be in [0, k − r] = [0, 2]"));
   CHECK_THROWS_WITH(b.svdTopkComplement(A, U, s, Vt, gU, gVt, 1e-12, -1),
                     doctest::Contains("guards = -1 must be in"));
+}
+
+TEST_CASE("svd-topk-guards then jvp: every complement solve of the second-order program "
+          "deflates with the forward's guards, and the Hessian-vector product is unchanged") {
+  const int64_t n = 48, k = 6, g = 4;
+  GradOptions go;
+  go.wrt = {"A"};
+  go.keepOutputs = true;
+  const Program grd = grad(truncatedLoss(n, k), go);
+  Program guarded = grd;
+  REQUIRE(runSvdTopkGuards(guarded, SvdTopkGuardsOptions{}));
+  JvpOptions jo;
+  jo.wrt = {"A"};
+  const Program plain = jvp(grd, jo), q = jvp(guarded, jo);
+  INFO(printProgram(q));
+  CHECK(verify(q).empty());
+  // The reverse rule's solve, its tangent, and svd_topk's own tangent: three solves, each
+  // with the forward's guards.
+  CHECK(countOps(plain, OpKind::SvdTopkComplement) == 3);
+  CHECK(countOps(q, OpKind::SvdTopkComplement) == 3);
+  for (const Op &op : q.ops)
+    if (op.kind == OpKind::SvdTopkComplement) {
+      CHECK(op.attrs.getI64("guards") == g);
+      CHECK(q.type(op.operands[1]) == Type({n, k + g}));
+    }
+
+  const Tensor A = geometricMatrix(n, 7);
+  Tensor tA = Tensor::zeros(Type({n, n}));
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> gauss;
+  for (double &x : tA.data) x = gauss(rng);
+  auto before = rt::truncatedSvdStats();
+  const auto want = runEngine(plain, {A, tA});
+  auto mid = rt::truncatedSvdStats();
+  const auto got = runEngine(q, {A, tA});
+  auto after = rt::truncatedSvdStats();
+  // Without guards: the forward's top-k and a top-g per solve; with them, the forward's.
+  CHECK(mid.topkCalls - before.topkCalls == 4);
+  CHECK(after.topkCalls - mid.topkCalls == 1);
+  CHECK(after.complementFallbacks == before.complementFallbacks);
+  REQUIRE(got.size() == 4); // L, ∂L/∂A, their tangents
+  // H·Ȧ against a 5-point difference of the gradient program (the same loss, no jvp).
+  const double h = 3e-5;
+  auto at = [&](double t) {
+    Tensor At = A;
+    for (size_t i = 0; i < A.data.size(); ++i) At.data[i] += t * tA.data[i];
+    return runEngine(grd, {At})[1];
+  };
+  const Tensor g1 = at(h), gm1 = at(-h), g2 = at(2 * h), gm2 = at(-2 * h);
+  double scale = 0, dPlain = 0, dFd = 0;
+  for (size_t i = 0; i < got[3].data.size(); ++i) {
+    const double fd = (8 * (g1.data[i] - gm1.data[i]) - (g2.data[i] - gm2.data[i])) / (12 * h);
+    scale = std::max(scale, std::fabs(fd));
+    dPlain = std::max(dPlain, std::fabs(got[3].data[i] - want[3].data[i]));
+    dFd = std::max(dFd, std::fabs(got[3].data[i] - fd));
+  }
+  INFO("max |H·Ȧ| = " << scale << ", against no guards " << dPlain << ", against the difference " << dFd);
+  CHECK(scale > 1);
+  CHECK(dPlain <= 1e-10 * scale);
+  CHECK(dFd <= 1e-9 * scale);
+  CHECK(std::fabs(got[0].data[0] - want[0].data[0]) <= 1e-13 * std::fabs(want[0].data[0]));
+}
+
+TEST_CASE("svd_topk with guards: the rules hold the guards constant, a cotangent on them is "
+          "an error") {
+  const int64_t n = 24, k = 5, g = 3;
+  // L = Σ W ∘ (U·diag(s)·Vt) over the leading `use` triplets of svd_topk{k + g, guards = g}.
+  auto loss = [&](int64_t use, int64_t guards) {
+    Program p;
+    Builder b(p);
+    ValueId A = p.addInput("A", Type({n, n}));
+    auto usv = b.svdTopk(A, k + guards, 1e-9);
+    p.ops.back().attrs.set("guards", Attr::i64(guards));
+    ValueId U = b.slice(usv[0], {0, 0}, {n, use}), s = b.slice(usv[1], {0}, {use});
+    ValueId Vt = b.slice(usv[2], {0, 0}, {use, n});
+    ValueId rec = b.dotGeneral(b.mul(U, b.broadcastInDim(s, {n, use}, {1})), Vt, {}, {}, {1}, {0});
+    Tensor W = Tensor::zeros(Type({n, n}));
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (double &w : W.data) w = u(rng);
+    p.setName(b.reduceSum(b.mul(rec, b.constant(W)), {0, 1}), "L");
+    p.addOutput(p.lookup("L"));
+    return p;
+  };
+  GradOptions go;
+  go.wrt = {"A"};
+  go.keepOutputs = true;
+  const Tensor A = geometricMatrix(n, 9);
+  const auto want = runEngine(grad(loss(k, 0), go), {A}); // svd_topk{k + g} read to k
+  const Program gg = grad(loss(k, g), go);
+  CHECK(verify(gg).empty());
+  for (const Op &op : gg.ops)
+    if (op.kind == OpKind::SvdTopkComplement) CHECK(op.attrs.getI64("guards") == g);
+  const auto got = runEngine(gg, {A});
+  double scale = 0, d = 0;
+  for (size_t i = 0; i < got[1].data.size(); ++i) {
+    scale = std::max(scale, std::fabs(want[1].data[i]));
+    d = std::max(d, std::fabs(got[1].data[i] - want[1].data[i]));
+  }
+  CHECK(scale > 0.1);
+  CHECK(d <= 1e-10 * scale);
+  CHECK_THROWS_WITH(grad(loss(k + 1, g), go), doctest::Contains("a cotangent reaches its last 1 triplet(s)"));
+  // The shape rule: at least one kept triplet.
+  Program p;
+  Builder b(p);
+  ValueId A2 = p.addInput("A", Type({6, 6}));
+  b.svdTopk(A2, 2);
+  Op bad = p.ops.back();
+  bad.attrs.set("guards", Attr::i64(2));
+  p.ops.back() = bad;
+  CHECK_FALSE(verify(p).empty());
 }
