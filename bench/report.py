@@ -405,13 +405,38 @@ def _torus_section() -> list[str]:
          "tessel's with Xie et al.'s isometry from the environment of the doubled bond "
          "(docs/trg.md §11; on the infinite lattice it reproduces an independent numpy HOTRG), "
          "quimb's `coarse_grain_hotrg` with oblique projectors computed from the two regions the "
-         "bond joins (`compute_oblique_projectors`), the better cut at equal χ. Value only.", "",
+         "bond joins (`compute_oblique_projectors`), the better cut at equal χ.", "",
          "| torus | contender | χ | ms | relative error of lnZ/N | load |", "|---|---|---|---|---|---|"]
     for r in sorted(to.get("rows", []), key=lambda r: (r["side"], r["contender"], r["chi"])):
         ms = fmt(r["ms"], 1) if r.get("ms") is not None else "failed its check"
         L.append(f"| {r['side']}×{r['side']} | {r['contender']} | {r['chi']} | {ms} | "
                  f"{r['rel_err']:.2e} | {(r.get('loadavg') or ['?'])[0]} |")
     L.append("")
+    grad = to.get("grad_rows") or []
+    if grad:
+        L += ["Value and gradient, d(lnZ/N)/dβ, on the same tori (`torus.py --grad`): tessel's `--grad` "
+              "(median of the steady runs) against quimb's HOTRG differentiated through its jax backend, "
+              "`jax.jit(jax.value_and_grad(...))` of the same contraction with the site tensors built "
+              "from β in jax (the faster of two runs after the compile, whose time is the last column: "
+              "quimb's traced program holds every site's tensors, so it grows with the lattice: at "
+              "32×32, χ = 16 it did not compile within 15 minutes, 11.5 GB). The derivative is checked "
+              "against Kaufman's." + (
+                  " Where quimb's derivative is NaN, `jax_debug_nans` finds the first NaN in the backward "
+                  "pass of the SVD in quimb's `compute_oblique_projectors` (`svd_truncated`); the likely "
+                  "cause, not checked further: JAX's SVD rule divides by differences of singular values, "
+                  "infinite where two are equal, where tessel's rule broadens those reciprocals "
+                  "(docs/trg.md §5)."
+                  if any(r["contender"].startswith("quimb") and r["dlnZ_dbeta"] != r["dlnZ_dbeta"] for r in grad)
+                  else ""), "",
+              "| torus | contender | χ | value+grad ms | rel. error lnZ/N | rel. error d/dβ | compile s | load |",
+              "|---|---|---|---|---|---|---|---|"]
+        for r in sorted(grad, key=lambda r: (r["side"], r["chi"], r["contender"])):
+            ms = fmt(r["ms"], 1) if r.get("ms") is not None else "failed its check"
+            comp = fmt(r["compile_s"], 1) if r.get("compile_s") is not None else "–"
+            L.append(f"| {r['side']}×{r['side']} | {r['contender']} | {r['chi']} | {ms} | "
+                     f"{r['rel_err']:.2e} | {r['rel_err_dbeta']:.2e} | {comp} | "
+                     f"{(r.get('loadavg') or ['?'])[0]} |")
+        L.append("")
     return L
 
 

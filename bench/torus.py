@@ -3,6 +3,7 @@
     bench/.venv/bin/python bench/torus.py [--tessel build/tools/tessel] [--sides 32,64]
                                           [--chis 8,16,32] [--hotrg-chis 8,16,32]
                                           [--quimb-chis 8,16] [--repeat 3]
+                                          [--grad] [--grad-sides 16] [--grad-chis 8,16]
 
 quimb contracts a finite lattice site by site, so the comparison is on the same finite torus
 (side × side sites, periodic, β = β_c), where Kaufman's solution is exact (bench/exact_torus.py):
@@ -15,6 +16,12 @@ Width 1, OPENBLAS_NUM_THREADS=1. tessel: the median of --repeat steady runs (`--
 warm-up); quimb: the faster of two contractions (each takes seconds). A contender whose lnZ/N is
 off Kaufman's by more than 1e-3 relative is reported as failing its check, not timed. Writes
 bench/torus.json, which bench/report.py puts into BENCHMARKS.md.
+
+--grad adds value and gradient, d(lnZ/N)/dβ (minus the energy per site): tessel's `--grad`
+(its steady median) against quimb's HOTRG differentiated through its jax backend
+(jax.jit(jax.value_and_grad), the faster of two runs after the compile, whose time is reported
+apart), on --grad-sides and --grad-chis; the derivative is checked against Kaufman's (a central
+difference of his exact lnZ/N, h = 1e-5: ~1e-11) to 1e-2 relative.
 """
 from __future__ import annotations
 
@@ -51,6 +58,9 @@ def main() -> None:
     ap.add_argument("--hotrg-chis", default="8,16,32", help="tessel's HOTRG bond dimensions (O(χ⁷))")
     ap.add_argument("--quimb-chis", default="8,16", help="quimb's (its HOTRG is O(χ⁷) per site)")
     ap.add_argument("--repeat", type=int, default=3, help="tessel's steady runs per configuration")
+    ap.add_argument("--grad", action="store_true", help="also value and gradient (quimb through jax)")
+    ap.add_argument("--grad-sides", default="16", help="torus sides of the --grad rows (quimb's jit compile grows with the sites)")
+    ap.add_argument("--grad-chis", default="8,16", help="bond dimensions of the --grad rows")
     ap.add_argument("--out", default=HERE)
     a = ap.parse_args()
     t0 = time.time()
@@ -89,10 +99,42 @@ def main() -> None:
             runs = [hotrg_quimb.lnz_per_site(beta, side, chi) for _ in range(2)]
             load = [round(x, 2) for x in os.getloadavg()]
             add(side, "quimb hotrg", chi, runs[0][0], min(s for _, s in runs), load)
+    grad_rows = []
+
+    def add_grad(side: int, contender: str, chi: int, lnz: float, dlnz: float, seconds: float,
+                 compile_s, load) -> None:
+        exact = kaufman_lnz_per_site(beta, side, side)
+        h = 1e-5
+        dexact = (kaufman_lnz_per_site(beta + h, side, side) - kaufman_lnz_per_site(beta - h, side, side)) / (2 * h)
+        err, derr = abs(lnz - exact) / abs(exact), abs(dlnz - dexact) / abs(dexact)
+        ok = err <= CHECK_REL and derr <= 1e-2
+        grad_rows.append({"side": side, "contender": contender, "chi": chi, "lnZ_per_site": lnz,
+                          "dlnZ_dbeta": dlnz, "exact_dlnZ_dbeta": dexact, "rel_err": err,
+                          "rel_err_dbeta": derr, "check": "ok" if ok else "failed",
+                          "ms": seconds * 1000 if ok else None,
+                          "compile_s": compile_s, "loadavg": load})
+        print(f"{side}x{side} {contender} chi {chi} value+grad: {seconds * 1000:.1f} ms"
+              f"{'' if compile_s is None else f' (+{compile_s:.1f} s compile)'}, rel. err {err:.2e},"
+              f" d/dbeta {derr:.2e}{'' if ok else ' (FAILS its check)'}", flush=True)
+
+    for side in [int(s) for s in a.grad_sides.split(",")] if a.grad else []:
+        steps = 2 * round(math.log2(side))
+        for chi in [int(c) for c in a.grad_chis.split(",")]:
+            for algorithm, n in (("trg", steps), ("btrg", steps), ("hotrg", steps // 2)):
+                rec = trgcli.run(a.tessel, ["--beta", BETA_C, "--chi", str(chi), "--steps", str(n), "--grad",
+                                            "--algorithm", algorithm, "--repeat", str(a.repeat)])
+                add_grad(side, f"tessel {algorithm}", chi, rec["lnZ_per_site"], rec["dlnZ_dbeta"],
+                         trgcli.median_ms(rec, "value_and_grad") / 1000, None, rec["loadavg"]["before"])
+            if not hotrg_quimb.grad_available():
+                print("torus: quimb or jax not installed (bench/install-peers.sh), no quimb gradient", flush=True)
+                continue
+            lnz, dlnz, compile_s, seconds = hotrg_quimb.lnz_and_dbeta(beta, side, chi)
+            add_grad(side, "quimb hotrg (jax)", chi, lnz, dlnz, seconds, compile_s,
+                     [round(x, 2) for x in os.getloadavg()])
     res = {"generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "minutes": round((time.time() - t0) / 60, 1), "beta": beta, "width": 1,
            "repeat": a.repeat, "quimb": hotrg_quimb.version() if hotrg_quimb.available() else None,
-           "rows": rows}
+           "rows": rows, "grad_rows": grad_rows}
     with open(os.path.join(a.out, "torus.json"), "w", encoding="utf-8") as f:
         json.dump(res, f, indent=1)
         f.write("\n")
