@@ -27,6 +27,7 @@
 #include "passes/Inline.h"
 #include "passes/JvpRules.h"
 #include "passes/Rewrite.h"
+#include "passes/SvdTopkGuards.h"
 #include "passes/VjpRules.h"
 
 namespace tessel::passes {
@@ -291,9 +292,14 @@ Program hessian(const Program &p, const HessianOptions &opts) {
   go.wrt = wrt;
   go.keepOutputs = false;
   go.callRemat = opts.callRemat;
+  go.svdTopkGuards = true; // in each callee's gradient, before it is split
   JvpOptions jo;
   jo.wrt = wrt;
-  Program hvp = jvpOf(grad(p, go), jo); // inputs: p's, t_<w>...; outputs: grad_<w>..., H·t
+  // The complement solves of svd_topk's rules (the reverse rule's and the jvp's) deflate
+  // with guards the forward computes (passes/SvdTopkGuards.h); jvp holds them constant.
+  Program g = grad(p, go);
+  runSvdTopkGuards(g, {});
+  Program hvp = jvpOf(std::move(g), jo); // inputs: p's, t_<w>...; outputs: grad_<w>..., H·t
 
   Program h;
   h.name = p.name;

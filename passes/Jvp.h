@@ -62,6 +62,8 @@ struct HessianOptions {
 /// Hessian-vector product per input (M. B. Giles (2008); the cheap mode for a few
 /// parameters: the forward sweep carries one tangent alongside the reverse one, where
 /// reverse-over-reverse differentiates the whole reverse sweep again).
+/// The gradient's svd_topk compute their complement solves' guards (svd-topk-guards, in
+/// each callee's gradient and in P's own) before the jvp, so every solve deflates with them.
 /// Result: a module whose function @hvp is that jvp (inputs: P's, then a tangent per
 /// wrt input; outputs: the gradient, then H·t), and whose entry has P's inputs and calls
 /// it once per wrt input with a unit tangent. Outputs: d2_<a>_<b> = ∂²out/∂a∂b for
