@@ -21,6 +21,7 @@
 #include <string>
 
 #include "ir/Builder.h"
+#include "ir/OpAttrs.h"
 #include "ir/TextUtil.h"
 #include "ir/Verifier.h"
 #include "passes/Activity.h"
@@ -109,6 +110,40 @@ private:
   std::map<std::string, std::pair<std::string, std::vector<bool>>> memo_;
 };
 
+/// svd_topk{guards = g}'s rule gives the guards zero tangents: exact for the readers the
+/// svd-topk-guards pass leaves (slices of the kept triplets, complements with the same
+/// guards, and the residual outputs that carry them to the backward half). Any other
+/// reader of a guard column would get a wrong tangent, so it is an error, as a cotangent on
+/// a guard is in the reverse rule.
+void checkGuardReaders(const Program &p, const Op &svd) {
+  const int64_t g = ir::attr<ir::OpKind::SvdTopk, "guards">(svd);
+  if (g == 0) return;
+  const int64_t w = p.type(svd.results[1]).shape[0], k = w - g;
+  auto fail = [&](const std::string &reader) {
+    throw Error("jvp: svd_topk" + (svd.loc.empty() ? std::string() : " (" + svd.loc + ")") + " has guards = " +
+                std::to_string(g) + ": " + reader + " reads its guard triplets, which have no derivative "
+                "(only slices of the kept " + std::to_string(k) + " and svd_topk_complement with guards = " +
+                std::to_string(g) + " may); differentiate before the svd-topk-guards pass");
+  };
+  for (const Op &op : p.ops)
+    for (size_t j = 0; j < op.operands.size(); ++j) {
+      const auto it = std::find(svd.results.begin(), svd.results.end(), op.operands[j]);
+      if (it == svd.results.end()) continue;
+      const size_t which = static_cast<size_t>(it - svd.results.begin()); // U, s, Vt
+      if (op.kind == ir::OpKind::Slice) {
+        const size_t dim = which == 0 ? 1 : 0; // the triplet axis
+        if (ir::attr<ir::OpKind::Slice, "limit">(op)[dim] <= k) continue;
+      } else if (op.kind == ir::OpKind::SvdTopkComplement && j == which + 1 &&
+                 ir::attr<ir::OpKind::SvdTopkComplement, "guards">(op) == g) {
+        continue;
+      } else if (ir::hasCallee(op.kind)) {
+        continue; // a residual handed to a callee
+      }
+      fail(std::string("'") + ir::opName(op.kind) + "'" + (op.loc.empty() ? "" : " (" + op.loc + ")"));
+    }
+  // Outputs are residuals of a forward half, read by the backward's slices and complements.
+}
+
 Program transform(const Program &p, const std::vector<bool> &marked, const Layout &layout,
                   std::vector<bool> &tangentOutputs, ModuleJvpImpl &m) {
   Program r;
@@ -147,6 +182,7 @@ Program transform(const Program &p, const std::vector<bool> &marked, const Layou
       any |= t != kNoValue;
     }
     ir::AttrList attrs = op.attrs;
+    if (any && op.kind == ir::OpKind::SvdTopk) checkGuardReaders(p, op);
     if (any && (op.kind == ir::OpKind::Svd || op.kind == ir::OpKind::SvdTopk)) {
       const std::string gauge = attrs.getStr("gauge");
       if (gauge == "bond-vjp")

@@ -450,8 +450,8 @@ constexpr Entry kTable[] = {
      "from svd_topk_complement (no full SVD); with guards = g, svd_topk{k − g}'s (an error if a "
      "cotangent reaches the guards)"},
     {OpKind::SvdTopkComplement, vjpSvdTopkComplement, Differentiable::All,
-     "none yet: grad stops with an error (a second derivative through svd_topk; "
-     "differentiate the svd before the truncate-svd pass instead)"},
+     "none yet: grad stops with an error (a second derivative through svd_topk by reverse "
+     "over reverse; take jvp of grad, or differentiate the svd before the truncate-svd pass)"},
     {OpKind::Eigh, vjpEigh, Differentiable::All,
      "Ā = V·(diag(w̄) + ½(K − Kᵀ)∘F)·Vᵀ with K = VᵀV̄ and F_ij = 1/(w_j − w_i) broadened to "
      "x/(x² + (eps·max|w|)²) (passes/VjpEigh.cpp); symmetric, finite at a tie for a loss "

@@ -257,12 +257,16 @@ TEST_CASE("svd_topk with guards: the rules hold the guards constant, a cotangent
   go.wrt = {"A"};
   go.keepOutputs = true;
   const Tensor A = geometricMatrix(n, 9);
-  const auto want = runEngine(grad(loss(k, 0), go), {A}); // svd_topk{k + g} read to k
+  const auto want = runEngine(grad(loss(k, 0), go), {A}); // svd_topk{k}
   const Program gg = grad(loss(k, g), go);
   CHECK(verify(gg).empty());
+  REQUIRE(countOps(gg, OpKind::SvdTopkComplement) == 1);
   for (const Op &op : gg.ops)
     if (op.kind == OpKind::SvdTopkComplement) CHECK(op.attrs.getI64("guards") == g);
+  // The solve deflates with the forward's guards: no top-g SVD of its own.
+  auto before = rt::truncatedSvdStats();
   const auto got = runEngine(gg, {A});
+  CHECK(rt::truncatedSvdStats().topkCalls - before.topkCalls == 1);
   double scale = 0, d = 0;
   for (size_t i = 0; i < got[1].data.size(); ++i) {
     scale = std::max(scale, std::fabs(want[1].data[i]));
@@ -271,6 +275,10 @@ TEST_CASE("svd_topk with guards: the rules hold the guards constant, a cotangent
   CHECK(scale > 0.1);
   CHECK(d <= 1e-10 * scale);
   CHECK_THROWS_WITH(grad(loss(k + 1, g), go), doctest::Contains("a cotangent reaches its last 1 triplet(s)"));
+  // Forward mode: the same reader of a guard is an error, not a zero tangent.
+  JvpOptions jo;
+  CHECK_THROWS_WITH(jvp(loss(k + 1, g), jo), doctest::Contains("'slice' reads its guard triplets"));
+  CHECK_NOTHROW(jvp(loss(k, g), jo));
   // The shape rule: at least one kept triplet.
   Program p;
   Builder b(p);
@@ -279,5 +287,7 @@ TEST_CASE("svd_topk with guards: the rules hold the guards constant, a cotangent
   Op bad = p.ops.back();
   bad.attrs.set("guards", Attr::i64(2));
   p.ops.back() = bad;
-  CHECK_FALSE(verify(p).empty());
+  const auto errs = verify(p);
+  REQUIRE_FALSE(errs.empty());
+  CHECK(errs[0].find("guards = 2 must be in [0, k − 1] = [0, 1]") != std::string::npos);
 }
