@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include <cblas.h>
 
@@ -91,15 +92,7 @@ constexpr double kDependent = 8 * kEps;
 BlockKrylovSvd::BlockKrylovSvd(const TopkSvdConfig &c, const double *A, double *work, double aMaxAbs)
     : c_(c), A_(A), m_(c.m), n_(c.n), k_(c.k), cm_(c.bmax), p_(c.b0), K_(std::min(c.m, c.n)),
       seed_(topkSeed(c.m, c.n, c.k)) {
-  const TopkSvdWorkspace L = topkSvdWorkspace(c);
-  Qb_ = work + L.Qb, Zs_ = work + L.Zs, P_ = work + L.P, Vs_ = work + L.Vs, Vk_ = work + L.Vk;
-  Uk_ = work + L.Uk, W_ = work + L.W, Y_ = work + L.Y, H_ = work + L.H;
-  Gm_ = work + L.Gm, Ev_ = work + L.Ev, Rb_ = work + L.Rb, Zr_ = work + L.Zr;
-  VTs_ = work + L.VTs, G_ = work + L.G, lam_ = work + L.lam, sv_ = work + L.sv;
-  tau_ = work + L.tau, y0_ = work + L.y0, bad_ = work + L.bad, Xr_ = work + L.Xr, Yr_ = work + L.Yr;
-  lw_ = work + L.lw, qw_ = work + L.qw, ew_ = work + L.ew;
-  iwork_ = reinterpret_cast<lapack_int *>(work + L.iwork);
-  eiw_ = reinterpret_cast<lapack_int *>(work + L.eiw);
+  carve(work);
   // The scale: the Krylov recurrence and the Gram matrix square σ₁, so for σ₁ outside
   // about [1e-150, 1e150] they would underflow or overflow (below, the stop test's sums
   // of squares read 0 and wrong triplets passed it). Where max|A_ij| is outside
@@ -113,13 +106,37 @@ BlockKrylovSvd::BlockKrylovSvd(const TopkSvdConfig &c, const double *A, double *
   alpha_ = svdWorkingScale(aMaxAbs);
 }
 
+BlockKrylovSvd::BlockKrylovSvd(const TopkSvdConfig &c, const LinearOperator &op, double *work)
+    : c_(c), A_(nullptr), op_(&op), m_(c.m), n_(c.n), k_(c.k), cm_(c.bmax), p_(c.b0),
+      K_(std::min(c.m, c.n)), seed_(topkSeed(c.m, c.n, c.k)) {
+  carve(work);
+  alpha_ = svdWorkingScale(op.maxAbsBound());
+}
+
+void BlockKrylovSvd::carve(double *work) {
+  const TopkSvdWorkspace L = topkSvdWorkspace(c_);
+  Qb_ = work + L.Qb, Zs_ = work + L.Zs, P_ = work + L.P, Vs_ = work + L.Vs, Vk_ = work + L.Vk;
+  Uk_ = work + L.Uk, W_ = work + L.W, Y_ = work + L.Y, H_ = work + L.H;
+  Gm_ = work + L.Gm, Ev_ = work + L.Ev, Rb_ = work + L.Rb, Zr_ = work + L.Zr;
+  VTs_ = work + L.VTs, G_ = work + L.G, lam_ = work + L.lam, sv_ = work + L.sv;
+  tau_ = work + L.tau, y0_ = work + L.y0, bad_ = work + L.bad, Xr_ = work + L.Xr, Yr_ = work + L.Yr;
+  lw_ = work + L.lw, qw_ = work + L.qw, ew_ = work + L.ew;
+  iwork_ = reinterpret_cast<lapack_int *>(work + L.iwork);
+  eiw_ = reinterpret_cast<lapack_int *>(work + L.eiw);
+}
+
 void BlockKrylovSvd::scaleRows(double *X, int64_t rows, int64_t pw) const {
   if (alpha_ != 1)
     for (int64_t i = 0; i < rows * pw; ++i) X[i] *= alpha_;
 }
 
 TopkSvdOutcome BlockKrylovSvd::fallback(double *Uout, double *sout, double *Vtout) {
-  FullSvd f = fullSvd(A_, m_, n_);
+  std::vector<double> formed;
+  if (A_ == nullptr) {
+    formed.resize(static_cast<size_t>(m_ * n_));
+    op_->materialize(formed.data());
+  }
+  FullSvd f = fullSvd(A_ != nullptr ? A_ : formed.data(), m_, n_);
   out_.lapackInfo = f.info;
   out_.fallback = true;
   out_.residual = 0;
@@ -228,8 +245,13 @@ double BlockKrylovSvd::rayleighRitz(int64_t cc) {
   }
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, M, static_cast<blasint>(k_), C, 1.0, Qb_, M,
               VTs_, C, 0.0, Uk_, M);
-  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(k_), N, alpha_, A_, N,
-              Vk_, N, 0.0, W_, M);
+  if (A_ != nullptr) {
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, M, static_cast<blasint>(k_), N, alpha_, A_,
+                N, Vk_, N, 0.0, W_, M);
+  } else {
+    // W = α·A·Vk a block of at most p columns at a time (the size of Xr, Yr).
+    for (int64_t j = 0; j < k_; j += p_) product(false, Vk_ + j * n_, std::min(p_, k_ - j), W_ + j * m_);
+  }
   double res = 0;
   for (int64_t i = 0; i < k_; ++i) {
     double ss = 0;
@@ -245,11 +267,18 @@ double BlockKrylovSvd::rayleighRitz(int64_t cc) {
 
 // Yc (m×w) = α·A·X with X n×w, and Zc (n×w) = α·Aᵀ·Q with Q m×w.
 void BlockKrylovSvd::product(bool transposed, const double *X, int64_t w, double *out) {
-  const int64_t pw = padded(w), rows = transposed ? m_ : n_;
+  // The streaming loops want a multiple of 4 columns; an operator gets exactly w.
+  const int64_t pw = op_ != nullptr ? w : padded(w), rows = transposed ? m_ : n_;
   toRows(X, rows, w, pw, Xr_);
   scaleRows(Xr_, rows, pw);
-  if (transposed) matTMultivector(A_, m_, n_, Xr_, pw, Yr_);
-  else matMultivector(A_, m_, n_, Xr_, pw, Yr_);
+  if (op_ != nullptr) {
+    if (transposed) op_->applyTransposed(Xr_, pw, Yr_);
+    else op_->apply(Xr_, pw, Yr_);
+  } else if (transposed) {
+    matTMultivector(A_, m_, n_, Xr_, pw, Yr_);
+  } else {
+    matMultivector(A_, m_, n_, Xr_, pw, Yr_);
+  }
   toCols(Yr_, transposed ? n_ : m_, w, pw, out);
 }
 void BlockKrylovSvd::mulA(const double *X, int64_t w, double *Yc) { product(false, X, w, Yc); }

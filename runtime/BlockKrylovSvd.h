@@ -21,7 +21,9 @@
 //   fallback        a full gesdd of A (budget spent, basis closed, or a missed triplet).
 //
 // Internally the tall matrices are column-major (LAPACK's QR wants them so); the
-// row-major A is the column-major Aᵀ (n×m, leading dimension n). Every array lives in
+// row-major A is the column-major Aᵀ (n×m, leading dimension n). A is either that
+// array or a LinearOperator: only the products, the true residuals' product and the
+// fallback read it. Every array lives in
 // the caller's workspace at the offsets of topkSvdWorkspace.
 //
 //===----------------------------------------------------------------------===//
@@ -41,6 +43,8 @@ public:
   /// `work` has c.workElems doubles; `aMaxAbs` = max|A_ij| (negative: computed here),
   /// which sets the working scale α (svdWorkingScale).
   BlockKrylovSvd(const TopkSvdConfig &c, const double *A, double *work, double aMaxAbs);
+  /// The same on an implicit A, known by its products (LinearOperator).
+  BlockKrylovSvd(const TopkSvdConfig &c, const LinearOperator &op, double *work);
 
   /// Every step to the stop: U row-major m×k, s[k] descending, Vt row-major k×n (as
   /// topkSvd). `scaleFloor` raises σ₁ in the tolerance (a deflated matrix's caller
@@ -96,8 +100,11 @@ private:
   void projectOut(const double *B, int64_t len, double *X, int64_t w);
   void scaleRows(double *X, int64_t rows, int64_t pw) const;
 
+  void carve(double *work);
+
   const TopkSvdConfig &c_;
-  const double *A_;
+  const double *A_;                    ///< the dense A, or null
+  const LinearOperator *op_ = nullptr; ///< the implicit A, or null
   int64_t m_, n_, k_, cm_, p_, K_;
   uint64_t seed_;
   double alpha_ = 1;

@@ -270,6 +270,27 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
   return svd_detail::BlockKrylovSvd(c, A, work, aMaxAbs).run(Uout, sout, Vtout, scaleFloor);
 }
 
+TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const LinearOperator &op, double *Uout, double *sout,
+                       double *Vtout, double *work, double scaleFloor) {
+  if (c.k <= 0) return {};
+  gTopkCalls.fetch_add(1, std::memory_order_relaxed);
+  return svd_detail::BlockKrylovSvd(c, op, work).run(Uout, sout, Vtout, scaleFloor);
+}
+
+void LinearOperator::materialize(double *out) const {
+  // A·E for blocks E of the identity's columns: Y (m×b) holds columns j0 … j0+b−1 of A.
+  const int64_t m = m_, n = n_, b = std::min<int64_t>(n, 64);
+  std::vector<double> E(static_cast<size_t>(n * b)), Y(static_cast<size_t>(m * b));
+  for (int64_t j0 = 0; j0 < n; j0 += b) {
+    const int64_t w = std::min(b, n - j0);
+    std::fill(E.begin(), E.end(), 0.0);
+    for (int64_t j = 0; j < w; ++j) E[static_cast<size_t>((j0 + j) * b + j)] = 1.0;
+    apply(E.data(), b, Y.data());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < w; ++j) out[i * n + j0 + j] = Y[static_cast<size_t>(i * b + j)];
+  }
+}
+
 TruncatedSvdStats truncatedSvdStats() {
   TruncatedSvdStats s;
   s.topkCalls = gTopkCalls.load(std::memory_order_relaxed);

@@ -133,6 +133,44 @@ struct TopkSvdOutcome {
   bool missed = false;  ///< the probe found a triplet above s_k that the basis missed (then: fallback)
 };
 
+/// A linear map A: ℝⁿ → ℝᵐ known only by its products with blocks of vectors: the
+/// implicit form of a matrix that is costly to form. The next TRG step's matrix is
+/// a reshape of the coarse tensor T' = einsum(S1, S2, S3, S4) (docs/trg.md §2.6):
+/// forming it costs O(χ⁶) and O(χ⁴) memory, a product with b vectors through the
+/// four half-tensors O(χ⁴·b) (Morita, Igarashi, Zhao, Kawashima, PRE 97, 033310
+/// (2018)). topkSvd needs nothing else of A, except where it falls back to gesdd.
+class LinearOperator {
+public:
+  LinearOperator(int64_t m, int64_t n) : m_(m), n_(n) {}
+  virtual ~LinearOperator() = default;
+  int64_t rows() const { return m_; }
+  int64_t cols() const { return n_; }
+  /// Y = A·X: X row-major n×p, Y row-major m×p (overwritten; leading dimensions p).
+  virtual void apply(const double *X, int64_t p, double *Y) const = 0;
+  /// Z = Aᵀ·Y: Y row-major m×p, Z row-major n×p (overwritten).
+  virtual void applyTransposed(const double *Y, int64_t p, double *Z) const = 0;
+  /// max|A_ij|, or a bound within a few powers of two of it: it sets the working scale
+  /// (topkSvd's aMaxAbs), which only matters outside [2⁻³⁰⁰, 2³⁰⁰].
+  virtual double maxAbsBound() const = 0;
+  /// A as a row-major m×n matrix into `out` (what the gesdd fallback factors). The
+  /// default multiplies by the columns of the identity, a block at a time.
+  virtual void materialize(double *out) const;
+
+private:
+  int64_t m_, n_;
+};
+
+/// topkSvd of an implicit A (cfg sized for op.rows() × op.cols()): the same iteration,
+/// its products with A those of `op` (each on a block of at most cfg.b0 columns), and
+/// the gesdd fallback on
+/// op.materialize(). An operator that multiplies by a matrix exactly as
+/// matMultivector / matTMultivector do (runtime/Multivector.h) gives that matrix's
+/// triplets bit for bit (the true residuals are measured with op's products instead of
+/// one dgemm: they may differ in the last bits; and the dense kernel pads each block
+/// with zero columns to a multiple of 4, which the operator does not see).
+TopkSvdOutcome topkSvd(const TopkSvdConfig &cfg, const LinearOperator &op, double *U, double *s,
+                       double *Vt, double *work, double scale = 0);
+
 /// A row-major m×n (finite), U row-major m×k, s[k] descending, Vt row-major k×n.
 /// `work` has cfg.workElems doubles. The fallback allocates gesdd's workspace on the
 /// heap (the only allocation).

@@ -28,6 +28,7 @@ void addDumpCommand(CLI::App &app);      // cmd_dump.cpp
 void addPrepareCommand(CLI::App &app);   // cmd_prepare.cpp
 void addRunCommand(CLI::App &app);       // cmd_run.cpp
 void addBenchCommand(CLI::App &app);     // cmd_bench.cpp
+void addBenchPlaquetteCommand(CLI::App &bench); // cmd_bench_plaquette.cpp, under bench
 void addOptCommand(CLI::App &app);       // cmd_opt.cpp
 void addCostCommand(CLI::App &app);      // cmd_cost.cpp
 void addGradcheckCommand(CLI::App &app); // cmd_gradcheck.cpp

@@ -323,6 +323,7 @@ void addBenchCommand(CLI::App &app) {
                   "Factor this matrix (.npy, float64) instead of a random one (e.g. to time "
                   "the same matrix as numpy.linalg.svd)");
   svd->callback([o]() { benchSvd(*o); });
+  addBenchPlaquetteCommand(*bench);
 
   auto wo = std::make_shared<WidthsBenchOpts>();
   CLI::App *wcmd = bench->add_subcommand(
