@@ -46,30 +46,50 @@ void permuteLabeled(const double *src, const std::string &from, const std::strin
     dst[0] = src[0];
     return;
   }
-  // srcStride[j]: the stride in src of the label at to[j].
-  std::vector<int64_t> srcStride(r), ext(r);
-  int64_t s = 1;
+  // The strides of each label of `to` in src and in dst.
+  std::vector<int64_t> ss(r), ds(r), ext(r);
+  int64_t total = 1;
   for (size_t i = from.size(); i-- > 0;) {
-    srcStride[to.find(from[i])] = s;
-    s *= extentOf[static_cast<unsigned char>(from[i])];
+    ss[to.find(from[i])] = total;
+    total *= extentOf[static_cast<unsigned char>(from[i])];
   }
-  for (size_t j = 0; j < r; ++j) ext[j] = extentOf[static_cast<unsigned char>(to[j])];
-  const int64_t inner = ext[r - 1], innerStride = srcStride[r - 1];
-  std::vector<int64_t> idx(r, 0);
-  int64_t at = 0, total = s;
-  for (int64_t o = 0; o < total; o += inner) {
-    const double *p = src + at;
-    if (innerStride == 1) {
-      std::copy(p, p + inner, dst + o);
+  for (size_t j = r, d = 1; j-- > 0;) {
+    ext[j] = extentOf[static_cast<unsigned char>(to[j])];
+    ds[j] = static_cast<int64_t>(d);
+    d *= static_cast<size_t>(ext[j]);
+  }
+  // Two labels move: b, dst's innermost, and a, src's innermost. Where they are the same
+  // label, rows are copied whole; otherwise each (a, b) plane is a 2-D transpose, done in
+  // tiles of 8×8 so that both sides read and write whole cache lines.
+  const size_t b = r - 1, a = to.find(from.back());
+  std::vector<size_t> outer;
+  for (size_t j = 0; j < r; ++j)
+    if (j != a && j != b) outer.push_back(j);
+  std::vector<int64_t> idx(outer.size(), 0);
+  const int64_t planes = total / (a == b ? ext[b] : ext[a] * ext[b]);
+  int64_t so = 0, dof = 0;
+  constexpr int64_t kTile = 8;
+  for (int64_t q = 0; q < planes; ++q) {
+    if (a == b) {
+      std::copy(src + so, src + so + ext[b], dst + dof);
     } else {
-      for (int64_t x = 0; x < inner; ++x) dst[o + x] = p[x * innerStride];
+      const int64_t ea = ext[a], eb = ext[b], sb = ss[b], da = ds[a];
+      for (int64_t a0 = 0; a0 < ea; a0 += kTile)
+        for (int64_t b0 = 0; b0 < eb; b0 += kTile) {
+          const int64_t a1 = std::min(ea, a0 + kTile), b1 = std::min(eb, b0 + kTile);
+          for (int64_t ia = a0; ia < a1; ++ia)
+            for (int64_t ib = b0; ib < b1; ++ib) dst[dof + ia * da + ib] = src[so + ib * sb + ia];
+        }
     }
-    // Advance the outer labels (an odometer over to[0 .. r−2]).
-    for (size_t j = r - 1; j-- > 0;) {
-      at += srcStride[j];
-      if (++idx[j] < ext[j]) break;
-      at -= srcStride[j] * ext[j];
-      idx[j] = 0;
+    // The next plane: an odometer over the other labels.
+    for (size_t t = outer.size(); t-- > 0;) {
+      const size_t j = outer[t];
+      so += ss[j];
+      dof += ds[j];
+      if (++idx[t] < ext[j]) break;
+      so -= ss[j] * ext[j];
+      dof -= ds[j] * ext[j];
+      idx[t] = 0;
     }
   }
 }
@@ -153,12 +173,17 @@ EinsumOperator::Sequence EinsumOperator::plan(const std::vector<int> &order, con
     for (char c : cur) (has(o.labels, c) ? summed : freeBlock) += c;
     for (char c : o.labels)
       if (!has(summed, c)) freeOperand += c;
-    st.blockForm = freeBlock + summed;
-    st.out = freeBlock + freeOperand;
+    // The block as it is where the summed labels are its last ones (block · operand) or
+    // its first ones (operand · block); otherwise permuted to (free, summed).
+    const size_t ns = summed.size();
+    st.right = cur.compare(0, ns, summed) == 0 && cur.compare(cur.size() - ns, ns, summed) != 0;
+    st.blockForm = st.right ? cur : freeBlock + summed;
+    st.out = st.right ? freeOperand + freeBlock : freeBlock + freeOperand;
     st.summed = extent(summed, 1);
     st.freeOperand = extent(freeOperand, 1);
     st.operandForm.resize(static_cast<size_t>(st.summed * st.freeOperand));
-    permuteLabeled(o.data, o.labels, summed + freeOperand, dim_, st.operandForm.data());
+    permuteLabeled(o.data, o.labels, st.right ? freeOperand + summed : summed + freeOperand, dim_,
+                   st.operandForm.data());
     cur = st.out;
     s.steps.push_back(std::move(st));
   }
@@ -202,29 +227,32 @@ std::vector<int> EinsumOperator::cheapestOrder(const std::string &from, int64_t 
 void EinsumOperator::run(const Sequence &s, const double *in, int64_t p, double *out) const {
   std::vector<int64_t> ext = dim_;
   ext[static_cast<unsigned char>(kBatch)] = p;
+  // The buffers only grow (a resize that shrinks and grows again would zero the tail).
+  auto room = [](std::vector<double> &v, int64_t n) -> double * {
+    if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+    return v.data();
+  };
   const double *src = in;
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const Step &st = s.steps[i];
     const double *blk = src;
     if (st.blockForm != st.in) {
-      std::vector<double> &perm = src == bufA_.data() ? bufB_ : bufA_;
-      perm.resize(static_cast<size_t>(extent(st.in, p)));
-      permuteLabeled(src, st.in, st.blockForm, ext, perm.data());
-      blk = perm.data();
+      double *perm = room(src == bufA_.data() ? bufB_ : bufA_, extent(st.in, p));
+      permuteLabeled(src, st.in, st.blockForm, ext, perm);
+      blk = perm;
     }
-    const int64_t M = extent(st.blockForm, p) / st.summed, K = st.summed, N = st.freeOperand;
+    // Block (free × summed) · operand (summed × free'), or operand (free' × summed) ·
+    // block (summed × free).
+    const int64_t K = st.summed, F = extent(st.blockForm, p) / K, N = st.freeOperand;
     const bool last = i + 1 == s.steps.size();
-    double *dst;
-    if (last && st.out == s.end) {
-      dst = out;
-    } else {
-      std::vector<double> &o = blk == bufA_.data() ? bufB_ : bufA_;
-      o.resize(static_cast<size_t>(M * N));
-      dst = o.data();
-    }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
-                static_cast<int>(K), 1.0, blk, static_cast<int>(K), st.operandForm.data(),
-                static_cast<int>(N), 0.0, dst, static_cast<int>(N));
+    double *dst = last && st.out == s.end ? out : room(blk == bufA_.data() ? bufB_ : bufA_, F * N);
+    const auto iK = static_cast<int>(K), iF = static_cast<int>(F), iN = static_cast<int>(N);
+    if (st.right)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iN, iF, iK, 1.0, st.operandForm.data(), iK,
+                  blk, iF, 0.0, dst, iF);
+    else
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iF, iN, iK, 1.0, blk, iK,
+                  st.operandForm.data(), iN, 0.0, dst, iN);
     src = dst;
   }
   if (src != out) permuteLabeled(src, s.steps.back().out, s.end, ext, out);

@@ -64,13 +64,17 @@ public:
   const std::vector<int> &transposedOrder() const { return transSeq_.order; }
 
 private:
-  /// One pairwise contraction of a product: the running block (labels `in`) permuted
-  /// to (free, summed), times the operand permuted (summed, free), gives labels `out`.
+  /// One pairwise contraction of a product, one GEMM: the running block (labels `in`),
+  /// where its summed labels come first, on the right of the operand permuted to
+  /// (free, summed) (`right`: out = operand's free + block's free); otherwise permuted
+  /// to (free, summed) if it is not so already, on the left of the operand permuted to
+  /// (summed, free) (out = block's free + operand's free).
   struct Step {
     int operand = 0;
+    bool right = false;
     std::string in, blockForm, out;
     int64_t summed = 1, freeOperand = 1;
-    std::vector<double> operandForm; ///< the operand permuted to (summed, free), row-major
+    std::vector<double> operandForm; ///< the operand in its GEMM form, row-major
   };
   struct Sequence {
     std::vector<int> order;

@@ -316,3 +316,29 @@ TEST_CASE("einsum operator: the cheapest contraction orders of the plaquette, an
             .find("not a permutation") != std::string::npos);
   CHECK(message([&] { make({{"ab", {2, 2}}, {"bc", {2, 2}}}, "a", "c"); }).empty());
 }
+
+TEST_CASE("einsum operator: permuteLabeled moves every element (tiled planes and whole rows)") {
+  std::mt19937_64 rng(59);
+  std::vector<int64_t> ext(256, 0);
+  ext['i'] = 3, ext['j'] = 11, ext['k'] = 9, ext['l'] = 5;
+  const std::string from = "ijkl";
+  Tensor src = randomTensor(Type({3, 11, 9, 5}), rng);
+  for (const char *to : {"ijkl", "lkji", "jilk", "kijl", "ljik", "iljk"}) {
+    CAPTURE(to);
+    std::vector<double> dst(src.data.size());
+    rt::permuteLabeled(src.data.data(), from, to, ext, dst.data());
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 11; ++j)
+        for (int64_t k = 0; k < 9; ++k)
+          for (int64_t l = 0; l < 5; ++l) {
+            int64_t at = 0;
+            for (char c : std::string(to)) {
+              const int64_t x = c == 'i' ? i : c == 'j' ? j : c == 'k' ? k : l;
+              at = at * ext[static_cast<unsigned char>(c)] + x;
+            }
+            wrong += dst[static_cast<size_t>(at)] != src.data[static_cast<size_t>(((i * 11 + j) * 9 + k) * 5 + l)];
+          }
+    CHECK(wrong == 0);
+  }
+}
