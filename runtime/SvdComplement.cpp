@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -43,6 +44,86 @@ double broadenedRecip(double y, double eps) {
   return 1.0 / (y + eps * (eps / y));
 }
 
+/// The products of the tail solve with α·A₂, A₂ = A minus the kept triplets (and the
+/// guards once known). A dense A: the formed α·A₂ (m×n row-major), multiplied by the
+/// streaming loops of runtime/Multivector.h and two GEMMs. An implicit A (a
+/// LinearOperator): factor by factor, A·(α·X) − Σ (U·α·S)·(Vt·X) over each deflated set,
+/// never forming A₂ (runtime/EinsumOperator.h). As a LinearOperator it is what the
+/// guards' topkSvd factors.
+class TailProducts final : public LinearOperator {
+public:
+  TailProducts(const double *Ap, int64_t m, int64_t n) : LinearOperator(m, n), Ap_(Ap) {}
+  TailProducts(const LinearOperator &A, double alpha, double maxAbs)
+      : LinearOperator(A.rows(), A.cols()), A_(&A), alpha_(alpha), maxAbs_(maxAbs) {}
+
+  /// Implicit A: subtract Us·Vt (Us m×count, already scaled by α·s; Vt count×n) too.
+  void deflate(const double *Us, const double *Vt, int64_t count) {
+    if (count > 0) sets_.push_back({Us, Vt, count});
+  }
+  /// Implicit A: A₂ is exactly 0 (every triplet kept).
+  void setZero() { zero_ = true; }
+
+  void apply(const double *X, int64_t p, double *Y) const override {
+    const int64_t m = rows(), n = cols();
+    if (Ap_ != nullptr) return matMultivector(Ap_, m, n, X, p, Y);
+    if (zero_) return void(std::fill(Y, Y + m * p, 0.0));
+    scaled_.assign(X, X + n * p);
+    for (double &x : scaled_) x *= alpha_;
+    A_->apply(scaled_.data(), p, Y);
+    for (const Set &d : sets_) {
+      small_.resize(static_cast<size_t>(d.count * p));
+      gemm(false, false, d.count, p, n, 1.0, d.Vt, n, X, p, 0.0, small_.data(), p);
+      gemm(false, false, m, p, d.count, -1.0, d.Us, d.count, small_.data(), p, 1.0, Y, p);
+    }
+  }
+  void applyTransposed(const double *Y, int64_t p, double *Z) const override {
+    const int64_t m = rows(), n = cols();
+    if (Ap_ != nullptr) return matTMultivector(Ap_, m, n, Y, p, Z);
+    if (zero_) return void(std::fill(Z, Z + n * p, 0.0));
+    scaled_.assign(Y, Y + m * p);
+    for (double &x : scaled_) x *= alpha_;
+    A_->applyTransposed(scaled_.data(), p, Z);
+    for (const Set &d : sets_) {
+      small_.resize(static_cast<size_t>(d.count * p));
+      gemm(true, false, d.count, p, m, 1.0, d.Us, d.count, Y, p, 0.0, small_.data(), p);
+      gemm(true, false, n, p, d.count, -1.0, d.Vt, n, small_.data(), p, 1.0, Z, p);
+    }
+  }
+  double maxAbsBound() const override { return alpha_ * maxAbs_; }
+
+  /// Qy (q×n) = Wᵀ·α·A₂ for W m×q.
+  void rowsTimes(const double *W, int64_t q, double *Qy) const {
+    const int64_t m = rows(), n = cols();
+    if (Ap_ != nullptr) return gemm(true, false, q, n, m, 1.0, W, q, Ap_, n, 0.0, Qy, n);
+    wide_.resize(static_cast<size_t>(n * q));
+    applyTransposed(W, q, wide_.data());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < q; ++j) Qy[j * n + i] = wide_[static_cast<size_t>(i * q + j)];
+  }
+  /// Qx (m×q) = c·α·A₂·Wyᵀ for Wy q×n.
+  void timesRowsT(const double *Wy, int64_t q, double c, double *Qx) const {
+    const int64_t m = rows(), n = cols();
+    if (Ap_ != nullptr) return gemm(false, true, m, q, n, c, Ap_, n, Wy, n, 0.0, Qx, q);
+    wide_.resize(static_cast<size_t>(n * q));
+    for (int64_t j = 0; j < q; ++j)
+      for (int64_t i = 0; i < n; ++i) wide_[static_cast<size_t>(i * q + j)] = Wy[j * n + i];
+    apply(wide_.data(), q, Qx);
+    for (int64_t i = 0; i < m * q; ++i) Qx[i] *= c;
+  }
+
+private:
+  struct Set {
+    const double *Us, *Vt;
+    int64_t count;
+  };
+  const double *Ap_ = nullptr;
+  const LinearOperator *A_ = nullptr;
+  double alpha_ = 1, maxAbs_ = 0;
+  bool zero_ = false;
+  std::vector<Set> sets_;
+  mutable std::vector<double> scaled_, small_, wide_;
+};
+
 /// The tail solve of svdComplement for the r columns at once, by conjugate gradients on
 /// the normal form (z_j²·I − A₂·A₂ᵀ)·x_j = z_j·F_j + A₂·G_j, then y_j = (G_j + A₂ᵀ·x_j)/z_j,
 /// adding Re x to X (m×r) and Re y to Yt (r×n). T = double: z_j = s_j (exact
@@ -55,7 +136,7 @@ double broadenedRecip(double y, double eps) {
 /// and imaginary parts of row j in rows w·j and w·j + 1. All products with A₂ are real.
 /// Returns nullptr or why it gave up.
 template <class T>
-const char *solveTail(const SvdComplementConfig &c, const double *Ap, const double *F,
+const char *solveTail(const SvdComplementConfig &c, const TailProducts &Ap, const double *F,
                       const double *Gt, const double *s, double delta, double *X, double *Yt,
                       double *work, int &iterations) {
   constexpr bool cplx = !std::is_same_v<T, double>;
@@ -84,7 +165,7 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
   double *AG = asReal(Qx);
   for (int64_t j = 0; j < r; ++j)
     for (int64_t i = 0; i < n; ++i) Qy[i * r + j] = Gt[j * n + i];
-  matMultivector(Ap, m, n, Qy, r, AG);
+  Ap.apply(Qy, r, AG);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < r; ++j) Rx[i * r + j] = z[j] * F[i * r + j] + AG[i * r + j];
   for (int64_t j = 0; j < r; ++j) rho[j] = 0, fn[j] = 0;
@@ -116,8 +197,8 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
       for (int64_t q = 0; q < a; ++q) Pa[i * ap + q] = Px[i * r + act[q]];
       for (int64_t q = a; q < ap; ++q) Pa[i * ap + q] = T(0);
     }
-    matTMultivector(Ap, m, n, asReal(Pa), w * ap, Qy);
-    matMultivector(Ap, m, n, Qy, w * ap, asReal(Qx));
+    Ap.applyTransposed(asReal(Pa), w * ap, Qy);
+    Ap.apply(Qy, w * ap, asReal(Qx));
     for (int64_t i = 0; i < m; ++i)
       for (int64_t q = 0; q < a; ++q)
         Qx[i * ap + q] = z[act[q]] * z[act[q]] * Pa[i * ap + q] - Qx[i * ap + q];
@@ -164,7 +245,7 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
   // the final x, not the sum Σ αᵢ·A₂ᵀpᵢ the iterations could have accumulated: that sum
   // drifts from it by the recurrence's rounding (unbounded near a COCG breakdown), and
   // the residual check below could not see the drift.
-  gemm(true, false, w * r, n, m, 1.0, asReal(Wx), w * r, Ap, n, 0.0, Qy, n);
+  Ap.rowsTimes(asReal(Wx), w * r, Qy);
   for (int64_t j = 0; j < r; ++j) {
     const double *qr = Qy + w * j * n;
     double *yr = Wy + w * j * n;
@@ -185,7 +266,7 @@ const char *solveTail(const SvdComplementConfig &c, const double *Ap, const doub
   // the tolerance (with a margin for the recurrence's rounding) relative to ‖F_j‖ + ‖G_j‖.
   // The second reuses A₂ᵀ·x from above: it measures the rounding of the division, and the
   // first, with y built from that A₂ᵀ·x, is the normal form's true residual over z_j.
-  gemm(false, true, m, w * r, n, -1.0, Ap, n, Wy, n, 0.0, asReal(Qx), w * r);
+  Ap.timesRowsT(Wy, w * r, -1.0, asReal(Qx));
   for (int64_t j = 0; j < r; ++j) {
     double res = 0, rhs = 0;
     for (int64_t i = 0; i < m; ++i) {
@@ -281,8 +362,9 @@ Discarded discardedTriplets(const double *A, int64_t m, int64_t n, const double 
 // svdComplement
 
 SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t r,
-                                        int64_t given) {
+                                        int64_t given, bool implicitA) {
   SvdComplementConfig c;
+  c.implicitA = implicitA;
   c.m = m;
   c.n = n;
   c.k = k;
@@ -295,25 +377,27 @@ SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t
   const double iterFlops = 4.0 * static_cast<double>(m * n) * static_cast<double>(std::max<int64_t>(r, 1));
   c.maxIter = static_cast<int>(std::clamp(gesddFlops(m, n) / (2 * iterFlops), 8.0, 400.0));
   const int64_t g = c.guards;
-  // Aperp m×n; guards Ug m×g, sg g, Vgt g×n; F m×r; Gt r×n; small k×r, g×r blocks; U·S
+  // Aperp m×n (not for an implicit A); guards Ug m×g, sg g, Vgt g×n; F m×r; Gt r×n; small k×r, g×r blocks; U·S
   // m×k (m×(k+g) with given guards); the guard topkSvd's workspace, or the tail solve's
   // (complex: the larger).
-  c.workElems = m * n + g * (m + n + 1) + r * m + r * n + 4 * std::max(k, g) * r +
+  c.workElems = (implicitA ? 0 : m * n) + g * (m + n + 1) + r * m + r * n + 4 * std::max(k, g) * r +
                 m * (c.givenGuards ? k + g : k) + k +
                 std::max(c.guard.workElems, solveTailWork(m, n, r, true));
   return c;
 }
 
-SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, const double *A,
-                                   const double *U, const double *s, const double *Vt,
-                                   const double *gU, const double *gVt, double *X, double *Yt,
-                                   double *work) {
+namespace {
+/// svdComplement on a dense A (Aop null) or an implicit one (A null).
+SvdComplementOutcome complement(const SvdComplementConfig &c, double eps, const double *A,
+                                const LinearOperator *Aop, const double *U, const double *s,
+                                const double *Vt, const double *gU, const double *gVt, double *X,
+                                double *Yt, double *work) {
   SvdComplementOutcome out;
   const int64_t m = c.m, n = c.n, k = c.k, r = c.r, g = c.guards, K = std::min(m, n);
   const int64_t ldu = c.givenGuards ? k + g : k; // U's columns: kept, then given guards
   if (r == 0) return out;
   gComplementCalls.fetch_add(1, std::memory_order_relaxed);
-  double *Ap = work, *Ug = Ap + m * n, *sg = Ug + m * g, *Vgt = sg + g;
+  double *Ap = work, *Ug = Ap + (Aop != nullptr ? 0 : m * n), *sg = Ug + m * g, *Vgt = sg + g;
   double *F = Vgt + g * n, *Gt = F + m * r;
   const int64_t kg = std::max(k, g);
   double *T1 = Gt + r * n, *T2 = T1 + kg * r, *T3 = T2 + kg * r, *T4 = T3 + kg * r;
@@ -353,7 +437,12 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     out.fallback = true;
     out.fallbackReason = why;
     gComplementFallbacks.fetch_add(1, std::memory_order_relaxed);
-    Discarded f = discardedTriplets(A, m, n, U, ldu, Vt, k);
+    std::vector<double> formed;
+    if (Aop != nullptr) {
+      formed.resize(static_cast<size_t>(m * n));
+      Aop->materialize(formed.data());
+    }
+    Discarded f = discardedTriplets(Aop != nullptr ? formed.data() : A, m, n, U, ldu, Vt, k);
     out.lapackInfo = f.info;
     if (f.info != 0) return;
     projectCotangents(); // the guards may have been taken out of F and Gt
@@ -398,14 +487,25 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
   const int64_t kd = c.givenGuards ? k + g : k;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < kd; ++j) Us[i * kd + j] = U[i * ldu + j] * (alpha * s[j]);
-  if (alpha != 1)
-    for (int64_t i = 0; i < m * n; ++i) Ap[i] = alpha * A[i];
-  else
-    std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
-  gemm(false, false, m, n, kd, -1.0, Us, kd, Vt, n, 1.0, Ap, n);
+  // An implicit A keeps A and these factors apart (TailProducts).
+  std::optional<TailProducts> tail;
+  if (Aop == nullptr) {
+    if (alpha != 1)
+      for (int64_t i = 0; i < m * n; ++i) Ap[i] = alpha * A[i];
+    else
+      std::memcpy(Ap, A, static_cast<size_t>(m * n) * sizeof(double));
+    gemm(false, false, m, n, kd, -1.0, Us, kd, Vt, n, 1.0, Ap, n);
+    tail.emplace(Ap, m, n);
+  } else {
+    tail.emplace(*Aop, alpha, Aop->maxAbsBound());
+    tail->deflate(Us, Vt, kd);
+  }
   // Every triplet kept (k = min(m, n)): A⊥ is exactly 0, not the rounding of A − U·S·Vt,
   // which would couple the side with no complement to the other.
-  if (k >= K) std::memset(Ap, 0, static_cast<size_t>(m * n) * sizeof(double));
+  if (k >= K) {
+    if (Aop == nullptr) std::memset(Ap, 0, static_cast<size_t>(m * n) * sizeof(double));
+    else tail->setZero();
+  }
 
   std::memset(X, 0, static_cast<size_t>(m * r) * sizeof(double));
   std::memset(Yt, 0, static_cast<size_t>(r * n) * sizeof(double));
@@ -417,7 +517,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     for (int64_t i = 0; i < g; ++i) sg[i] = alpha * s[k + i];
     std::memcpy(Vgt, Vt + k * n, static_cast<size_t>(g * n) * sizeof(double));
   } else if (g > 0) {
-    out.guard = topkSvd(c.guard, Ap, Ug, sg, Vgt, gw, s0c);
+    out.guard = Aop == nullptr ? topkSvd(c.guard, Ap, Ug, sg, Vgt, gw, s0c)
+                               : topkSvd(c.guard, *tail, Ug, sg, Vgt, gw, s0c);
     if (out.guard.lapackInfo != 0) {
       out.lapackInfo = out.guard.lapackInfo;
       return out;
@@ -446,7 +547,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     if (!c.givenGuards) {
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < g; ++j) Ug[i * g + j] *= sg[j];
-      gemm(false, false, m, n, g, -1.0, Ug, g, Vgt, n, 1.0, Ap, n);
+      if (Aop == nullptr) gemm(false, false, m, n, g, -1.0, Ug, g, Vgt, n, 1.0, Ap, n);
+      else tail->deflate(Ug, Vgt, g);
     }
   }
   // The tail beyond the guards (and the null space of a non-square A): exact reciprocals
@@ -477,8 +579,8 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
       for (int64_t i = 0; i < r * n; ++i) B[i] *= gamma;
   }
   const char *why = out.broadenedTail
-                        ? solveTail<std::complex<double>>(c, Ap, F, Gt, sc, delta, X, Yt, gw, out.iterations)
-                        : solveTail<double>(c, Ap, F, Gt, sc, delta, X, Yt, gw, out.iterations);
+                        ? solveTail<std::complex<double>>(c, *tail, F, Gt, sc, delta, X, Yt, gw, out.iterations)
+                        : solveTail<double>(c, *tail, F, Gt, sc, delta, X, Yt, gw, out.iterations);
   if (why != nullptr) {
     fullRule(why); // from the unscaled cotangents again
   } else if (alpha != 1 || gamma != 1) {
@@ -487,6 +589,21 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, con
     for (int64_t i = 0; i < r * n; ++i) Yt[i] *= back;
   }
   return out;
+}
+} // namespace
+
+SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps, const double *A,
+                                   const double *U, const double *s, const double *Vt,
+                                   const double *gU, const double *gVt, double *X, double *Yt,
+                                   double *work) {
+  return complement(c, eps, A, nullptr, U, s, Vt, gU, gVt, X, Yt, work);
+}
+
+SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps,
+                                   const LinearOperator &A, const double *U, const double *s,
+                                   const double *Vt, const double *gU, const double *gVt,
+                                   double *X, double *Yt, double *work) {
+  return complement(c, eps, nullptr, &A, U, s, Vt, gU, gVt, X, Yt, work);
 }
 
 } // namespace tessel::rt

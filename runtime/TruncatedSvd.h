@@ -78,6 +78,10 @@
 // counts the fallback. For s₀ outside [2⁻⁵⁰, 2⁵⁰] the solve works on A and s scaled by a power of
 // 2 (its inner products go as the fourth power of the scale) and scales X, Y back.
 //
+// Both kernels also take A as a LinearOperator (its products only; e.g. a reshaped
+// einsum never formed, runtime/EinsumOperator.h): the complement solve then applies A₂
+// factor by factor, A's product followed by the rank-(k + g) corrections.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -195,12 +199,14 @@ struct SvdComplementConfig {
   TopkSvdConfig guard;  ///< topkSvd of A⊥ for the guards (when not given)
   int maxIter = 0;      ///< CG iterations before falling back
   double tol = 0;       ///< CG residual tolerance relative to ‖f_j‖
+  bool implicitA = false; ///< for an A given as a LinearOperator (no m×n workspace)
   int64_t workElems = 0;
 };
 /// `given` > 0: U, s, Vt hold k kept triplets and then the next `given` ones below the
 /// cut (converged like the kept ones), which svdComplement takes as its guards.
+/// `implicitA`: sized for the LinearOperator overload of svdComplement.
 SvdComplementConfig svdComplementConfig(int64_t m, int64_t n, int64_t k, int64_t r,
-                                        int64_t given = 0);
+                                        int64_t given = 0, bool implicitA = false);
 
 struct SvdComplementOutcome {
   int iterations = 0; ///< CG iterations
@@ -219,5 +225,17 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &cfg, double eps, c
                                    const double *U, const double *s, const double *Vt,
                                    const double *gU, const double *gVt, double *X, double *Yt,
                                    double *work);
+
+/// The same for an implicit A (cfg from svdComplementConfig(…, implicitA = true)): the
+/// solve's products with A₂ = A minus the kept triplets and the guards are A's products
+/// followed by the rank-(k + g) corrections, so A₂ (and A) is never formed: O(m·n)
+/// memory less, and each CG iteration costs two of A's products with a few columns.
+/// The guards (when not given) are a topkSvd of that implicit A⊥; the full rule's
+/// fallback factors A.materialize(). The same X and Yt as the dense overload to the
+/// rounding of the products.
+SvdComplementOutcome svdComplement(const SvdComplementConfig &cfg, double eps,
+                                   const LinearOperator &A, const double *U, const double *s,
+                                   const double *Vt, const double *gU, const double *gVt,
+                                   double *X, double *Yt, double *work);
 
 } // namespace tessel::rt

@@ -342,3 +342,133 @@ TEST_CASE("einsum operator: permuteLabeled moves every element (tiled planes and
     CHECK(wrong == 0);
   }
 }
+
+namespace {
+
+/// An m×n matrix with singular values d: Q₁·diag(d)·Q₂ᵀ, Q₁, Q₂ orthonormal (QR of
+/// Gaussian matrices).
+std::vector<double> spectrumMatrix(int64_t m, int64_t n, const std::vector<double> &d, std::mt19937_64 &rng) {
+  auto orthonormal = [&](int64_t rows, int64_t cols) {
+    Tensor g = randomTensor(Type({rows, cols}), rng);
+    std::vector<double> tau(static_cast<size_t>(cols));
+    REQUIRE(LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, static_cast<int>(rows), static_cast<int>(cols), g.data.data(),
+                           static_cast<int>(cols), tau.data()) == 0);
+    REQUIRE(LAPACKE_dorgqr(LAPACK_ROW_MAJOR, static_cast<int>(rows), static_cast<int>(cols),
+                           static_cast<int>(cols), g.data.data(), static_cast<int>(cols), tau.data()) == 0);
+    return g.data;
+  };
+  const int64_t K = std::min(m, n);
+  const std::vector<double> Q1 = orthonormal(m, K), Q2 = orthonormal(n, K);
+  std::vector<double> A(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double a = 0;
+      for (int64_t t = 0; t < K; ++t) a += Q1[static_cast<size_t>(i * K + t)] * d[static_cast<size_t>(t)] * Q2[static_cast<size_t>(j * K + t)];
+      A[static_cast<size_t>(i * n + j)] = a;
+    }
+  return A;
+}
+
+struct Complement {
+  std::vector<double> X, Yt;
+  rt::SvdComplementOutcome out;
+};
+
+/// svd_topk_complement of A's top-k (k + given) triplets with r Gaussian cotangents, on
+/// the dense A and on `op` (the same matrix implicit): max|X − X'| and max|Yt − Yt'|
+/// relative to the largest entry, and both outcomes.
+struct ComplementPair {
+  Complement dense, implicit;
+  double diff = 0;
+};
+ComplementPair complementBothWays(const std::vector<double> &A, int64_t m, int64_t n, int64_t k, int64_t r,
+                                  int64_t given, double eps, const rt::LinearOperator &op, std::mt19937_64 &rng) {
+  const int64_t w = k + given;
+  Triplets t = topk(m, n, w, A.data(), nullptr);
+  const Tensor gU = randomTensor(Type({m, r}), rng), gVt = randomTensor(Type({r, n}), rng);
+  ComplementPair p;
+  for (bool implicit : {false, true}) {
+    const rt::SvdComplementConfig c = rt::svdComplementConfig(m, n, k, r, given, implicit);
+    std::vector<double> work(static_cast<size_t>(c.workElems));
+    Complement &o = implicit ? p.implicit : p.dense;
+    o.X.resize(static_cast<size_t>(m * r));
+    o.Yt.resize(static_cast<size_t>(r * n));
+    o.out = implicit ? rt::svdComplement(c, eps, op, t.U.data(), t.s.data(), t.Vt.data(), gU.data.data(),
+                                         gVt.data.data(), o.X.data(), o.Yt.data(), work.data())
+                     : rt::svdComplement(c, eps, A.data(), t.U.data(), t.s.data(), t.Vt.data(), gU.data.data(),
+                                         gVt.data.data(), o.X.data(), o.Yt.data(), work.data());
+  }
+  double big = 0, d = 0;
+  for (size_t i = 0; i < p.dense.X.size(); ++i) {
+    big = std::max(big, std::fabs(p.dense.X[i]));
+    d = std::max(d, std::fabs(p.dense.X[i] - p.implicit.X[i]));
+  }
+  for (size_t i = 0; i < p.dense.Yt.size(); ++i) {
+    big = std::max(big, std::fabs(p.dense.Yt[i]));
+    d = std::max(d, std::fabs(p.dense.Yt[i] - p.implicit.Yt[i]));
+  }
+  p.diff = big > 0 ? d / big : d;
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("svd_topk_complement over an operator: the dense kernel's X and Y on every path") {
+  std::mt19937_64 rng(61);
+  const int64_t m = 90, n = 80;
+  auto geometric = [&](double q) {
+    std::vector<double> d(80);
+    for (int64_t i = 0; i < 80; ++i) d[static_cast<size_t>(i)] = std::pow(q, static_cast<double>(i));
+    return d;
+  };
+  SUBCASE("real tail: guards computed by a top-g SVD of the implicit A-perp, then CG") {
+    const std::vector<double> A = spectrumMatrix(m, n, geometric(0.85), rng);
+    DenseOperator op(A, m, n);
+    const ComplementPair p = complementBothWays(A, m, n, 8, 8, 0, 1e-9, op, rng);
+    CHECK_FALSE(p.dense.out.fallback);
+    CHECK_FALSE(p.implicit.out.fallback);
+    CHECK_FALSE(p.implicit.out.broadenedTail);
+    CHECK(p.implicit.out.guard.iterations > 0);
+    CHECK(p.diff <= 1e-11);
+  }
+  SUBCASE("guards given by the forward") {
+    const std::vector<double> A = spectrumMatrix(m, n, geometric(0.85), rng);
+    DenseOperator op(A, m, n);
+    const ComplementPair p = complementBothWays(A, m, n, 8, 5, 4, 1e-9, op, rng);
+    CHECK_FALSE(p.implicit.out.fallback);
+    CHECK(p.implicit.out.guard.iterations == 0);
+    CHECK(p.diff <= 1e-11);
+  }
+  SUBCASE("the complex shift (eps = 1e-5: every gap within 1e5 of the broadening)") {
+    const std::vector<double> A = spectrumMatrix(m, n, geometric(0.7), rng);
+    DenseOperator op(A, m, n);
+    const ComplementPair p = complementBothWays(A, m, n, 8, 8, 0, 1e-5, op, rng);
+    CHECK(p.dense.out.broadenedTail);
+    CHECK(p.implicit.out.broadenedTail);
+    CHECK_FALSE(p.implicit.out.fallback);
+    CHECK(p.diff <= 1e-11);
+  }
+  SUBCASE("CG's budget runs out: the full rule on the materialised A") {
+    std::vector<double> d(80);
+    for (int64_t i = 0; i < 80; ++i)
+      d[static_cast<size_t>(i)] = i < 8 ? std::pow(0.8, static_cast<double>(i))
+                                        : 0.8 * (0.999 - 1e-4 * static_cast<double>(i)) * std::pow(0.8, 6.0);
+    const std::vector<double> A = spectrumMatrix(m, n, d, rng);
+    DenseOperator op(A, m, n);
+    const ComplementPair p = complementBothWays(A, m, n, 8, 8, 0, 1e-9, op, rng);
+    CHECK(p.dense.out.fallback);
+    CHECK(p.implicit.out.fallback);
+    CHECK(p.diff <= 1e-10);
+  }
+  SUBCASE("the plaquette: the formed matrix's complement, never forming it") {
+    const Plaquette P = randomPlaquette(8, 12, rng);
+    const rt::EinsumOperator op = P.op();
+    const std::vector<double> A = P.formed();
+    const ComplementPair p = complementBothWays(A, 144, 144, 12, 12, 0, 1e-9, op, rng);
+    CHECK(p.dense.out.fallback == p.implicit.out.fallback);
+    CHECK_FALSE(p.implicit.out.fallback);
+    CHECK(p.diff <= 1e-10);
+    MESSAGE("plaquette complement: " << p.implicit.out.iterations << " CG iterations (dense "
+                                     << p.dense.out.iterations << "), difference " << p.diff);
+  }
+}
