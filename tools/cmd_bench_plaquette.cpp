@@ -5,8 +5,8 @@
 // width, BLAS, load): formed (the plaquette contraction's three GEMMs, O(χ⁶), then
 // svd_topk of the χ²×χ² matrix) and implicit (svd_topk over the einsum of the four
 // half-tensors, runtime/EinsumOperator.h: O(χ⁴·p) per product, the matrix never
-// formed). Where the implicit form wins is the crossover the svd_topk-of-an-einsum
-// rewrite needs (docs/trg.md §2.7).
+// formed); and the pullback's complement solve on both. Where the implicit form wins is
+// the crossover the svd_topk-of-an-einsum rewrite needs (docs/trg.md §2.7).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include <cblas.h>
 
 #include "ir/Diagnostics.h"
+#include "ir/ShapeRules.h"
 #include "runtime/EinsumOperator.h"
 #include "runtime/Runtime.h"
 #include "runtime/Stats.h"
@@ -90,8 +91,9 @@ void benchPlaquette(const PlaquetteBenchOpts &o) {
               "then svd_topk, against svd_topk over the implicit einsum (O(chi^4 p) per product); "
               "alternated, %d timed rounds after one warm-up, medians (ms)\n",
               o.decay, static_cast<unsigned long long>(o.seed), o.repeat);
-  std::printf("%5s %10s %10s %10s %10s %8s %7s %7s %10s %10s %9s\n", "chi", "form", "topk", "formed",
-              "implicit", "ratio", "blocks", "blocks", "MiB form", "MiB impl", "ds/s0");
+  std::printf("%5s %10s %10s %10s %10s %8s %7s %7s %10s %10s %9s %10s %10s %6s %6s\n", "chi", "form", "topk",
+              "formed", "implicit", "ratio", "blocks", "blocks", "MiB form", "MiB impl", "ds/s0", "cmpl form",
+              "cmpl impl", "CG", "CG");
   for (int64_t chi : chis) {
     const int64_t D = chi, Dp = chi, n = Dp * Dp, k = chi;
     std::mt19937_64 rng(o.seed);
@@ -127,6 +129,39 @@ void benchPlaquette(const PlaquetteBenchOpts &o) {
       tTopk.push_back(d);
       tImpl.push_back(i);
     }
+    // The pullback's complement solve (the gradient's svd_topk_complement, guards given
+    // by the forward as svd-topk-guards arranges, r = k cotangent columns): on the formed
+    // matrix against the implicit one, alternated.
+    const int64_t g = ir::svdTopkComplementGuards(n, n, k), kg = k + g;
+    std::vector<double> Ug(static_cast<size_t>(n * kg)), sgv(static_cast<size_t>(kg)), Vgt(static_cast<size_t>(kg * n));
+    {
+      const rt::TopkSvdConfig cg = rt::topkSvdConfig(n, n, kg);
+      std::vector<double> wg(static_cast<size_t>(cg.workElems));
+      rt::topkSvd(cg, buf.A.data(), Ug.data(), sgv.data(), Vgt.data(), wg.data());
+    }
+    std::vector<double> gU(static_cast<size_t>(n * k)), gVt(static_cast<size_t>(k * n)),
+        X(static_cast<size_t>(n * k)), Yt(static_cast<size_t>(k * n));
+    for (double &x : gU) x = U(rng);
+    for (double &x : gVt) x = U(rng);
+    const rt::SvdComplementConfig cd = rt::svdComplementConfig(n, n, k, k, g),
+                                  ci = rt::svdComplementConfig(n, n, k, k, g, true);
+    std::vector<double> wc(static_cast<size_t>(std::max(cd.workElems, ci.workElems)));
+    std::vector<double> tCd, tCi;
+    int itD = 0, itI = 0;
+    for (int r = 0; r <= o.repeat; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      const rt::SvdComplementOutcome a = rt::svdComplement(cd, 1e-9, buf.A.data(), Ug.data(), sgv.data(), Vgt.data(),
+                                                           gU.data(), gVt.data(), X.data(), Yt.data(), wc.data());
+      const double d = msSince(t0);
+      t0 = std::chrono::steady_clock::now();
+      const rt::SvdComplementOutcome b = rt::svdComplement(ci, 1e-9, op, Ug.data(), sgv.data(), Vgt.data(), gU.data(),
+                                                           gVt.data(), X.data(), Yt.data(), wc.data());
+      const double i = msSince(t0);
+      itD = a.iterations, itI = b.iterations;
+      if (r == 0) continue;
+      tCd.push_back(d);
+      tCi.push_back(i);
+    }
     double ds = 0;
     for (int64_t i = 0; i < k; ++i) ds = std::max(ds, std::fabs(s1[i] - s2[i]) / s1[0]);
     // Memory beyond the half-tensors: the formed matrix and the plaquette halves (as the
@@ -137,14 +172,17 @@ void benchPlaquette(const PlaquetteBenchOpts &o) {
     const double formMiB = static_cast<double>(buf.A.size() + buf.P.size() + buf.Q.size()) * mib;
     const double implMiB = static_cast<double>(8 * D * D * Dp + 2 * D * D * Dp * ((cfg.b0 + 3) / 4 * 4)) * mib;
     const double formed = median(tForm) + median(tTopk), implicit = median(tImpl);
-    std::printf("%5lld %10.1f %10.1f %10.1f %10.1f %8.3f %7d %7d %10.1f %10.1f %9.1e\n",
+    std::printf("%5lld %10.1f %10.1f %10.1f %10.1f %8.3f %7d %7d %10.1f %10.1f %9.1e %10.1f %10.1f %6d %6d\n",
                 static_cast<long long>(chi), median(tForm), median(tTopk), formed, implicit,
-                implicit / formed, oDense.iterations, oImpl.iterations, formMiB, implMiB, ds);
+                implicit / formed, oDense.iterations, oImpl.iterations, formMiB, implMiB, ds,
+                median(tCd), median(tCi), itD, itI);
   }
   std::printf("columns: form = the plaquette GEMMs, topk = svd_topk of the formed matrix, formed = their "
               "sum, implicit = svd_topk over the einsum, ratio = implicit / formed, blocks = Krylov "
               "blocks (formed, implicit), MiB = memory beyond the half-tensors, ds/s0 = max difference "
-              "of the singular values\n");
+              "of the singular values, cmpl = the pullback's complement solve (svd_topk_complement, "
+              "chi cotangent columns, guards given) on the formed and the implicit matrix, CG = its "
+              "iterations\n");
   std::printf("width 1 | blas %s\nload average: before %s, after %s\n", rt::blasInfo().c_str(),
               loadBefore.c_str(), rt::loadAverage().c_str());
 }
