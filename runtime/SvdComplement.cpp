@@ -18,6 +18,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -603,6 +605,10 @@ SvdComplementOutcome svdComplement(const SvdComplementConfig &c, double eps,
                                    const LinearOperator &A, const double *U, const double *s,
                                    const double *Vt, const double *gU, const double *gVt,
                                    double *X, double *Yt, double *work) {
+  if (A.rows() != c.m || A.cols() != c.n || !c.implicitA)
+    throw std::logic_error("svdComplement: a " + std::to_string(A.rows()) + "x" + std::to_string(A.cols()) +
+                           " operator for a config of " + std::to_string(c.m) + "x" + std::to_string(c.n) +
+                           (c.implicitA ? "" : " sized for a dense A"));
   return complement(c, eps, nullptr, &A, U, s, Vt, gU, gVt, X, Yt, work);
 }
 

@@ -18,6 +18,8 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -272,6 +274,9 @@ TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const double *A, double *Uout, do
 
 TopkSvdOutcome topkSvd(const TopkSvdConfig &c, const LinearOperator &op, double *Uout, double *sout,
                        double *Vtout, double *work, double scaleFloor) {
+  if (op.rows() != c.m || op.cols() != c.n)
+    throw std::logic_error("topkSvd: a " + std::to_string(op.rows()) + "x" + std::to_string(op.cols()) +
+                           " operator for a config of " + std::to_string(c.m) + "x" + std::to_string(c.n));
   if (c.k <= 0) return {};
   gTopkCalls.fetch_add(1, std::memory_order_relaxed);
   return svd_detail::BlockKrylovSvd(c, op, work).run(Uout, sout, Vtout, scaleFloor);

@@ -171,7 +171,10 @@ private:
 /// matMultivector / matTMultivector do (runtime/Multivector.h) gives that matrix's
 /// triplets bit for bit (the true residuals are measured with op's products instead of
 /// one dgemm: they may differ in the last bits; and the dense kernel pads each block
-/// with zero columns to a multiple of 4, which the operator does not see).
+/// with zero columns to a multiple of 4, which the operator does not see). The
+/// fallback allocates the m×n materialised matrix besides gesdd's arrays: a caller's
+/// memory plan must allow for it. An operator of another size than cfg's is a
+/// programming error (std::logic_error).
 TopkSvdOutcome topkSvd(const TopkSvdConfig &cfg, const LinearOperator &op, double *U, double *s,
                        double *Vt, double *work, double scale = 0);
 

@@ -21,6 +21,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/ShapeRules.h"
 #include "runtime/EinsumOperator.h"
+#include "runtime/MemoryLimit.h"
 #include "runtime/Runtime.h"
 #include "runtime/Stats.h"
 #include "runtime/TruncatedSvd.h"
@@ -84,6 +85,18 @@ void benchPlaquette(const PlaquetteBenchOpts &o) {
     chis.push_back(static_cast<int64_t>(v));
   }
   if (o.repeat < 1) throw Error("error: bench plaquette: --repeat must be >= 1");
+  // The dense side holds the formed χ²×χ² matrix, the two plaquette halves, their GEMM
+  // forms and the product (six arrays of χ⁴ doubles) and the complement's copy of the
+  // matrix: refused before anything is allocated where that exceeds what this process
+  // may still take.
+  const rt::MemoryLimit lim = rt::memoryLimit();
+  for (int64_t chi : chis) {
+    const int64_t bytes = 8 * 8 * chi * chi * chi * chi;
+    if (bytes > lim.bytes)
+      throw Error("error: bench plaquette: chi = " + std::to_string(chi) + " needs about " +
+                  rt::formatGiB(bytes) + " (the formed matrix and its plaquette arrays), more than " +
+                  lim.what + " allows");
+  }
   if (!(o.decay > 0 && o.decay <= 1)) throw Error("error: bench plaquette: --decay must be in (0, 1]");
   const std::string loadBefore = rt::loadAverage();
   std::printf("bench plaquette: top-chi SVD of the next step's chi^2 x chi^2 matrix Ma' from four random "

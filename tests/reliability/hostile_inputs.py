@@ -443,6 +443,12 @@ CASES = [
       r"error: input %x: expected f64\[2,3\], got f64\[0,3\] from 'x\.npy'"),
 
     # --- the command line -----------------------------------------------------------
+    Case("bench-plaquette-chi-text", "cli", "bench plaquette --chi with a word among the sizes",
+         ["bench", "plaquette", "--chi", "16,big"],
+         Exact("error: bench plaquette: --chi takes integers in [2, 96], got 'big'")),
+    Case("bench-plaquette-chi-huge", "cli", "bench plaquette --chi 1e9 (chi^4 doubles overflow)",
+         ["bench", "plaquette", "--chi", "1e9"],
+         Exact("error: bench plaquette: --chi takes integers in [2, 96], got '1e9'")),
     Case("cli-missing-file", "cli", "a program file that does not exist",
          ["verify", "nope.tir"], r"error: cannot open 'nope\.tir'"),
     Case("cli-directory-as-program", "cli", "a directory given as the program file",

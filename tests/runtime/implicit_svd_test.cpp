@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -471,4 +472,18 @@ TEST_CASE("svd_topk_complement over an operator: the dense kernel's X and Y on e
     MESSAGE("plaquette complement: " << p.implicit.out.iterations << " CG iterations (dense "
                                      << p.dense.out.iterations << "), difference " << p.diff);
   }
+}
+
+TEST_CASE("svd_topk over an operator: an operator of another size than the config is refused") {
+  std::mt19937_64 rng(67);
+  const Tensor A = randomTensor(Type({20, 30}), rng);
+  DenseOperator op(A.data, 20, 30);
+  const rt::TopkSvdConfig c = rt::topkSvdConfig(30, 20, 4);
+  std::vector<double> work(static_cast<size_t>(c.workElems)), U(120), s(4), Vt(80);
+  CHECK_THROWS_AS(rt::topkSvd(c, op, U.data(), s.data(), Vt.data(), work.data()), std::logic_error);
+  const rt::SvdComplementConfig dense = rt::svdComplementConfig(20, 30, 4, 4);
+  std::vector<double> w2(static_cast<size_t>(dense.workElems)), X(80), Yt(120);
+  CHECK_THROWS_AS(rt::svdComplement(dense, 1e-9, op, U.data(), s.data(), Vt.data(), U.data(), Vt.data(),
+                                    X.data(), Yt.data(), w2.data()),
+                  std::logic_error);
 }
