@@ -30,6 +30,19 @@ int64_t sizeOf(const std::vector<EinsumOperand> &ops, const std::string &labels)
   return e;
 }
 
+/// How one pairwise contraction splits the labels: those of the block (`cur`) that the
+/// operand also has are summed; the rest of each side stays (in its own order).
+struct LabelSplit {
+  std::string summed, freeBlock, freeOperand;
+};
+LabelSplit splitLabels(const std::string &cur, const std::string &operand) {
+  LabelSplit l;
+  for (char c : cur) (has(operand, c) ? l.summed : l.freeBlock) += c;
+  for (char c : operand)
+    if (!has(l.summed, c)) l.freeOperand += c;
+  return l;
+}
+
 std::string describe(const std::vector<EinsumOperand> &ops, const std::string &rows,
                      const std::string &cols) {
   std::string s;
@@ -169,10 +182,7 @@ EinsumOperator::Sequence EinsumOperator::plan(const std::vector<int> &order, con
     Step st;
     st.operand = order[i];
     st.in = cur;
-    std::string summed, freeBlock, freeOperand;
-    for (char c : cur) (has(o.labels, c) ? summed : freeBlock) += c;
-    for (char c : o.labels)
-      if (!has(summed, c)) freeOperand += c;
+    const auto [summed, freeBlock, freeOperand] = splitLabels(cur, o.labels);
     // The block as it is where the summed labels are its last ones (block · operand) or
     // its first ones (operand · block); otherwise permuted to (free, summed).
     const size_t ns = summed.size();
@@ -202,11 +212,7 @@ int64_t EinsumOperator::flops(const std::vector<int> &order, const std::string &
   std::string cur = from + kBatch;
   int64_t total = 0;
   for (int i : order) {
-    const EinsumOperand &o = operands_[static_cast<size_t>(i)];
-    std::string summed, freeBlock, freeOperand;
-    for (char c : cur) (has(o.labels, c) ? summed : freeBlock) += c;
-    for (char c : o.labels)
-      if (!has(summed, c)) freeOperand += c;
+    const auto [summed, freeBlock, freeOperand] = splitLabels(cur, operands_[static_cast<size_t>(i)].labels);
     total += extent(freeBlock, p) * extent(summed, p) * extent(freeOperand, p);
     cur = freeBlock + freeOperand;
   }

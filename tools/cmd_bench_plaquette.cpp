@@ -37,14 +37,8 @@ struct PlaquetteBenchOpts {
   double decay = 0.8;
 };
 
-double msSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using rt::msSince;
+double median(const std::vector<double> &ms) { return rt::summarize(ms).median; }
 
 /// The dense path's arrays, allocated once per χ.
 struct FormBuffers {
