@@ -246,6 +246,30 @@ Tensor traceTrgPottsInit(const Tensor &beta, int q) {
   return T0;
 }
 
+namespace {
+/// s[i] as f64[1], or 0 where s (f64[K]) has no entry i (nothing was cut).
+Tensor valueAt(const Tensor &s, int64_t i) {
+  if (i < s.shape()[0]) return s.slice({i}, {i + 1});
+  return Tensor(s.builder(), s.builder().constant(ir::Tensor(ir::Type({1}), {0.0})));
+}
+
+/// The values at the step's cut at D' = dout, from r.sa and r.sb, as the options ask:
+/// r.skept = (sa[D'-1], sb[D'-1]), the smallest kept, and r.scut = (sa[0], sa[D'], sb[0],
+/// sb[D']), the largest and the largest cut.
+void traceCutValues(TrgStepTrace &r, int64_t dout, const TrgStepOptions &opts,
+                    const std::function<void(const std::string &)> &loc) {
+  if (opts.outputKeptSingularValues) {
+    loc("kept singular values");
+    r.skept = concatenate({valueAt(r.sa, dout - 1), valueAt(r.sb, dout - 1)}, 0).named("skept");
+  }
+  if (opts.outputCutSingularValues) {
+    loc("largest cut singular values");
+    r.scut = concatenate({valueAt(r.sa, 0), valueAt(r.sa, dout), valueAt(r.sb, 0), valueAt(r.sb, dout)}, 0)
+                 .named("scut");
+  }
+}
+} // namespace
+
 TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &opts,
                           const TrgBondWeights &w) {
   ir::Builder &b = T.builder();
@@ -277,6 +301,7 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   Tensor Tm = (T / m).named("Tnorm");
   if (hotrg) {
     traceHotrgHalves(Tm, Dp, opts, loc, r);
+    traceCutValues(r, Dp, opts, loc);
     b.setLoc("");
     return r;
   }
@@ -349,11 +374,7 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   loc("plaquette einsum");
   r.Tn = einsum("war,abu,bgl,gwd->ruld", {S1, S2, S3, S4}).named("Tn");
 
-  if (opts.outputKeptSingularValues) {
-    loc("kept singular values");
-    r.skept = concatenate({A.s.slice({Dp - 1}, {Dp}), B.s.slice({Dp - 1}, {Dp})}, 0)
-                  .named("skept");
-  }
+  traceCutValues(r, Dp, opts, loc);
   b.setLoc("");
   return r;
 }
@@ -455,6 +476,7 @@ ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts) 
   tr.output(s.logm, "logm");
   tr.output(s.Tn, "Tn");
   if (opts.outputKeptSingularValues) tr.output(s.skept, "skept");
+  if (opts.outputCutSingularValues) tr.output(s.scut, "scut");
   if (opts.outputSingularValues) {
     tr.output(s.sa, "sa");
     tr.output(s.sb, "sb");
@@ -490,6 +512,7 @@ ir::Program buildTrgLimitClosure(int64_t d, int64_t dout, const TrgStepOptions &
   TrgStepTrace s = traceTrgLimitClosure(T, dout, opts, w);
   tr.output(s.ltail, "ltail");
   tr.output(s.skept, "skept");
+  if (opts.outputCutSingularValues) tr.output(s.scut, "scut");
   return tr.take();
 }
 

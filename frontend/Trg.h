@@ -33,6 +33,12 @@ namespace tessel::frontend {
 /// Singular values ≤ this (absolute, on the normalised tensor) count as exact zeros
 /// (docs/trg.md §2.4).
 inline constexpr double kTrgRankTol = 1e-12;
+/// A step's cut at D' splits a degenerate multiplet where s[D'-1] − s[D'] ≤ this·s[0]
+/// (of Ma or Mb): the derived schedule then keeps the multiplet's values above it
+/// instead (docs/trg.md §2.4). Between the rounding floor of the gaps of symmetry-exact
+/// multiplets (≲ 1e-11·s[0]) and the smallest cut gap of a non-degenerate spectrum met
+/// (1.1e-9·s[0]: Ising, β = 0.8, χ = 16).
+inline constexpr double kTrgMultipletTol = 1e-10;
 
 /// Default broadening ε of the svd reverse rule in the TRG programs, relative to the
 /// largest singular value of each SVD (docs/trg.md §5, "The size of ε"). In the ordered
@@ -100,6 +106,12 @@ struct TrgStepOptions {
   /// Adds an output %skept: f64[2] = (sa[D'-1], sb[D'-1]), the smallest kept singular
   /// values of Ma and Mb, so a driver can refuse a kept value ≤ tol at run time.
   bool outputKeptSingularValues = false;
+  /// Adds an output %scut: f64[4] = (sa[0], sa[D'], sb[0], sb[D']), the largest singular
+  /// value and the largest one the step cuts (0 where D' = D²: nothing is cut), of Ma and
+  /// of Mb, after %skept; the step then computes D' + 1 triplets (svd_topk{D'+1} under
+  /// truncate-svd). A driver compares them with %skept to see a cut through a degenerate
+  /// multiplet (docs/trg.md §2.4).
+  bool outputCutSingularValues = false;
   /// Adds outputs %sa, %sb: f64[D²], all singular values.
   bool outputSingularValues = false;
   /// Adds outputs %sa, %sb: f64[D'], the D' leading singular values, computed as the
@@ -192,6 +204,7 @@ struct TrgStepTrace {
   /// (each divided by its largest entry), the squares of the doubled bond's values
   Tensor sa, sb;
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
+  Tensor scut;  ///< f64[4]: (sa[0], sa[D'], sb[0], sb[D']), sX[D'] = 0 where D' = D²
   Tensor ltail; ///< traceTrgLimitClosure: f64[], f(T)
   Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
   TrgBondWeights wn; ///< BTRG: the weights of Tn's bonds, f64[D'] each

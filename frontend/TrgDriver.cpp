@@ -117,6 +117,7 @@ struct TrgDriver::Impl {
     progs->noteGroup(group);
     TrgStepOptions so = sw->stepOptions(); // the value sweep's algorithm, k and ε
     so.outputKeptSingularValues = kind != Kind::Second;
+    so.outputCutSingularValues = false; // the value sweep's check, which derives the schedule
     so.limitClosure = limitClosure;
     so.initScale = whole(); // staged: added on the host, as in the value sweep
     auto opsOf = [](const ir::Program &q) {

@@ -103,7 +103,8 @@ struct TrgOptions {
   /// Truncation schedule (ranks[n] = D' of step n+1). Empty: derived from the spectrum
   /// at each β by the value sweep (docs/trg.md §2.4): the structural
   /// trgDefaultRanks, except where a kept singular value is ≤ rankTol; then that step
-  /// keeps those > rankTol among the D' its own SVD computes.
+  /// keeps those > rankTol among the D' its own SVD computes; and where the cut splits a
+  /// degenerate multiplet (multipletTol), that step keeps the values above it.
   std::vector<int64_t> ranks;
   TrgMode mode = TrgMode::Staged;
   /// Residual policy of the backward programs (docs/trg.md §6).
@@ -132,6 +133,9 @@ struct TrgOptions {
   TrgSvd svd = TrgSvd::Truncated;
   /// Kept singular values must exceed this (absolute, normalised tensor).
   double rankTol = kTrgRankTol;
+  /// A derived schedule cuts no multiplet whose gap at the cut is ≤ this·s[0]
+  /// (kTrgMultipletTol; 0: cut wherever χ says).
+  double multipletTol = kTrgMultipletTol;
   /// Pass pipeline applied to every program; empty = defaultTrgPipeline(order).
   std::string pipeline;
   /// Pass-manager instrumentation (--print-ir-*, --time-passes, ...). Each program is

@@ -72,10 +72,6 @@ void traceHotrgHalves(const Tensor &Tm, int64_t dout, const TrgStepOptions &opts
   r.sb = c.s;
   r.Ma = a.E;
   r.Mb = c.E;
-  if (opts.outputKeptSingularValues) {
-    loc("kept singular values");
-    r.skept = concatenate({a.s.slice({dout - 1}, {dout}), c.s.slice({dout - 1}, {dout})}, 0).named("skept");
-  }
 }
 
 } // namespace tessel::frontend

@@ -19,8 +19,8 @@ namespace tessel::frontend {
 /// dout) with the dout leading singular vectors P of their environment E = M·Mᵀ (divided
 /// by max|E|), and turns the result by 90° (legs 1, 2, 3, 0), so the second half cuts the
 /// other axis. Sets r.Tn (f64[dout,dout,dout,dout]), r.sa, r.sb (the environments'
-/// singular values, f64[D²]), r.Ma, r.Mb (the environments) and, with
-/// opts.outputKeptSingularValues, r.skept. `loc` sets the location of what follows.
+/// singular values, f64[D²]) and r.Ma, r.Mb (the environments); traceTrgStep adds
+/// r.skept and r.scut from r.sa, r.sb. `loc` sets the location of what follows.
 void traceHotrgHalves(const Tensor &Tm, int64_t dout, const TrgStepOptions &opts,
                       const std::function<void(const std::string &)> &loc, TrgStepTrace &r);
 

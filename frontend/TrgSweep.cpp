@@ -153,6 +153,7 @@ TrgStepOptions TrgSweep::stepOptions() const {
   so.btrgK = o.btrgK;
   so.svdEps = o.svdEps;
   so.outputKeptSingularValues = true;
+  so.outputCutSingularValues = true;
   return so;
 }
 
@@ -191,6 +192,7 @@ int TrgSweep::probeOf(int64_t D, int64_t Dp) {
   auto [it, fresh] = probes.try_emplace({D, Dp}, -1);
   if (!fresh) return it->second;
   TrgStepOptions so = stepOptions();
+  so.outputCutSingularValues = false;
   so.outputLeadingSingularValues = true;
   auto t0 = Clock::now();
   ir::Program p = buildTrgStep(D, Dp, so);
@@ -372,16 +374,25 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
                    std::vector<ir::Tensor>(ch[0].w));
     // Keep only what the step's own SVDs put above tol; near tol, values at the
     // noise level can differ between the probe's svd_topk{D'} and the step's own
-    // svd_topk{keep}, so this repeats until the kept values hold.
+    // svd_topk{keep}, so this repeats until the kept values hold. Then keep no part
+    // of a degenerate multiplet that the cut splits (its values above the cut).
     auto t0 = Clock::now();
-    while (plan && !(out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol)) {
-      const int64_t keep = std::min(countKept(n, beta, ch[0].T, ch[0].w), dims[n + 1] - 1);
-      if (keep < 1) break; // checkKept names the value
+    bool replanned = false;
+    while (plan) {
+      int64_t keep;
+      if (!(out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol))
+        keep = std::min(countKept(n, beta, ch[0].T, ch[0].w), dims[n + 1] - 1);
+      else if (const unsigned split = splitMultiplets(out[2].data.data(), out[3].data.data()))
+        keep = multipletStart(n, split, beta, ch[0].T, ch[0].w);
+      else
+        break;
+      if (keep < 1) break; // checkKept names the value; a multiplet from s[0] stays whole
       ranks[n] = dims[n + 1] = keep;
       out = progs.call(stepClass(dims[n], keep).value, stepName(n), beta, ch[0].T,
                        std::vector<ir::Tensor>(ch[0].w));
-      planExtraMs += msSince(t0);
+      replanned = true;
     }
+    if (replanned) planExtraMs += msSince(t0);
     checkKept(n, out[2].data.data(), r);
     for (size_t j = 0; j < ch.size(); ++j) {
       PlanChain &c = ch[j];
@@ -451,6 +462,37 @@ int64_t TrgSweep::countKept(size_t n, double beta, ir::Tensor &T, const std::vec
                 formatDouble(o.rankTol) + (o.algorithm == TrgAlgorithm::Hotrg ? " (the environments of its two half-steps)" : "") +
                 " (the largest are " + formatDouble(sv[3].data[0]) +
                 " and " + formatDouble(sv[4].data[0]) + ")");
+  return keep;
+}
+
+/// Whether a step's cut splits a degenerate multiplet of Ma (bit 0) or Mb (bit 1):
+/// s[D'-1] − s[D'] ≤ multipletTol·s[0] (kept = %skept, cut = %scut). Nothing is cut
+/// where s[D'] = 0.
+unsigned TrgSweep::splitMultiplets(const double *kept, const double *cut) const {
+  unsigned split = 0;
+  for (unsigned k = 0; k < 2; ++k) {
+    const double s0 = cut[2 * k], next = cut[2 * k + 1];
+    if (next > 0 && kept[k] - next <= o.multipletTol * s0) split |= 1u << k;
+  }
+  return split;
+}
+
+/// Step n + 1's D' lowered to the start of the multiplet its cut splits in the matrices
+/// of `split` (splitMultiplets): the probe's D' leading values, counted down from
+/// s[D'-1] while a gap is ≤ multipletTol·s[0] (the smaller start where both split; 0
+/// where the multiplet reaches s[0]).
+int64_t TrgSweep::multipletStart(size_t n, unsigned split, double beta, ir::Tensor &T,
+                                 const std::vector<ir::Tensor> &w) {
+  std::vector<ir::Tensor> sv =
+      progs.call(probeOf(dims[n], dims[n + 1]), stepName(n), beta, T, std::vector<ir::Tensor>(w));
+  int64_t keep = dims[n + 1];
+  for (unsigned k = 0; k < 2; ++k) {
+    if (!(split >> k & 1u)) continue;
+    const std::vector<double> &s = sv[3 + k].data;
+    int64_t m = static_cast<int64_t>(s.size()) - 1;
+    while (m > 0 && s[m - 1] - s[m] <= o.multipletTol * s[0]) --m;
+    keep = std::min(keep, m);
+  }
   return keep;
 }
 

@@ -119,6 +119,9 @@ private:
   int probeOf(int64_t D, int64_t Dp);
   /// T: the step's input, w: its bond weights (BTRG; empty for TRG).
   int64_t countKept(size_t n, double beta, ir::Tensor &T, const std::vector<ir::Tensor> &w);
+  unsigned splitMultiplets(const double *kept, const double *cut) const;
+  int64_t multipletStart(size_t n, unsigned split, double beta, ir::Tensor &T,
+                         const std::vector<ir::Tensor> &w);
 
   struct GapCache {
     double beta;

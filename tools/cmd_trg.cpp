@@ -566,7 +566,9 @@ void addTrgCommand(CLI::App &app) {
                   "prints it: 2,4,4,16x17). Default ('auto'): at "
                   "each beta the value sweep itself decides: min(D^2, chi, exact rank bound) "
                   "(2,4,4,16,16,... for chi = 16; HOTRG: min(D^2, chi)), and where a step's own SVDs keep a singular "
-                  "value <= 1e-12 that step keeps only those above (compiling the new class)");
+                  "value <= 1e-12 that step keeps only those above (compiling the new class), "
+                  "and where its cut splits a degenerate multiplet (a gap <= 1e-10 s_0, e.g. "
+                  "the pairs of Potts q = 3) it keeps the values above the multiplet");
   cmd->add_flag("--grad", args->req.grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->req.second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (through the staged "

@@ -98,9 +98,9 @@ TEST_CASE("btrg: d/dbeta and d2/dbeta2 by AD match finite differences (chi = 8, 
   for (int64_t chi : {8, 16}) {
     TrgOptions o = btrg(TrgOptions{});
     o.chi = chi;
-    // 16 steps: at 12 (chi = 16, beta = 0.3) the cut of step 12 falls inside a degenerate
-    // pair (s_16 = s_17), which makes lnZ/N depend on the pair's arbitrary basis at ~1e-10
-    // (docs/trg.md §9, "A cut inside a multiplet"); the steps after it wash that out.
+    // 16 steps: at 12 (chi = 16, beta = 0.3) the structural cut of step 12 falls inside a
+    // degenerate pair (s_16 = s_17), which the derived schedule keeps whole by keeping 15
+    // (docs/trg.md §9, "A cut inside a multiplet").
     o.steps = 16;
     o.second = o.grad = true;
     TrgDriver d(o);

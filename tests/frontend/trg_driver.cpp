@@ -596,7 +596,8 @@ TEST_CASE("trg driver: second order through svd_topk equals the full path's (1e-
 TEST_CASE("trg driver: --grad widens each step's svd_topk by its complement's guards") {
   // chi = 8: the 64x64 matrices keep k = 8 triplets; the complement's guards are
   // g = max(4, k/2) = 4, so the vjp forward computes svd_topk{12} and the backward's
-  // complements take guards = 4. The value programs keep svd_topk{8}; with
+  // complements take guards = 4. The value sweep's programs compute svd_topk{9}: the
+  // largest cut value too, which says whether the cut splits a multiplet; with
   // --disable-pass=svd-topk-guards nothing widens. d/dbeta agrees to the solver's
   // tolerance either way.
   double dWide = 0, dNarrow = 0;
@@ -612,7 +613,7 @@ TEST_CASE("trg driver: --grad widens each step's svd_topk by its complement's gu
       for (const ir::Op &op : f.ops) {
         if (op.kind == ir::OpKind::SvdTopk) {
           const int64_t k = op.attrs.getI64("k");
-          if (role == "value") CHECK(k == 8);
+          if (role == "value") CHECK(k == 9);
           (k == 12 ? wide : narrow) += role == "vjp forward";
         }
         if (op.kind == ir::OpKind::SvdTopkComplement) {

@@ -192,6 +192,56 @@ TEST_CASE("trg potts: the q = 3 specific heat peaks at beta_c = ln(1 + sqrt 3)")
   CHECK(std::max(left, right) > 6); // the peak grows with chi (~ln chi at a continuous transition)
 }
 
+TEST_CASE("trg potts: the derived schedule cuts no degenerate multiplet (q = 3, chi = 24, beta = 0.98)") {
+  // q = 3 spectra hold exact pairs (the S3 symmetry). At beta = 0.98 the chi = 24 cut of
+  // step 5 falls inside one (s23 = s24 = 2.23e-2 s0, relative gap 1e-15): which of the
+  // pair's vectors is kept was the SVD's arbitrary choice, so lnZ/N depended on the SVD
+  // algorithm and had kinks in beta (AD d/dbeta 1.4430 against one-sided slopes of 1.4705
+  // and 1.4501 per 1e-6). The derived schedule keeps the values above a split multiplet.
+  // Reference: an independent numpy TRG (numpy.linalg.svd, the same rank rule: keep
+  // min(D², chi, #s > 1e-12), then fewer while s[D'-1] − s[D'] <= 1e-10 s[0]) derived
+  // the same schedule and lnZ/N = 2.032543470837834.
+  TrgOptions o;
+  o.model = parseTrgModel("potts", 3);
+  o.chi = 24;
+  o.steps = 24;
+  o.grad = true;
+  const double beta = 0.98;
+  const std::vector<int64_t> numpyRanks = {3,  9,  9,  24, 23, 24, 24, 24, 24, 23, 23, 24,
+                                           24, 24, 24, 24, 22, 22, 22, 22, 22, 22, 22, 22};
+  TrgDriver truncated(o);
+  const TrgResult t = truncated.valueAndGrad(beta);
+  CHECK(truncated.ranks() == numpyRanks);
+  CHECK(std::fabs(t.lnZ - 2.032543470837834) < 1e-13);
+  // The same function whatever computes the SVDs.
+  o.svd = TrgSvd::Full;
+  TrgDriver full(o);
+  const TrgResult f = full.valueAndGrad(beta);
+  CHECK(full.ranks() == numpyRanks);
+  CHECK(std::fabs(t.lnZ - f.lnZ) < 1e-13);
+  REQUIRE(t.dlnZ);
+  REQUIRE(f.dlnZ);
+  CHECK(std::fabs(*t.dlnZ - *f.dlnZ) < 1e-10 * *f.dlnZ);
+  // And smooth: d/dbeta is the slope of lnZ/N (a central difference on the schedule of
+  // beta; at 1e-6 its own error is ~1e-9: rounding 4e-16/1e-6, d3 ~ 3e3 times 1e-12/6).
+  o.ranks = numpyRanks;
+  o.grad = false;
+  TrgDriver pinned(o);
+  const double d = 1e-6, lo = pinned.value(beta - d).lnZ, hi = pinned.value(beta + d).lnZ;
+  CHECK(std::fabs(pinned.value(beta).lnZ - f.lnZ) < 1e-13);
+  CHECK(std::fabs((hi - lo) / (2 * d) - *t.dlnZ) < 1e-8 * *t.dlnZ);
+  // Without the check the cut of step 5 splits the pair.
+  TrgOptions split;
+  split.model = o.model;
+  split.chi = 24;
+  split.steps = 24;
+  split.multipletTol = 0;
+  TrgDriver old(split);
+  old.value(beta);
+  REQUIRE(old.ranks().size() > 4);
+  CHECK(old.ranks()[4] == 24);
+}
+
 TEST_CASE("trg models: bad options are errors naming the option") {
   TrgOptions o;
   o.model.kind = TrgModel::Kind::Potts;
