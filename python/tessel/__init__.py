@@ -422,7 +422,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         width: engine width (threads). ranks: the truncation schedule (D' per step; the
             number of steps is then its length), or None / ``"auto"`` (the default: at
             each β the value sweep keeps min(D², χ, rank bound) per step, and fewer where
-            its own SVDs have singular values ≤ 1e-12).
+            its own SVDs have singular values ≤ 1e-12 or where the cut would split a
+            degenerate multiplet: docs/trg.md §2.4).
         repeat: timed runs after one warm-up (0 = the first run only).
         eps: Lorentzian broadening of the svd reverse rule (relative).
         check_nan, check_inf: stop at the first NaN (or NaN/inf) with the op named.
