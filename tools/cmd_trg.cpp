@@ -183,7 +183,8 @@ std::string ranksText(const frontend::TrgOptions &o, const frontend::TrgDriver &
   if (!o.ranks.empty()) return frontend::formatTrgRanks(drv.ranks()) + " (given)";
   return std::string("from the spectrum at each beta: ") +
          (o.algorithm == frontend::TrgAlgorithm::Hotrg ? "min(D^2, chi)" : "min(D^2, chi, rank bound)") +
-         " per step, fewer where the step's own SVD has singular values <= " + formatDouble(o.rankTol);
+         " per step, fewer where the step's own SVD has singular values <= " + formatDouble(o.rankTol) +
+         " or its cut splits a multiplet (gap <= " + formatDouble(o.multipletTol) + " s_0)";
 }
 
 /// What the exact columns hold for this model (frontend::trgExactValues).
