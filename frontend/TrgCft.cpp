@@ -99,9 +99,9 @@ TrgCftRow trgCftData(size_t step, const ir::Tensor &T, const ir::Tensor *wh, con
   return row;
 }
 
-TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows) {
+TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows, int sitesLog2) {
   TrgCftPlateau best;
-  const size_t w = kTrgCftPlateauSteps;
+  const size_t w = trgCftPlateauSteps(sitesLog2);
   int64_t D = 0;
   for (const TrgCftRow &r : rows) D = std::max(D, r.D);
   auto usable = [&](const TrgCftRow &r) {

@@ -42,8 +42,10 @@ struct TrgCftRow {
 TrgCftRow trgCftData(size_t step, const ir::Tensor &T, const ir::Tensor *wh = nullptr,
                      const ir::Tensor *wv = nullptr);
 
-/// The plateau of a run's CFT data (docs/trg.md §10): among the windows of
-/// kTrgCftPlateauSteps consecutive steps at the run's largest bond dimension whose fixed
+/// The plateau of a run's CFT data (docs/trg.md §10): among the windows of consecutive
+/// steps that span a factor 2 in linear size (kTrgCftPlateauSteps = 3 steps of TRG and
+/// BTRG, which grow it by √2 each; 2 of HOTRG, `sitesLog2` = 2, which doubles it) at the
+/// run's largest bond dimension whose fixed
 /// point is not a massive one (c ≥ 0.05 and x_1 ≥ 0.01: away from T_c the tensor flows to
 /// c → 0, with x_1 → 0 in the ordered phase) and which are flat (c spreads by
 /// ≤ kTrgCftPlateauSpreadC and x_1 by ≤ kTrgCftPlateauSpreadX), the one whose c and x_1
@@ -51,6 +53,10 @@ TrgCftRow trgCftData(size_t step, const ir::Tensor &T, const ir::Tensor *wh = nu
 /// (those every row of the window has) are the window's means, with their spreads
 /// (max − min). Not found: no such window; meaningful at a critical β only.
 inline constexpr size_t kTrgCftPlateauSteps = 3;
+/// The window's steps for a step of 2^sitesLog2 sites: 2/sitesLog2 + 1.
+inline size_t trgCftPlateauSteps(int sitesLog2) {
+  return (kTrgCftPlateauSteps - 1) / static_cast<size_t>(sitesLog2) + 1;
+}
 inline constexpr double kTrgCftPlateauSpreadC = 0.01;
 inline constexpr double kTrgCftPlateauSpreadX = 0.005;
 
@@ -61,6 +67,6 @@ struct TrgCftPlateau {
   std::vector<double> x, xSpread;
 };
 
-TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows);
+TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows, int sitesLog2 = 1);
 
 } // namespace tessel::frontend

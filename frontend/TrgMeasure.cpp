@@ -348,7 +348,7 @@ std::string trgBetaText(const TrgBetaMeasurement &m, const TrgDriver &drv, const
   os += "  loadavg           before " + rt::formatLoadAverage(m.loadBefore) + " | after " +
         rt::formatLoadAverage(m.loadAfter) + "\n";
   if (m.topk.calls + m.topk.complementCalls > 0) os += "  svd_topk          " + m.topk.text() + "\n";
-  if (!m.cft.empty()) os += trgCftText(m.cft);
+  if (!m.cft.empty()) os += trgCftText(m.cft, opts.sitesLog2());
   return os;
 }
 
@@ -386,7 +386,7 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
                       {"x", x}});
     }
     j["cft"] = rows;
-    const TrgCftPlateau pl = trgCftPlateau(m.cft);
+    const TrgCftPlateau pl = trgCftPlateau(m.cft, opts.sitesLog2());
     j["cft_plateau"] = pl.found ? nlohmann::json{{"first_step", pl.firstStep}, {"last_step", pl.lastStep},
                                                  {"c", pl.c}, {"c_spread", pl.cSpread}, {"x", pl.x},
                                                  {"x_spread", pl.xSpread}}
@@ -439,7 +439,7 @@ std::string formatBytes(int64_t bytes) {
   return b < 1048576.0 ? fmt("%.1f", b / 1024.0) + " KiB" : fmt("%.1f", b / 1048576.0) + " MiB";
 }
 
-std::string trgCftText(const std::vector<TrgCftRow> &rows) {
+std::string trgCftText(const std::vector<TrgCftRow> &rows, int sitesLog2) {
   std::string t = "  cft               c and the lowest scaling dimensions x of each step's tensor "
                   "(docs/trg.md section 10; at a critical beta, good in a window of steps)\n"
                   "    step    D        c        x_1      x_2      x_3      x_4\n";
@@ -455,9 +455,9 @@ std::string trgCftText(const std::vector<TrgCftRow> &rows) {
     }
     t += "\n";
   }
-  const TrgCftPlateau pl = trgCftPlateau(rows);
+  const TrgCftPlateau pl = trgCftPlateau(rows, sitesLog2);
   if (!pl.found)
-    return t + "    plateau   none: no " + std::to_string(kTrgCftPlateauSteps) +
+    return t + "    plateau   none: no " + std::to_string(trgCftPlateauSteps(sitesLog2)) +
            " steps where c and x_1 hold still (not a critical beta, or too few steps)\n";
   std::snprintf(buf, sizeof buf, "    plateau   steps %zu-%zu: c = %.5f", pl.firstStep, pl.lastStep, pl.c);
   t += buf;

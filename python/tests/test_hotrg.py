@@ -70,3 +70,12 @@ def test_btrg_k_with_another_algorithm_is_an_error():
                                                r"changes nothing with algorithm " + algorithm):
             tessel.trg(0.4, algorithm=algorithm, btrg_k=0.3, chi=4, steps=2)
     assert tessel.trg(0.4, algorithm="btrg", btrg_k=0.0, chi=4, steps=2)["btrg_k"] == 0.0
+
+
+def test_hotrg_cft_plateau_spans_two_steps():
+    # A HOTRG step doubles the linear size: the plateau window of two steps spans the
+    # factor 2 of TRG's three (docs/trg.md §10). Measured: steps 4-5, c = 0.49686.
+    r = tessel.trg(tessel.ISING_BETA_C, chi=16, steps=8, algorithm="hotrg", cft=True)
+    p = r["cft_plateau"]
+    assert p is not None and p["last_step"] - p["first_step"] == 1
+    assert abs(p["c"] - 0.5) < 0.005 and abs(p["x"][0] - 0.125) < 0.001

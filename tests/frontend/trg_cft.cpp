@@ -62,6 +62,30 @@ TEST_CASE("trg cft: Ising at beta_c, BTRG chi = 32: c = 1/2, x_sigma = 1/8, x_ep
   CHECK(std::fabs(p.x[1] - 1.0) < 0.01);
 }
 
+TEST_CASE("trg cft: HOTRG at beta_c, chi = 16: the plateau spans a factor 2 in size, two of its steps") {
+  // A HOTRG step doubles the linear size, a TRG step grows it by √2: the three-step window
+  // of TRG is two steps of HOTRG. Its c drifts by ~0.005 per step here (0.5055, 0.4995,
+  // 0.4942 at steps 3-5), so no three HOTRG steps hold it within 0.01.
+  TrgOptions o;
+  o.algorithm = TrgAlgorithm::Hotrg;
+  o.chi = 16;
+  o.steps = 8;
+  o.cft = true;
+  TrgDriver d(o);
+  const std::vector<TrgCftRow> rows = d.cftData(kIsingBetaC);
+  CHECK_FALSE(trgCftPlateau(rows).found); // three-step windows
+  const TrgCftPlateau p = trgCftPlateau(rows, 2);
+  REQUIRE(p.found);
+  // Measured: steps 4-5, c = 0.49686, x = 0.12481, 1.01469.
+  CHECK(p.lastStep - p.firstStep + 1 == 2);
+  CHECK(std::fabs(p.c - 0.5) < 0.005);
+  REQUIRE(p.x.size() >= 2);
+  CHECK(std::fabs(p.x[0] - 0.125) < 0.001);
+  CHECK(std::fabs(p.x[1] - 1.0) < 0.02);
+  CHECK(trgCftPlateauSteps(1) == 3);
+  CHECK(trgCftPlateauSteps(2) == 2);
+}
+
 TEST_CASE("trg cft: 3-state Potts at beta_c: c = 4/5, x_sigma = 2/15 twice, x_eps = 4/5") {
   TrgOptions o;
   o.model = parseTrgModel("potts", 3);
