@@ -254,8 +254,9 @@ Tensor valueAt(const Tensor &s, int64_t i) {
 }
 
 /// The values at the step's cut at D' = dout, from r.sa and r.sb, as the options ask:
-/// r.skept = (sa[D'-1], sb[D'-1]), the smallest kept, and r.scut = (sa[0], sa[D'], sb[0],
-/// sb[D']), the largest and the largest cut.
+/// r.skept = (sa[D'-1], sb[D'-1]), the smallest kept, and r.scut = (sa[0], sa[D'], …,
+/// sa[E], sb[0], sb[D'], …, sb[E]), the largest and the largest cut ones (E =
+/// max(D', opts.cutValuesTo)).
 void traceCutValues(TrgStepTrace &r, int64_t dout, const TrgStepOptions &opts,
                     const std::function<void(const std::string &)> &loc) {
   if (opts.outputKeptSingularValues) {
@@ -264,8 +265,13 @@ void traceCutValues(TrgStepTrace &r, int64_t dout, const TrgStepOptions &opts,
   }
   if (opts.outputCutSingularValues) {
     loc("largest cut singular values");
-    r.scut = concatenate({valueAt(r.sa, 0), valueAt(r.sa, dout), valueAt(r.sb, 0), valueAt(r.sb, dout)}, 0)
-                 .named("scut");
+    const int64_t last = std::max(dout, opts.cutValuesTo);
+    std::vector<Tensor> parts;
+    for (const Tensor *s : {&r.sa, &r.sb}) {
+      parts.push_back(valueAt(*s, 0));
+      for (int64_t i = dout; i <= last; ++i) parts.push_back(valueAt(*s, i));
+    }
+    r.scut = concatenate(parts, 0).named("scut");
   }
 }
 } // namespace

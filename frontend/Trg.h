@@ -33,12 +33,19 @@ namespace tessel::frontend {
 /// Singular values ≤ this (absolute, on the normalised tensor) count as exact zeros
 /// (docs/trg.md §2.4).
 inline constexpr double kTrgRankTol = 1e-12;
-/// A step's cut at D' splits a degenerate multiplet where s[D'-1] − s[D'] ≤ this·s[0]
+/// A step's cut at D' splits a degenerate multiplet where s[D'-1] − s[D'] ≤ this·s[D'-1]
 /// (of Ma or Mb): the derived schedule then keeps the multiplet's values above it
-/// instead (docs/trg.md §2.4). Between the rounding floor of the gaps of symmetry-exact
-/// multiplets (≲ 1e-11·s[0]) and the smallest cut gap of a non-degenerate spectrum met
-/// (1.1e-9·s[0]: Ising, β = 0.8, χ = 16).
-inline constexpr double kTrgMultipletTol = 1e-10;
+/// instead, where that keeps more than half of D' (docs/trg.md §2.4). Relative to the
+/// values at the cut, so that a cut among values near the rank tolerance, which differ
+/// by little in absolute terms, is not a multiplet. Above the rounding of the gaps of
+/// symmetry-exact multiplets (≲ 1e-11·s[0], so ≤ 1e-6 relative down to 1e-5·s[0]) and
+/// below the smallest relative cut gap of a spectrum without one met (1.2e-5: Ising,
+/// β = 0.8, χ = 16, step 7).
+inline constexpr double kTrgMultipletTol = 1e-6;
+/// The multiplet rule applies where s[D'-1] ≥ this·s[0]: below it svd_topk's values
+/// (accurate to ~1e-14·s[0], its residual stop) do not resolve a gap of kTrgMultipletTol,
+/// and what the cut does to lnZ/N there is of the order of those values.
+inline constexpr double kTrgMultipletFloor = 1e-7;
 
 /// Default broadening ε of the svd reverse rule in the TRG programs, relative to the
 /// largest singular value of each SVD (docs/trg.md §5, "The size of ε"). In the ordered
@@ -110,8 +117,13 @@ struct TrgStepOptions {
   /// value and the largest one the step cuts (0 where D' = D²: nothing is cut), of Ma and
   /// of Mb, after %skept; the step then computes D' + 1 triplets (svd_topk{D'+1} under
   /// truncate-svd). A driver compares them with %skept to see a cut through a degenerate
-  /// multiplet (docs/trg.md §2.4).
+  /// multiplet (docs/trg.md §2.4). HOTRG: of the environments, whose values are the
+  /// squares of the bond's.
   bool outputCutSingularValues = false;
+  /// With outputCutSingularValues and a value E > D': %scut: f64[2·(E − D' + 2)] holds
+  /// (s[0], s[D'], s[D'+1], …, s[E]) of Ma, then the same of Mb (the step computes E + 1
+  /// triplets), so a driver also sees whether a cut at E would split a multiplet.
+  int64_t cutValuesTo = 0;
   /// Adds outputs %sa, %sb: f64[D²], all singular values.
   bool outputSingularValues = false;
   /// Adds outputs %sa, %sb: f64[D'], the D' leading singular values, computed as the

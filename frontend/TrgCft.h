@@ -67,6 +67,6 @@ struct TrgCftPlateau {
   std::vector<double> x, xSpread;
 };
 
-TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows, int sitesLog2 = 1);
+TrgCftPlateau trgCftPlateau(const std::vector<TrgCftRow> &rows, int sitesLog2);
 
 } // namespace tessel::frontend

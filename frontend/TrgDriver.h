@@ -29,8 +29,9 @@
 // dump, statistics and timing flags show them and --bisect-limit never skips them.
 //
 // Rank schedule: TrgOptions::ranks, or derived at each β by the value sweep from its own
-// SVDs (the structural trgDefaultRanks where every kept value is > rankTol, fewer where
-// not; docs/trg.md §2.4), which with TrgOptions::stepsAuto also decides the number of
+// SVDs (the structural trgDefaultRanks where every kept value is > rankTol and no cut
+// splits a degenerate multiplet, fewer where not; docs/trg.md §2.4), which with
+// TrgOptions::stepsAuto also decides the number of
 // steps (the infinite lattice, §3.1). Every run checks the smallest kept singular values
 // of each step (output %skept) and throws tessel::Error naming the step and the value
 // when one is ≤ rankTol (its reverse rule would divide by ~0: docs/trg.md §2.4, §5).
@@ -133,8 +134,9 @@ struct TrgOptions {
   TrgSvd svd = TrgSvd::Truncated;
   /// Kept singular values must exceed this (absolute, normalised tensor).
   double rankTol = kTrgRankTol;
-  /// A derived schedule cuts no multiplet whose gap at the cut is ≤ this·s[0]
-  /// (kTrgMultipletTol; 0: cut wherever χ says).
+  /// A derived schedule cuts no multiplet whose gap at the cut is ≤ this·s[D'-1]
+  /// (kTrgMultipletTol; 0: cut wherever χ says), unless keeping it whole would keep half
+  /// of D' or fewer.
   double multipletTol = kTrgMultipletTol;
   /// Pass pipeline applied to every program; empty = defaultTrgPipeline(order).
   std::string pipeline;
@@ -200,7 +202,8 @@ void validateTrgOptions(const TrgOptions &o);
 /// (TrgOptions::ranks empty) derives in its value sweep at `beta` (steps N, the
 /// pipeline's SVDs: `pipeline` empty = the default). Step n+1 keeps min(D², χ, rank
 /// bound), or where one of its kept singular values is ≤ tol, those of its own SVDs that
-/// are > tol. Throws tessel::Error for β ≤ 0 or bad χ/steps.
+/// are > tol, or where its cut splits a degenerate multiplet, the values above it.
+/// Throws tessel::Error for β ≤ 0 or bad χ/steps.
 std::vector<int64_t> deriveTrgRanks(double beta, int64_t chi, int steps,
                                     double tol = kTrgRankTol, const std::string &pipeline = "",
                                     const TrgModel &model = {}, double field = 0);

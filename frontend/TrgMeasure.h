@@ -164,7 +164,7 @@ std::string runTimesText(const RunTimes &t);
 std::string peakMemoryText(const PeakMemory &m, int64_t rssBase);
 /// The --cft table: a header line, then per row "step D c x_1 … x_4" (docs/trg.md §10),
 /// and the plateau (`sitesLog2`: of the algorithm's step, trgCftPlateau).
-std::string trgCftText(const std::vector<TrgCftRow> &rows, int sitesLog2 = 1);
+std::string trgCftText(const std::vector<TrgCftRow> &rows, int sitesLog2);
 /// "12.3 MiB", or "45.6 KiB" below 1 MiB.
 std::string formatBytes(int64_t bytes);
 

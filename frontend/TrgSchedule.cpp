@@ -97,6 +97,8 @@ void validateTrgOptions(const TrgOptions &o) {
                 "it biases d(lnZ/N)/dbeta by more than 1e-11 relative; docs/trg.md section 5)");
   if (!(o.rankTol >= 0) || !std::isfinite(o.rankTol))
     throw Error("error: rank tolerance must be finite and >= 0, got " + formatDouble(o.rankTol));
+  if (!(o.multipletTol >= 0) || !std::isfinite(o.multipletTol))
+    throw Error("error: multiplet tolerance must be finite and >= 0, got " + formatDouble(o.multipletTol));
   checkTrgModel(o.model);
   if (!std::isfinite(o.field))
     throw Error("error: --field must be finite, got " + formatDouble(o.field));

@@ -15,8 +15,9 @@ using Clock = std::chrono::steady_clock;
 using rt::msSince;
 using ir::text::formatDouble;
 
-std::string classGroup(int64_t din, int64_t dout) {
-  return "step " + std::to_string(din) + "->" + std::to_string(dout);
+std::string classGroup(int64_t din, int64_t dout, int64_t cutValuesTo = 0) {
+  return "step " + std::to_string(din) + "->" + std::to_string(dout) +
+         (cutValuesTo > dout ? " (cut values to " + std::to_string(cutValuesTo) + ")" : "");
 }
 
 /// ln ‖T‖ (Frobenius), invariant under the bond gauge; with BTRG's weights `w` (wh, wv)
@@ -135,7 +136,7 @@ int TrgSweep::usesOf(const std::string &g) const {
   if (g == "init" || g == "whole" || g == "second" || g == "staged module") return 1;
   if (g.rfind("closure", 0) == 0) return 1;
   int k = 0;
-  for (size_t n = 0; n < ranks.size(); ++n) k += classGroup(dims[n], dims[n + 1]) == g;
+  for (size_t n = 0; n < ranks.size(); ++n) k += classGroup(dims[n], dims[n + 1], cutOf(n)) == g;
   return k;
 }
 
@@ -153,17 +154,20 @@ TrgStepOptions TrgSweep::stepOptions() const {
   so.btrgK = o.btrgK;
   so.svdEps = o.svdEps;
   so.outputKeptSingularValues = true;
-  so.outputCutSingularValues = true;
+  // The steps of a derived schedule say whether their cut splits a multiplet.
+  so.outputCutSingularValues = autoRanks && o.multipletTol > 0;
   return so;
 }
 
 /// The value program of step class (D, D'), compiled when first needed.
-TrgSweep::StagedClass &TrgSweep::stepClass(int64_t D, int64_t Dp) {
-  StagedClass &sc = stepClasses[{D, Dp}];
+TrgSweep::StagedClass &TrgSweep::stepClass(int64_t D, int64_t Dp, int64_t cutValuesTo) {
+  if (cutValuesTo <= Dp) cutValuesTo = 0;
+  StagedClass &sc = stepClasses[{D, Dp, cutValuesTo}];
   if (sc.value >= 0) return sc;
-  const std::string g = classGroup(D, Dp);
+  const std::string g = classGroup(D, Dp, cutValuesTo);
   progs.noteGroup(g);
-  const TrgStepOptions so = stepOptions();
+  TrgStepOptions so = stepOptions();
+  so.cutValuesTo = cutValuesTo;
   sc.value = progs.compileValue(g, [&] { return buildTrgStep(D, Dp, so); });
   return sc;
 }
@@ -173,7 +177,8 @@ TrgSweep::StagedClass &TrgSweep::closureClass(int64_t D, int64_t Dp) {
   if (c.value >= 0) return c;
   const std::string g = closureGroup(D, Dp);
   progs.noteGroup(g);
-  const TrgStepOptions so = stepOptions();
+  TrgStepOptions so = stepOptions();
+  so.outputCutSingularValues = false; // its step was checked as a step of the sweep
   c.value = progs.compileValue(g, [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D, so); });
   return c;
 }
@@ -181,7 +186,7 @@ TrgSweep::StagedClass &TrgSweep::closureClass(int64_t D, int64_t Dp) {
 /// Compiles the value programs the current schedule needs and has not compiled (the
 /// derivatives' module is TrgDriver's).
 void TrgSweep::ensureStaged() {
-  for (size_t n = 0; n < ranks.size(); ++n) stepClass(dims[n], dims[n + 1]);
+  for (size_t n = 0; n < ranks.size(); ++n) stepClass(dims[n], dims[n + 1], cutOf(n));
   closureClass(dims.back(), closureRank);
   allRanks = ranks;
   if (closureRank) allRanks.push_back(closureRank);
@@ -315,8 +320,10 @@ void TrgSweep::lowerRank(size_t n) {
 /// The value sweep, which also decides the schedule where it is not given: step n + 1
 /// runs class (D, D') with the structural D'; when a kept singular value is ≤ rankTol
 /// the probe of that class counts those > rankTol among its D' leading ones, and the
-/// step runs again with that many (docs/trg.md §2.4). So the run's own SVDs decide,
-/// and a β whose structural schedule holds pays nothing for it. With --steps auto
+/// step runs again with that many; when its cut splits a degenerate multiplet
+/// (%scut), with the values above the multiplet, and the next steps of that structural
+/// D' start there (docs/trg.md §2.4). So the run's own SVDs decide, and a β whose
+/// structural schedule holds pays nothing for it. With --steps auto
 /// it coarse-grains until the infinite-lattice estimate stops changing (§3.1).
 TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   TrgResult r = newResult(beta);
@@ -326,6 +333,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
     planExtraMs = 0;
     plannedBeta.reset();
     ranks.clear();
+    cutTo.clear();
     closureRank = 0;
     setDims();
   }
@@ -360,34 +368,52 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   }
   int still = 0;
   if (plan) converged = !o.stepsAuto;
+  // A D' lowered for a multiplet (from S, to m): the next steps whose structural D' is
+  // S run with m and compute the values down to s[S] too (near the fixed point the
+  // spectrum repeats from step to step, so a run of such steps pays one probe, not one
+  // per step); where their cut at S would split nothing, they run again with S.
+  int64_t multipletFrom = 0, multipletTo = 0;
+  const bool cuts = stepOptions().outputCutSingularValues;
   for (size_t n = 0;; ++n) {
     if (plan) {
       if (n == static_cast<size_t>(o.steps)) break;
-      ranks.push_back(structuralRank(n));
+      const int64_t structural = structuralRank(n);
+      const bool start = cuts && multipletTo && structural == multipletFrom;
+      ranks.push_back(start ? multipletTo : structural);
       dims.push_back(ranks.back());
+      cutTo.push_back(start ? structural : 0);
     } else if (n == ranks.size()) {
       break;
     }
     progs.stepDone("value", n + 1, plan ? static_cast<size_t>(o.steps) : ranks.size(), plan && o.stepsAuto);
     std::vector<ir::Tensor> out =
-        progs.call(stepClass(dims[n], dims[n + 1]).value, stepName(n), beta, ch[0].T,
+        progs.call(stepClass(dims[n], dims[n + 1], cutOf(n)).value, stepName(n), beta, ch[0].T,
                    std::vector<ir::Tensor>(ch[0].w));
     // Keep only what the step's own SVDs put above tol; near tol, values at the
     // noise level can differ between the probe's svd_topk{D'} and the step's own
     // svd_topk{keep}, so this repeats until the kept values hold. Then keep no part
     // of a degenerate multiplet that the cut splits (its values above the cut).
     auto t0 = Clock::now();
-    bool replanned = false;
+    bool replanned = false, raised = false;
     while (plan) {
       int64_t keep;
+      bool multiplet = false;
+      const size_t width = cuts ? out[3].data.size() / 2 : 0; // s[0], s[D'..E] per matrix
+      int64_t carried = 0; // a carried-over D' runs with what the structural one would keep
+      if (out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol && cutOf(n) && !raised)
+        carried = keptBelow(cutOf(n), out[2].data.data(), out[3].data.data(), width, n);
       if (!(out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol))
         keep = std::min(countKept(n, beta, ch[0].T, ch[0].w), dims[n + 1] - 1);
-      else if (const unsigned split = splitMultiplets(out[2].data.data(), out[3].data.data()))
-        keep = multipletStart(n, split, beta, ch[0].T, ch[0].w);
+      else if (carried > 0 && carried != dims[n + 1])
+        keep = carried, raised = true;
+      else if (const unsigned split = carried == 0 && cuts ? cutSplitsMultiplet(out[2].data.data(), out[3].data.data(), width) : 0u)
+        keep = multipletStart(n, split, beta, ch[0].T, ch[0].w), multiplet = true;
       else
         break;
-      if (keep < 1) break; // checkKept names the value; a multiplet from s[0] stays whole
+      if (keep < 1) break; // checkKept names the value; a multiplet too deep stays split
+      if (multiplet) multipletFrom = structuralRank(n), multipletTo = keep;
       ranks[n] = dims[n + 1] = keep;
+      cutTo[n] = 0;
       out = progs.call(stepClass(dims[n], keep).value, stepName(n), beta, ch[0].T,
                        std::vector<ir::Tensor>(ch[0].w));
       replanned = true;
@@ -398,7 +424,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
       PlanChain &c = ch[j];
       auto t1 = Clock::now();
       if (j > 0)
-        out = progs.call(stepClass(dims[n], dims[n + 1]).value, stepName(n), c.beta, c.T,
+        out = progs.call(stepClass(dims[n], dims[n + 1], cutOf(n)).value, stepName(n), c.beta, c.T,
                          std::vector<ir::Tensor>(c.w));
       std::vector<ir::Tensor> w = weightsOut(out);
       c.advance(n, out[0].data[0], std::move(out[1]), std::move(w));
@@ -417,6 +443,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
         converged = still >= kTrgStepsAutoStill;
         closureRank = ranks.back();
         ranks.pop_back();
+        cutTo.pop_back();
         dims.pop_back();
         r.logm.pop_back();
         r.keptSingularValues.pop_back(); // checked again as the closure's below
@@ -465,22 +492,53 @@ int64_t TrgSweep::countKept(size_t n, double beta, ir::Tensor &T, const std::vec
   return keep;
 }
 
-/// Whether a step's cut splits a degenerate multiplet of Ma (bit 0) or Mb (bit 1):
-/// s[D'-1] − s[D'] ≤ multipletTol·s[0] (kept = %skept, cut = %scut). Nothing is cut
-/// where s[D'] = 0.
-unsigned TrgSweep::splitMultiplets(const double *kept, const double *cut) const {
+/// Which of Ma (bit 0) and Mb (bit 1) the step's cut splits a degenerate multiplet of:
+/// s[D'-1] − s[D'] ≤ multipletTol·s[D'-1], where s[D'-1] ≥ kTrgMultipletFloor·s[0]
+/// (kept = %skept, cut = %scut with `width` values per matrix). Nothing is cut where
+/// s[D'] = 0; multipletTol = 0 cuts wherever χ says.
+unsigned TrgSweep::cutSplitsMultiplet(const double *kept, const double *cut, size_t width) const {
   unsigned split = 0;
-  for (unsigned k = 0; k < 2; ++k) {
-    const double s0 = cut[2 * k], next = cut[2 * k + 1];
-    if (next > 0 && kept[k] - next <= o.multipletTol * s0) split |= 1u << k;
-  }
+  for (unsigned k = 0; k < 2; ++k)
+    if (splitsAt(cut[k * width], kept[k], cut[k * width + 1])) split |= 1u << k;
   return split;
 }
 
+/// Whether a cut between the values `last` (kept) and `next` (cut) of a spectrum led by
+/// s0 splits a multiplet (the rule of cutSplitsMultiplet).
+bool TrgSweep::splitsAt(double s0, double last, double next) const {
+  return o.multipletTol > 0 && next > 0 && last >= kTrgMultipletFloor * s0 &&
+         last - next <= o.multipletTol * last;
+}
+
+/// For step n + 1 run with a carried-over D' below its structural S (%scut = s[0],
+/// s[D'], …, s[S] per matrix, `width` values; kept = %skept): the D' the rule would keep
+/// starting from S, where these values decide it: S where its cut splits nothing (and
+/// keeps no value ≤ rankTol), else the start of the multiplet it splits, or S again
+/// where that start keeps half of S or fewer. 0 where they do not decide: the multiplet
+/// reaches below D' (the probe's count decides), or a value ≤ rankTol lies above S.
+int64_t TrgSweep::keptBelow(int64_t S, const double *kept, const double *cut, size_t width,
+                            size_t n) const {
+  const int64_t Dp = dims[n + 1];
+  int64_t keep = S;
+  for (size_t k = 0; k < 2; ++k) {
+    const double *s = cut + k * width;            // s[0], then s[Dp + i] at s[1 + i]
+    auto at = [&](int64_t i) { return i == Dp - 1 ? kept[k] : s[1 + (i - Dp)]; };
+    if (!(at(S - 1) > o.rankTol)) return 0;
+    if (!splitsAt(s[0], at(S - 1), at(S))) continue;
+    int64_t m = S - 1;
+    while (m >= Dp && at(m - 1) - at(m) <= o.multipletTol * at(m - 1)) --m;
+    if (m < Dp) return 0;
+    keep = std::min(keep, m);
+  }
+  return 2 * keep > S ? keep : S;
+}
+
 /// Step n + 1's D' lowered to the start of the multiplet its cut splits in the matrices
-/// of `split` (splitMultiplets): the probe's D' leading values, counted down from
-/// s[D'-1] while a gap is ≤ multipletTol·s[0] (the smaller start where both split; 0
-/// where the multiplet reaches s[0]).
+/// of `split` (cutSplitsMultiplet): the probe's D' leading values, counted down from
+/// s[D'-1] while a gap is ≤ multipletTol·s[m-1] (the smaller start where both split).
+/// 0 where that start keeps half of D' or fewer: a bond cut that far down is not the
+/// χ the run asked for (Potts with χ < q: the (q − 1)-fold multiplet after s[0]), so
+/// the cut stays where it is.
 int64_t TrgSweep::multipletStart(size_t n, unsigned split, double beta, ir::Tensor &T,
                                  const std::vector<ir::Tensor> &w) {
   std::vector<ir::Tensor> sv =
@@ -490,10 +548,14 @@ int64_t TrgSweep::multipletStart(size_t n, unsigned split, double beta, ir::Tens
     if (!(split >> k & 1u)) continue;
     const std::vector<double> &s = sv[3 + k].data;
     int64_t m = static_cast<int64_t>(s.size()) - 1;
-    while (m > 0 && s[m - 1] - s[m] <= o.multipletTol * s[0]) --m;
+    while (m > 0 && s[m - 1] - s[m] <= o.multipletTol * s[m - 1]) --m;
     keep = std::min(keep, m);
   }
-  return keep;
+  return 2 * keep > dims[n + 1] ? keep : 0;
+}
+
+int64_t TrgSweep::cutOf(size_t n) const {
+  return cutTo.size() == ranks.size() && n < cutTo.size() && cutTo[n] > dims[n + 1] ? cutTo[n] : 0;
 }
 
 /// D' of step n + 1 of the current schedule (n = ranks.size(): the limit closure's).

@@ -4,7 +4,8 @@
 // steps and the limit closure's D') and the staged value sweep that decides it where it
 // is not given: init, one value program per step class D -> D' (compiled when first
 // met), the closure; a kept singular value ≤ rankTol makes the step keep fewer (the
-// probe of that class counts the values above tol, docs/trg.md §2.4), and --steps auto
+// probe of that class counts the values above tol, docs/trg.md §2.4), so does a cut
+// that splits a degenerate multiplet (the step keeps the values above it), and --steps auto
 // stops when the infinite-lattice estimate stops changing (§3.1). The checks every run
 // of the schedule makes (kept singular values, finite results) are here too, so that
 // each derivative sweep of TrgDriver makes the same ones.
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <optional>
 #include <string>
 #include <utility>
@@ -52,7 +54,11 @@ struct TrgSweep {
     int value = -1;
   };
   StagedClass init;
-  std::map<std::pair<int64_t, int64_t>, StagedClass> stepClasses;
+  /// Per (D, D', E): E > D' where the value program's %scut also holds s[D'+1..E]
+  /// (cutTo), else 0.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, StagedClass> stepClasses;
+  /// Per step of a derived schedule: the E of its value program (0: none; cutOf).
+  std::vector<int64_t> cutTo;
   /// Per (final D, limit closure's D' or 0): the closure.
   std::map<std::pair<int64_t, int64_t>, StagedClass> closures;
   /// Per (D, D'): the probe that outputs the D' leading singular values of the step's
@@ -114,12 +120,16 @@ private:
   int64_t structuralRank(size_t n) const;
   std::string closureGroup(int64_t D, int64_t Dp) const;
   StagedClass &closure();
-  StagedClass &stepClass(int64_t D, int64_t Dp);
+  StagedClass &stepClass(int64_t D, int64_t Dp, int64_t cutValuesTo = 0);
+  /// The E of step n + 1's value program (0 where the schedule was not derived).
+  int64_t cutOf(size_t n) const;
   StagedClass &closureClass(int64_t D, int64_t Dp);
   int probeOf(int64_t D, int64_t Dp);
   /// T: the step's input, w: its bond weights (BTRG; empty for TRG).
   int64_t countKept(size_t n, double beta, ir::Tensor &T, const std::vector<ir::Tensor> &w);
-  unsigned splitMultiplets(const double *kept, const double *cut) const;
+  unsigned cutSplitsMultiplet(const double *kept, const double *cut, size_t width) const;
+  bool splitsAt(double s0, double last, double next) const;
+  int64_t keptBelow(int64_t S, const double *kept, const double *cut, size_t width, size_t n) const;
   int64_t multipletStart(size_t n, unsigned split, double beta, ir::Tensor &T,
                          const std::vector<ir::Tensor> &w);
 

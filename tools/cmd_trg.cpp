@@ -184,7 +184,7 @@ std::string ranksText(const frontend::TrgOptions &o, const frontend::TrgDriver &
   return std::string("from the spectrum at each beta: ") +
          (o.algorithm == frontend::TrgAlgorithm::Hotrg ? "min(D^2, chi)" : "min(D^2, chi, rank bound)") +
          " per step, fewer where the step's own SVD has singular values <= " + formatDouble(o.rankTol) +
-         " or its cut splits a multiplet (gap <= " + formatDouble(o.multipletTol) + " s_0)";
+         " or its cut splits a multiplet (relative gap <= " + formatDouble(o.multipletTol) + ")";
 }
 
 /// What the exact columns hold for this model (frontend::trgExactValues).
@@ -567,9 +567,12 @@ void addTrgCommand(CLI::App &app) {
                   "prints it: 2,4,4,16x17). Default ('auto'): at "
                   "each beta the value sweep itself decides: min(D^2, chi, exact rank bound) "
                   "(2,4,4,16,16,... for chi = 16; HOTRG: min(D^2, chi)), and where a step's own SVDs keep a singular "
-                  "value <= 1e-12 that step keeps only those above (compiling the new class), "
-                  "and where its cut splits a degenerate multiplet (a gap <= 1e-10 s_0, e.g. "
-                  "the pairs of Potts q = 3) it keeps the values above the multiplet");
+                  "value <= " + formatDouble(frontend::kTrgRankTol) +
+                  " that step keeps only those above (compiling the new class), and where its "
+                  "cut splits a degenerate multiplet (relative gap <= " +
+                  formatDouble(frontend::kTrgMultipletTol) +
+                  ", e.g. the pairs of Potts q = 3) the values above the multiplet (docs/trg.md "
+                  "section 2.4)");
   cmd->add_flag("--grad", args->req.grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->req.second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (through the staged "

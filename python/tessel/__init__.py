@@ -411,8 +411,9 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             critical β they hold the CFT's values in a window of steps (Ising: c = ½,
             x = ⅛, 1; 3-state Potts: c = ⅘, x = 2/15 twice), which ``cft_plateau`` picks:
             ``first_step``, ``last_step``, the means ``c``, ``x`` and spreads ``c_spread``,
-            ``x_spread`` of the 3 steps whose c and x_1 change least at a nontrivial fixed
-            point, or None when they do not hold still. One untimed value sweep more;
+            ``x_spread`` of the 3 steps (HOTRG: 2; a factor 2 in linear size either way)
+            whose c and x_1 change least at a nontrivial fixed point, or None when they do
+            not hold still. One untimed value sweep more;
             staged mode.
         checkpoint: residual policy of the backward programs (``store``, ``recompute``,
             ``save-svd``). order: contraction order of the plaquette einsum.

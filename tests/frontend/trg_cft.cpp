@@ -52,7 +52,7 @@ TEST_CASE("trg cft: Ising at beta_c, BTRG chi = 32: c = 1/2, x_sigma = 1/8, x_ep
   CHECK(std::fabs(rows[10].x[0] - 0.125) < 0.0005);
   // The plateau found without being told where (measured: steps 11-13, c = 0.49894,
   // x = 0.12494, 1.00458).
-  const TrgCftPlateau p = trgCftPlateau(rows);
+  const TrgCftPlateau p = trgCftPlateau(rows, 1);
   REQUIRE(p.found);
   CHECK(p.lastStep - p.firstStep + 1 == kTrgCftPlateauSteps);
   CHECK(p.firstStep >= 6);
@@ -73,7 +73,7 @@ TEST_CASE("trg cft: HOTRG at beta_c, chi = 16: the plateau spans a factor 2 in s
   o.cft = true;
   TrgDriver d(o);
   const std::vector<TrgCftRow> rows = d.cftData(kIsingBetaC);
-  CHECK_FALSE(trgCftPlateau(rows).found); // three-step windows
+  CHECK_FALSE(trgCftPlateau(rows, 1).found); // TRG's three-step windows
   const TrgCftPlateau p = trgCftPlateau(rows, 2);
   REQUIRE(p.found);
   // Measured: steps 4-5, c = 0.49686, x = 0.12481, 1.01469.
@@ -104,7 +104,7 @@ TEST_CASE("trg cft: 3-state Potts at beta_c: c = 4/5, x_sigma = 2/15 twice, x_ep
   CHECK(window >= 3);
   // The plateau (measured: steps 9-11, c = 0.78176, x = 0.13345 twice, 0.81435): at this
   // chi the flattest window has begun to drift below 4/5 (steps 6-8 average 0.797).
-  const TrgCftPlateau p = trgCftPlateau(rows);
+  const TrgCftPlateau p = trgCftPlateau(rows, 1);
   REQUIRE(p.found);
   CHECK(std::fabs(p.c - 0.8) < 0.02);
   REQUIRE(p.x.size() >= 3);
@@ -122,7 +122,7 @@ TEST_CASE("trg cft: away from T_c the fixed point is trivial (c -> 0, x_1 large)
   INFO("step 13: c " << rows.back().c << " x_1 " << rows.back().x[0]);
   CHECK(std::fabs(rows.back().c) < 1e-3);
   CHECK(rows.back().x[0] > 1);
-  CHECK_FALSE(trgCftPlateau(rows).found);
+  CHECK_FALSE(trgCftPlateau(rows, 1).found);
 }
 
 TEST_CASE("trg cft: the plateau is the flattest window of steps at a nontrivial fixed point, or none") {
@@ -131,7 +131,7 @@ TEST_CASE("trg cft: the plateau is the flattest window of steps at a nontrivial 
   std::vector<TrgCftRow> rows = {row(0, 4, 0.5, 0.125),   row(1, 8, 0.56, 0.14),  row(2, 8, 0.47, 0.12),
                                  row(3, 8, 0.501, 0.1251), row(4, 8, 0.499, 0.125), row(5, 8, 0.500, 0.1249),
                                  row(6, 8, 0.01, 2.0),     row(7, 8, 0.01, 2.0),    row(8, 8, 0.01, 2.0)};
-  TrgCftPlateau p = trgCftPlateau(rows);
+  TrgCftPlateau p = trgCftPlateau(rows, 1);
   REQUIRE(p.found);
   CHECK(p.firstStep == 3);
   CHECK(p.lastStep == 5);
@@ -144,14 +144,14 @@ TEST_CASE("trg cft: the plateau is the flattest window of steps at a nontrivial 
   // little it changes otherwise: the next flat one is taken, or none.
   rows[4].c = 0.49;
   rows[5].c = 0.51;
-  CHECK_FALSE(trgCftPlateau(rows).found);
+  CHECK_FALSE(trgCftPlateau(rows, 1).found);
   rows.push_back(row(9, 8, 0.30, 0.05));
   rows.push_back(row(10, 8, 0.305, 0.052));
   rows.push_back(row(11, 8, 0.302, 0.051));
-  p = trgCftPlateau(rows);
+  p = trgCftPlateau(rows, 1);
   REQUIRE(p.found);
   CHECK(p.firstStep == 9);
-  CHECK_FALSE(trgCftPlateau({}).found);
+  CHECK_FALSE(trgCftPlateau({}, 1).found);
 }
 
 TEST_CASE("trg cft: c and x do not depend on the tensor's scale or its bond gauge; errors") {

@@ -198,9 +198,8 @@ TEST_CASE("trg potts: the derived schedule cuts no degenerate multiplet (q = 3, 
   // pair's vectors is kept was the SVD's arbitrary choice, so lnZ/N depended on the SVD
   // algorithm and had kinks in beta (AD d/dbeta 1.4430 against one-sided slopes of 1.4705
   // and 1.4501 per 1e-6). The derived schedule keeps the values above a split multiplet.
-  // Reference: an independent numpy TRG (numpy.linalg.svd, the same rank rule: keep
-  // min(D², chi, #s > 1e-12), then fewer while s[D'-1] − s[D'] <= 1e-10 s[0]) derived
-  // the same schedule and lnZ/N = 2.032543470837834.
+  // Reference: scripts/potts_multiplet_reference.py, an independent numpy TRG with the
+  // same rank rule, derived the same schedule and lnZ/N = 2.032543470837834.
   TrgOptions o;
   o.model = parseTrgModel("potts", 3);
   o.chi = 24;
@@ -240,6 +239,45 @@ TEST_CASE("trg potts: the derived schedule cuts no degenerate multiplet (q = 3, 
   old.value(beta);
   REQUIRE(old.ranks().size() > 4);
   CHECK(old.ranks()[4] == 24);
+}
+
+TEST_CASE("trg models: the multiplet rule leaves alone what it cannot resolve or would halve") {
+  // The schedule with the rule (TrgOptions::multipletTol) against without it (0), on a
+  // fixed number of steps.
+  auto ranksOf = [](TrgOptions o, double beta, double tol) {
+    o.multipletTol = tol;
+    TrgDriver d(o);
+    d.value(beta);
+    return d.ranks();
+  };
+  TrgOptions ising;
+  ising.chi = 16;
+  ising.steps = 12;
+  // Cuts among values below kTrgMultipletFloor·s0 (β = 0.05: an exact pair at 1.6e-8·s0
+  // in step 7; β = 2: a near-quadruplet at 7.6e-11·s0 in step 6), and the seeds' β.
+  for (double beta : {0.05, 0.4, 2.0}) {
+    CAPTURE(beta);
+    CHECK(ranksOf(ising, beta, kTrgMultipletTol) == ranksOf(ising, beta, 0));
+  }
+  // Potts with chi < q: the (q − 1)-fold multiplet after s0 cannot be kept whole, and
+  // keeping s0 alone would be a product state: the cut stays (2, not 1).
+  TrgOptions potts;
+  potts.model = parseTrgModel("potts", 3);
+  potts.chi = 2;
+  potts.steps = 6;
+  const std::vector<int64_t> r = ranksOf(potts, 1.0, kTrgMultipletTol);
+  CHECK(r == std::vector<int64_t>(6, 2));
+  CHECK(r == ranksOf(potts, 1.0, 0));
+  // Where the rule applies it lowers: Ising below T_c at odd chi (β = 0.6, chi = 15: step
+  // 9 cuts a quadruplet 1.5389e-3·s0 at relative gaps ≤ 6e-7).
+  ising.chi = 15;
+  ising.steps = 10;
+  const std::vector<int64_t> low = ranksOf(ising, 0.6, kTrgMultipletTol);
+  REQUIRE(low.size() == 10);
+  CHECK(low[8] == 12);
+  CHECK(ranksOf(ising, 0.6, 0)[8] == 15);
+  ising.multipletTol = -1;
+  CHECK_THROWS_WITH_AS(TrgDriver{ising}, doctest::Contains("multiplet tolerance must be finite and >= 0"), Error);
 }
 
 TEST_CASE("trg models: bad options are errors naming the option") {
