@@ -216,7 +216,7 @@ struct TrgStepTrace {
   /// (each divided by its largest entry), the squares of the doubled bond's values
   Tensor sa, sb;
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
-  Tensor scut;  ///< f64[4]: (sa[0], sa[D'], sb[0], sb[D']), sX[D'] = 0 where D' = D²
+  Tensor scut;  ///< (sa[0], sa[D'..E], sb[0], sb[D'..E]), 0 past D²; E = max(D', cutValuesTo)
   Tensor ltail; ///< traceTrgLimitClosure: f64[], f(T)
   Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
   TrgBondWeights wn; ///< BTRG: the weights of Tn's bonds, f64[D'] each
