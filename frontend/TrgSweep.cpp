@@ -399,10 +399,11 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
       int64_t keep;
       bool multiplet = false;
       const size_t width = cuts ? out[3].data.size() / 2 : 0; // s[0], s[D'..E] per matrix
+      const bool aboveTol = out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol;
       int64_t carried = 0; // a carried-over D' runs with what the structural one would keep
-      if (out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol && cutOf(n) && !raised)
+      if (aboveTol && cutOf(n) && !raised)
         carried = keptBelow(cutOf(n), out[2].data.data(), out[3].data.data(), width, n);
-      if (!(out[2].data[0] > o.rankTol && out[2].data[1] > o.rankTol))
+      if (!aboveTol)
         keep = std::min(countKept(n, beta, ch[0].T, ch[0].w), dims[n + 1] - 1);
       else if (carried > 0 && carried != dims[n + 1])
         keep = carried, raised = true;
@@ -506,9 +507,12 @@ unsigned TrgSweep::cutSplitsMultiplet(const double *kept, const double *cut, siz
 /// Whether a cut between the values `last` (kept) and `next` (cut) of a spectrum led by
 /// s0 splits a multiplet (the rule of cutSplitsMultiplet).
 bool TrgSweep::splitsAt(double s0, double last, double next) const {
-  return o.multipletTol > 0 && next > 0 && last >= kTrgMultipletFloor * s0 &&
-         last - next <= o.multipletTol * last;
+  return o.multipletTol > 0 && next > 0 && last >= kTrgMultipletFloor * s0 && tied(last, next);
 }
+
+/// Whether adjacent singular values above ≥ below are one multiplet's:
+/// above − below ≤ multipletTol·above.
+bool TrgSweep::tied(double above, double below) const { return above - below <= o.multipletTol * above; }
 
 /// For step n + 1 run with a carried-over D' below its structural S (%scut = s[0],
 /// s[D'], …, s[S] per matrix, `width` values; kept = %skept): the D' the rule would keep
@@ -526,7 +530,7 @@ int64_t TrgSweep::keptBelow(int64_t S, const double *kept, const double *cut, si
     if (!(at(S - 1) > o.rankTol)) return 0;
     if (!splitsAt(s[0], at(S - 1), at(S))) continue;
     int64_t m = S - 1;
-    while (m >= Dp && at(m - 1) - at(m) <= o.multipletTol * at(m - 1)) --m;
+    while (m >= Dp && tied(at(m - 1), at(m))) --m;
     if (m < Dp) return 0;
     keep = std::min(keep, m);
   }
@@ -548,7 +552,7 @@ int64_t TrgSweep::multipletStart(size_t n, unsigned split, double beta, ir::Tens
     if (!(split >> k & 1u)) continue;
     const std::vector<double> &s = sv[3 + k].data;
     int64_t m = static_cast<int64_t>(s.size()) - 1;
-    while (m > 0 && s[m - 1] - s[m] <= o.multipletTol * s[m - 1]) --m;
+    while (m > 0 && tied(s[m - 1], s[m])) --m;
     keep = std::min(keep, m);
   }
   return 2 * keep > dims[n + 1] ? keep : 0;

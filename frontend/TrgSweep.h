@@ -129,6 +129,7 @@ private:
   int64_t countKept(size_t n, double beta, ir::Tensor &T, const std::vector<ir::Tensor> &w);
   unsigned cutSplitsMultiplet(const double *kept, const double *cut, size_t width) const;
   bool splitsAt(double s0, double last, double next) const;
+  bool tied(double above, double below) const;
   int64_t keptBelow(int64_t S, const double *kept, const double *cut, size_t width, size_t n) const;
   int64_t multipletStart(size_t n, unsigned split, double beta, ir::Tensor &T,
                          const std::vector<ir::Tensor> &w);

@@ -29,16 +29,22 @@ template <class F> size_t longestWindow(const std::vector<TrgCftRow> &rows, F &&
   return best;
 }
 
+/// The CFT rows of a value sweep of `steps` steps at β (docs/trg.md §10).
+std::vector<TrgCftRow> cftRows(TrgAlgorithm algorithm, int64_t chi, int steps, double beta,
+                               TrgModel model = {}) {
+  TrgOptions o;
+  o.model = model;
+  o.algorithm = algorithm;
+  o.chi = chi;
+  o.steps = steps;
+  o.cft = true;
+  return TrgDriver(o).cftData(beta);
+}
+
 } // namespace
 
 TEST_CASE("trg cft: Ising at beta_c, BTRG chi = 32: c = 1/2, x_sigma = 1/8, x_eps = 1 in a window of steps") {
-  TrgOptions o;
-  o.algorithm = TrgAlgorithm::Btrg;
-  o.chi = 32;
-  o.steps = 14;
-  o.cft = true;
-  TrgDriver d(o);
-  const std::vector<TrgCftRow> rows = d.cftData(kIsingBetaC);
+  const std::vector<TrgCftRow> rows = cftRows(TrgAlgorithm::Btrg, 32, 14, kIsingBetaC);
   REQUIRE(rows.size() == 14);
   for (size_t n = 0; n < rows.size(); ++n) CHECK(rows[n].step == n);
   // Measured: steps 7 to 13 give c in [0.4972, 0.5014], x_1 in [0.1246, 0.1252], x_2 in
@@ -66,13 +72,7 @@ TEST_CASE("trg cft: HOTRG at beta_c, chi = 16: the plateau spans a factor 2 in s
   // A HOTRG step doubles the linear size, a TRG step grows it by √2: the three-step window
   // of TRG is two steps of HOTRG. Its c drifts by ~0.005 per step here (0.5055, 0.4995,
   // 0.4942 at steps 3-5), so no three HOTRG steps hold it within 0.01.
-  TrgOptions o;
-  o.algorithm = TrgAlgorithm::Hotrg;
-  o.chi = 16;
-  o.steps = 8;
-  o.cft = true;
-  TrgDriver d(o);
-  const std::vector<TrgCftRow> rows = d.cftData(kIsingBetaC);
+  const std::vector<TrgCftRow> rows = cftRows(TrgAlgorithm::Hotrg, 16, 8, kIsingBetaC);
   CHECK_FALSE(trgCftPlateau(rows, 1).found); // TRG's three-step windows
   const TrgCftPlateau p = trgCftPlateau(rows, 2);
   REQUIRE(p.found);
@@ -87,14 +87,8 @@ TEST_CASE("trg cft: HOTRG at beta_c, chi = 16: the plateau spans a factor 2 in s
 }
 
 TEST_CASE("trg cft: 3-state Potts at beta_c: c = 4/5, x_sigma = 2/15 twice, x_eps = 4/5") {
-  TrgOptions o;
-  o.model = parseTrgModel("potts", 3);
-  o.algorithm = TrgAlgorithm::Btrg;
-  o.chi = 27;
-  o.steps = 12;
-  o.cft = true;
-  TrgDriver d(o);
-  const std::vector<TrgCftRow> rows = d.cftData(std::log(1 + std::sqrt(3.0)));
+  const std::vector<TrgCftRow> rows =
+      cftRows(TrgAlgorithm::Btrg, 27, 12, std::log(1 + std::sqrt(3.0)), parseTrgModel("potts", 3));
   // Measured (chi = 27): steps 6 to 8 give c 0.807, 0.791, 0.793; x_1 = x_2 = 0.1359 ...
   // 0.1340; x_3 0.848 ... 0.828.
   const size_t window = longestWindow(rows, [](const TrgCftRow &r) {
@@ -113,12 +107,7 @@ TEST_CASE("trg cft: 3-state Potts at beta_c: c = 4/5, x_sigma = 2/15 twice, x_ep
 }
 
 TEST_CASE("trg cft: away from T_c the fixed point is trivial (c -> 0, x_1 large)") {
-  TrgOptions o;
-  o.chi = 16;
-  o.steps = 14;
-  o.cft = true;
-  TrgDriver d(o);
-  const std::vector<TrgCftRow> rows = d.cftData(0.3);
+  const std::vector<TrgCftRow> rows = cftRows(TrgAlgorithm::Trg, 16, 14, 0.3);
   INFO("step 13: c " << rows.back().c << " x_1 " << rows.back().x[0]);
   CHECK(std::fabs(rows.back().c) < 1e-3);
   CHECK(rows.back().x[0] > 1);
