@@ -300,9 +300,17 @@ struct TrgDriver::Impl {
     sw->plannedBeta = beta;
   }
 
+  /// The multiplet splits of the last value sweep where it ran at β (the staged sweep's,
+  /// or whole mode's planner's); empty where none ran there.
+  std::vector<TrgMultipletSplit> splitsAt(double beta) const {
+    const TrgSweep &s = planner ? *planner->impl_->sw : *sw;
+    return s.splitsBeta && *s.splitsBeta == beta ? s.splits : std::vector<TrgMultipletSplit>{};
+  }
+
   TrgResult valueWhole(double beta) {
     planFor(beta);
     TrgResult r = sw->newResult(beta);
+    r.multipletSplits = splitsAt(beta);
     auto out = progs->run(moduleProgram(Kind::Value), sw->paramInputs(beta), "whole program", beta);
     for (size_t n = 0; n < sw->ranks.size(); ++n) sw->checkKept(n, out[1].data.data() + 2 * n, r);
     sw->checkFinite("lnZ/N", out[0].data[0], beta);
@@ -326,6 +334,7 @@ struct TrgDriver::Impl {
     int64_t drop = 1;
     for (;;) {
       TrgResult r = sw->newResult(beta);
+      r.multipletSplits = splitsAt(beta);
       const int idx = moduleProgram(Kind::Grad);
       progs->moduleProgress("value+grad", progs->at(idx).program());
       std::vector<ir::Tensor> out = progs->run(idx, sw->paramInputs(beta),

@@ -136,7 +136,8 @@ struct TrgOptions {
   double rankTol = kTrgRankTol;
   /// A derived schedule cuts no multiplet whose gap at the cut is ≤ this·s[D'-1]
   /// (kTrgMultipletTol; 0: cut wherever χ says), unless keeping it whole would keep half
-  /// of D' or fewer.
+  /// of D' or fewer; the value sweep reports every step that splits one, a given
+  /// schedule's too (TrgResult::multipletSplits).
   double multipletTol = kTrgMultipletTol;
   /// Pass pipeline applied to every program; empty = defaultTrgPipeline(order).
   std::string pipeline;
@@ -244,6 +245,18 @@ struct TrgGroupInfo {
   int64_t peakLiveBytes = 0;
 };
 
+/// A step whose cut splits a degenerate multiplet (docs/trg.md §2.4): which of the
+/// multiplet's vectors it keeps is the SVD routine's choice, so the results depend on the
+/// routine at that level. `--ranks` schedules are run as given and flagged; a derived one
+/// splits only where keeping the values above the multiplet would keep half of D' or fewer.
+struct TrgMultipletSplit {
+  size_t step = 0;        ///< 1-based
+  int64_t D = 0, Dp = 0;  ///< the step's bond dimensions D -> D'
+  unsigned matrices = 0;  ///< which SVDs it splits: bit 0 Ma, bit 1 Mb
+  /// Of the first matrix split: s[D'-1] (kept), s[D'] (cut) and s[0].
+  double last = 0, next = 0, s0 = 0;
+};
+
 /// Results of one evaluation at one β (and field h). Derivatives in h only for a model
 /// with a field; m = (1/β)·∂(lnZ/N)/∂h, χ_m = (1/β)·∂²(lnZ/N)/∂h² (docs/trg.md §8.1).
 struct TrgResult {
@@ -264,6 +277,10 @@ struct TrgResult {
   std::string dhRefused;
   std::vector<double> logm;      ///< ln m_n per step (m_n = max|T| divided out)
   std::vector<std::array<double, 2>> keptSingularValues; ///< (sa[D'-1], sb[D'-1]) per step
+  /// The steps whose cut splits a degenerate multiplet, from the value sweep at this β
+  /// (its value programs compute s[D']); empty where none does or where no value sweep
+  /// ran (a first-order run with a given schedule, TrgOptions::multipletTol = 0).
+  std::vector<TrgMultipletSplit> multipletSplits;
 };
 
 /// One step of a staged sweep, for progress reports: the sweep ("value", "value+grad:

@@ -283,6 +283,35 @@ std::vector<TrgColumn> trgPhysicsColumns(const TrgBetaMeasurement &m, const TrgO
 
 namespace {
 
+const char *splitMatrices(unsigned m) { return m == 3 ? "Ma and Mb" : m == 1 ? "Ma" : "Mb"; }
+
+/// The report's lines on steps whose cut splits a multiplet (TrgResult::multipletSplits).
+std::string multipletSplitText(const std::vector<TrgMultipletSplit> &splits, const TrgOptions &opts) {
+  if (splits.empty()) return "";
+  const TrgMultipletSplit &f = splits.front();
+  const std::string pad(20, ' ');
+  std::string os = "  multiplet cut     step " + std::to_string(f.step) + " (" + std::to_string(f.D) + "->" +
+                   std::to_string(f.Dp) + ", " + splitMatrices(f.matrices) + "): s[" + std::to_string(f.Dp - 1) +
+                   "] = " + fmt("%.12e", f.last) + " and s[" + std::to_string(f.Dp) + "] = " +
+                   fmt("%.12e", f.next) + " of s[0] = " + fmt("%.6e", f.s0) + " (relative gap " +
+                   fmt("%.1e", (f.last - f.next) / f.last) + ")\n";
+  if (splits.size() > 1) {
+    os += pad + "also step";
+    const size_t shown = std::min<size_t>(splits.size(), 9);
+    os += shown > 2 ? "s " : " ";
+    for (size_t i = 1; i < shown; ++i) os += (i > 1 ? ", " : "") + std::to_string(splits[i].step);
+    if (splits.size() > shown) os += ", ... (" + std::to_string(splits.size()) + " steps in all)";
+    os += "\n";
+  }
+  os += pad + "which of its vectors are kept is the SVD routine's choice: the values depend on it\n" + pad +
+        "at that level (docs/trg.md section 2.4); " +
+        (opts.ranks.empty() ? "the derived schedule splits a multiplet only\n" + pad +
+                                  "where keeping the values above it would keep half of D' or fewer\n"
+                            : std::string("without --ranks the schedule keeps the values\n") + pad +
+                                  "above each multiplet\n");
+  return os;
+}
+
 /// "  label   " padded to the table's value column.
 std::string tableLabel(const std::string &label) {
   std::string l = "  " + label;
@@ -333,6 +362,7 @@ std::string trgBetaText(const TrgBetaMeasurement &m, const TrgDriver &drv, const
     if (c.note) os += std::string("  ") + c.note;
     os += "\n";
   }
+  os += multipletSplitText(m.value.multipletSplits, opts);
   // Without --repeat only the highest order ran (it gives every lower one).
   const struct {
     const char *run, *memory;
@@ -402,6 +432,11 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   std::string refused = m.grad.dhRefused;
   if (!m.second.refused.empty()) refused += (refused.empty() ? "" : "; ") + m.second.refused;
   j["refused"] = refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(refused);
+  nlohmann::json splits = nlohmann::json::array();
+  for (const TrgMultipletSplit &s : m.value.multipletSplits)
+    splits.push_back({{"step", s.step}, {"D", s.D}, {"D_prime", s.Dp}, {"matrices", splitMatrices(s.matrices)},
+                      {"kept", s.last}, {"cut", s.next}, {"s0", s.s0}});
+  j["multiplet_splits"] = splits;
   nlohmann::json t;
   t["compile"] = roundToMicroseconds(drv.compileMs());
   t["prepare"] = roundToMicroseconds(drv.prepareMs());

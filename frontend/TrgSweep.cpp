@@ -154,8 +154,9 @@ TrgStepOptions TrgSweep::stepOptions() const {
   so.btrgK = o.btrgK;
   so.svdEps = o.svdEps;
   so.outputKeptSingularValues = true;
-  // The steps of a derived schedule say whether their cut splits a multiplet.
-  so.outputCutSingularValues = autoRanks && o.multipletTol > 0;
+  // The steps say whether their cut splits a multiplet (a derived schedule then keeps
+  // the values above it; a given one is flagged).
+  so.outputCutSingularValues = o.multipletTol > 0;
   return so;
 }
 
@@ -368,6 +369,8 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   }
   int still = 0;
   if (plan) converged = !o.stepsAuto;
+  splits.clear();
+  splitsBeta.reset();
   // A D' lowered for a multiplet (from S, to m): the next steps whose structural D' is
   // S run with m and compute the values down to s[S] too (near the fixed point the
   // spectrum repeats from step to step, so a run of such steps pays one probe, not one
@@ -421,6 +424,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
     }
     if (replanned) planExtraMs += msSince(t0);
     checkKept(n, out[2].data.data(), r);
+    if (cuts) noteSplit(n, out[2].data.data(), out[3].data.data(), out[3].data.size() / 2);
     for (size_t j = 0; j < ch.size(); ++j) {
       PlanChain &c = ch[j];
       auto t1 = Clock::now();
@@ -470,7 +474,18 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   lnz += logScale(beta).value;
   checkFinite("lnZ/N", lnz, beta);
   r.lnZ = lnz;
+  splitsBeta = beta;
+  r.multipletSplits = splits;
   return r;
+}
+
+/// Records step n + 1 in `splits` where its cut splits a multiplet (kept = %skept, cut =
+/// %scut with `width` values per matrix).
+void TrgSweep::noteSplit(size_t n, const double *kept, const double *cut, size_t width) {
+  const unsigned split = cutSplitsMultiplet(kept, cut, width);
+  if (!split) return;
+  const size_t k = split & 1u ? 0 : 1;
+  splits.push_back({n + 1, dims[n], dims[n + 1], split, kept[k], cut[k * width + 1], cut[k * width]});
 }
 
 /// How many of the D' leading singular values of step n + 1's two SVDs (on its input

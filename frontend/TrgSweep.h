@@ -47,6 +47,9 @@ struct TrgSweep {
   double planExtraMs = 0;
   /// Whether the last --steps auto plan met its stop criterion within o.steps steps.
   bool converged = true;
+  /// The steps whose cut splits a multiplet in the last value sweep, and its β.
+  std::vector<TrgMultipletSplit> splits;
+  std::optional<double> splitsBeta;
 
   /// The value program of one staged piece (init, a step class D -> D', the closure):
   /// an index into `progs`, -1 where not compiled.
@@ -128,6 +131,7 @@ private:
   /// T: the step's input, w: its bond weights (BTRG; empty for TRG).
   int64_t countKept(size_t n, double beta, ir::Tensor &T, const std::vector<ir::Tensor> &w);
   unsigned cutSplitsMultiplet(const double *kept, const double *cut, size_t width) const;
+  void noteSplit(size_t n, const double *kept, const double *cut, size_t width);
   bool splitsAt(double s0, double last, double next) const;
   bool tied(double above, double below) const;
   int64_t keptBelow(int64_t S, const double *kept, const double *cut, size_t width, size_t n) const;

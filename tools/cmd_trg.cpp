@@ -572,7 +572,8 @@ void addTrgCommand(CLI::App &app) {
                   "cut splits a degenerate multiplet (relative gap <= " +
                   formatDouble(frontend::kTrgMultipletTol) +
                   ", e.g. the pairs of Potts q = 3) the values above the multiplet (docs/trg.md "
-                  "section 2.4)");
+                  "section 2.4). A given schedule runs as given; the report's 'multiplet cut' "
+                  "line names each step whose cut splits a multiplet");
   cmd->add_flag("--grad", args->req.grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");
   cmd->add_flag("--second", args->req.second,
                 "also compute d2(lnZ/N)/dbeta2 and the specific heat (through the staged "

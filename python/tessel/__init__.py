@@ -424,7 +424,12 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             number of steps is then its length), or None / ``"auto"`` (the default: at
             each β the value sweep keeps min(D², χ, rank bound) per step, and fewer where
             its own SVDs have singular values ≤ 1e-12 or where the cut would split a
-            degenerate multiplet: docs/trg.md §2.4).
+            degenerate multiplet: docs/trg.md §2.4). A given schedule runs as given; the
+            report's ``multiplet_splits`` names each step whose cut splits a multiplet
+            (``step``, ``D``, ``D_prime``, ``matrices``, the ``kept`` and ``cut`` values
+            s[D'-1], s[D'] and ``s0``), whose results then depend on the SVD routine at
+            that level (found by the value sweep: empty for ``grad=True`` with
+            ``repeat=0`` and a given schedule).
         repeat: timed runs after one warm-up (0 = the first run only).
         eps: Lorentzian broadening of the svd reverse rule (relative).
         check_nan, check_inf: stop at the first NaN (or NaN/inf) with the op named.
@@ -440,7 +445,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
         ``tessel trg --json`` (docs/cli.md, "`tessel trg --json` (JSON Lines)"): ``lnZ_per_site``, ``dlnZ_dbeta``,
         ``energy_per_site``, ``d2lnZ_dbeta2``, ``specific_heat`` and their ``exact_*``,
         ``model``, ``q``, ``field``, ``dlnZ_dh``, ``magnetization``, ``d2lnZ_dbeta_dh``,
-        ``d2lnZ_dh2``, ``susceptibility``, ``refused``,
+        ``d2lnZ_dh2``, ``susceptibility``, ``refused``, ``multiplet_splits``,
         ``timing_ms`` (compile, prepare, value/value_and_grad/second), ``memory``,
         ``ranks``, ``svd_topk`` counters, ``blas``, ``loadavg``; null fields as None.
         The ``svd_topk`` counters and the peak-RSS window are the process's: two

@@ -226,6 +226,18 @@ def test_potts_q2_is_ising_at_half_beta():
     assert p["magnetization"] is None
 
 
+def test_a_given_schedule_that_splits_a_multiplet_is_named():
+    # Potts q = 3, chi = 24, beta = 0.98: step 5's cut at 24 falls inside an exact pair
+    # (s23 = s24); the derived schedule keeps 23 there, a given one is run and named.
+    given = tessel.trg(0.98, model="potts", q=3, chi=24, ranks=[3, 9, 9, 24, 24, 24])
+    [split] = given["multiplet_splits"]
+    assert (split["step"], split["D"], split["D_prime"], split["matrices"]) == (5, 24, 24, "Ma and Mb")
+    assert split["kept"] - split["cut"] <= 1e-14 * split["kept"]
+    assert split["kept"] == pytest.approx(2.2294899704e-2, abs=1e-12)
+    derived = tessel.trg(0.98, model="potts", q=3, chi=24, steps=6)
+    assert derived["ranks"] == [3, 9, 9, 24, 23, 24] and derived["multiplet_splits"] == []
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(model="potts"), "needs q"),
     (dict(model="potts", q=1), "q"),

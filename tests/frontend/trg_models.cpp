@@ -241,6 +241,59 @@ TEST_CASE("trg potts: the derived schedule cuts no degenerate multiplet (q = 3, 
   CHECK(old.ranks()[4] == 24);
 }
 
+TEST_CASE("trg models: the value sweep names each step whose cut splits a multiplet") {
+  // A schedule given with --ranks is run as given: at beta = 0.98 (Potts q = 3, chi = 24)
+  // its step 5 cuts the exact pair s23 = s24 (2.2294899704e-2 of the max-normalised
+  // tensor; scripts/potts_multiplet_reference.py's numpy SVDs give the same pair).
+  TrgOptions o;
+  o.model = parseTrgModel("potts", 3);
+  o.chi = 24;
+  o.steps = 6;
+  o.grad = true;
+  o.ranks = {3, 9, 9, 24, 24, 24};
+  const double beta = 0.98;
+  TrgDriver given(o);
+  // A first-order run of a given schedule runs no value sweep: nothing to report.
+  CHECK(given.valueAndGrad(beta).multipletSplits.empty());
+  const TrgResult v = given.value(beta);
+  REQUIRE(v.multipletSplits.size() == 1);
+  const TrgMultipletSplit &sp = v.multipletSplits[0];
+  CHECK(sp.step == 5);
+  CHECK(sp.D == 24);
+  CHECK(sp.Dp == 24);
+  CHECK(sp.matrices == 3u); // Ma and Mb
+  CHECK(std::fabs(sp.last - 2.2294899704e-2) < 1e-12);
+  CHECK(sp.last - sp.next <= 1e-14 * sp.last);
+  CHECK(sp.last >= kTrgMultipletFloor * sp.s0);
+  // The value+grad run at that beta carries the sweep's finding.
+  CHECK(given.valueAndGrad(beta).multipletSplits.size() == 1);
+  // The derived schedule splits nothing here.
+  o.ranks.clear();
+  o.grad = false;
+  TrgDriver derived(o);
+  CHECK(derived.value(beta).multipletSplits.empty());
+  CHECK(derived.ranks() == std::vector<int64_t>{3, 9, 9, 24, 23, 24});
+  // multipletTol = 0: no rule, no report.
+  o.ranks = {3, 9, 9, 24, 24, 24};
+  o.multipletTol = 0;
+  CHECK(TrgDriver(o).value(beta).multipletSplits.empty());
+  // Where the derived schedule keeps a split (chi < q: keeping s0 alone would be a
+  // product state) the split is named too: step 1 cuts the pair after s0; whole mode
+  // reports its planner's sweep.
+  TrgOptions small;
+  small.model = o.model;
+  small.chi = 2;
+  small.steps = 4;
+  for (TrgMode mode : {TrgMode::Staged, TrgMode::Whole}) {
+    small.mode = mode;
+    const TrgResult s = TrgDriver(small).value(1.0);
+    REQUIRE(!s.multipletSplits.empty());
+    CHECK(s.multipletSplits[0].step == 1);
+    CHECK(s.multipletSplits[0].Dp == 2);
+    CHECK(s.multipletSplits[0].matrices == 3u);
+  }
+}
+
 TEST_CASE("trg models: the multiplet rule leaves alone what it cannot resolve or would halve") {
   // The schedule with the rule (TrgOptions::multipletTol) against without it (0), on a
   // fixed number of steps.
