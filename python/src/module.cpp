@@ -526,6 +526,10 @@ NB_MODULE(_tessel, m) {
   m.attr("ISING_BETA_C") = frontend::kIsingBetaC;
   m.attr("TRG_SVD_EPS") = frontend::kTrgSvdEps;
 
+  m.def("_parse_trg_ranks",
+        [](const std::string &text) { return frontend::parseTrgRanks(text, "trg: ranks"); },
+        "A schedule in the report's words (\"2,4,4,16x17\") as a list of ranks.", "text"_a);
+
   m.def(
       "trg",
       [](const std::vector<double> &betas, const std::string &model, std::optional<int64_t> q,

@@ -421,7 +421,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             ``second`` differentiates svd_topk twice (the report's ``svd`` field says which
             ran).
         width: engine width (threads). ranks: the truncation schedule (D' per step; the
-            number of steps is then its length), or None / ``"auto"`` (the default: at
+            number of steps is then its length; a list, or a string in the report's words,
+            ``"2,4,4,16x17"``, as ``tessel trg --ranks`` takes it), or None / ``"auto"`` (the default: at
             each β the value sweep keeps min(D², χ, rank bound) per step, and fewer where
             its own SVDs have singular values ≤ 1e-12 or where the cut would split a
             degenerate multiplet: docs/trg.md §2.4). A given schedule runs as given; the
@@ -495,12 +496,13 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
                     ("cft", cft)):
         if not isinstance(v, (bool, np.bool_)):
             raise Error(f"trg: {name} must be True or False, got {v!r}")
+    if isinstance(ranks, str) and ranks != "auto":
+        ranks = _tessel._parse_trg_ranks(ranks)  # the report's words: "2,4,4,16x17"
     auto = isinstance(ranks, str)
-    if auto and ranks != "auto":
-        raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
     if not (ranks is None or auto):
         if isinstance(ranks, (int, float, np.number)):
-            raise Error(f"trg: ranks must be a list of ints, 'auto' or None, got {ranks!r}")
+            raise Error(f"trg: ranks must be a list of ints, a string like '2,4,4,16x17', 'auto' or None, "
+                        f"got {ranks!r}")
         for r in ranks:
             _check_int("ranks entry", r)
     explicit = None if (ranks is None or auto) else [int(r) for r in ranks]

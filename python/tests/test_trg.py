@@ -101,7 +101,9 @@ def test_modes_and_options_agree():
     (dict(beta=0.3, svd="lanczos"), "unknown method 'lanczos'"),
     (dict(beta=0.3, checkpoint="never"), "never"),
     (dict(beta=0.3, chi=1), "chi"),
-    (dict(beta=0.3, ranks="sometimes"), "ranks must be"),
+    (dict(beta=0.3, ranks="sometimes"), "^trg: ranks: 'sometimes' is not a rank"),
+    (dict(beta=0.3, ranks="16x0"), "^trg: ranks: '16x0' repeats a rank 0 times"),
+    (dict(beta=0.3, ranks=16), "ranks must be a list of ints, a string like"),
     (dict(beta=0.3, steps=2, ranks=[2, 99]), "rank 99 of step 2"),
     (dict(beta=0.3, steps=3, ranks=[2, 4]), "2 entries"),
     (dict(beta=0.3, steps="forever"), "steps must be"),
@@ -224,6 +226,15 @@ def test_potts_q2_is_ising_at_half_beta():
     # the exact values: Onsager's at β/2, plus β
     assert p["exact_lnZ_per_site"] == pytest.approx(tessel.onsager(0.4)["lnZ_per_site"] + 0.8, rel=1e-15)
     assert p["magnetization"] is None
+
+
+def test_ranks_take_the_reports_words():
+    # The report's schedule ("16x3" = 16 three times) passed back as a string runs the
+    # same steps as the list.
+    words = tessel.trg(0.4, chi=8, ranks="2,4,4,8x3")
+    listed = tessel.trg(0.4, chi=8, ranks=[2, 4, 4, 8, 8, 8])
+    assert words["ranks"] == [2, 4, 4, 8, 8, 8] and words["steps"] == 6
+    assert words["lnZ_per_site"] == listed["lnZ_per_site"]
 
 
 def test_a_given_schedule_that_splits_a_multiplet_is_named():
