@@ -302,7 +302,7 @@ struct TrgDriver::Impl {
 
   /// The multiplet splits of the last value sweep where it ran at β (the staged sweep's,
   /// or whole mode's planner's); empty where none ran there.
-  std::vector<TrgMultipletSplit> splitsAt(double beta) const {
+  std::vector<TrgMultipletSplit> sweepSplitsAt(double beta) const {
     const TrgSweep &s = planner ? *planner->impl_->sw : *sw;
     return s.splitsBeta && *s.splitsBeta == beta ? s.splits : std::vector<TrgMultipletSplit>{};
   }
@@ -310,7 +310,7 @@ struct TrgDriver::Impl {
   TrgResult valueWhole(double beta) {
     planFor(beta);
     TrgResult r = sw->newResult(beta);
-    r.multipletSplits = splitsAt(beta);
+    r.multipletSplits = sweepSplitsAt(beta);
     auto out = progs->run(moduleProgram(Kind::Value), sw->paramInputs(beta), "whole program", beta);
     for (size_t n = 0; n < sw->ranks.size(); ++n) sw->checkKept(n, out[1].data.data() + 2 * n, r);
     sw->checkFinite("lnZ/N", out[0].data[0], beta);
@@ -334,7 +334,7 @@ struct TrgDriver::Impl {
     int64_t drop = 1;
     for (;;) {
       TrgResult r = sw->newResult(beta);
-      r.multipletSplits = splitsAt(beta);
+      r.multipletSplits = sweepSplitsAt(beta);
       const int idx = moduleProgram(Kind::Grad);
       progs->moduleProgress("value+grad", progs->at(idx).program());
       std::vector<ir::Tensor> out = progs->run(idx, sw->paramInputs(beta),

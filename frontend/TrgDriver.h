@@ -252,9 +252,10 @@ struct TrgGroupInfo {
 struct TrgMultipletSplit {
   size_t step = 0;        ///< 1-based
   int64_t D = 0, Dp = 0;  ///< the step's bond dimensions D -> D'
-  unsigned matrices = 0;  ///< which SVDs it splits: bit 0 Ma, bit 1 Mb
-  /// Of the first matrix split: s[D'-1] (kept), s[D'] (cut) and s[0].
-  double last = 0, next = 0, s0 = 0;
+  unsigned matrices = 0;  ///< which SVDs it splits: bit 0 Ma, bit 1 Mb (HOTRG: its two environments)
+  /// Of the first matrix split: s[D'-1] (the last kept), s[D'] (the first cut) and s[0]
+  /// (singular values of the normalised T; HOTRG: of its half-steps' environments).
+  double kept = 0, cut = 0, s0 = 0;
 };
 
 /// Results of one evaluation at one β (and field h). Derivatives in h only for a model
@@ -279,7 +280,8 @@ struct TrgResult {
   std::vector<std::array<double, 2>> keptSingularValues; ///< (sa[D'-1], sb[D'-1]) per step
   /// The steps whose cut splits a degenerate multiplet, from the value sweep at this β
   /// (its value programs compute s[D']); empty where none does or where no value sweep
-  /// ran (a first-order run with a given schedule, TrgOptions::multipletTol = 0).
+  /// ran at this schedule (a first-order run with a given schedule and no value run, whole
+  /// mode with a given schedule, a value+grad run that lowered a step, multipletTol = 0).
   std::vector<TrgMultipletSplit> multipletSplits;
 };
 

@@ -283,7 +283,13 @@ std::vector<TrgColumn> trgPhysicsColumns(const TrgBetaMeasurement &m, const TrgO
 
 namespace {
 
-const char *splitMatrices(unsigned m) { return m == 3 ? "Ma and Mb" : m == 1 ? "Ma" : "Mb"; }
+/// Which SVDs a split cuts: Ma, Mb (TRG, BTRG) or the environments of HOTRG's two
+/// half-steps (TrgMultipletSplit::matrices).
+std::string splitMatrices(unsigned m, TrgAlgorithm a) {
+  if (a == TrgAlgorithm::Hotrg)
+    return m == 3 ? "both environments" : m == 1 ? "environment 1" : "environment 2";
+  return m == 3 ? "Ma and Mb" : m == 1 ? "Ma" : "Mb";
+}
 
 /// The report's lines on steps whose cut splits a multiplet (TrgResult::multipletSplits).
 std::string multipletSplitText(const std::vector<TrgMultipletSplit> &splits, const TrgOptions &opts) {
@@ -291,10 +297,10 @@ std::string multipletSplitText(const std::vector<TrgMultipletSplit> &splits, con
   const TrgMultipletSplit &f = splits.front();
   const std::string pad(20, ' ');
   std::string os = "  multiplet cut     step " + std::to_string(f.step) + " (" + std::to_string(f.D) + "->" +
-                   std::to_string(f.Dp) + ", " + splitMatrices(f.matrices) + "): s[" + std::to_string(f.Dp - 1) +
-                   "] = " + fmt("%.12e", f.last) + " and s[" + std::to_string(f.Dp) + "] = " +
-                   fmt("%.12e", f.next) + " of s[0] = " + fmt("%.6e", f.s0) + " (relative gap " +
-                   fmt("%.1e", (f.last - f.next) / f.last) + ")\n";
+                   std::to_string(f.Dp) + ", " + splitMatrices(f.matrices, opts.algorithm) + "): s[" +
+                   std::to_string(f.Dp - 1) + "] = " + fmt("%.12e", f.kept) + " and s[" + std::to_string(f.Dp) +
+                   "] = " + fmt("%.12e", f.cut) + " of s[0] = " + fmt("%.6e", f.s0) + " (relative gap " +
+                   fmt("%.1e", (f.kept - f.cut) / f.kept) + ")\n";
   if (splits.size() > 1) {
     os += pad + "also step";
     const size_t shown = std::min<size_t>(splits.size(), 9);
@@ -303,12 +309,13 @@ std::string multipletSplitText(const std::vector<TrgMultipletSplit> &splits, con
     if (splits.size() > shown) os += ", ... (" + std::to_string(splits.size()) + " steps in all)";
     os += "\n";
   }
-  os += pad + "which of its vectors are kept is the SVD routine's choice: the values depend on it\n" + pad +
-        "at that level (docs/trg.md section 2.4); " +
-        (opts.ranks.empty() ? "the derived schedule splits a multiplet only\n" + pad +
-                                  "where keeping the values above it would keep half of D' or fewer\n"
-                            : std::string("without --ranks the schedule keeps the values\n") + pad +
-                                  "above each multiplet\n");
+  os += pad + "which of its vectors are kept is the SVD routine's choice: lnZ/N and its derivatives\n" +
+        pad + "depend on the routine there (docs/trg.md section 2.4: 1.3e-10 in lnZ/N in its example);\n" +
+        pad +
+        (opts.ranks.empty() ? "the derived schedule keeps a split only where the values above it are half\n" + pad +
+                                  "of D' or fewer\n"
+                            : std::string("without --ranks the derived schedule keeps the values above such a\n") +
+                                  pad + "multiplet\n");
   return os;
 }
 
@@ -434,8 +441,8 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["refused"] = refused.empty() ? nlohmann::json(nullptr) : nlohmann::json(refused);
   nlohmann::json splits = nlohmann::json::array();
   for (const TrgMultipletSplit &s : m.value.multipletSplits)
-    splits.push_back({{"step", s.step}, {"D", s.D}, {"D_prime", s.Dp}, {"matrices", splitMatrices(s.matrices)},
-                      {"kept", s.last}, {"cut", s.next}, {"s0", s.s0}});
+    splits.push_back({{"step", s.step}, {"D", s.D}, {"D_prime", s.Dp}, {"matrices", splitMatrices(s.matrices, opts.algorithm)},
+                      {"kept", s.kept}, {"cut", s.cut}, {"s0", s.s0}});
   j["multiplet_splits"] = splits;
   nlohmann::json t;
   t["compile"] = roundToMicroseconds(drv.compileMs());

@@ -306,6 +306,7 @@ std::pair<double, size_t> TrgSweep::smallestKeptGap(double beta) {
 /// Keeps one singular value fewer in step n + 1 (n = ranks.size(): the limit closure's
 /// step) and lowers the later steps to what that allows (min(D², χ, rank bound)).
 void TrgSweep::lowerRank(size_t n) {
+  splitsBeta.reset(); // the value sweep's cuts were those of the schedule before
   if (n == ranks.size()) {
     --closureRank;
   } else {
@@ -369,8 +370,10 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   }
   int still = 0;
   if (plan) converged = !o.stepsAuto;
-  splits.clear();
-  splitsBeta.reset();
+  // The cuts of the schedule planned at this β were checked by its planning run (the
+  // limit closure's step too, whose program does not compute %scut): kept on a repeat.
+  const bool checkCuts = plan || !planned();
+  if (checkCuts) splits.clear();
   // A D' lowered for a multiplet (from S, to m): the next steps whose structural D' is
   // S run with m and compute the values down to s[S] too (near the fixed point the
   // spectrum repeats from step to step, so a run of such steps pays one probe, not one
@@ -424,7 +427,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
     }
     if (replanned) planExtraMs += msSince(t0);
     checkKept(n, out[2].data.data(), r);
-    if (cuts) noteSplit(n, out[2].data.data(), out[3].data.data(), out[3].data.size() / 2);
+    if (cuts && checkCuts) noteSplit(n, out[2].data.data(), out[3].data.data(), out[3].data.size() / 2);
     for (size_t j = 0; j < ch.size(); ++j) {
       PlanChain &c = ch[j];
       auto t1 = Clock::now();
@@ -474,8 +477,8 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   lnz += logScale(beta).value;
   checkFinite("lnZ/N", lnz, beta);
   r.lnZ = lnz;
-  splitsBeta = beta;
-  r.multipletSplits = splits;
+  if (checkCuts) splitsBeta = beta;
+  if (splitsBeta == beta) r.multipletSplits = splits;
   return r;
 }
 

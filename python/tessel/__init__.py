@@ -421,16 +421,17 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             ``second`` differentiates svd_topk twice (the report's ``svd`` field says which
             ran).
         width: engine width (threads). ranks: the truncation schedule (D' per step; the
-            number of steps is then its length; a list, or a string in the report's words,
-            ``"2,4,4,16x17"``, as ``tessel trg --ranks`` takes it), or None / ``"auto"`` (the default: at
-            each β the value sweep keeps min(D², χ, rank bound) per step, and fewer where
-            its own SVDs have singular values ≤ 1e-12 or where the cut would split a
-            degenerate multiplet: docs/trg.md §2.4). A given schedule runs as given; the
-            report's ``multiplet_splits`` names each step whose cut splits a multiplet
-            (``step``, ``D``, ``D_prime``, ``matrices``, the ``kept`` and ``cut`` values
-            s[D'-1], s[D'] and ``s0``), whose results then depend on the SVD routine at
-            that level (found by the value sweep: empty for ``grad=True`` with
-            ``repeat=0`` and a given schedule).
+            number of steps is then its length; a list, or a string in the report's
+            words, ``"2,4,4,16x17"``, as ``tessel trg --ranks`` takes it), or None /
+            ``"auto"`` (the default: at each β the value sweep keeps min(D², χ, rank
+            bound) per step, and fewer where its own SVDs have singular values ≤ 1e-12 or
+            where the cut would split a degenerate multiplet: docs/trg.md §2.4). A given
+            schedule runs as given; the report's ``multiplet_splits`` names each step
+            whose cut splits a multiplet (``step``, ``D``, ``D_prime``, ``matrices``, the
+            ``kept`` and ``cut`` values s[D'-1], s[D'] and ``s0``), whose results then
+            depend on the SVD routine there (found by the value sweep: empty where none
+            ran at that schedule, e.g. ``grad=True`` with ``repeat=0`` or ``mode="whole"``
+            and a given schedule).
         repeat: timed runs after one warm-up (0 = the first run only).
         eps: Lorentzian broadening of the svd reverse rule (relative).
         check_nan, check_inf: stop at the first NaN (or NaN/inf) with the op named.
@@ -496,8 +497,16 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
                     ("cft", cft)):
         if not isinstance(v, (bool, np.bool_)):
             raise Error(f"trg: {name} must be True or False, got {v!r}")
-    if isinstance(ranks, str) and ranks != "auto":
-        ranks = _tessel._parse_trg_ranks(ranks)  # the report's words: "2,4,4,16x17"
+    if isinstance(ranks, (bytes, bytearray, np.bytes_)):
+        raise Error(f"trg: ranks must be a list of ints, a string like '2,4,4,16x17', 'auto' or None, "
+                    f"got {ranks!r}")
+    if isinstance(ranks, str):
+        ranks = ranks.strip()
+        if ranks != "auto":
+            try:
+                ranks = _tessel._parse_trg_ranks(ranks)  # the report's words: "2,4,4,16x17"
+            except Error as e:
+                raise Error(f"{e} (or 'auto' / None: the schedule derived at each beta)") from None
     auto = isinstance(ranks, str)
     if not (ranks is None or auto):
         if isinstance(ranks, (int, float, np.number)):

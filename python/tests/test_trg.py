@@ -104,6 +104,8 @@ def test_modes_and_options_agree():
     (dict(beta=0.3, ranks="sometimes"), "^trg: ranks: 'sometimes' is not a rank"),
     (dict(beta=0.3, ranks="16x0"), "^trg: ranks: '16x0' repeats a rank 0 times"),
     (dict(beta=0.3, ranks=16), "ranks must be a list of ints, a string like"),
+    (dict(beta=0.3, ranks=b"2,4"), "ranks must be a list of ints, a string like"),
+    (dict(beta=0.3, ranks="Auto"), "is not a rank .* \\(or 'auto' / None"),
     (dict(beta=0.3, steps=2, ranks=[2, 99]), "rank 99 of step 2"),
     (dict(beta=0.3, steps=3, ranks=[2, 4]), "2 entries"),
     (dict(beta=0.3, steps="forever"), "steps must be"),
@@ -235,6 +237,7 @@ def test_ranks_take_the_reports_words():
     listed = tessel.trg(0.4, chi=8, ranks=[2, 4, 4, 8, 8, 8])
     assert words["ranks"] == [2, 4, 4, 8, 8, 8] and words["steps"] == 6
     assert words["lnZ_per_site"] == listed["lnZ_per_site"]
+    assert tessel.trg(0.4, chi=8, steps=6, ranks=" auto ")["ranks"] == tessel.trg(0.4, chi=8, steps=6)["ranks"]
 
 
 def test_a_given_schedule_that_splits_a_multiplet_is_named():

@@ -262,9 +262,9 @@ TEST_CASE("trg models: the value sweep names each step whose cut splits a multip
   CHECK(sp.D == 24);
   CHECK(sp.Dp == 24);
   CHECK(sp.matrices == 3u); // Ma and Mb
-  CHECK(std::fabs(sp.last - 2.2294899704e-2) < 1e-12);
-  CHECK(sp.last - sp.next <= 1e-14 * sp.last);
-  CHECK(sp.last >= kTrgMultipletFloor * sp.s0);
+  CHECK(std::fabs(sp.kept - 2.2294899704e-2) < 1e-12);
+  CHECK(sp.kept - sp.cut <= 1e-14 * sp.kept);
+  CHECK(sp.kept >= kTrgMultipletFloor * sp.s0);
   // The value+grad run at that beta carries the sweep's finding.
   CHECK(given.valueAndGrad(beta).multipletSplits.size() == 1);
   // The derived schedule splits nothing here.
@@ -291,6 +291,24 @@ TEST_CASE("trg models: the value sweep names each step whose cut splits a multip
     CHECK(s.multipletSplits[0].step == 1);
     CHECK(s.multipletSplits[0].Dp == 2);
     CHECK(s.multipletSplits[0].matrices == 3u);
+  }
+  // A repeated run at a planned beta (--steps auto) reports its planning run's list (whose
+  // last step, the limit closure's, only the planning run checks); so does value+grad.
+  small.mode = TrgMode::Staged;
+  small.steps = 80;
+  small.stepsAuto = true;
+  small.grad = true;
+  TrgDriver limit(small);
+  const std::vector<TrgMultipletSplit> first = limit.value(1.0).multipletSplits;
+  REQUIRE(!first.empty());
+  const std::vector<TrgMultipletSplit> again = limit.value(1.0).multipletSplits,
+                                       grad = limit.valueAndGrad(1.0).multipletSplits;
+  REQUIRE(again.size() == first.size());
+  REQUIRE(grad.size() == first.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    CHECK(again[i].step == first[i].step);
+    CHECK(grad[i].step == first[i].step);
+    CHECK(again[i].kept == first[i].kept);
   }
 }
 
