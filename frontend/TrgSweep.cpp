@@ -373,7 +373,10 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   // The cuts of the schedule planned at this β were checked by its planning run (the
   // limit closure's step too, whose program does not compute %scut): kept on a repeat.
   const bool checkCuts = plan || !planned();
-  if (checkCuts) splits.clear();
+  if (checkCuts) {
+    splits.clear();
+    splitsBeta.reset(); // set when the sweep completes
+  }
   // A D' lowered for a multiplet (from S, to m): the next steps whose structural D' is
   // S run with m and compute the values down to s[S] too (near the fixed point the
   // spectrum repeats from step to step, so a run of such steps pays one probe, not one
