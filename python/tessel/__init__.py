@@ -497,9 +497,10 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
                     ("cft", cft)):
         if not isinstance(v, (bool, np.bool_)):
             raise Error(f"trg: {name} must be True or False, got {v!r}")
+    bad_ranks = (f"trg: ranks must be a list of ints, a string like '2,4,4,16x17', 'auto' or None, "
+                 f"got {ranks!r}")
     if isinstance(ranks, (bytes, bytearray, np.bytes_)):
-        raise Error(f"trg: ranks must be a list of ints, a string like '2,4,4,16x17', 'auto' or None, "
-                    f"got {ranks!r}")
+        raise Error(bad_ranks)
     if isinstance(ranks, str):
         ranks = ranks.strip()
         if ranks != "auto":
@@ -510,8 +511,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
     auto = isinstance(ranks, str)
     if not (ranks is None or auto):
         if isinstance(ranks, (int, float, np.number)):
-            raise Error(f"trg: ranks must be a list of ints, a string like '2,4,4,16x17', 'auto' or None, "
-                        f"got {ranks!r}")
+            raise Error(bad_ranks)
         for r in ranks:
             _check_int("ranks entry", r)
     explicit = None if (ranks is None or auto) else [int(r) for r in ranks]

@@ -266,7 +266,10 @@ TEST_CASE("trg models: the value sweep names each step whose cut splits a multip
   CHECK(sp.kept - sp.cut <= 1e-14 * sp.kept);
   CHECK(sp.kept >= kTrgMultipletFloor * sp.s0);
   // The value+grad run at that beta carries the sweep's finding.
-  CHECK(given.valueAndGrad(beta).multipletSplits.size() == 1);
+  const TrgResult g = given.valueAndGrad(beta);
+  REQUIRE(g.multipletSplits.size() == 1);
+  CHECK(g.multipletSplits[0].step == 5);
+  CHECK(g.multipletSplits[0].kept == sp.kept);
   // The derived schedule splits nothing here.
   o.ranks.clear();
   o.grad = false;
