@@ -139,6 +139,9 @@ struct TrgOptions {
   /// of D' or fewer; the value sweep reports every step that splits one, a given
   /// schedule's too (TrgResult::multipletSplits).
   double multipletTol = kTrgMultipletTol;
+  /// In a field (h ≠ 0), the rule's relative gap is max(multipletTol, this)
+  /// (kTrgFieldPairTol): the pairs a field splits. Applies only where multipletTol > 0.
+  double fieldPairTol = kTrgFieldPairTol;
   /// Pass pipeline applied to every program; empty = defaultTrgPipeline(order).
   std::string pipeline;
   /// Pass-manager instrumentation (--print-ir-*, --time-passes, ...). Each program is
@@ -198,6 +201,11 @@ inline constexpr double kTrgOddTol = 1e-10;
 /// (chi < 2, steps outside [1, kTrgMaxSteps], width < 1, bad ranks, a field that is not
 /// finite or given to the Potts model, q outside [2, kTrgMaxPottsQ], ...).
 void validateTrgOptions(const TrgOptions &o);
+
+/// The relative gap within which the value sweep counts adjacent singular values as one
+/// multiplet (docs/trg.md §2.4): multipletTol, and in a field (h ≠ 0) at least
+/// fieldPairTol; 0 where multipletTol = 0 (the rule off).
+double trgMultipletTol(const TrgOptions &o);
 
 /// The schedule of docs/trg.md §2.4 from values: the one a run without a given schedule
 /// (TrgOptions::ranks empty) derives in its value sweep at `beta` (steps N, the

@@ -309,13 +309,17 @@ std::string multipletSplitText(const std::vector<TrgMultipletSplit> &splits, con
     if (splits.size() > shown) os += ", ... (" + std::to_string(splits.size()) + " steps in all)";
     os += "\n";
   }
-  os += pad + "which of its vectors are kept is the SVD routine's choice: lnZ/N and its derivatives\n" +
-        pad + "depend on the routine there (docs/trg.md section 2.4: 1.3e-10 in lnZ/N in its example);\n" +
-        pad +
-        (opts.ranks.empty() ? "the derived schedule keeps a split only where the values above it are half\n" + pad +
-                                  "of D' or fewer\n"
-                            : std::string("without --ranks the derived schedule keeps the values above such a\n") +
-                                  pad + "multiplet\n");
+  if (opts.field != 0)
+    os += pad + "which of its vectors are kept is the SVD routine's choice, or for a pair the field\n" + pad +
+          "splits changes with beta and h: lnZ/N and its derivatives depend on the routine and\n" + pad +
+          "are not smooth there (docs/trg.md section 2.4);\n";
+  else
+    os += pad + "which of its vectors are kept is the SVD routine's choice: lnZ/N and its derivatives\n" + pad +
+          "depend on the routine there (docs/trg.md section 2.4: 1.3e-10 in lnZ/N in its example);\n";
+  os += pad + (opts.ranks.empty() ? "the derived schedule keeps a split only where the values above it are half\n" +
+                                        pad + "of D' or fewer\n"
+                                  : std::string("without --ranks the derived schedule keeps the values above such a\n") +
+                                        pad + "multiplet\n");
   return os;
 }
 

@@ -77,6 +77,11 @@ void checkTrgStepCount(int64_t steps, TrgAlgorithm a, const std::string &flag) {
               std::to_string(steps) + why);
 }
 
+double trgMultipletTol(const TrgOptions &o) {
+  if (!(o.multipletTol > 0)) return 0;
+  return o.field != 0 ? std::max(o.multipletTol, o.fieldPairTol) : o.multipletTol;
+}
+
 void validateTrgOptions(const TrgOptions &o) {
   if (o.chi < 2)
     throw Error("error: --chi must be an integer >= 2, got " + std::to_string(o.chi));
@@ -99,6 +104,8 @@ void validateTrgOptions(const TrgOptions &o) {
     throw Error("error: rank tolerance must be finite and >= 0, got " + formatDouble(o.rankTol));
   if (!(o.multipletTol >= 0) || !std::isfinite(o.multipletTol))
     throw Error("error: multiplet tolerance must be finite and >= 0, got " + formatDouble(o.multipletTol));
+  if (!(o.fieldPairTol >= 0) || !std::isfinite(o.fieldPairTol))
+    throw Error("error: field pair tolerance must be finite and >= 0, got " + formatDouble(o.fieldPairTol));
   checkTrgModel(o.model);
   if (!std::isfinite(o.field))
     throw Error("error: --field must be finite, got " + formatDouble(o.field));

@@ -515,7 +515,7 @@ int64_t TrgSweep::countKept(size_t n, double beta, ir::Tensor &T, const std::vec
 }
 
 /// Which of Ma (bit 0) and Mb (bit 1) the step's cut splits a degenerate multiplet of:
-/// s[D'-1] − s[D'] ≤ multipletTol·s[D'-1], where s[D'-1] ≥ kTrgMultipletFloor·s[0]
+/// s[D'-1] − s[D'] ≤ trgMultipletTol(o)·s[D'-1], where s[D'-1] ≥ kTrgMultipletFloor·s[0]
 /// (kept = %skept, cut = %scut with `width` values per matrix). Nothing is cut where
 /// s[D'] = 0; multipletTol = 0 cuts wherever χ says.
 unsigned TrgSweep::cutSplitsMultiplet(const double *kept, const double *cut, size_t width) const {
@@ -532,8 +532,8 @@ bool TrgSweep::splitsAt(double s0, double last, double next) const {
 }
 
 /// Whether adjacent singular values above ≥ below are one multiplet's:
-/// above − below ≤ multipletTol·above.
-bool TrgSweep::tied(double above, double below) const { return above - below <= o.multipletTol * above; }
+/// above − below ≤ trgMultipletTol(o)·above.
+bool TrgSweep::tied(double above, double below) const { return above - below <= trgMultipletTol(o) * above; }
 
 /// For step n + 1 run with a carried-over D' below its structural S (%scut = s[0],
 /// s[D'], …, s[S] per matrix, `width` values; kept = %skept): the D' the rule would keep
@@ -560,7 +560,7 @@ int64_t TrgSweep::keptBelow(int64_t S, const double *kept, const double *cut, si
 
 /// Step n + 1's D' lowered to the start of the multiplet its cut splits in the matrices
 /// of `split` (cutSplitsMultiplet): the probe's D' leading values, counted down from
-/// s[D'-1] while a gap is ≤ multipletTol·s[m-1] (the smaller start where both split).
+/// s[D'-1] while a gap is ≤ trgMultipletTol(o)·s[m-1] (the smaller start where both split).
 /// 0 where that start keeps half of D' or fewer: a bond cut that far down is not the
 /// χ the run asked for (Potts with χ < q: the (q − 1)-fold multiplet after s[0]), so
 /// the cut stays where it is.

@@ -184,7 +184,7 @@ std::string ranksText(const frontend::TrgOptions &o, const frontend::TrgDriver &
   return std::string("from the spectrum at each beta: ") +
          (o.algorithm == frontend::TrgAlgorithm::Hotrg ? "min(D^2, chi)" : "min(D^2, chi, rank bound)") +
          " per step, fewer where the step's own SVD has singular values <= " + formatDouble(o.rankTol) +
-         " or its cut splits a multiplet (relative gap <= " + formatDouble(o.multipletTol) + ")";
+         " or its cut splits a multiplet (relative gap <= " + formatDouble(frontend::trgMultipletTol(o)) + ")";
 }
 
 /// What the exact columns hold for this model (frontend::trgExactValues).
@@ -571,7 +571,9 @@ void addTrgCommand(CLI::App &app) {
                   " that step keeps only those above (compiling the new class), and where its "
                   "cut splits a degenerate multiplet (relative gap <= " +
                   formatDouble(frontend::kTrgMultipletTol) +
-                  ", e.g. the pairs of Potts q = 3) the values above the multiplet (docs/trg.md "
+                  ", e.g. the pairs of Potts q = 3; with --field <= " +
+                  formatDouble(frontend::kTrgFieldPairTol) +
+                  ", the pairs a field splits) the values above the multiplet (docs/trg.md "
                   "section 2.4). A given schedule runs as given; the report's 'multiplet cut' "
                   "line names each step whose cut splits a multiplet");
   cmd->add_flag("--grad", args->req.grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");

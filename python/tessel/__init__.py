@@ -425,7 +425,8 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             words, ``"2,4,4,16x17"``, as ``tessel trg --ranks`` takes it), or None /
             ``"auto"`` (the default: at each β the value sweep keeps min(D², χ, rank
             bound) per step, and fewer where its own SVDs have singular values ≤ 1e-12 or
-            where the cut would split a degenerate multiplet: docs/trg.md §2.4). A given
+            where the cut would split a degenerate multiplet, or with a field a pair the
+            field splits (relative gap ≤ 1e-3): docs/trg.md §2.4). A given
             schedule runs as given; the report's ``multiplet_splits`` names each step
             whose cut splits a multiplet (``step``, ``D``, ``D_prime``, ``matrices``, the
             ``kept`` and ``cut`` values s[D'-1], s[D'] and ``s0``), whose results then

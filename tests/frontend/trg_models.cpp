@@ -354,6 +354,70 @@ TEST_CASE("trg models: the multiplet rule leaves alone what it cannot resolve or
   CHECK_THROWS_WITH_AS(TrgDriver{ising}, doctest::Contains("multiplet tolerance must be finite and >= 0"), Error);
 }
 
+TEST_CASE("trg models: in a field the derived schedule cuts no pair the field splits (chi = 16)") {
+  // A field splits the Ising runs' pairs (one state of each Z2 sector) by 1e-6 to 3e-4 of
+  // their values and couples them: across a cut between such a pair which vector is kept
+  // changes with beta (an avoided crossing), so lnZ/N of that schedule is not smooth there.
+  // At beta = 0.43, h = 0.01, 16 steps the cuts of steps 13-16 split one at a relative gap
+  // of 1.4e-4: full and truncated SVDs gave d2(lnZ/N)/dbeta2 2.3e-6 apart and a 5-point
+  // difference of lnZ/N (step 2e-4) 1.1e-3 below the AD value. In a field the rule ties
+  // values within kTrgFieldPairTol, and those steps keep 15.
+  TrgOptions o;
+  o.chi = 16;
+  o.steps = 16;
+  o.field = 0.01;
+  o.second = true;
+  const double beta = 0.43;
+  auto fd2 = [&](TrgOptions pinned, const std::vector<int64_t> &ranks, double d) {
+    pinned.ranks = ranks;
+    pinned.second = false;
+    TrgDriver p(pinned);
+    double f[5];
+    for (int k = 0; k < 5; ++k) f[k] = p.value(beta + (k - 2) * d).lnZ;
+    return (-f[0] + 16 * f[1] - 30 * f[2] + 16 * f[3] - f[4]) / (12 * d * d);
+  };
+  TrgDriver truncated(o);
+  const TrgResult t = truncated.second(beta);
+  const std::vector<int64_t> want = {2, 4, 4, 16, 16, 16, 16, 16, 16, 16, 16, 16, 15, 15, 15, 15};
+  CHECK(truncated.ranks() == want);
+  CHECK(t.multipletSplits.empty());
+  o.svd = TrgSvd::Full;
+  TrgDriver full(o);
+  const TrgResult f = full.second(beta);
+  CHECK(full.ranks() == want);
+  REQUIRE(t.d2lnZ);
+  REQUIRE(f.d2lnZ);
+  CHECK(std::fabs(*t.d2lnZ - *f.d2lnZ) < 1e-10 * *f.d2lnZ); // measured 2.6e-12
+  // The schedule's lnZ/N is smooth: its 5-point difference (rounding ~6e-9 at d = 2e-4)
+  // is the AD value (measured 5e-10 apart).
+  CHECK(std::fabs(fd2(o, want, 2e-4) - *t.d2lnZ) < 1e-8 * *t.d2lnZ);
+  // In the field's absence the rule's gap is kTrgMultipletTol (the beta direction does not
+  // couple a pair at h = 0); without kTrgFieldPairTol the cuts stay and the difference is
+  // off by the kink.
+  o.svd = TrgSvd::Truncated;
+  o.fieldPairTol = 0;
+  TrgDriver old(o);
+  const TrgResult b = old.second(beta);
+  CHECK(old.ranks() == std::vector<int64_t>{2, 4, 4, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16});
+  REQUIRE(b.d2lnZ);
+  CHECK(std::fabs(fd2(o, old.ranks(), 2e-4) - *b.d2lnZ) > 1e-5 * *b.d2lnZ);
+  // At beta = 0.3, h = 0.02, 12 steps (steps 8-10 split pairs 8.3e-9, 1.4e-9 and 9.4e-9 of
+  // s0 apart, inside the SVD rule's broadening eps*s0) full and truncated were 6.3e-7 apart.
+  o.fieldPairTol = kTrgFieldPairTol;
+  o.steps = 12;
+  o.field = 0.02;
+  double d2[2];
+  for (TrgSvd svd : {TrgSvd::Truncated, TrgSvd::Full}) {
+    o.svd = svd;
+    TrgDriver d(o);
+    d2[svd == TrgSvd::Full] = *d.second(0.3).d2lnZ;
+    CHECK(d.ranks() == std::vector<int64_t>{2, 4, 4, 16, 16, 16, 16, 15, 15, 15, 15, 15});
+  }
+  CHECK(std::fabs(d2[0] - d2[1]) < 1e-10 * d2[1]); // measured 1.7e-11
+  o.fieldPairTol = -1;
+  CHECK_THROWS_WITH_AS(TrgDriver{o}, doctest::Contains("field pair tolerance must be finite and >= 0"), Error);
+}
+
 TEST_CASE("trg models: bad options are errors naming the option") {
   TrgOptions o;
   o.model.kind = TrgModel::Kind::Potts;
