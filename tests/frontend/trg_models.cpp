@@ -361,7 +361,10 @@ TEST_CASE("trg models: in a field the derived schedule cuts no pair the field sp
   // At beta = 0.43, h = 0.01, 16 steps the cuts of steps 13-16 split one at a relative gap
   // of 1.4e-4: full and truncated SVDs gave d2(lnZ/N)/dbeta2 2.3e-6 apart and a 5-point
   // difference of lnZ/N (step 2e-4) 1.1e-3 below the AD value. In a field the rule ties
-  // values within kTrgFieldPairTol, and those steps keep 15.
+  // values within kTrgFieldPairTol, and those steps keep 15. Reference:
+  // scripts/ising_field_reference.py, an independent numpy TRG with the same rule, derived
+  // the same schedules, lnZ/N = 0.9173615989916339 (0.7906893273536825 at beta = 0.3, h =
+  // 0.02, 12 steps) and a 5-point difference of its lnZ/N of 9.45132089882894.
   TrgOptions o;
   o.chi = 16;
   o.steps = 16;
@@ -381,6 +384,9 @@ TEST_CASE("trg models: in a field the derived schedule cuts no pair the field sp
   const std::vector<int64_t> want = {2, 4, 4, 16, 16, 16, 16, 16, 16, 16, 16, 16, 15, 15, 15, 15};
   CHECK(truncated.ranks() == want);
   CHECK(t.multipletSplits.empty());
+  CHECK(std::fabs(t.lnZ - 0.9173615989916339) < 1e-13);
+  REQUIRE(t.d2lnZ);
+  CHECK(std::fabs(*t.d2lnZ - 9.45132089882894) < 1e-8 * *t.d2lnZ); // measured 2.7e-10
   o.svd = TrgSvd::Full;
   TrgDriver full(o);
   const TrgResult f = full.second(beta);
@@ -410,7 +416,9 @@ TEST_CASE("trg models: in a field the derived schedule cuts no pair the field sp
   for (TrgSvd svd : {TrgSvd::Truncated, TrgSvd::Full}) {
     o.svd = svd;
     TrgDriver d(o);
-    d2[svd == TrgSvd::Full] = *d.second(0.3).d2lnZ;
+    const TrgResult r = d.second(0.3);
+    CHECK(std::fabs(r.lnZ - 0.7906893273536825) < 1e-13);
+    d2[svd == TrgSvd::Full] = *r.d2lnZ;
     CHECK(d.ranks() == std::vector<int64_t>{2, 4, 4, 16, 16, 16, 16, 15, 15, 15, 15, 15});
   }
   CHECK(std::fabs(d2[0] - d2[1]) < 1e-10 * d2[1]); // measured 1.7e-11
