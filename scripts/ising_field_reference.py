@@ -4,7 +4,7 @@
 The reference for tests/frontend/trg_models.cpp ("in a field the derived schedule cuts no pair
 the field splits"): lnZ/N of a periodic lattice of 2^steps sites, the schedule D'_1..D'_N,
 and d2(lnZ/N)/dbeta2 as a 5-point difference of lnZ/N on that schedule, from numpy.linalg.svd
-(LAPACK gesdd) and numpy.einsum, sharing no code with tessel. Z = sum exp(beta sum_<ij> s_i s_j
+(LAPACK gesdd) and numpy.einsum (scripts/trg_reference.py), sharing no code with tessel. Z = sum exp(beta sum_<ij> s_i s_j
 + beta h sum_i s_i) (docs/trg.md §8.1); the initial tensor is built here from the bond matrix
 exp(beta s s') = W W^T, W = [[sqrt(cosh b), sqrt(sinh b)], [sqrt(cosh b), -sqrt(sinh b)]] (any W
 with that product gives the same lnZ/N: the SVDs are covariant under an orthogonal change of
@@ -25,10 +25,7 @@ import argparse
 
 import numpy as np
 
-RANK_TOL = 1e-12
-MULTIPLET_TOL = 1e-6
-FIELD_PAIR_TOL = 1e-3
-MULTIPLET_FLOOR = 1e-7
+from trg_reference import FIELD_PAIR_TOL, MULTIPLET_TOL, run as trg
 
 
 def initial_tensor(beta, h):
@@ -38,45 +35,9 @@ def initial_tensor(beta, h):
     return np.einsum("a,ai,aj,ak,al->ijkl", site, w, w, w, w)
 
 
-def splits(s, k, tol):
-    return s[k] > 0 and s[k - 1] >= MULTIPLET_FLOOR * s[0] and s[k - 1] - s[k] <= tol * s[k - 1]
-
-
-def multiplet_start(s, k, tol):
-    m = k - 1
-    while m > 0 and s[m - 1] - s[m] <= tol * s[m - 1]:
-        m -= 1
-    return m
-
-
 def run(chi, steps, beta, h, tol, ranks=None):
     """(schedule, lnZ/N); `ranks` pins the schedule instead of deriving it."""
-    t = initial_tensor(beta, h)
-    lnz, kept = 0.0, []
-    for n in range(steps):
-        m = np.abs(t).max()
-        t = t / m
-        lnz += np.log(m) / 2**n
-        d = t.shape[0]
-        ma = t.transpose(2, 1, 0, 3).reshape(d * d, d * d)
-        mb = t.transpose(3, 2, 1, 0).reshape(d * d, d * d)
-        ua, sa, va = np.linalg.svd(ma)
-        ub, sb, vb = np.linalg.svd(mb)
-        if ranks is not None:
-            k = ranks[n]
-        else:
-            k = min(chi, d * d, int((sa > RANK_TOL).sum()), int((sb > RANK_TOL).sum()))
-            if k < d * d:
-                starts = [multiplet_start(s, k, tol) for s in (sa, sb) if splits(s, k, tol)]
-                if starts and 2 * min(starts) > k:
-                    k = min(starts)
-        kept.append(k)
-        s1 = (ua[:, :k] * np.sqrt(sa[:k])).reshape(d, d, k)
-        s3 = (va[:k].T * np.sqrt(sa[:k])).reshape(d, d, k)
-        s2 = (ub[:, :k] * np.sqrt(sb[:k])).reshape(d, d, k)
-        s4 = (vb[:k].T * np.sqrt(sb[:k])).reshape(d, d, k)
-        t = np.einsum("war,abu,bgl,gwd->ruld", s1, s2, s3, s4, optimize=True)
-    return kept, lnz + np.log(np.einsum("ijij->", t)) / 2**steps
+    return trg(initial_tensor(beta, h), chi, steps, tol, ranks)
 
 
 def main():
