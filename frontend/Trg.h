@@ -50,12 +50,13 @@ inline constexpr double kTrgMultipletFloor = 1e-7;
 /// splits the pairs of the Ising runs (one state of each Z2 sector) by 1e-6 to 3e-4 of
 /// their values and couples them, so across a cut between such a pair which vector is
 /// kept changes with β and h (an avoided crossing) and lnZ/N is not smooth there: at
-/// χ = 16, β = 0.43, h = 0.01, 16 steps (relative gap 1.4e-4 at steps 13–16)
+/// χ = 16, β = 0.43, h = 0.01, 16 steps (relative gaps 2.7e-4 to 1.4e-4 at steps 13–16)
 /// d²(lnZ/N)/dβ² from full and truncated SVDs were 2.3e-6 apart and 5-point differences
 /// of lnZ/N drifted by 0.3% between steps 4e-4 and 5e-5. Above every gap that did so in a
-/// scan of β = 0.28–0.55, h = 0.003–0.1, χ = 16 and 24, 12–20 steps (2.6e-4; with it all
-/// agree to ≤ 6e-10). At h = 0 the β direction does not couple a pair (each member keeps
-/// its sector), so there kTrgMultipletTol alone applies (docs/trg.md §2.4).
+/// scan of β = 0.28–0.55, h = 0.003–0.1 at χ = 16, 12 and 16 steps (2.6e-4; with it none
+/// is more than 6.6e-10 apart, also at 20 steps and χ = 24). At h = 0 the β direction does
+/// not couple a pair (each member keeps its sector), so there kTrgMultipletTol alone
+/// applies (docs/trg.md §2.4, "Pairs a field splits").
 inline constexpr double kTrgFieldPairTol = 1e-3;
 
 /// Default broadening ε of the svd reverse rule in the TRG programs, relative to the

@@ -105,7 +105,7 @@ struct TrgOptions {
   /// at each β by the value sweep (docs/trg.md §2.4): the structural
   /// trgDefaultRanks, except where a kept singular value is ≤ rankTol; then that step
   /// keeps those > rankTol among the D' its own SVD computes; and where the cut splits a
-  /// degenerate multiplet (multipletTol), that step keeps the values above it.
+  /// degenerate multiplet (trgMultipletTol), that step keeps the values above it.
   std::vector<int64_t> ranks;
   TrgMode mode = TrgMode::Staged;
   /// Residual policy of the backward programs (docs/trg.md §6).
@@ -135,7 +135,8 @@ struct TrgOptions {
   /// Kept singular values must exceed this (absolute, normalised tensor).
   double rankTol = kTrgRankTol;
   /// A derived schedule cuts no multiplet whose gap at the cut is ≤ this·s[D'-1]
-  /// (kTrgMultipletTol; 0: cut wherever χ says), unless keeping it whole would keep half
+  /// (kTrgMultipletTol; in a field at least fieldPairTol·s[D'-1], trgMultipletTol; 0: cut
+  /// wherever χ says), unless keeping it whole would keep half
   /// of D' or fewer; the value sweep reports every step that splits one, a given
   /// schedule's too (TrgResult::multipletSplits).
   double multipletTol = kTrgMultipletTol;

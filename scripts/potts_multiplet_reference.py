@@ -17,9 +17,12 @@ Prints the schedule and lnZ/N. At the defaults (about 15 minutes: numpy's SVDs w
 and lnZ/N = 2.032543470837834.
 """
 import argparse
+import pathlib
+import sys
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from trg_reference import MULTIPLET_TOL, run as trg
 
 

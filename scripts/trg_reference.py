@@ -1,4 +1,4 @@
-"""The numpy TRG that tessel's reference scripts share: docs/trg.md §2's step with §2.4's rank rule.
+"""The numpy TRG tessel's reference scripts share: docs/trg.md §2's step, §2.4's rank rule.
 
 numpy.linalg.svd (LAPACK gesdd, full SVDs) and numpy.einsum, sharing no code with tessel;
 used by scripts/potts_multiplet_reference.py and scripts/ising_field_reference.py, which

@@ -571,9 +571,9 @@ void addTrgCommand(CLI::App &app) {
                   " that step keeps only those above (compiling the new class), and where its "
                   "cut splits a degenerate multiplet (relative gap <= " +
                   formatDouble(frontend::kTrgMultipletTol) +
-                  ", e.g. the pairs of Potts q = 3; with --field <= " +
+                  ", e.g. the pairs of Potts q = 3; with a nonzero --field, relative gap <= " +
                   formatDouble(frontend::kTrgFieldPairTol) +
-                  ", the pairs a field splits) the values above the multiplet (docs/trg.md "
+                  ": the pairs a field splits) the values above the multiplet (docs/trg.md "
                   "section 2.4). A given schedule runs as given; the report's 'multiplet cut' "
                   "line names each step whose cut splits a multiplet");
   cmd->add_flag("--grad", args->req.grad, "also compute d(lnZ/N)/dbeta (and time value+grad)");

@@ -358,8 +358,8 @@ TEST_CASE("trg models: in a field the derived schedule cuts no pair the field sp
   // A field splits the Ising runs' pairs (one state of each Z2 sector) by 1e-6 to 3e-4 of
   // their values and couples them: across a cut between such a pair which vector is kept
   // changes with beta (an avoided crossing), so lnZ/N of that schedule is not smooth there.
-  // At beta = 0.43, h = 0.01, 16 steps the cuts of steps 13-16 split one at a relative gap
-  // of 1.4e-4: full and truncated SVDs gave d2(lnZ/N)/dbeta2 2.3e-6 apart and a 5-point
+  // At beta = 0.43, h = 0.01, 16 steps the cuts of steps 13-16 split one at relative gaps
+  // of 2.7e-4 to 1.4e-4: full and truncated SVDs gave d2(lnZ/N)/dbeta2 2.3e-6 apart and a 5-point
   // difference of lnZ/N (step 2e-4) 1.1e-3 below the AD value. In a field the rule ties
   // values within kTrgFieldPairTol, and those steps keep 15. Reference:
   // scripts/ising_field_reference.py, an independent numpy TRG with the same rule, derived
@@ -386,20 +386,18 @@ TEST_CASE("trg models: in a field the derived schedule cuts no pair the field sp
   CHECK(t.multipletSplits.empty());
   CHECK(std::fabs(t.lnZ - 0.9173615989916339) < 1e-13);
   REQUIRE(t.d2lnZ);
-  CHECK(std::fabs(*t.d2lnZ - 9.45132089882894) < 1e-8 * *t.d2lnZ); // measured 2.7e-10
+  CHECK(std::fabs(*t.d2lnZ - 9.45132089882894) < 1e-8 * *t.d2lnZ); // measured 2.9e-10
   o.svd = TrgSvd::Full;
   TrgDriver full(o);
   const TrgResult f = full.second(beta);
   CHECK(full.ranks() == want);
-  REQUIRE(t.d2lnZ);
   REQUIRE(f.d2lnZ);
   CHECK(std::fabs(*t.d2lnZ - *f.d2lnZ) < 1e-10 * *f.d2lnZ); // measured 2.6e-12
   // The schedule's lnZ/N is smooth: its 5-point difference (rounding ~6e-9 at d = 2e-4)
   // is the AD value (measured 5e-10 apart).
   CHECK(std::fabs(fd2(o, want, 2e-4) - *t.d2lnZ) < 1e-8 * *t.d2lnZ);
-  // In the field's absence the rule's gap is kTrgMultipletTol (the beta direction does not
-  // couple a pair at h = 0); without kTrgFieldPairTol the cuts stay and the difference is
-  // off by the kink.
+  // With fieldPairTol = 0 (the rule's gap kTrgMultipletTol, as at h = 0) the cuts stay and
+  // the difference is off by the kink.
   o.svd = TrgSvd::Truncated;
   o.fieldPairTol = 0;
   TrgDriver old(o);
@@ -418,10 +416,20 @@ TEST_CASE("trg models: in a field the derived schedule cuts no pair the field sp
     TrgDriver d(o);
     const TrgResult r = d.second(0.3);
     CHECK(std::fabs(r.lnZ - 0.7906893273536825) < 1e-13);
+    REQUIRE(r.d2lnZ);
     d2[svd == TrgSvd::Full] = *r.d2lnZ;
     CHECK(d.ranks() == std::vector<int64_t>{2, 4, 4, 16, 16, 16, 16, 15, 15, 15, 15, 15});
   }
   CHECK(std::fabs(d2[0] - d2[1]) < 1e-10 * d2[1]); // measured 1.7e-11
+  // The rule's gap: multipletTol, in a field at least fieldPairTol; off with multipletTol = 0.
+  CHECK(trgMultipletTol(o) == kTrgFieldPairTol);
+  o.multipletTol = 1e-2;
+  CHECK(trgMultipletTol(o) == 1e-2);
+  o.multipletTol = 0;
+  CHECK(trgMultipletTol(o) == 0);
+  o.multipletTol = kTrgMultipletTol;
+  o.field = -0.0;
+  CHECK(trgMultipletTol(o) == kTrgMultipletTol);
   o.fieldPairTol = -1;
   CHECK_THROWS_WITH_AS(TrgDriver{o}, doctest::Contains("field pair tolerance must be finite and >= 0"), Error);
 }
