@@ -166,10 +166,12 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   double eps = c.op.attrs.getF64("eps");
   auto add = [&](ValueId a, ValueId t) { return a == kNone ? t : b.add(a, t); };
 
-  // r: how many leading singular triplets the cotangents can touch.
+  // r: how many leading singular triplets the cotangents can touch; `factors`: how many
+  // the cotangents of U and Vt touch (the bond gauge's kept block, below).
   int64_t r = 0;
   if (gU != kNone) r = std::max(r, leadingExtent(b, gU, 1));
   if (gVt != kNone) r = std::max(r, leadingExtent(b, gVt, 0));
+  const int64_t factors = r;
   if (gs != kNone) r = std::max(r, leadingExtent(b, gs, 0));
   if (r == 0 || k == 0) return {kNone};
   if (r > k)
@@ -187,7 +189,10 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   // SVD keeping 2 stays in the full form.
   const int64_t saved = (m * k * k + m * k * n) - (m * k * r + r * (k - r) * n + 2 * m * r * n);
   const bool block = c.svdBlocks && 2 * r <= k && saved >= (int64_t(1) << 15);
-  const int64_t kept = r; // the triplets that carry cotangents
+  // The bond gauge's promise is about the balanced factors of the triplets whose U and Vt
+  // the loss reads: a cotangent on a singular value further down (a value read past the
+  // cut, or a whole vector divided by a norm) says nothing about rotations there.
+  const int64_t kept = factors;
   if (!block) r = k;
   const int64_t rest = k - r;
   Shape kr{k, r}, mr{m, r};
