@@ -298,27 +298,27 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   };
   TrgStepTrace r;
 
-  // 1. Normalise by m = max|T|.
-  loc("normalise");
-  Tensor m = T.abs().max();
-  if (opts.stopGradientOnMax) m = m.stopGradient();
-  m.named("m");
-  r.logm = m.log().named("logm");
-  Tensor Tm = (T / m).named("Tnorm");
   if (hotrg) {
-    traceHotrgHalves(Tm, Dp, opts, loc, r);
+    // 1. Normalise by m = max|T| (HOTRG's SVDs are of environments, not of T).
+    loc("normalise");
+    Tensor m = T.abs().max();
+    if (opts.stopGradientOnNorm) m = m.stopGradient();
+    m.named("m");
+    r.logm = m.log().named("logm");
+    traceHotrgHalves((T / m).named("Tnorm"), Dp, opts, loc, r);
     traceCutValues(r, Dp, opts, loc);
     b.setLoc("");
     return r;
   }
 
-  // 2. The two D²×D² matrices.
+  // 1. The two D²×D² matrices, of T as it comes: the step normalises by Ma's largest
+  //    singular value (2.), which the SVDs give.
   loc("reshape Ma");
-  Tensor Ma = Tm.transpose({2, 1, 0, 3}).reshape({D2, D2}).named("Ma");
+  Tensor Ma = T.transpose({2, 1, 0, 3}).reshape({D2, D2}).named("Ma");
   loc("reshape Mb");
-  Tensor Mb = Tm.transpose({3, 2, 1, 0}).reshape({D2, D2}).named("Mb");
+  Tensor Mb = T.transpose({3, 2, 1, 0}).reshape({D2, D2}).named("Mb");
 
-  // 3. Full SVDs.
+  // 2. Full SVDs.
   loc("svd Ma");
   // The half-tensors U·√s and √s·Vt meet again only across the new bond, so lnZ/N does
   // not change under an orthogonal gauge of that bond (docs/trg.md §5). Not so in BTRG:
@@ -335,12 +335,8 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   B.U.named("Ub");
   B.s.named("sb");
   B.Vt.named("Vtb");
-  r.sa = A.s;
-  r.sb = B.s;
-  r.Ma = Ma;
-  r.Mb = Mb;
 
-  // 4. Truncation: a slice of the full factors (so the reverse rule sees the
+  // 3. Truncation: a slice of the full factors (so the reverse rule sees the
   //    discarded singular vectors too, docs/trg.md §5).
   auto truncate = [&](const SvdResult &F, const char *tag) {
     loc(std::string("truncate ") + tag);
@@ -349,6 +345,32 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
                      F.Vt.slice({0, 0}, {Dp, D2})};
   };
   SvdResult Ak = truncate(A, "a"), Bk = truncate(B, "b");
+
+  // 4. Normalise by m = sa[0]: svd(T/m) = (U, s/m, Vt), so dividing the values is dividing
+  //    T, which is never formed (docs/trg.md §2.1). The kept values are divided after the
+  //    slice, so that their cotangents reach no triplet the step cuts.
+  loc("normalise");
+  Tensor m = Ak.s.slice({0}, {1}).reshape({});
+  if (opts.stopGradientOnNorm) m = m.stopGradient();
+  m.named("m");
+  r.logm = m.log().named("logm");
+  Ak.s = Ak.s / m;
+  Bk.s = Bk.s / m;
+  // The values the options output, divided after a slice as well: an op that reads all
+  // of s would keep truncate-svd from computing only the leading triplets.
+  int64_t reported = 0;
+  if (opts.outputKeptSingularValues || opts.outputLeadingSingularValues) reported = Dp;
+  if (opts.outputCutSingularValues) reported = std::max(Dp, opts.cutValuesTo) + 1;
+  if (opts.outputSingularValues) reported = D2;
+  reported = std::min(reported, D2);
+  if (reported > 0) {
+    r.sa = A.s.slice({0}, {reported}) / m;
+    r.sb = B.s.slice({0}, {reported}) / m;
+  }
+  if (opts.outputSvdInputs) {
+    r.Ma = Ma / m;
+    r.Mb = Mb / m;
+  }
 
   // 5. Half-tensors S1..S4 of shape (D, D, D'): U·s^e and V·s^e, e = ½ (TRG) or
   //    (1 − k)/2 (BTRG, docs/trg.md §9).

@@ -117,11 +117,12 @@ struct TrgStepOptions {
   /// Lorentzian broadening ε of the svd reverse rule, relative to the largest singular
   /// value (docs/trg.md §5).
   double svdEps = kTrgSvdEps;
-  /// m_n = stop_gradient(max|T|) instead of m_n = max|T|. lnZ/N does not depend on m_n, so
-  /// value and gradient are the same either way, but with the stop-gradient every β-derivative
-  /// reaches lnZ/N only through the closure, where d²(lnZ/N)/dβ² is a difference of two
-  /// O(2^N) squares: rounding grows ~2× per step (docs/trg.md §2.1). Off by default.
-  bool stopGradientOnMax = false;
+  /// m_n = stop_gradient(sa[0]) instead of m_n = sa[0] (HOTRG: max|T|). lnZ/N does not
+  /// depend on m_n, so value and gradient are the same either way, but with the
+  /// stop-gradient every β-derivative reaches lnZ/N only through the closure, where
+  /// d²(lnZ/N)/dβ² is a difference of two O(2^N) squares: rounding grows ~2× per step
+  /// (docs/trg.md §2.1). Off by default.
+  bool stopGradientOnNorm = false;
   /// Adds an output %skept: f64[2] = (sa[D'-1], sb[D'-1]), the smallest kept singular
   /// values of Ma and Mb, so a driver can refuse a kept value ≤ tol at run time.
   bool outputKeptSingularValues = false;
@@ -222,15 +223,17 @@ struct TrgBondWeights {
 };
 
 struct TrgStepTrace {
-  Tensor logm;  ///< f64[]: ln max|T|
+  Tensor logm;  ///< f64[]: ln m, m = sa[0] (HOTRG: max|T|), docs/trg.md §2.1
   Tensor Tn;    ///< f64[D',D',D',D']
-  /// f64[D²]: singular values of Ma, Mb (descending); HOTRG: of the two environments
-  /// (each divided by its largest entry), the squares of the doubled bond's values
+  /// Singular values of Ma, Mb (descending) divided by m = sa[0]: f64[D²] for HOTRG (of
+  /// the two environments, each divided by its largest entry: the squares of the doubled
+  /// bond's values); TRG and BTRG trace only the leading ones the options output (none,
+  /// D', D'+1 … cutValuesTo + 1, or all D² with outputSingularValues).
   Tensor sa, sb;
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
   Tensor scut;  ///< (sa[0], sa[D'..E], sb[0], sb[D'..E]), 0 past D²; E = max(D', cutValuesTo)
   Tensor ltail; ///< traceTrgLimitClosure: f64[], f(T)
-  Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
+  Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs divided by m (TRG: with outputSvdInputs only)
   TrgBondWeights wn; ///< BTRG: the weights of Tn's bonds, f64[D'] each
 };
 /// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), docs/trg.md §2. Throws
@@ -249,7 +252,8 @@ Tensor traceTrgClosure(const Tensor &T, const TrgBondWeights &w = {});
 /// The closure of the infinite lattice (docs/trg.md §3.1): f(T) = 2·ln m + ln‖T'‖ − ln‖T‖
 /// (HOTRG, whose step covers b = 4 tensors: (4·ln m + ln‖T'‖ − ln‖T‖)/3; in general
 /// (b·ln m + ln‖T'‖ − ln‖T‖)/(b − 1)),
-/// with T' = the step D -> dout of T (m = max|T| as in the step, ‖·‖ the Frobenius norm).
+/// with T' = the step D -> dout of T (m its normalisation, sa[0] or HOTRG's max|T|, ‖·‖ the
+/// Frobenius norm).
 /// lnZ/N of an infinite lattice of T's is f(T) per tensor when T is at its fixed point up
 /// to the bond gauge (an orthogonal transformation of each bond, which keeps ‖·‖): f is
 /// homogeneous (f(aT) = ln a + f(T)) and halves the tensors per step (f(T) = f(T')/2),

@@ -285,7 +285,7 @@ struct TrgResult {
   /// Why ∂/∂h is empty although the run computed it (at h = 0, above kTrgOddTol of
   /// ∂/∂β); empty otherwise.
   std::string dhRefused;
-  std::vector<double> logm;      ///< ln m_n per step (m_n = max|T| divided out)
+  std::vector<double> logm;      ///< ln m_n per step (m_n = sa[0] divided out; HOTRG: max|T|)
   std::vector<std::array<double, 2>> keptSingularValues; ///< (sa[D'-1], sb[D'-1]) per step
   /// The steps whose cut splits a degenerate multiplet, from the value sweep at this β
   /// (its value programs compute s[D']); empty where none does or where no value sweep

@@ -29,23 +29,26 @@ def multiplet_start(s, k, tol):
     return m
 
 
-def run(t, chi, steps, tol, ranks=None):
+def run(t, chi, steps, tol, ranks=None, spectra=None):
     """TRG of the periodic lattice of 2^steps copies of t[r,u,l,d]: (schedule, ln Z / 2^steps).
 
-    Each step divides by max|T| (kept in the sum), cuts Ma and Mb per the rule (or at
-    `ranks`, which pins the schedule) and contracts the four half-tensors; the closure is
-    the trace over both pairs of legs.
+    Each step factors Ma and Mb, divides both spectra by m = sa[0] (kept in the sum: the
+    same as dividing T by m first), cuts them per the rule (or at `ranks`, which pins the
+    schedule) and contracts the four half-tensors; the closure is the trace over both
+    pairs of legs. `spectra`, if given, gets each step's normalised (sa, sb).
     """
     lnz, kept = 0.0, []
     for n in range(steps):
-        m = np.abs(t).max()
-        t = t / m
-        lnz += np.log(m) / 2**n
         d = t.shape[0]
         ma = t.transpose(2, 1, 0, 3).reshape(d * d, d * d)
         mb = t.transpose(3, 2, 1, 0).reshape(d * d, d * d)
         ua, sa, va = np.linalg.svd(ma)
         ub, sb, vb = np.linalg.svd(mb)
+        m = sa[0]
+        sa, sb = sa / m, sb / m
+        lnz += np.log(m) / 2**n
+        if spectra is not None:
+            spectra.append((sa, sb))
         if ranks is not None:
             k = ranks[n]
         else:

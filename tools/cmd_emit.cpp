@@ -63,7 +63,7 @@ ir::Program buildProgram(const EmitArgs &a) {
                   "bond weights are ones, made by the program that runs the steps)");
   }
   opts.svdEps = a.eps;
-  opts.stopGradientOnMax = a.stopGradient;
+  opts.stopGradientOnNorm = a.stopGradient;
   opts.outputKeptSingularValues = a.kept;
   if (a.what == "trg-step") {
     requirePositive(a.din, "--din");
@@ -140,9 +140,9 @@ void addEmitCommand(CLI::App &app) {
       "  trg-limit-closure --d D [--dout K]\n"
       "                              the infinite lattice's closure (--steps auto):\n"
       "                              (%T) -> (%ltail: f64[], %skept: f64[2]) =\n"
-      "                              2 ln max|T| + ln|T'| - ln|T|, T' the step D -> K\n"
-      "                              (K = D by default; docs/trg.md section 3.1; HOTRG,\n"
-      "                              whose step covers 4 tensors: (4 ln max|T| + ...)/3)\n"
+      "                              2 ln m + ln|T'| - ln|T|, T' the step D -> K and m its\n"
+      "                              normalisation (K = D by default; docs/trg.md section\n"
+      "                              3.1; HOTRG, whose step covers 4 tensors: (4 ln m + ...)/3)\n"
       "  trg --chi X --steps N       (%beta: f64[], %h: f64[]) -> (%lnz: f64[]) = lnZ/N,\n"
       "                              all steps (Potts with --q Q: (%beta: f64[]) -> ...);\n"
       "                              default ranks min(D^2, chi, exact rank bound):\n"
@@ -190,8 +190,8 @@ void addEmitCommand(CLI::App &app) {
                 "trg: emit the staged module (functions, calls, one scan per run of equal step "
                 "classes) instead of one straight-line program; the same lnZ/N, bitwise");
   cmd->add_flag("--stop-gradient,!--no-stop-gradient", args->stopGradient,
-                "normalise by stop_gradient(max|T|); the default (--no-stop-gradient) "
-                "differentiates through m = max|T|. Value and gradient are the same, but with "
+                "normalise by stop_gradient(m), m = sa[0] (HOTRG: max|T|); the default "
+                "(--no-stop-gradient) differentiates through m. Value and gradient are the same, but with "
                 "the stop-gradient the second derivative cancels catastrophically "
                 "(docs/trg.md section 2.1)");
   cmd->add_option("--format", args->format, "text (default), json or dot");

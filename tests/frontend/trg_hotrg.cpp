@@ -184,7 +184,7 @@ TEST_CASE("hotrg: the step program, the weight of a step, and the step limit") {
     c.algorithm = a;
     const double ltail = rt::evaluateReference(buildTrgLimitClosure(2, 1, c), {ones})[0].data[0];
     INFO("algorithm " << trgAlgorithmName(a) << " ltail " << ltail);
-    CHECK(std::fabs(ltail - 2 * std::log(2.0)) <= 4e-16);
+    CHECK(std::fabs(ltail - 2 * std::log(2.0)) <= 4.5e-16); // two ulps
   }
   CHECK(trgStepSitesLog2(TrgAlgorithm::Hotrg) == 2);
   CHECK(trgStepSitesLog2(TrgAlgorithm::Btrg) == 1);

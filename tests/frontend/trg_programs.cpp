@@ -60,10 +60,10 @@ TEST_CASE("trg: step programs have the signature and ops of docs/trg.md §2") {
     CHECK(p.type(p.outputs[1]) == ir::Type({Dp, Dp, Dp, Dp}));
     CHECK(countOps(p, ir::OpKind::Svd) == 2);
     CHECK(countOps(p, ir::OpKind::Einsum) == 1);
-    // The normalisation m = max|T| is differentiated through (docs/trg.md §2.1).
+    // The normalisation m = sa[0] is differentiated through (docs/trg.md §2.1).
     CHECK(countOps(p, ir::OpKind::StopGradient) == 0);
-    // Truncation is a slice of the full SVD only when D' < D².
-    CHECK(countOps(p, ir::OpKind::Slice) == (Dp < D * D ? 6 : 0));
+    // Truncation is a slice of the full SVD only when D' < D²; m is one more.
+    CHECK(countOps(p, ir::OpKind::Slice) == (Dp < D * D ? 7 : 1));
     bool locFound = false;
     for (const auto &op : p.ops)
       if (op.kind == ir::OpKind::Svd && op.loc == "trg " + std::to_string(D) + "->" + std::to_string(Dp) + ": svd Ma")
@@ -73,7 +73,7 @@ TEST_CASE("trg: step programs have the signature and ops of docs/trg.md §2") {
   TrgStepOptions o;
   o.outputKeptSingularValues = true;
   o.outputSingularValues = true;
-  o.stopGradientOnMax = true;
+  o.stopGradientOnNorm = true;
   ir::Program p = buildTrgStep(4, 4, o);
   REQUIRE(p.outputs.size() == 5);
   CHECK(p.type(p.outputs[2]) == ir::Type({2}));
@@ -152,9 +152,29 @@ TEST_CASE("trg: one step follows docs/trg.md §2 on a random tensor") {
   ir::Program p = buildTrgStep(D, Dp, o);
   ir::Tensor T = randomTensor({D, D, D, D}, 3);
   auto out = rt::evaluateReference(p, {T});
+  // m = the largest singular value of Ma (docs/trg.md §2.1), here by power iteration
+  // on MaᵀMa on the host; the values come back divided by it.
+  const int64_t n = D * D;
+  std::vector<double> v(n, 1.0), w(n);
   double m = 0;
-  for (double x : T.data) m = std::max(m, std::fabs(x));
-  CHECK(out[0].data[0] == std::log(m));
+  for (int it = 0; it < 2000; ++it) {
+    // Ma[(x0,x1),(y0,y1)] = T[y0,x1,x0,y1]: w = Maᵀ·(Ma·v), normalised.
+    std::vector<double> u(n, 0.0);
+    for (int64_t x = 0; x < n; ++x)
+      for (int64_t y = 0; y < n; ++y)
+        u[x] += T.data[(((y / D) * D + x % D) * D + x / D) * D + y % D] * v[y];
+    std::fill(w.begin(), w.end(), 0.0);
+    for (int64_t x = 0; x < n; ++x)
+      for (int64_t y = 0; y < n; ++y)
+        w[y] += T.data[(((y / D) * D + x % D) * D + x / D) * D + y % D] * u[x];
+    double nw = 0, nu = 0;
+    for (int64_t i = 0; i < n; ++i) nw += w[i] * w[i], nu += u[i] * u[i];
+    m = std::sqrt(nu); // ‖Ma·v‖ with ‖v‖ = 1
+    for (int64_t i = 0; i < n; ++i) v[i] = w[i] / std::sqrt(nw);
+  }
+  CHECK(std::exp(out[0].data[0]) == doctest::Approx(m).epsilon(1e-13));
+  m = std::exp(out[0].data[0]);
+  CHECK(out[2].data[0] == 1.0);
   // With D' = D² nothing is truncated, so S1·S3ᵀ = Ma and S2·S4ᵀ = Mb whatever the
   // SVD gauge, and the trace of the new tensor is a host formula in T (below).
   auto Tn = [&](int64_t i) { return T.data[i] / m; };

@@ -5,8 +5,8 @@
 // (flipping u_k, v_k flips the slices r = k and l = k of Tn), so finite differences of
 // Tn itself are only meaningful where LAPACK's sign choice is continuous; the points
 // and steps below are fixed and deterministic. The composite L = logm + ½·ln Σ Tn[i,j,i,j]
-// (one step followed by the closure) is gauge invariant and independent of m = max|T|,
-// so it is also checked with stop_gradient(m) (TrgStepOptions::stopGradientOnMax).
+// (one step followed by the closure) is gauge invariant and independent of m = sa[0],
+// so it is also checked with stop_gradient(m) (TrgStepOptions::stopGradientOnNorm).
 #include <doctest/doctest.h>
 
 #include "frontend/Trg.h"
@@ -21,9 +21,9 @@ namespace {
 
 /// The step program with einsums lowered to dot_general (the reference evaluator's
 /// naive n-ary einsum would dominate the run time).
-Program stepProgram(int64_t din, int64_t dout, bool stopGradientOnMax) {
+Program stepProgram(int64_t din, int64_t dout, bool stopGradientOnNorm) {
   TrgStepOptions o;
-  o.stopGradientOnMax = stopGradientOnMax;
+  o.stopGradientOnNorm = stopGradientOnNorm;
   Program p = buildTrgStep(din, dout, o);
   tessel::passes::runOrder(p, {});
   return p;
@@ -34,7 +34,7 @@ Program stepClosureProgram(int64_t din, int64_t dout) {
   Tracer tr("step_closure_" + std::to_string(din) + "_" + std::to_string(dout));
   tessel::frontend::Tensor T = tr.input("T", {din, din, din, din});
   TrgStepOptions so;
-  so.stopGradientOnMax = true; // L does not depend on m, so finite differences agree anyway
+  so.stopGradientOnNorm = true; // L does not depend on m, so finite differences agree anyway
   TrgStepTrace st = traceTrgStep(T, dout, so);
   tr.output(st.logm + traceTrgClosure(st.Tn) * 0.5, "L");
   Program p = tr.take();
@@ -83,7 +83,7 @@ TEST_CASE("grad trg: every small step class passes gradcheck (orders 1 and 2) to
     // order-2 finite difference is noisier: for 4 -> 16 it moves by 2e-8..1e-7 relative
     // with the step (3e-6, 1e-5, 3e-5) around the transform's value, which the old and
     // the current svd rule give identically to 16 digits; hence 5e-8 here.
-    Program step = stepProgram(c.din, c.dout, /*stopGradientOnMax=*/false);
+    Program step = stepProgram(c.din, c.dout, /*stopGradientOnNorm=*/false);
     o.rtol = 5e-8;
     requirePass(gradCheck(step, randomInputs(step, 7), o), 5e-8);
     o.rtol = 1e-8;
@@ -95,7 +95,7 @@ TEST_CASE("grad trg: every small step class passes gradcheck (orders 1 and 2) to
 
 TEST_CASE("grad trg: the 16->16 step class (two 256×256 SVDs) agrees with FD to 1e-8") {
   // Order 1 only and one point: this is the expensive class.
-  Program step = stepProgram(16, 16, /*stopGradientOnMax=*/false);
+  Program step = stepProgram(16, 16, /*stopGradientOnNorm=*/false);
   GradCheckOptions o;
   o.order = 1;
   o.eps = 1e-6;
