@@ -360,7 +360,8 @@ def prepare_inputs(h: Harness) -> None:
             if h.tessel:
                 h.note("`tessel trg --dump-svd-inputs` does not exist in this build: the SVD floor "
                        "uses the 32 matrices dumped by the numpy TRG for both tessel and numpy "
-                       "(same algorithm, same β; the matrices agree with tessel's up to rounding "
+                       "(same algorithm, same β; the matrices agree with tessel's up to a scalar "
+                       "per step (numpy's T/max|T| against the T tessel's SVDs factor), rounding "
                        "and the gauge of degenerate multiplets)")
     if h.extra["svd_dir"]:
         mats = sorted(f for f in os.listdir(h.extra["svd_dir"]) if f.endswith(".npy"))

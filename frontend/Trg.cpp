@@ -312,7 +312,7 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   }
 
   // 1. The two D²×D² matrices, of T as it comes: the step normalises by Ma's largest
-  //    singular value (2.), which the SVDs give.
+  //    singular value (4.), which the SVDs give.
   loc("reshape Ma");
   Tensor Ma = T.transpose({2, 1, 0, 3}).reshape({D2, D2}).named("Ma");
   loc("reshape Mb");
@@ -368,8 +368,8 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
     r.sb = B.s.slice({0}, {reported}) / m;
   }
   if (opts.outputSvdInputs) {
-    r.Ma = Ma / m;
-    r.Mb = Mb / m;
+    r.Ma = Ma;
+    r.Mb = Mb;
   }
 
   // 5. Half-tensors S1..S4 of shape (D, D, D'): U·s^e and V·s^e, e = ½ (TRG) or

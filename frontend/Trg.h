@@ -30,8 +30,8 @@
 
 namespace tessel::frontend {
 
-/// Singular values ≤ this (absolute, on the normalised tensor) count as exact zeros
-/// (docs/trg.md §2.4).
+/// Singular values ≤ this (relative to s[0]: the step divides them by sa[0], HOTRG's
+/// environments by their largest entry) count as exact zeros (docs/trg.md §2.4).
 inline constexpr double kTrgRankTol = 1e-12;
 /// A step's cut at D' splits a degenerate multiplet where s[D'-1] − s[D'] ≤ this·s[D'-1]
 /// (of Ma or Mb): the derived schedule then keeps the multiplet's values above it
@@ -151,9 +151,9 @@ struct TrgStepOptions {
   /// host with its derivatives, as for the value sweep (their formulas keep the relative
   /// digits of d/dβ at high temperature; the traced ln cosh loses them below β ~ 1e-5).
   bool initScale = true;
-  /// Adds outputs %Ma, %Mb: f64[D²,D²], the two SVD inputs (normalised T, permuted and
-  /// reshaped; HOTRG: the two environments), for benchmarks that time the same gesdd
-  /// calls outside the program.
+  /// Adds outputs %Ma, %Mb: f64[D²,D²], the two SVD inputs (T permuted and reshaped, as
+  /// the SVDs factor it, before the normalisation by sa[0]; HOTRG: the two environments),
+  /// for benchmarks that time the same gesdd calls outside the program.
   bool outputSvdInputs = false;
   /// Step number (1-based) for the locations of a step traced inside a larger program
   /// ("trg step 3 (4->4): svd Ma"); 0 = a step-class program ("trg 4->4: svd Ma").
@@ -225,15 +225,15 @@ struct TrgBondWeights {
 struct TrgStepTrace {
   Tensor logm;  ///< f64[]: ln m, m = sa[0] (HOTRG: max|T|), docs/trg.md §2.1
   Tensor Tn;    ///< f64[D',D',D',D']
-  /// Singular values of Ma, Mb (descending) divided by m = sa[0]: f64[D²] for HOTRG (of
-  /// the two environments, each divided by its largest entry: the squares of the doubled
-  /// bond's values); TRG and BTRG trace only the leading ones the options output (none,
-  /// D', D'+1 … cutValuesTo + 1, or all D² with outputSingularValues).
+  /// Singular values, descending. TRG and BTRG: of Ma and Mb divided by m = sa[0], only the
+  /// leading ones the options output (none, D', D'+1 … cutValuesTo + 1, or all D² with
+  /// outputSingularValues). HOTRG: f64[D²] of the two environments, each divided by its
+  /// largest entry (the squares of the doubled bond's values).
   Tensor sa, sb;
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
   Tensor scut;  ///< (sa[0], sa[D'..E], sb[0], sb[D'..E]), 0 past D²; E = max(D', cutValuesTo)
   Tensor ltail; ///< traceTrgLimitClosure: f64[], f(T)
-  Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs divided by m (TRG: with outputSvdInputs only)
+  Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs (TRG: with outputSvdInputs only)
   TrgBondWeights wn; ///< BTRG: the weights of Tn's bonds, f64[D'] each
 };
 /// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), docs/trg.md §2. Throws

@@ -113,13 +113,15 @@ TEST_CASE("trg driver: seed values at chi=16, 20 steps and the beta=0.4 checkpoi
     // degenerate pair (relative gap 2e-4), and later steps keep pairs 2e-3 apart: rounding
     // rotates the kept vectors inside them, T' carries that rotation on its legs, and from
     // step 16 the checkpoint's chain and tessel's are different tensors with the same lnZ/N
-    // (to 1e-15): the prediction is off by 3e-8 at step 16 and 1.4e-5 at step 20, as the
-    // file's singular values past step 13 are off between LAPACK builds (tests/data/README.md).
+    // (to 1e-15): the prediction is off by 2.9e-8, 1.5e-8, 1.8e-7, 7e-6 and 1.4e-5 in steps
+    // 16 to 20, as the file's singular values past step 13 are off between LAPACK builds
+    // (tests/data/README.md); the bounds there grow with the steps.
     for (size_t n = 0; n < 20; ++n) {
       INFO("step " << n + 1);
       const double want = n == 0 ? m[0] * sv[0][0] * std::exp(-trgInitLogScale({}, beta).value)
                                  : m[n] * sv[n][0] / (sv[n - 1][0] * sv[n - 1][0]);
-      CHECK(std::fabs(std::exp(r.logm[n]) - want) < (n < 15 ? 1e-13 : 1e-4) * want);
+      const double tol = n < 15 ? 1e-13 : n < 17 ? 1e-6 : n < 18 ? 1e-5 : 1e-4;
+      CHECK(std::fabs(std::exp(r.logm[n]) - want) < tol * want);
     }
   }
 }

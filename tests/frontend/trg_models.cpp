@@ -194,7 +194,7 @@ TEST_CASE("trg potts: the q = 3 specific heat peaks at beta_c = ln(1 + sqrt 3)")
 
 TEST_CASE("trg potts: the derived schedule cuts no degenerate multiplet (q = 3, chi = 24, beta = 0.98)") {
   // q = 3 spectra hold exact pairs (the S3 symmetry). At beta = 0.98 the chi = 24 cut of
-  // step 5 falls inside one (s23 = s24 = 2.23e-2 s0, relative gap 1e-15): which of the
+  // step 5 falls inside one (s23 = s24 = 1.44e-2 s0, relative gap 1e-15): which of the
   // pair's vectors is kept was the SVD's arbitrary choice, so lnZ/N depended on the SVD
   // algorithm and had kinks in beta (AD d/dbeta 1.4430 against one-sided slopes of 1.4705
   // and 1.4501 per 1e-6). The derived schedule keeps the values above a split multiplet.
