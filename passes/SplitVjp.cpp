@@ -51,6 +51,22 @@ bool runSplitVjp(Program &p, const SplitVjpOptions &opts) {
   llvm::SmallVector<ValueId, 1> go = b.call(bwd, bwdArgs);
   std::vector<ValueId> outs(fo.begin(), fo.begin() + static_cast<ptrdiff_t>(sig.primalOutputs));
   outs.insert(outs.end(), go.begin(), go.end());
+  // Outputs keep what they were: an input returned as it is stays that input, and an output
+  // that repeats an earlier one's value repeats that value (not another call result), so
+  // the outputs keep their names and a later pass that selects outputs by name (grad's aux)
+  // selects the same ones.
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const ValueId v = p.outputs[i];
+    if (const int k = p.inputIndex(v); k >= 0) {
+      outs[i] = in[static_cast<size_t>(k)];
+      continue;
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (p.outputs[j] == v) {
+        outs[i] = outs[j];
+        break;
+      }
+  }
   for (size_t i = 0; i < outs.size(); ++i) {
     const std::string name = p.outputName(i);
     if (!ir::isAnonymousName(p.value(p.outputs[i]).name) && ir::isAnonymousName(m.value(outs[i]).name) &&

@@ -21,10 +21,10 @@ Usage: OPENBLAS_NUM_THREADS=1 scripts/ising_field_reference.py [--chi 16] [--ste
 Prints the schedule, lnZ/N and the 5-point second difference. At the defaults (about a
 minute, one BLAS thread) it printed 2,4,4,16,16,16,16,16,16,16,16,16,15,15,15,15,
 lnZ/N = 0.9173615989916334 and d2(lnZ/N)/dbeta2 = 9.45132091316932 (step 2e-4; with more
-BLAS threads the difference moves by ~4e-10, and its rounding alone is up to ~3e-9). With --tol 1e-6 (the rule without the
-field's tolerance) it keeps 16 throughout and lnZ/N and the difference depend on the SVD
-routine (the kink): 0.9173615997107788 and 9.4472 with one thread, 0.9173615996905633 and
-9.4447 with more.
+BLAS threads the difference moves by ~4e-10, and its rounding alone is up to ~3e-9). With
+--tol 1e-6 (the rule without the field's tolerance) it keeps 16 throughout and lnZ/N and
+the difference depend on the SVD routine (the kink): 0.9173615997107788 and 9.4472 with one
+thread, 0.9173615996905633 and 9.4447 with more.
 """
 import argparse
 import pathlib
