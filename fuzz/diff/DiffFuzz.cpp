@@ -746,6 +746,34 @@ Program freezeStopGradients(const Program &q0, const std::vector<Tensor> &x) {
   return frozen;
 }
 
+/// Whether a select's predicate is exactly 0 at x but not at x ± s·dir (x − stop_gradient(x),
+/// say). f may be continuous there (both branches 0 at the point), but the transform
+/// differentiates the branch taken at the point (the false one) and the differences see the
+/// other on both sides: the derivative of a select is one-sided at its switch.
+bool selectSwitchesAtPoint(const Program &q, const std::vector<Tensor> &x, const std::vector<size_t> &wrt,
+                           const std::vector<Tensor> &dir, double s) {
+  Program probe = q;
+  if (probe.isModule() && runPipeline(passes::Pipeline::parse("inline"), probe).kind != PassOutcome::Kind::Ok)
+    return false;
+  std::vector<ir::ValueId> preds;
+  for (const ir::Op &op : probe.ops)
+    if (op.kind == OpKind::Select) preds.push_back(op.operands[0]);
+  if (preds.empty()) return false;
+  probe.outputs = preds;
+  probe.gradSignature.reset();
+  auto at = [&](double t) {
+    std::vector<Tensor> xs = x;
+    for (size_t k = 0; k < wrt.size(); ++k)
+      for (size_t e = 0; e < xs[wrt[k]].data.size(); ++e) xs[wrt[k]].data[e] += t * dir[k].data[e];
+    return rt::evaluateReference(probe, xs);
+  };
+  const std::vector<Tensor> p0 = at(0), up = at(s), down = at(-s);
+  for (size_t k = 0; k < p0.size(); ++k)
+    for (size_t e = 0; e < p0[k].data.size(); ++e)
+      if (p0[k].data[e] == 0 && (up[k].data[e] != 0 || down[k].data[e] != 0)) return true;
+  return false;
+}
+
 /// 5-point differences of f(s) = Σ_o ⟨cot_o, q(x + s·dir)_o⟩ (dir on the inputs `wrt`)
 /// against `ad`, the derivative a transform computed; `adMagnitude` the size of its terms.
 /// A kink or jump in the stencil skips the check (res.fdSkipped).
@@ -788,6 +816,13 @@ void checkDirectional(const Program &q, const std::vector<Tensor> &x, const std:
   } catch (const Error &e) {
     res.fdSkipped = "the reference fails near the point: " + firstLine(e.what());
     return;
+  }
+  try {
+    if (selectSwitchesAtPoint(frozen, x, wrt, dir, h / 2)) {
+      res.fdSkipped = "a select's predicate is 0 at the point and not next to it (a one-sided derivative)";
+      return;
+    }
+  } catch (const Error &) {
   }
   const double fd1 = (f2[1] - 8 * f1[1] + 8 * f1[0] - f2[0]) / (12 * h);
   const double fd2 = (f1[1] - 8 * fh[1] + 8 * fh[0] - f1[0]) / (6 * h);
