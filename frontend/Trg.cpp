@@ -367,10 +367,8 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
     r.sa = A.s.slice({0}, {reported}) / m;
     r.sb = B.s.slice({0}, {reported}) / m;
   }
-  if (opts.outputSvdInputs) {
-    r.Ma = Ma;
-    r.Mb = Mb;
-  }
+  r.Ma = Ma;
+  r.Mb = Mb;
 
   // 5. Half-tensors S1..S4 of shape (D, D, D'): U·s^e and V·s^e, e = ½ (TRG) or
   //    (1 − k)/2 (BTRG, docs/trg.md §9).

@@ -233,7 +233,7 @@ struct TrgStepTrace {
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
   Tensor scut;  ///< (sa[0], sa[D'..E], sb[0], sb[D'..E]), 0 past D²; E = max(D', cutValuesTo)
   Tensor ltail; ///< traceTrgLimitClosure: f64[], f(T)
-  Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs (TRG: with outputSvdInputs only)
+  Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
   TrgBondWeights wn; ///< BTRG: the weights of Tn's bonds, f64[D'] each
 };
 /// One Levin–Nave step D -> dout on T (f64[D,D,D,D]), docs/trg.md §2. Throws

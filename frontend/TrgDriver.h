@@ -132,7 +132,7 @@ struct TrgOptions {
   /// are forward over reverse (the jvp of its VJP's svd_topk_complement); with `second`
   /// and reverse over reverse the full SVD is used whatever this says (trgSvdUsed).
   TrgSvd svd = TrgSvd::Truncated;
-  /// Kept singular values must exceed this (absolute, normalised tensor).
+  /// Kept singular values must exceed this (relative to s[0], as the step divides them).
   double rankTol = kTrgRankTol;
   /// A derived schedule cuts no multiplet whose gap at the cut is ≤ this·s[D'-1]
   /// (kTrgMultipletTol; in a field at least fieldPairTol·s[D'-1], trgMultipletTol; 0: cut

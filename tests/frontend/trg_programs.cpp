@@ -155,18 +155,17 @@ TEST_CASE("trg: one step follows docs/trg.md §2 on a random tensor") {
   // m = the largest singular value of Ma (docs/trg.md §2.1), here by power iteration
   // on MaᵀMa on the host; the values come back divided by it.
   const int64_t n = D * D;
+  // Ma[(x0,x1),(y0,y1)] = T[y0,x1,x0,y1] of T as it comes.
+  auto rawMa = [&](int64_t x, int64_t y) { return T.data[(((y / D) * D + x % D) * D + x / D) * D + y % D]; };
   std::vector<double> v(n, 1.0), w(n);
   double m = 0;
-  for (int it = 0; it < 2000; ++it) {
-    // Ma[(x0,x1),(y0,y1)] = T[y0,x1,x0,y1]: w = Maᵀ·(Ma·v), normalised.
+  for (int it = 0; it < 2000; ++it) { // w = Maᵀ·(Ma·v), normalised
     std::vector<double> u(n, 0.0);
     for (int64_t x = 0; x < n; ++x)
-      for (int64_t y = 0; y < n; ++y)
-        u[x] += T.data[(((y / D) * D + x % D) * D + x / D) * D + y % D] * v[y];
+      for (int64_t y = 0; y < n; ++y) u[x] += rawMa(x, y) * v[y];
     std::fill(w.begin(), w.end(), 0.0);
     for (int64_t x = 0; x < n; ++x)
-      for (int64_t y = 0; y < n; ++y)
-        w[y] += T.data[(((y / D) * D + x % D) * D + x / D) * D + y % D] * u[x];
+      for (int64_t y = 0; y < n; ++y) w[y] += rawMa(x, y) * u[x];
     double nw = 0, nu = 0;
     for (int64_t i = 0; i < n; ++i) nw += w[i] * w[i], nu += u[i] * u[i];
     m = std::sqrt(nu); // ‖Ma·v‖ with ‖v‖ = 1

@@ -511,7 +511,7 @@ TEST_CASE("grad svd: gauge = bond couples kept pairs without 1/(s_j - s_i), exac
   checkGrad(bondGrad(p, A, true), asMat(bondGrad(p, A, false)[0]), 1e-13);
   // The kept block is the triplets whose U and Vt carry cotangents: a cotangent on all of
   // s (the values divided by s[0]) does not widen it to the cut ones, which the promise
-  // does not cover (it once did: the gradient was off by 40%).
+  // does not cover (it once did: the gradient was off by 43%).
   const Program pn = bondLoss(true);
   checkGrad(bondGrad(pn, A, true), asMat(bondGrad(pn, A, false)[0]), 1e-13);
   // A kept pair tied to 1e-13: the general rule divides its rounding by the gap (and
