@@ -273,6 +273,11 @@ void traceCutValues(TrgStepTrace &r, int64_t dout, const TrgStepOptions &opts,
     }
     r.scut = concatenate(parts, 0).named("scut");
   }
+  if (opts.outputLeadingPair) {
+    loc("leading singular values");
+    r.spair = concatenate({valueAt(r.sa, 0), valueAt(r.sa, 1), valueAt(r.sb, 0), valueAt(r.sb, 1)}, 0)
+                  .named("spair");
+  }
 }
 } // namespace
 
@@ -361,6 +366,7 @@ TrgStepTrace traceTrgStep(const Tensor &T, int64_t dout, const TrgStepOptions &o
   int64_t reported = 0;
   if (opts.outputKeptSingularValues || opts.outputLeadingSingularValues) reported = Dp;
   if (opts.outputCutSingularValues) reported = std::max(Dp, opts.cutValuesTo) + 1;
+  if (opts.outputLeadingPair) reported = std::max<int64_t>(reported, 2);
   if (opts.outputSingularValues) reported = D2;
   reported = std::min(reported, D2);
   if (reported > 0) {
@@ -503,6 +509,7 @@ ir::Program buildTrgStep(int64_t din, int64_t dout, const TrgStepOptions &opts) 
   tr.output(s.Tn, "Tn");
   if (opts.outputKeptSingularValues) tr.output(s.skept, "skept");
   if (opts.outputCutSingularValues) tr.output(s.scut, "scut");
+  if (opts.outputLeadingPair) tr.output(s.spair, "spair");
   if (opts.outputSingularValues) {
     tr.output(s.sa, "sa");
     tr.output(s.sb, "sb");
@@ -539,6 +546,7 @@ ir::Program buildTrgLimitClosure(int64_t d, int64_t dout, const TrgStepOptions &
   tr.output(s.ltail, "ltail");
   tr.output(s.skept, "skept");
   if (opts.outputCutSingularValues) tr.output(s.scut, "scut");
+  if (opts.outputLeadingPair) tr.output(s.spair, "spair");
   return tr.take();
 }
 

@@ -133,6 +133,11 @@ struct TrgStepOptions {
   /// multiplet (docs/trg.md §2.4). HOTRG: of the environments, whose values are the
   /// squares of the bond's.
   bool outputCutSingularValues = false;
+  /// Adds an output %spair: f64[4] = (sa[0], sa[1], sb[0], sb[1]), the two leading
+  /// singular values of Ma and of Mb (s[1] = 0 where D² = 1), after %skept and %scut: below
+  /// T_c at h = 0 the two ordered states, whose gap decides whether second derivatives in
+  /// h are refused (docs/trg.md §8.1). The step computes at least 2 triplets.
+  bool outputLeadingPair = false;
   /// With outputCutSingularValues and a value E > D': %scut: f64[2·(E − D' + 2)] holds
   /// (s[0], s[D'], s[D'+1], …, s[E]) of Ma, then the same of Mb (the step computes E + 1
   /// triplets), so a driver also sees whether a cut at E would split a multiplet.
@@ -232,6 +237,7 @@ struct TrgStepTrace {
   Tensor sa, sb;
   Tensor skept; ///< f64[2]: (sa[D'-1], sb[D'-1])
   Tensor scut;  ///< (sa[0], sa[D'..E], sb[0], sb[D'..E]), 0 past D²; E = max(D', cutValuesTo)
+  Tensor spair; ///< f64[4]: (sa[0], sa[1], sb[0], sb[1]), 0 past D²
   Tensor ltail; ///< traceTrgLimitClosure: f64[], f(T)
   Tensor Ma, Mb; ///< f64[D²,D²]: the SVD inputs
   TrgBondWeights wn; ///< BTRG: the weights of Tn's bonds, f64[D'] each

@@ -169,6 +169,7 @@ TrgSweep::StagedClass &TrgSweep::stepClass(int64_t D, int64_t Dp, int64_t cutVal
   progs.noteGroup(g);
   TrgStepOptions so = stepOptions();
   so.cutValuesTo = cutValuesTo;
+  so.outputLeadingPair = pairOutputs();
   sc.value = progs.compileValue(g, [&] { return buildTrgStep(D, Dp, so); });
   return sc;
 }
@@ -180,6 +181,7 @@ TrgSweep::StagedClass &TrgSweep::closureClass(int64_t D, int64_t Dp) {
   progs.noteGroup(g);
   TrgStepOptions so = stepOptions();
   so.outputCutSingularValues = false; // its step was checked as a step of the sweep
+  so.outputLeadingPair = pairOutputs() && Dp > 0;
   c.value = progs.compileValue(g, [&] { return Dp ? buildTrgLimitClosure(D, Dp, so) : buildTrgClosure(D, so); });
   return c;
 }
@@ -278,6 +280,13 @@ TrgResult TrgSweep::newResult(double beta) const {
 /// T_c that pair is the two ordered states (even and odd under the spin flip, which the
 /// field couples); above T_c the leading value is single. Multiplets further down
 /// (the lattice's own symmetries) have one charge and are not coupled by h.
+void TrgSweep::notePair(size_t n, const std::vector<double> &v, std::pair<double, size_t> &gap) {
+  for (size_t k = 0; k + 1 < v.size(); k += 2) {
+    const double g = (v[k] - v[k + 1]) / v[k];
+    if (g < gap.first) gap = {g, n + 1};
+  }
+}
+
 std::pair<double, size_t> TrgSweep::smallestKeptGap(double beta) {
   // Once per β and schedule: a timed second() at one β repeats the same sweep.
   if (gapCache && gapCache->beta == beta && gapCache->ranks == allRanks) return gapCache->gap;
@@ -370,6 +379,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   }
   int still = 0;
   if (plan) converged = !o.stepsAuto;
+  std::pair<double, size_t> gap{INFINITY, 0}; // pairOutputs(): smallestKeptGap's
   // The cuts of the schedule planned at this β were checked by its planning run (the
   // limit closure's step too, whose program does not compute %scut): kept on a repeat.
   const bool checkCuts = plan || !planned();
@@ -431,6 +441,7 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
     if (replanned) planExtraMs += msSince(t0);
     checkKept(n, out[2].data.data(), r);
     if (cuts && checkCuts) noteSplit(n, out[2].data.data(), out[3].data.data(), out[3].data.size() / 2);
+    if (pairOutputs()) notePair(n, out[cuts ? 4 : 3].data, gap);
     for (size_t j = 0; j < ch.size(); ++j) {
       PlanChain &c = ch[j];
       auto t1 = Clock::now();
@@ -476,6 +487,10 @@ TrgResult TrgSweep::value(double beta, std::vector<TrgCftRow> *cft) {
   std::vector<ir::Tensor> cl =
       progs.call(closure().value, "closure", beta, std::move(TN), std::move(WN));
   if (closureRank) checkKept(ranks.size(), cl[1].data.data(), r);
+  if (pairOutputs()) {
+    if (closureRank) notePair(ranks.size(), cl[2].data, gap);
+    gapCache = GapCache{beta, allRanks, gap};
+  }
   lnz += cl[0].data[0] * c.weight(ranks.size());
   lnz += logScale(beta).value;
   checkFinite("lnZ/N", lnz, beta);

@@ -94,7 +94,9 @@ struct TrgSweep {
   /// Throws "error: trg: <what> is not finite (v) at beta = B" for a non-finite v.
   void checkFinite(const char *what, double v, double beta) const;
   /// The smallest relative gap (s0 − s1)/s0 of the two leading singular values of any
-  /// step's Ma or Mb at β, and its step (1-based); cached per β and schedule.
+  /// step's Ma or Mb at β, and its step (1-based); cached per β and schedule. A value
+  /// sweep at β with the same schedule records it (second-order runs in a field,
+  /// pairOutputs()); otherwise a sweep of the probe programs computes it.
   std::pair<double, size_t> smallestKeptGap(double beta);
 
   /// Stores the first derivatives g (in the order of the parameters; `withH`: g holds
@@ -120,6 +122,11 @@ struct TrgSweep {
   TrgStepOptions stepOptions() const;
 
 private:
+  /// Whether the value sweep's programs output %spair (a field and second derivatives:
+  /// smallestKeptGap then reads the sweep's own SVDs instead of sweeping again).
+  bool pairOutputs() const { return o.model.hasField() && (o.second || o.susceptibility); }
+  /// Lowers `gap` to step n + 1's relative gaps of its two leading pairs (`v`: %spair).
+  static void notePair(size_t n, const std::vector<double> &v, std::pair<double, size_t> &gap);
   int64_t structuralRank(size_t n) const;
   std::string closureGroup(int64_t D, int64_t Dp) const;
   StagedClass &closure();

@@ -83,6 +83,29 @@ TEST_CASE("trg: step programs have the signature and ops of docs/trg.md §2") {
   CHECK_THROWS_AS(buildTrgStep(4, 0), ShapeError);
 }
 
+TEST_CASE("trg: %spair is the two leading singular values of Ma and Mb (the ordered pair's gap)") {
+  // Against the same step's full spectra (%sa, %sb, divided by m as %spair is), on a
+  // random T, and at D' = 1, where the step keeps one triplet but still reports s[1].
+  for (int64_t Dp : {int64_t(1), int64_t(3), int64_t(9)}) {
+    INFO("D' = " << Dp);
+    TrgStepOptions o;
+    o.outputLeadingPair = true;
+    o.outputSingularValues = true;
+    ir::Program p = buildTrgStep(3, Dp, o);
+    REQUIRE(ir::verify(p).empty());
+    REQUIRE(p.outputs.size() == 5);
+    CHECK(p.outputName(2) == "spair");
+    CHECK(p.type(p.outputs[2]) == ir::Type({4}));
+    auto out = rt::evaluateReference(p, {randomTensor({3, 3, 3, 3}, 11)});
+    const std::vector<double> &pair = out[2].data, &sa = out[3].data, &sb = out[4].data;
+    CHECK(pair[0] == 1.0); // m = sa[0]
+    CHECK(pair[1] == doctest::Approx(sa[1]).epsilon(1e-14));
+    CHECK(pair[1] < pair[0]);
+    CHECK(pair[2] == doctest::Approx(sb[0]).epsilon(1e-14));
+    CHECK(pair[3] == doctest::Approx(sb[1]).epsilon(1e-14));
+  }
+}
+
 TEST_CASE("trg: the initial tensor (docs/trg.md §1)") {
   ir::Program p = buildTrgInit();
   REQUIRE(ir::verify(p).empty());
