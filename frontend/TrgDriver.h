@@ -128,9 +128,9 @@ struct TrgOptions {
   bool cft = false;
   /// Lorentzian broadening of the svd reverse rule.
   double svdEps = kTrgSvdEps;
-  /// Step SVDs (the default pipeline's truncate-svd). Second derivatives through svd_topk
-  /// are forward over reverse (the jvp of its VJP's svd_topk_complement); with `second`
-  /// and reverse over reverse the full SVD is used whatever this says (trgSvdUsed).
+  /// Step SVDs (the default pipeline's truncate-svd). Second derivatives go through
+  /// svd_topk either way: forward over reverse by the jvp of its VJP's svd_topk_complement,
+  /// reverse over reverse by that op's VJP.
   TrgSvd svd = TrgSvd::Truncated;
   /// Kept singular values must exceed this (relative to s[0], as the step divides them).
   double rankTol = kTrgRankTol;
@@ -168,7 +168,7 @@ struct TrgOptions {
   bool fuseElementwise = true;
 };
 
-/// The SVD method a run uses: o.svd, except Full with --second by reverse over reverse.
+/// The SVD method a run uses: o.svd (every derivative order goes through either).
 TrgSvd trgSvdUsed(const TrgOptions &o);
 /// The pipeline every program of the run gets: o.pipeline, or the default for
 /// o.order and trgSvdUsed(o).

@@ -53,9 +53,7 @@ std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd) {
   return p.str();
 }
 
-TrgSvd trgSvdUsed(const TrgOptions &o) {
-  return o.second && !o.secondForwardOverReverse ? TrgSvd::Full : o.svd;
-}
+TrgSvd trgSvdUsed(const TrgOptions &o) { return o.svd; }
 
 std::string trgPipeline(const TrgOptions &o) {
   return o.pipeline.empty() ? defaultTrgPipeline(o.order, trgSvdUsed(o)) : o.pipeline;

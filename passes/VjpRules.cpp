@@ -386,15 +386,6 @@ OperandCotangents vjpEinsum(const VjpCall &c) {
   return out;
 }
 
-/// svd_topk_complement is solved by an iteration inside its kernel; its derivative is
-/// not written yet, and a silent zero would be a wrong second derivative.
-OperandCotangents vjpSvdTopkComplement(const VjpCall &c) {
-  throw Error("grad: op 'svd_topk_complement'" +
-              (c.op.loc.empty() ? std::string() : " (" + c.op.loc + ")") +
-              " has no VJP rule: second derivatives through svd_topk are not implemented; "
-              "differentiate twice before the truncate-svd pass (tessel trg --svd full)");
-}
-
 // ---------------------------------------------------------------------------
 // The table, in ops.def order.
 
@@ -450,8 +441,9 @@ constexpr Entry kTable[] = {
      "from svd_topk_complement (no full SVD); with guards = g, svd_topk{k − g}'s (an error if a "
      "cotangent reaches the guards)"},
     {OpKind::SvdTopkComplement, vjpSvdTopkComplement, Differentiable::All,
-     "none yet: grad stops with an error (a second derivative through svd_topk by reverse "
-     "over reverse; take jvp of grad, or differentiate the svd before the truncate-svd pass)"},
+     "the transpose of its JVP: the same solve of the cotangents (its operator is symmetric), "
+     "(W₁, W₂ᵗ), then Ā = W₁·Yt + X·W₂ᵗ, Ū = W₁, V̄t = W₂ᵗ, and U, s, Vt's from the "
+     "right-hand side's terms (passes/VjpSvd.cpp); the guards get none"},
     {OpKind::Eigh, vjpEigh, Differentiable::All,
      "Ā = V·(diag(w̄) + ½(K − Kᵀ)∘F)·Vᵀ with K = VᵀV̄ and F_ij = 1/(w_j − w_i) broadened to "
      "x/(x² + (eps·max|w|)²) (passes/VjpEigh.cpp); symmetric, finite at a tie for a loss "

@@ -157,6 +157,7 @@ ir::ValueId triangleMask(Builder &b, int64_t n, bool strict, bool upper);
 /// The rule of svd (VjpSvd.cpp): Lorentzian-broadened reverse rule of the thin SVD,
 /// full or block form (docs/trg.md, "The SVD reverse rule").
 OperandCotangents vjpSvd(const VjpCall &c);
+OperandCotangents vjpSvdTopkComplement(const VjpCall &c);
 
 /// The rule of eigh (VjpEigh.cpp): Ā = V·(diag(w̄) + ½(K − Kᵀ)∘L(w_j − w_i))·Vᵀ, K = VᵀV̄.
 OperandCotangents vjpEigh(const VjpCall &c);

@@ -1,9 +1,10 @@
-//===- passes/VjpSvd.cpp - The VJP rule of svd ---------------------------------===//
+//===- passes/VjpSvd.cpp - The VJP rules of svd and svd_topk_complement --------===//
 //
 // The reverse rule of the thin SVD A = U diag(s) Vt with Lorentzian broadening of the
 // reciprocal gaps (docs/trg.md, "The SVD reverse rule"), in full form or, when only
-// r leading triplets carry cotangents, in block form. Part of the VJP-rule table of
-// VjpRules.cpp.
+// r leading triplets carry cotangents, in block form; and the rule of svd_topk's
+// complement solve, the transpose of its JVP (second order through svd_topk by reverse
+// over reverse). Part of the VJP-rule table of VjpRules.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -285,6 +286,66 @@ OperandCotangents vjpSvd(const VjpCall &c) {
   if (left != kNone) return {b.dotGeneral(left, Vtr, {}, {}, {1}, {0})}; // [m,n]
   if (right != kNone) return {b.dotGeneral(Ur, right, {}, {}, {1}, {0})};
   return {kNone};
+}
+
+// svd_topk_complement (A, U, s, Vt, Ū, V̄t) -> (X, Yt) is linear in its right-hand sides,
+// and its JVP (passes/JvpLinalg.cpp) is a solve with the same operator of
+//   R₁ = Ū̇ − U̇·(UᵀŪ) − X·diag(ṡ_r) + Ȧ·Y,   R₂ = V̄̇t − (V̄t·V)·V̇t − diag(ṡ_r)·Yt + Xᵀ·Ȧ,
+// followed by Ẋ −= U·(U̇ᵀX), Ẏt −= (Yt·V̇tᵀ)·Vt. The operator (Ξ, Ψ) -> (Ξ·S − A⊥·Ψ,
+// Ψ·S − A⊥ᵀ·Ξ) on the complements is symmetric (and so is the real part of its inverse
+// under the complex shift the kernel may take), so the transpose of the solve is the
+// same solve: (W₁, W₂ᵗ) = svd_topk_complement(A, U, s, Vt, X̄, Ȳt), and each term above
+// hands its factor on:
+//   Ā = W₁·Yt + X·W₂ᵗ,   Ū = W₁,   V̄t = W₂ᵗ,
+//   Ū_U = −W₁·(UᵀŪ)ᵀ − X·(X̄ᵀU),   V̄t_Vt = −(V̄t·V)ᵀ·W₂ᵗ − (Vt·Ȳtᵀ)·Yt,
+//   s̄_j = −(Σ_i X_ij·W₁_ij + Σ_n Yt_jn·W₂ᵗ_jn)  (j < r).
+// With guards = g, as in the JVP, the guards are constants: U, s and Vt get cotangents
+// on their kept part only (zero pads). This makes reverse over reverse through svd_topk
+// possible (grad of a gradient program), with the same numbers as jvp of grad.
+OperandCotangents vjpSvdTopkComplement(const VjpCall &c) {
+  Builder &b = c.b;
+  const ValueId gX = c.cotangents[0], gYt = c.cotangents[1];
+  OperandCotangents out(6, kNone);
+  if (gX == kNone && gYt == kNone) return out;
+  const int64_t g = ir::attr<OpKind::SvdTopkComplement, "guards">(c.op);
+  const double eps = ir::attr<OpKind::SvdTopkComplement, "eps">(c.op);
+  const ValueId A = c.op.operands[0], Uw = c.op.operands[1], sw = c.op.operands[2], Vtw = c.op.operands[3];
+  const ValueId gU = c.op.operands[4], gVt = c.op.operands[5];
+  const ValueId X = c.op.results[0], Yt = c.op.results[1];
+  const Shape xs = shapeOf(b, X), ys = shapeOf(b, Yt);
+  const int64_t m = xs[0], r = xs[1], n = ys[1], w = shapeOf(b, sw)[0], k = w - g;
+  const ValueId U = g ? b.slice(Uw, {0, 0}, {m, k}) : Uw;
+  const ValueId Vt = g ? b.slice(Vtw, {0, 0}, {k, n}) : Vtw;
+  auto add = [&](ValueId a, ValueId t) { return a == kNone ? t : b.add(a, t); };
+  auto wanted = [&](size_t i) { return i < c.needed.size() ? c.needed[i] : true; };
+
+  auto ws = b.svdTopkComplement(A, Uw, sw, Vtw, gX != kNone ? gX : splat(b, 0.0, xs),
+                                gYt != kNone ? gYt : splat(b, 0.0, ys), eps, g);
+  const ValueId W1 = ws[0], W2t = ws[1];
+  if (wanted(4)) out[4] = W1;
+  if (wanted(5)) out[5] = W2t;
+  if (wanted(0))
+    out[0] = b.add(b.dotGeneral(W1, Yt, {}, {}, {1}, {0}), b.dotGeneral(X, W2t, {}, {}, {1}, {0})); // [m,n]
+  if (wanted(1)) {
+    ValueId UtgU = b.dotGeneral(U, gU, {}, {}, {0}, {0});                // UᵀŪ [k,r]
+    ValueId cot = b.dotGeneral(W1, UtgU, {}, {}, {1}, {1});              // W₁·(UᵀŪ)ᵀ [m,k]
+    if (gX != kNone) cot = b.add(cot, b.dotGeneral(X, b.dotGeneral(gX, U, {}, {}, {0}, {0}), {}, {}, {1}, {0}));
+    cot = b.neg(cot);
+    out[1] = g ? b.pad(cot, {0, 0}, {0, g}) : cot;
+  }
+  if (wanted(3)) {
+    ValueId gVtV = b.dotGeneral(gVt, Vt, {}, {}, {1}, {1});              // V̄t·V [r,k]
+    ValueId cot = b.dotGeneral(gVtV, W2t, {}, {}, {0}, {0});             // (V̄t·V)ᵀ·W₂ᵗ [k,n]
+    if (gYt != kNone) cot = b.add(cot, b.dotGeneral(b.dotGeneral(Vt, gYt, {}, {}, {1}, {1}), Yt, {}, {}, {1}, {0}));
+    cot = b.neg(cot);
+    out[3] = g ? b.pad(cot, {0, 0}, {g, 0}) : cot;
+  }
+  if (wanted(2)) {
+    ValueId sc = add(b.reduceSum(b.mul(X, W1), {0}), b.reduceSum(b.mul(Yt, W2t), {1})); // [r]
+    sc = b.neg(sc);
+    out[2] = w > r ? b.pad(sc, {0}, {w - r}) : sc;
+  }
+  return out;
 }
 
 Broadening svdBroadening(Builder &b, double eps, ValueId s) {

@@ -384,10 +384,7 @@ void runTrg(TrgArgs &a) {
               << (frontend::trgSvdUsed(opts) == frontend::TrgSvd::Truncated
                       ? "truncated: svd_topk computes the D' leading triplets (randomized block "
                         "Krylov, residual stop) and its derivatives need no full SVD"
-                      : opts.second && opts.svd == frontend::TrgSvd::Truncated
-                            ? "full: reverse over reverse needs the VJP of svd_topk's VJP, which "
-                              "is not written (LAPACK dgesdd, then the slice)"
-                            : "full (LAPACK dgesdd, then the slice)")
+                      : "full (LAPACK dgesdd, then the slice)")
               << (opts.pipeline.empty() ? "" : " (with --passes: as the pipeline says)") << "\n";
     std::cout << "  compile    " << fmt("%.3f", drv->compileMs()) << " ms (trace + passes; "
               << drv->totalOps() << " ops in " << drv->programs().size() << " programs)\n";
@@ -604,8 +601,7 @@ void addTrgCommand(CLI::App &app) {
                   "step SVDs: truncated (default: the truncate-svd pass computes only the D' "
                   "leading triplets by randomized block Krylov, and differentiates them "
                   "without a full SVD, wherever min(m, n) >= 32 and D' <= min(m, n)/2) or full (LAPACK dgesdd of the whole matrix, then the "
-                  "slice); --second differentiates svd_topk twice by forward over reverse "
-                  "(--second-mode reverse-over-reverse uses full, and says so); with --passes "
+                  "slice); --second differentiates svd_topk twice, by either --second-mode; with --passes "
                   "the pipeline given is used as is");
   cmd->add_option("--checkpoint", args->req.checkpoint,
                   "residual policy of the backward: store (default), recompute, save-svd");

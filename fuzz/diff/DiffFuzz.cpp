@@ -250,9 +250,6 @@ public:
         if (!wild) throw; // the option parser rejects a value meant to be valid
         continue;         // it rejects a wild value before the pass runs
       }
-      // The gradient of svd_topk's rule (svd_topk_complement) is a documented error: no
-      // second grad after one that went through svd_topk.
-      if (!wild && info.name == "grad" && countOps(cur, OpKind::SvdTopkComplement) > 0) continue;
       if (!wild && info.name == "grad") {
         // Without explicit cotangents grad needs one scalar output.
         bool scalarLoss = cur.outputs.size() == 1 && cur.type(cur.outputs[0]).rank() == 0;

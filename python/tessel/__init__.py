@@ -392,7 +392,7 @@ def trg(beta: Union[float, Sequence[float], np.ndarray], *, model: str = "ising"
             through every SVD; the second derivative is forward over reverse, the jvp of
             the gradient, also through the truncated SVD).
         second_mode: ``"forward-over-reverse"`` (the default) or ``"reverse-over-reverse"``
-            (the VJP of the gradient, through the full SVD): the same numbers to rounding,
+            (the VJP of the gradient, also through the truncated SVD): the same numbers to rounding,
             as ``tessel trg --second-mode``.
         mode: ``staged`` (one program per step class) or ``whole`` (one program).
         algorithm: ``"trg"`` (Levin–Nave, PRL 99, 120601 (2007)) or ``"btrg"`` (bond-weighted

@@ -638,9 +638,9 @@ def triangular_solve(a: Tensor, b: TensorLike, left_side: bool = True, lower: bo
 
 def svd_topk(a: Tensor, k: int, eps: float = 1e-12) -> tuple[Tensor, Tensor, Tensor]:
     """The k leading singular triplets U[m,k], s[k], Vt[k,n] of a[m,n], computed without
-    a full SVD (randomized block Krylov to a residual stop, else dgesdd); first
-    derivatives without a full SVD (Francuz, Schuch, Vanhecke, PRR 7, 013237 (2025)).
-    Op ``svd_topk``."""
+    a full SVD (randomized block Krylov to a residual stop, else dgesdd); derivatives of
+    first and second order (jvp of grad, grad of grad) without a full SVD (Francuz,
+    Schuch, Vanhecke, PRR 7, 013237 (2025)). Op ``svd_topk``."""
     tr, ts = _operands([a])
     u, s, vt = tr.op("svd_topk", ts, {"k": k, "eps": float(eps)})
     return u, s, vt
@@ -652,7 +652,8 @@ def svd_topk_complement(a: Tensor, u: Tensor, s: Tensor, vt: Tensor, u_bar: Tens
     X[m,r] ⟂ U and Yt[r,n] (Y ⟂ V) solving X·S − A⊥·Y = (I − UUᵀ)·Ū and
     Y·S − A⊥ᵀ·X = (I − VVᵀ)·V̄, S = diag(s[:r]), A⊥ = A − U·diag(s)·Vt. Operands: a
     [m,n], its svd_topk u, s, vt, and cotangents u_bar [m,r], vt_bar [r,n]. Op
-    ``svd_topk_complement`` (the VJP of svd_topk uses it)."""
+    ``svd_topk_complement`` (the VJP of svd_topk uses it); its JVP and VJP are solves
+    with the same operator (passes/JvpLinalg.cpp, passes/VjpSvd.cpp)."""
     tr, ts = _operands([a, u, s, vt, u_bar, vt_bar])
     x, yt = tr.op("svd_topk_complement", ts, {"eps": float(eps)})
     return x, yt

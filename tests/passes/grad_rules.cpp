@@ -303,7 +303,8 @@ std::map<OpKind, CaseFn> opCases() {
   m[OpKind::SvdTopk] = [] {
     // The k leading triplets of matrices with more than k singular values, so the
     // coupling to the discarded subspace (svd_topk_complement) is exercised; outputs the
-    // basis-independent U·diag(s)·Vt and s. Second order is not implemented.
+    // basis-independent U·diag(s)·Vt and s. Second order: jvp of grad against grad of
+    // grad, through svd_topk_complement's VJP.
     std::vector<OpCase> cs;
     for (auto [shape, k] : {std::pair{std::vector<int64_t>{6, 6}, int64_t(2)},
                             std::pair{std::vector<int64_t>{7, 5}, int64_t(2)},
@@ -315,28 +316,29 @@ std::map<OpKind, CaseFn> opCases() {
       ValueId us = b.mul(usv[0], b.broadcastInDim(usv[1], {shape[0], k}, {1}));
       p.addOutput(b.dotGeneral(us, usv[2], {}, {}, {1}, {0}));
       p.addOutput(usv[1]);
-      OpCase c{"svd_topk k=" + std::to_string(k) + " of " + Type(shape).str(), p, {"a"}};
-      c.secondOrderError = "second derivatives through svd_topk are not implemented";
-      cs.push_back(c);
+      cs.push_back({"svd_topk k=" + std::to_string(k) + " of " + Type(shape).str(), p, {"a"}});
     }
     return cs;
   };
   m[OpKind::SvdTopkComplement] = [] {
-    // Its VJP rule is an error (a silent zero would be a wrong second derivative); its JVP
-    // rule is another solve with the same operator.
-    Program p;
-    Builder b(p);
-    b.setLoc("example");
-    ValueId a = p.addInput("a", Type({5, 5}));
-    auto usv = b.svdTopk(a, 2);
-    auto xy = b.svdTopkComplement(a, usv[0], usv[1], usv[2], p.addInput("gu", Type({5, 2})),
-                                  p.addInput("gvt", Type({2, 5})), 1e-12);
-    p.addOutput(xy[0]);
-    OpCase c{"svd_topk_complement", p, {"a"}};
-    c.finiteDifferences = false;
-    c.forwardOnly = true;
-    c.secondOrderError = "second derivatives through svd_topk are not implemented";
-    return std::vector<OpCase>{c};
+    // Its JVP and VJP rules are solves with the same operator, one the other's transpose;
+    // X and Yt do not depend on the signs of U's and V's columns (the right-hand sides are
+    // inputs, projected by U·Uᵀ and V·Vᵀ), so finite differences apply. Both outputs, by A
+    // and by the right-hand sides; a tall, a wide and a square matrix.
+    std::vector<OpCase> cs;
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{5, 5}, {6, 4}, {4, 7}}) {
+      Program p;
+      Builder b(p);
+      b.setLoc("example");
+      ValueId a = p.addInput("a", Type({m, n}));
+      ValueId gu = p.addInput("gu", Type({m, 2})), gvt = p.addInput("gvt", Type({2, n}));
+      auto usv = b.svdTopk(a, 2);
+      auto xy = b.svdTopkComplement(a, usv[0], usv[1], usv[2], gu, gvt, 1e-12);
+      p.addOutput(xy[0]);
+      p.addOutput(xy[1]);
+      cs.push_back({"svd_topk_complement of " + Type({m, n}).str(), p, {"a", "gu", "gvt"}});
+    }
+    return cs;
   };
   m[OpKind::StopGradient] = [] {
     // stop_gradient changes the derivative on purpose, so finite differences do not
