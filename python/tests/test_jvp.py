@@ -133,3 +133,33 @@ def test_op_table_lists_each_ops_jvp_rule():
     assert table["mul"]["jvp"] == "ẏ = ȧ·b + a·ḃ"
     assert "svd_topk_complement" in table["svd_topk"]["jvp"]
     assert all(op["jvp"] for op in table.values())
+
+
+def test_grad_of_grad_through_svd_topk_equals_the_full_svds_and_finite_differences():
+    # The sum of the two leading singular values of M + c·N: its second derivative couples
+    # them to the six svd_topk discards (svd_topk_complement), by reverse over reverse
+    # (that op's VJP) and by forward over reverse (its JVP).
+    rng = np.random.default_rng(3)
+    m, n = rng.standard_normal((8, 8)), rng.standard_normal((8, 8))
+
+    def loss(topk):
+        def f(c):
+            a = ops.constant(m) + c * ops.constant(n)
+            s = ops.svd_topk(a, 2)[1] if topk else ops.svd(a)[1][:2]
+            return ops.sum(s)
+        return tessel.trace(f, (), names=["c"])
+
+    def numpy_loss(c):
+        return np.sum(np.linalg.svd(m + c * n, compute_uv=False)[:2])
+
+    c, h = 0.3, 1e-3
+    fd = (-numpy_loss(c + 2 * h) + 16 * numpy_loss(c + h) - 30 * numpy_loss(c)
+          + 16 * numpy_loss(c - h) - numpy_loss(c - 2 * h)) / (12 * h * h)
+    topk = loss(True)
+    rev_rev = run(tessel.grad(tessel.grad(topk, keep_outputs=False), keep_outputs=False), {"c": c})["grad2_c"]
+    fwd_rev = run(tessel.hessian(topk, "c"), {"c": c})["d2_c"]
+    full = run(tessel.grad(tessel.grad(loss(False), keep_outputs=False), keep_outputs=False), {"c": c})["grad2_c"]
+    assert abs(rev_rev) > 0.1
+    assert rev_rev == pytest.approx(fd, rel=1e-6)
+    assert rev_rev == pytest.approx(fwd_rev, rel=1e-10)
+    assert rev_rev == pytest.approx(full, rel=1e-10)
