@@ -338,6 +338,19 @@ std::map<OpKind, CaseFn> opCases() {
       p.addOutput(xy[1]);
       cs.push_back({"svd_topk_complement of " + Type({m, n}).str(), p, {"a", "gu", "gvt"}});
     }
+    // With a guard, as the svd-topk-guards pass builds it: svd_topk{3, guards = 1} keeps 2,
+    // the complement deflates with the third, and both rules hold it constant (U, s and Vt
+    // get no cotangent there, which svd_topk's rule requires).
+    Program p;
+    Builder b(p);
+    ValueId a = p.addInput("a", Type({6, 6}));
+    ValueId gu = p.addInput("gu", Type({6, 2})), gvt = p.addInput("gvt", Type({2, 6}));
+    auto usv = b.svdTopk(a, 3);
+    p.ops[size_t(p.value(usv[0]).def)].attrs.set("guards", ir::Attr::i64(1));
+    auto xy = b.svdTopkComplement(a, usv[0], usv[1], usv[2], gu, gvt, 1e-12, 1);
+    p.addOutput(xy[0]);
+    p.addOutput(xy[1]);
+    cs.push_back({"svd_topk_complement{guards = 1} of f64[6,6]", p, {"a", "gu", "gvt"}});
     return cs;
   };
   m[OpKind::StopGradient] = [] {
