@@ -274,12 +274,6 @@ TrgResult TrgSweep::newResult(double beta) const {
   return r;
 }
 
-/// The smallest gap s_0 − s_1 of the two leading singular values of any step's Ma or Mb
-/// at β (both kept), relative to s_0, and the step (1-based): a sweep of the probe
-/// programs (each also advances the chain), the limit closure's step included. Below
-/// T_c that pair is the two ordered states (even and odd under the spin flip, which the
-/// field couples); above T_c the leading value is single. Multiplets further down
-/// (the lattice's own symmetries) have one charge and are not coupled by h.
 void TrgSweep::notePair(size_t n, const std::vector<double> &v, std::pair<double, size_t> &gap) {
   for (size_t k = 0; k + 1 < v.size(); k += 2) {
     const double g = (v[k] - v[k + 1]) / v[k];
@@ -287,6 +281,12 @@ void TrgSweep::notePair(size_t n, const std::vector<double> &v, std::pair<double
   }
 }
 
+/// The smallest gap s_0 − s_1 of the two leading singular values of any step's Ma or Mb
+/// at β (both kept), relative to s_0, and the step (1-based): a sweep of the probe
+/// programs (each also advances the chain), the limit closure's step included. Below
+/// T_c that pair is the two ordered states (even and odd under the spin flip, which the
+/// field couples); above T_c the leading value is single. Multiplets further down
+/// (the lattice's own symmetries) have one charge and are not coupled by h.
 std::pair<double, size_t> TrgSweep::smallestKeptGap(double beta) {
   // Once per β and schedule: a timed second() at one β repeats the same sweep.
   if (gapCache && gapCache->beta == beta && gapCache->ranks == allRanks) return gapCache->gap;
