@@ -316,33 +316,48 @@ OperandCotangents vjpSvdTopkComplement(const VjpCall &c) {
   const int64_t m = xs[0], r = xs[1], n = ys[1], w = shapeOf(b, sw)[0], k = w - g;
   const ValueId U = g ? b.slice(Uw, {0, 0}, {m, k}) : Uw;
   const ValueId Vt = g ? b.slice(Vtw, {0, 0}, {k, n}) : Vtw;
-  auto add = [&](ValueId a, ValueId t) { return a == kNone ? t : b.add(a, t); };
   auto wanted = [&](size_t i) { return i < c.needed.size() ? c.needed[i] : true; };
 
-  auto ws = b.svdTopkComplement(A, Uw, sw, Vtw, gX != kNone ? gX : splat(b, 0.0, xs),
-                                gYt != kNone ? gYt : splat(b, 0.0, ys), eps, g);
+  const ValueId rhs1 = gX != kNone ? gX : splat(b, 0.0, xs);
+  const ValueId rhs2 = gYt != kNone ? gYt : splat(b, 0.0, ys);
+  auto ws = b.svdTopkComplement(A, Uw, sw, Vtw, rhs1, rhs2, eps, g);
   const ValueId W1 = ws[0], W2t = ws[1];
   if (wanted(4)) out[4] = W1;
   if (wanted(5)) out[5] = W2t;
-  if (wanted(0))
-    out[0] = b.add(b.dotGeneral(W1, Yt, {}, {}, {1}, {0}), b.dotGeneral(X, W2t, {}, {}, {1}, {0})); // [m,n]
+  if (wanted(0)) {
+    ValueId l = b.dotGeneral(W1, Yt, {}, {}, {1}, {0}); // [m,n]
+    ValueId r2 = b.dotGeneral(X, W2t, {}, {}, {1}, {0});
+    out[0] = b.add(l, r2);
+  }
   if (wanted(1)) {
-    ValueId UtgU = b.dotGeneral(U, gU, {}, {}, {0}, {0});                // UᵀŪ [k,r]
-    ValueId cot = b.dotGeneral(W1, UtgU, {}, {}, {1}, {1});              // W₁·(UᵀŪ)ᵀ [m,k]
-    if (gX != kNone) cot = b.add(cot, b.dotGeneral(X, b.dotGeneral(gX, U, {}, {}, {0}, {0}), {}, {}, {1}, {0}));
+    ValueId UtgU = b.dotGeneral(U, gU, {}, {}, {0}, {0}); // UᵀŪ [k,r]
+    ValueId cot = b.dotGeneral(W1, UtgU, {}, {}, {1}, {1}); // W₁·(UᵀŪ)ᵀ [m,k]
+    if (gX != kNone) {
+      ValueId gXtU = b.dotGeneral(gX, U, {}, {}, {0}, {0}); // X̄ᵀU [r,k]
+      ValueId t = b.dotGeneral(X, gXtU, {}, {}, {1}, {0});
+      cot = b.add(cot, t);
+    }
     cot = b.neg(cot);
     out[1] = g ? b.pad(cot, {0, 0}, {0, g}) : cot;
   }
   if (wanted(3)) {
-    ValueId gVtV = b.dotGeneral(gVt, Vt, {}, {}, {1}, {1});              // V̄t·V [r,k]
-    ValueId cot = b.dotGeneral(gVtV, W2t, {}, {}, {0}, {0});             // (V̄t·V)ᵀ·W₂ᵗ [k,n]
-    if (gYt != kNone) cot = b.add(cot, b.dotGeneral(b.dotGeneral(Vt, gYt, {}, {}, {1}, {1}), Yt, {}, {}, {1}, {0}));
+    ValueId gVtV = b.dotGeneral(gVt, Vt, {}, {}, {1}, {1}); // V̄t·V [r,k]
+    ValueId cot = b.dotGeneral(gVtV, W2t, {}, {}, {0}, {0}); // (V̄t·V)ᵀ·W₂ᵗ [k,n]
+    if (gYt != kNone) {
+      ValueId VtgYt = b.dotGeneral(Vt, gYt, {}, {}, {1}, {1}); // Vt·Ȳtᵀ [k,r]
+      ValueId t = b.dotGeneral(VtgYt, Yt, {}, {}, {1}, {0});
+      cot = b.add(cot, t);
+    }
     cot = b.neg(cot);
     out[3] = g ? b.pad(cot, {0, 0}, {g, 0}) : cot;
   }
   if (wanted(2)) {
-    ValueId sc = add(b.reduceSum(b.mul(X, W1), {0}), b.reduceSum(b.mul(Yt, W2t), {1})); // [r]
-    sc = b.neg(sc);
+    ValueId xw = b.mul(X, W1);
+    ValueId sc = b.reduceSum(xw, {0});
+    ValueId yw = b.mul(Yt, W2t);
+    ValueId sy = b.reduceSum(yw, {1});
+    sc = b.add(sc, sy);
+    sc = b.neg(sc); // [r]
     out[2] = w > r ? b.pad(sc, {0}, {w - r}) : sc;
   }
   return out;
