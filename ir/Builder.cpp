@@ -125,6 +125,10 @@ ValueId Builder::triangularSolve(ValueId a, ValueId b, bool leftSide, bool lower
                  {"transpose_a", Attr::i64(transposeA ? 1 : 0)}});
 }
 
+ValueId Builder::sylvesterSolve(ValueId a, ValueId b, ValueId c) {
+  return create(OpKind::SylvesterSolve, {a, b, c}, {});
+}
+
 llvm::SmallVector<ValueId, 1> Builder::svdTopkComplement(ValueId a, ValueId u, ValueId s,
                                                          ValueId vt, ValueId gU, ValueId gVt,
                                                          double eps, int64_t guards) {

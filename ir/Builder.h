@@ -92,6 +92,8 @@ public:
   llvm::SmallVector<ValueId, 1> qr(ValueId a);
   /// X with op(a)·X = b (leftSide) or X·op(a) = b, a triangular (ir/ops.def, triangular_solve).
   ValueId triangularSolve(ValueId a, ValueId b, bool leftSide, bool lower, bool transposeA);
+  /// X with S_A·X + X·S_B = C, S_A and S_B the symmetric parts of a and b.
+  ValueId sylvesterSolve(ValueId a, ValueId b, ValueId c);
   /// Returns {w, V}: the symmetric part of a[n,n] is V·diag(w)·Vᵀ, w ascending (ir/ops.def, eigh).
   llvm::SmallVector<ValueId, 1> eigh(ValueId a, double eps = 1e-12);
   /// Returns {X, Yt} (ir/ops.def, svd_topk_complement).

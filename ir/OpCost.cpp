@@ -76,6 +76,14 @@ double triangularSolveFlops(const Program &p, const Op &op) {
   return n * static_cast<double>(p.type(op.operands[1]).numel());
 }
 
+/// Two dsyevd (9n³ + 9m³, as eighFlops) and four products bringing C into the eigenbases
+/// and back, 2·(2n²m + 2nm²).
+double sylvesterSolveFlops(const Program &p, const Op &op) {
+  const double n = static_cast<double>(p.type(op.operands[0]).shape[0]);
+  const double m = static_cast<double>(p.type(op.operands[1]).shape[0]);
+  return 9 * (n * n * n + m * m * m) + 4 * n * m * (n + m);
+}
+
 /// Randomized block Krylov: two products (A·Z, Aᵀ·Q) per column of a basis of about 3k
 /// columns and one of k for the true residuals, 2·m·n flops per column (a typical
 /// basis; the kernel's real one depends on the spectrum, --profile reports it).
@@ -136,6 +144,7 @@ constexpr Entry kCostRules[] = {
     {OpKind::Eigh, eighFlops},
     {OpKind::Qr, qrFlops},
     {OpKind::TriangularSolve, triangularSolveFlops},
+    {OpKind::SylvesterSolve, sylvesterSolveFlops},
     {OpKind::StopGradient, noFlops},
     {OpKind::Call, noFlops},
     {OpKind::Scan, noFlops},

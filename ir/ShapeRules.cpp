@@ -290,6 +290,17 @@ Result ruleTriangularSolve(OpKind k, Types ops, const AttrList &a, Callees) {
   return {ops[1]};
 }
 
+Result ruleSylvesterSolve(OpKind k, Types ops, const AttrList &, Callees) {
+  for (size_t i = 0; i < 2; ++i)
+    if (ops[i].rank() != 2 || ops[i].shape[0] != ops[i].shape[1])
+      fail(k, std::string(i == 0 ? "A" : "B") + " must be a square matrix, got " + ops[i].str());
+  const int64_t n = ops[0].shape[0], m = ops[1].shape[0];
+  if (ops[2].rank() != 2 || ops[2].shape[0] != n || ops[2].shape[1] != m)
+    fail(k, "C must be f64[" + std::to_string(n) + "," + std::to_string(m) + "] (A's order, B's order): A " +
+                ops[0].str() + ", B " + ops[1].str() + ", C " + ops[2].str());
+  return {ops[2]};
+}
+
 Result ruleSvdTopk(OpKind k, Types ops, const AttrList &a, Callees) {
   Result full = ruleSvd(k, ops, a, {});
   const int64_t m = ops[0].shape[0], n = ops[0].shape[1], kk = a.getI64("k");
@@ -486,6 +497,8 @@ constexpr Entry kRules[] = {
      "Q f64[m,k], R f64[k,n], k = min(m, n), for a matrix operand f64[m,n]"},
     {OpKind::TriangularSolve, ruleTriangularSolve,
      "the type of B; A f64[n,n], B f64[n,m] (left_side = 1) or f64[m,n] (left_side = 0); flags 0 or 1"},
+    {OpKind::SylvesterSolve, ruleSylvesterSolve,
+     "the type of C; A f64[n,n], B f64[m,m], C f64[n,m]"},
     {OpKind::StopGradient, ruleUnary,
      "same as the operand"},
     {OpKind::Call, ruleCall,

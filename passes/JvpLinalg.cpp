@@ -1,7 +1,7 @@
 //===- passes/JvpLinalg.cpp - The JVP rules of the factorizations --------------===//
 //
-// Part of the JVP-rule table of JvpRules.cpp: svd and svd_topk, eigh, qr and
-// triangular_solve. Each rule is the forward twin of the VJP rule (VjpSvd.cpp,
+// Part of the JVP-rule table of JvpRules.cpp: svd and svd_topk, eigh, qr,
+// triangular_solve and sylvester_solve. Each rule is the forward twin of the VJP rule (VjpSvd.cpp,
 // VjpEigh.cpp, VjpQr.cpp): the same broadened reciprocals (vjp::Broadening, with the same
 // scale and ε), so that the JVP is the transpose of the VJP's linear map and a program's
 // forward and reverse derivatives agree to rounding also where the broadening acts.
@@ -55,6 +55,9 @@
 //
 // triangular_solve: op(A)·X = B gives Ẋ = op(A)⁻¹·(Ḃ − op(Ȧ)·X) (left), and
 // X·op(A) = B gives Ẋ = (Ḃ − X·op(Ȧ))·op(A)⁻¹ (right), Ȧ on the triangle the op reads.
+//
+// sylvester_solve, S_A·X + X·S_B = C: Ṡ_A·X + S_A·Ẋ + Ẋ·S_B + X·Ṡ_B = Ċ, so Ẋ is the same
+// solve of Ċ − Ṡ_A·X − X·Ṡ_B (Ṡ the symmetric part of the tangent).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -286,6 +289,31 @@ ResultTangents jvpTriangularSolve(const JvpCall &c) {
   }
   ValueId rhs = term == kNone ? tB : tB == kNone ? b.neg(term) : b.sub(tB, term);
   return {b.triangularSolve(A, rhs, left, lower, trans)};
+}
+
+ResultTangents jvpSylvesterSolve(const JvpCall &c) {
+  Builder &b = c.b;
+  const ValueId A = c.op.operands[0], B = c.op.operands[1], X = c.op.results[0];
+  const ValueId tA = c.tangents[0], tB = c.tangents[1], tC = c.tangents[2];
+  if (tA == kNone && tB == kNone && tC == kNone) return {kNone};
+  auto sym = [&](ValueId M) {
+    ValueId Mt = b.transpose(M, {1, 0});
+    ValueId sum = b.add(M, Mt);
+    ValueId half = splat(b, 0.5, shapeOf(b, M));
+    return b.mul(sum, half);
+  };
+  ValueId rhs = tC;
+  if (tA != kNone) {
+    ValueId sA = sym(tA);
+    ValueId t = b.dotGeneral(sA, X, {}, {}, {1}, {0}); // Ṡ_A·X
+    rhs = rhs == kNone ? b.neg(t) : b.sub(rhs, t);
+  }
+  if (tB != kNone) {
+    ValueId sB = sym(tB);
+    ValueId t = b.dotGeneral(X, sB, {}, {}, {1}, {0}); // X·Ṡ_B
+    rhs = rhs == kNone ? b.neg(t) : b.sub(rhs, t);
+  }
+  return {b.sylvesterSolve(A, B, rhs)};
 }
 
 } // namespace tessel::passes::jvprules

@@ -319,6 +319,9 @@ constexpr Entry kTable[] = {
     {OpKind::TriangularSolve, jvpTriangularSolve,
      "Ẋ = op(A)⁻¹·(Ḃ − op(Ȧ)·X) (left) or (Ḃ − X·op(Ȧ))·op(A)⁻¹ (right), Ȧ on the triangle the "
      "op reads"},
+    {OpKind::SylvesterSolve, jvpSylvesterSolve,
+     "Ẋ = sylvester_solve(A, B, Ċ − Ṡ_A·X − X·Ṡ_B), Ṡ = (Ȧ + Ȧᵀ)/2: the same equation, no "
+     "eigenvector of A or B"},
     {OpKind::StopGradient, jvpZero, "ẏ = 0 (an AD barrier)"},
     {OpKind::Call, jvpCall,
      "the call runs @<callee>_jvp (one per callee and set of operands with tangents), which "

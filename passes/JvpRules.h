@@ -71,5 +71,6 @@ ResultTangents jvpSvdTopkComplement(const JvpCall &c);
 ResultTangents jvpEigh(const JvpCall &c);
 ResultTangents jvpQr(const JvpCall &c);
 ResultTangents jvpTriangularSolve(const JvpCall &c);
+ResultTangents jvpSylvesterSolve(const JvpCall &c);
 
 } // namespace tessel::passes::jvprules

@@ -1,4 +1,4 @@
-//===- passes/VjpQr.cpp - The VJP rules of qr and triangular_solve -------------===//
+//===- passes/VjpQr.cpp - The VJP rules of qr and the linear solves ------------===//
 //
 // Part of the VJP-rule table of VjpRules.cpp. One builder call per statement, so the
 // ops come out in this order whatever the compiler's order of evaluating arguments.
@@ -106,6 +106,32 @@ OperandCotangents vjpTriangularSolve(const VjpCall &c) {
     gA = b.neg(kept);
   }
   return {gA, c.needed[1] ? gB : kNone};
+}
+
+/// sylvester_solve: L(X) = S_A·X + X·S_B is self-adjoint for symmetric S_A, S_B, so
+/// C̄ = L⁻¹(X̄) is the same op on X̄, and with Ẋ = L⁻¹(Ċ − Ṡ_A·X − X·Ṡ_B), Ṡ = sym(Ȧ):
+/// Ā = −sym(C̄·Xᵀ), B̄ = −sym(Xᵀ·C̄) (sym(M) = (M + Mᵀ)/2: the op reads symmetric parts).
+OperandCotangents vjpSylvesterSolve(const VjpCall &c) {
+  Builder &b = c.b;
+  const ValueId A = c.op.operands[0], B = c.op.operands[1], X = c.op.results[0], gX = c.cotangents[0];
+  if (gX == kNone) return {kNone, kNone, kNone};
+  ValueId gC = b.sylvesterSolve(A, B, gX);
+  auto negSym = [&](ValueId M) {
+    ValueId Mt = b.transpose(M, {1, 0});
+    ValueId sum = b.add(M, Mt);
+    ValueId half = splat(b, -0.5, shapeOf(b, M));
+    return b.mul(sum, half);
+  };
+  ValueId gA = kNone, gB = kNone;
+  if (c.needed[0]) {
+    ValueId p = b.dotGeneral(gC, X, {}, {}, {1}, {1}); // C̄·Xᵀ [n,n]
+    gA = negSym(p);
+  }
+  if (c.needed[1]) {
+    ValueId p = b.dotGeneral(X, gC, {}, {}, {0}, {0}); // Xᵀ·C̄ [m,m]
+    gB = negSym(p);
+  }
+  return {gA, gB, c.needed[2] ? gC : kNone};
 }
 
 } // namespace tessel::passes::vjp

@@ -455,6 +455,9 @@ constexpr Entry kTable[] = {
     {OpKind::TriangularSolve, vjpTriangularSolve, Differentiable::All,
      "B̄ = op(A)⁻ᵀ·X̄ (left) or X̄·op(A)⁻ᵀ (right), a triangular_solve; Ā = −B̄·Xᵀ (left) or "
      "−Xᵀ·B̄ (right), transposed when op(A) = Aᵀ, on the triangle the op reads"},
+    {OpKind::SylvesterSolve, vjpSylvesterSolve, Differentiable::All,
+     "C̄ = sylvester_solve(A, B, X̄) (the equation is self-adjoint), Ā = −sym(C̄·Xᵀ), "
+     "B̄ = −sym(Xᵀ·C̄), sym(M) = (M + Mᵀ)/2: no eigenvector of A or B, finite at their ties"},
     {OpKind::StopGradient, vjpNone, Differentiable::None, "none: an AD barrier"},
     {OpKind::Call, vjpCall, Differentiable::All,
      "the call runs @<callee>_fwd, the forward half of the callee's gradient (one per callee "

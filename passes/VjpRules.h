@@ -165,6 +165,9 @@ OperandCotangents vjpEigh(const VjpCall &c);
 /// The rules of qr (wide matrices included) and triangular_solve (VjpQr.cpp).
 OperandCotangents vjpQr(const VjpCall &c);
 OperandCotangents vjpTriangularSolve(const VjpCall &c);
+/// The rule of sylvester_solve (VjpQr.cpp): C̄ = the same solve of X̄, Ā = −sym(C̄·Xᵀ),
+/// B̄ = −sym(Xᵀ·C̄).
+OperandCotangents vjpSylvesterSolve(const VjpCall &c);
 
 /// The rules of call and scan (VjpCall.cpp): a call of the callee's VJP function; a
 /// reverse scan over the body's VJP with the carries stored per iteration.

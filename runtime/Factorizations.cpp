@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -12,6 +13,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
+#include "ir/TextUtil.h"
 #include "runtime/RuntimeInternal.h"
 
 namespace tessel::rt {
@@ -177,6 +179,63 @@ void runQr(const QrPlan &plan, const ir::Program &p, const ir::Op &op, const dou
   if (info != 0) throw Error(qrFailureMessage(p, op, "dorgqr", info));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < k; ++j) Q[i * k + j] = a[i + j * m];
+}
+
+SylvesterSolvePlan sylvesterSolvePlan(const ir::Program &p, const ir::Op &op, int64_t n, int64_t m) {
+  SylvesterSolvePlan s;
+  s.n = n;
+  s.m = m;
+  s.a = eighPlan(p, op, n);
+  s.b = eighPlan(p, op, m);
+  return s;
+}
+
+int64_t sylvesterWorkElems(const SylvesterSolvePlan &s) {
+  const int64_t lapack = std::max(s.a.lwork + s.a.iworkElems, s.b.lwork + s.b.iworkElems);
+  return s.n * s.n + s.n + s.m * s.m + s.m + 2 * s.n * s.m + lapack;
+}
+
+std::string sylvesterFailureMessage(const ir::Program &p, const ir::Op &op, int what) {
+  const std::string a = "A " + p.type(op.operands[0]).str(), b = "B " + p.type(op.operands[1]).str();
+  if (what < 2)
+    return "error: " + ir::describeOp(p, op) + ": " + (what == 0 ? a : b) +
+           " holds NaN or inf; LAPACK dsyevd not called";
+  return "error: " + ir::describeOp(p, op) + ": the equation is singular: an eigenvalue of A's " +
+         "symmetric part meets one of −B's to rounding (" + a + ", " + b + ")";
+}
+
+bool sylvesterSingular(const double *lambda, int64_t n, const double *mu, int64_t m) {
+  double scale = 0;
+  for (int64_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(lambda[i]));
+  for (int64_t j = 0; j < m; ++j) scale = std::max(scale, std::fabs(mu[j]));
+  const double tol = 8 * std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(n, m)) * scale;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      if (!(std::fabs(lambda[i] + mu[j]) > tol)) return true;
+  return false;
+}
+
+void runSylvesterSolve(const SylvesterSolvePlan &plan, const ir::Program &p, const ir::Op &op,
+                       const double *A, const double *B, const double *C, double *X, double *work) {
+  const int64_t n = plan.n, m = plan.m;
+  for (int64_t e = 0; e < n * n; ++e)
+    if (!std::isfinite(A[e])) throw Error(sylvesterFailureMessage(p, op, 0));
+  for (int64_t e = 0; e < m * m; ++e)
+    if (!std::isfinite(B[e])) throw Error(sylvesterFailureMessage(p, op, 1));
+  if (n == 0 || m == 0) return;
+  double *VA = work, *la = VA + n * n, *VB = la + n, *mu = VB + m * m, *T = mu + m, *U = T + n * m;
+  double *lapack = U + n * m;
+  runEigh(plan.a, p, op, A, la, VA, lapack);
+  runEigh(plan.b, p, op, B, mu, VB, lapack);
+  if (sylvesterSingular(la, n, mu, m)) throw Error(sylvesterFailureMessage(p, op, 2));
+  const int N = static_cast<int>(n), M = static_cast<int>(m);
+  // U = V_Aᵀ·C, T = U·V_B, T ⊘ (λ_i + μ_j), U = V_A·T, X = U·V_Bᵀ.
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, M, N, 1.0, VA, N, C, M, 0.0, U, M);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, M, M, 1.0, U, M, VB, M, 0.0, T, M);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) T[i * m + j] /= la[i] + mu[j];
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, M, N, 1.0, VA, N, T, M, 0.0, U, M);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, M, M, 1.0, U, M, VB, M, 0.0, X, M);
 }
 
 std::string singularTriangleMessage(const ir::Program &p, const ir::Op &op, int64_t i, double diag) {

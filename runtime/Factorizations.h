@@ -54,4 +54,24 @@ std::string singularTriangleMessage(const ir::Program &p, const ir::Op &op, int6
 void runTriangularSolve(const TriangularSolvePlan &plan, const ir::Program &p, const ir::Op &op,
                         const double *A, const double *B, double *X);
 
+/// The plan of a sylvester_solve with A of order n and B of order m.
+SylvesterSolvePlan sylvesterSolvePlan(const ir::Program &p, const ir::Op &op, int64_t n, int64_t m);
+/// Doubles of `work` runSylvesterSolve needs: both eigenbases and spectra, two n×m
+/// intermediates and the larger dsyevd workspace.
+int64_t sylvesterWorkElems(const SylvesterSolvePlan &s);
+
+/// sylvester_solve's errors, worded alike by the kernel and the reference evaluator:
+/// `what` 0 or 1, A or B holds NaN or inf; 2, the equation is singular.
+std::string sylvesterFailureMessage(const ir::Program &p, const ir::Op &op, int what);
+/// Whether some |λ_i + μ_j| is within 8·u·max(n, m)·max(|λ|, |μ|) of 0 (the equation is
+/// singular to the rounding of the two spectra).
+bool sylvesterSingular(const double *lambda, int64_t n, const double *mu, int64_t m);
+
+/// X with S_A·X + X·S_B = C (S the symmetric parts; A n×n, B m×m, C and X n×m, row-major):
+/// S_A = V_A·diag(λ)·V_Aᵀ, S_B = V_B·diag(μ)·V_Bᵀ, X = V_A·((V_Aᵀ·C·V_B) ⊘ (λ_i + μ_j))·V_Bᵀ.
+/// Throws tessel::Error naming `op` when A or B holds NaN or inf, dsyevd fails, or some
+/// |λ_i + μ_j| is at the rounding of the two spectra (the equation is singular).
+void runSylvesterSolve(const SylvesterSolvePlan &plan, const ir::Program &p, const ir::Op &op,
+                       const double *A, const double *B, const double *C, double *X, double *work);
+
 } // namespace tessel::rt

@@ -511,6 +511,13 @@ void runKernel(const TriangularSolvePlan &t, const Plan &plan, const Instruction
   runTriangularSolve(t, plan.program, plan.srcOp(in), ptr[in.in[0]], ptr[in.in[1]], ptr[in.out[0]]);
 }
 
+/// One chunk: two dsyevd and four GEMMs (runtime/Factorizations.h).
+void runKernel(const SylvesterSolvePlan &s, const Plan &plan, const Instruction &in, int32_t,
+               double *const *ptr) {
+  runSylvesterSolve(s, plan.program, plan.srcOp(in), ptr[in.in[0]], ptr[in.in[1]], ptr[in.in[2]],
+                    ptr[in.out[0]], ptr[in.out[1]]);
+}
+
 /// Adds one top-k SVD to the plan's counters (Plan::svdCounts).
 void countTopk(const Plan &plan, const TopkSvdOutcome &o) {
   auto &n = plan.svdCounts;

@@ -36,6 +36,7 @@ const char *kernelName(Kernel k) {
   case Kernel::Eigh: return "eigh";
   case Kernel::Qr: return "qr";
   case Kernel::TriangularSolve: return "triangular_solve";
+  case Kernel::SylvesterSolve: return "sylvester_solve";
   }
   return "?";
 }
@@ -477,6 +478,18 @@ void lowerTriangularSolve(Lowering &L, const ir::Op &op, size_t i) {
   L.addInst(std::move(in));
 }
 
+/// A Sylvester equation through the eigendecompositions of A and B
+/// (runtime/Factorizations.h); one temp, the workspace.
+void lowerSylvesterSolve(Lowering &L, const ir::Op &op, size_t i) {
+  const SylvesterSolvePlan s =
+      sylvesterSolvePlan(L.prog, op, L.type(op.operands[0]).shape[0], L.type(op.operands[1]).shape[0]);
+  Instruction in = L.instruction(op, i, s);
+  in.numResults = 1;
+  in.out.push_back(L.newTemp(Type({std::max<int64_t>(1, sylvesterWorkElems(s))}), "work"));
+  in.what = "n=" + std::to_string(s.n) + " m=" + std::to_string(s.m) + " 2 dsyevd + 4 gemm";
+  L.addInst(std::move(in));
+}
+
 // --- The table, in ops.def order --------------------------------------------------
 
 struct Entry {
@@ -518,6 +531,7 @@ constexpr Entry kLowerRules[] = {
     {OpKind::Eigh, lowerEigh},
     {OpKind::Qr, lowerQr},
     {OpKind::TriangularSolve, lowerTriangularSolve},
+    {OpKind::SylvesterSolve, lowerSylvesterSolve},
     {OpKind::StopGradient, lowerAlias},
     {OpKind::Call, lowerRunsFunction},
     {OpKind::Scan, lowerRunsFunction},

@@ -57,7 +57,8 @@ inline constexpr int64_t kSlotAlign = 8;
 
 /// The kernel an instruction calls; the index of its plan in KernelPlan.
 enum class Kernel : uint8_t {
-  Elementwise, Reduce, Copy, Pad, Gemm, Svd, SvdTopk, SvdComplement, Eigh, Qr, TriangularSolve
+  Elementwise, Reduce, Copy, Pad, Gemm, Svd, SvdTopk, SvdComplement, Eigh, Qr, TriangularSolve,
+  SylvesterSolve
 };
 const char *kernelName(Kernel k);
 
@@ -243,11 +244,22 @@ struct TriangularSolvePlan {
   OperandTakeover takeover() const { return {}; }
 };
 
+/// sylvester_solve: dsyevd of the symmetric parts of A (order n) and B (order m), C (n×m)
+/// brought into their eigenbases and back by four GEMMs. One temp: the workspace
+/// (sylvesterWorkElems).
+struct SylvesterSolvePlan {
+  int64_t n = 0, m = 0;
+  EighPlan a, b; ///< dsyevd's workspaces for the two orders
+  double cost(int64_t numel) const;
+  OperandTakeover takeover() const { return {}; }
+};
+
 /// What a kernel needs to know, computed once at prepare; one alternative per Kernel,
 /// in its order.
 using KernelPlan = std::variant<ElementwisePlan, ReducePlan, CopyPlan, PadPlan, GemmPlan, SvdPlan,
-                                SvdTopkPlan, SvdComplementPlan, EighPlan, QrPlan, TriangularSolvePlan>;
-static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::TriangularSolve) + 1,
+                                SvdTopkPlan, SvdComplementPlan, EighPlan, QrPlan, TriangularSolvePlan,
+                                SylvesterSolvePlan>;
+static_assert(std::variant_size_v<KernelPlan> == static_cast<size_t>(Kernel::SylvesterSolve) + 1,
               "one KernelPlan alternative per Kernel, in its order");
 
 struct Instruction {

@@ -448,6 +448,45 @@ Results refTriangularSolve(const Program &p, const Op &op, const Operands &in, c
   return {X};
 }
 
+/// sylvester_solve as one linear system of n·m unknowns, (I ⊗ S_A + S_Bᵀ ⊗ I)·vec(X) =
+/// vec(C), by Eigen's fully pivoted LU (not the kernel's eigendecompositions).
+Results refSylvesterSolve(const Program &p, const Op &op, const Operands &in, const Type &) {
+  const Tensor &A = *in[0], &B = *in[1], &C = *in[2];
+  const int64_t n = A.type.shape[0], m = B.type.shape[0], N = n * m;
+  auto sym = [](const Tensor &M, int64_t d, int64_t i, int64_t j) {
+    const double x = M.data[static_cast<size_t>(i * d + j)], y = M.data[static_cast<size_t>(j * d + i)];
+    return x == y ? x : 0.5 * x + 0.5 * y;
+  };
+  for (int w = 0; w < 2; ++w)
+    for (double v : (w == 0 ? A : B).data)
+      if (!std::isfinite(v)) throw Error(sylvesterFailureMessage(p, op, w));
+  Eigen::MatrixXd K = Eigen::MatrixXd::Zero(N, N);
+  Eigen::VectorXd rhs(N);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t row = i * m + j;
+      rhs(row) = C.data[static_cast<size_t>(row)];
+      for (int64_t k = 0; k < n; ++k) K(row, k * m + j) += sym(A, n, i, k);
+      for (int64_t l = 0; l < m; ++l) K(row, i * m + l) += sym(B, m, l, j);
+    }
+  Tensor X = Tensor::zeros(C.type);
+  if (N == 0) return {X};
+  // Singular by the kernel's rule, on Eigen's eigenvalues (the same words; the same verdict
+  // but within rounding of the threshold).
+  auto spectrum = [&](const Tensor &M, int64_t d) {
+    Eigen::MatrixXd S(d, d);
+    for (int64_t i = 0; i < d; ++i)
+      for (int64_t j = 0; j < d; ++j) S(i, j) = sym(M, d, i, j);
+    return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S, Eigen::EigenvaluesOnly).eigenvalues().eval();
+  };
+  const Eigen::VectorXd la = spectrum(A, n), mu = spectrum(B, m);
+  if (sylvesterSingular(la.data(), n, mu.data(), m)) throw Error(sylvesterFailureMessage(p, op, 2));
+  const Eigen::FullPivLU<Eigen::MatrixXd> lu(K);
+  const Eigen::VectorXd x = lu.solve(rhs);
+  for (int64_t r = 0; r < N; ++r) X.data[static_cast<size_t>(r)] = x(r);
+  return {X};
+}
+
 /// The definition through a full SVD (docs/trg.md §5, the rows i >= k of the full
 /// rule's core matrix and its projector terms), in plain loops: with F = (I − UUᵀ)·Ū and
 /// G = (I − VVᵀ)·V̄, a_ij = u_iᵀF_j and b_ij = v_iᵀG_j over the discarded triplets i,
@@ -587,6 +626,7 @@ constexpr Entry kRefRules[] = {
     {OpKind::Eigh, refEigh},
     {OpKind::Qr, refQr},
     {OpKind::TriangularSolve, refTriangularSolve},
+    {OpKind::SylvesterSolve, refSylvesterSolve},
     {OpKind::StopGradient, refIdentity},
     {OpKind::Call, refRunsFunction},
     {OpKind::Scan, refRunsFunction},

@@ -38,6 +38,10 @@ double QrPlan::cost(int64_t) const {
 double TriangularSolvePlan::cost(int64_t) const {
   return static_cast<double>(n) * static_cast<double>(rows * cols);
 }
+double SylvesterSolvePlan::cost(int64_t) const {
+  const double dn = static_cast<double>(n), dm = static_cast<double>(m);
+  return 9.0 * (dn * dn * dn + dm * dm * dm) + 4.0 * dn * dm * (dn + dm);
+}
 double GemmPlan::cost(int64_t) const { return flops; }
 double ReducePlan::cost(int64_t) const {
   return static_cast<double>(outElems * std::max<int64_t>(1, redElems));

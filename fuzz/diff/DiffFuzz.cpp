@@ -653,6 +653,15 @@ Program withRoundingNoise(const Program &module, std::mt19937_64 &rng, bool ever
       ir::ValueId sum = b.reduceSum(b.unary(OpKind::Abs, rs[values]), all);
       rs[values] = b.add(rs[values], b.mul(noise(vt, terms), b.broadcastInDim(sum, vt.shape, {})));
     }
+    if (op.kind == OpKind::SylvesterSolve) {
+      // Two eigendecompositions and four products (engine) against an LU of the n·m
+      // system (reference): ±4(n + m)·u times Σ|X| (the generator keeps the equation's
+      // condition ≤ 3).
+      const double terms = 4.0 * static_cast<double>(p.type(op.operands[0]).shape[0] + p.type(op.operands[1]).shape[0]);
+      const ir::Type &xt = types[0];
+      ir::ValueId sum = b.reduceSum(b.unary(OpKind::Abs, rs[0]), {0, 1});
+      rs[0] = b.add(rs[0], b.mul(noise(xt, terms), b.broadcastInDim(sum, xt.shape, {})));
+    }
     if (op.kind == OpKind::TriangularSolve) {
       // ... and the solve's own rounding, ±(n + 2)·u·|x|.
       const ir::Type &a = p.type(op.operands[0]);

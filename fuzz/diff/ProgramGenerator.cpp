@@ -103,6 +103,8 @@ public:
   bool eigh();
   bool qr();
   bool triangularSolve();
+  bool sylvesterSolve();
+  bool nearIdentity(ValueId &A, int64_t &n, const Val *given = nullptr);
 
 private:
   // --- Randomness -----------------------------------------------------------------
@@ -856,22 +858,48 @@ bool Gen::qr() {
   return true;
 }
 
-/// triangular_solve with A = I + E, |E_ij| <= 1/(2n) (so ‖A⁻¹‖∞ <= 2 on either triangle:
-/// |X| <= 2·max|B|), every flag at random, on a fresh right-hand side.
-bool Gen::triangularSolve() {
+/// I + E, E the leading square block of a pool matrix (or of `m` when given) scaled to
+/// |E_ij| <= 1/(2n): ‖E‖ <= 1/2, so I + E is well conditioned (its eigenvalues or, for a
+/// triangle, its inverse bounded). Sets n; false for a pool value with no such block.
+bool Gen::nearIdentity(ValueId &A, int64_t &n, const Val *given) {
   Val m;
-  if (!asMatrix(any(), m)) return false;
+  if (given) m = *given;
+  else if (!asMatrix(any(), m)) return false;
   const Shape ms = shapeOf(m);
-  const int64_t n = std::min(ms[0], ms[1]);
+  n = std::min(ms[0], ms[1]);
   if (n == 0) return false;
   if (ms[0] != ms[1]) m = Val{b_.slice(m.id, {0, 0}, {n, n}), m.exact, m.bound, m.lo};
   m = scaled(m, 0.5 / static_cast<double>(n));
   ValueId eye = b_.compare(b_.iota({n, n}, 0), b_.iota({n, n}, 1), "EQ");
-  ValueId A = b_.add(eye, m.id);
+  A = b_.add(eye, m.id);
+  return true;
+}
+
+/// triangular_solve with A = I + E (nearIdentity: ‖A⁻¹‖∞ <= 2 on either triangle, so
+/// |X| <= 2·max|B|), every flag at random, on a fresh right-hand side.
+bool Gen::triangularSolve() {
+  ValueId A;
+  int64_t n = 0;
+  if (!nearIdentity(A, n)) return false;
   const bool left = chance(0.5), lower = chance(0.5), trans = chance(0.5);
   const int64_t r = 1 + static_cast<int64_t>(pick(4));
   Val B = scaled(input(Type(left ? Shape{n, r} : Shape{r, n}), true), 1);
   push(Val{b_.triangularSolve(A, B.id, left, lower, trans), false, 2 * B.bound, 0});
+  return true;
+}
+
+/// S_A·X + X·S_B = C with A = I + E from the pool and B = I + E' from a fresh input
+/// (nearIdentity: eigenvalues in [1/2, 3/2]), so λ_i + μ_j >= 1: a well-conditioned
+/// equation whose solution is bounded by the Frobenius norm of C.
+bool Gen::sylvesterSolve() {
+  ValueId A, B;
+  int64_t n = 0, r = 1 + static_cast<int64_t>(pick(4));
+  if (!nearIdentity(A, n)) return false;
+  const Val fresh = input(Type({r, r}), true);
+  if (!nearIdentity(B, r, &fresh)) return false;
+  Val C = scaled(input(Type({n, r}), true), 1);
+  const double bound = C.bound * std::sqrt(static_cast<double>(n * r));
+  push(Val{b_.sylvesterSolve(A, B, C.id), false, bound, 0});
   return true;
 }
 
@@ -952,6 +980,7 @@ constexpr Entry kCases[] = {
     {OpKind::Eigh, [](Gen &g) { return g.eigh(); }},
     {OpKind::Qr, [](Gen &g) { return g.qr(); }},
     {OpKind::TriangularSolve, [](Gen &g) { return g.triangularSolve(); }},
+    {OpKind::SylvesterSolve, [](Gen &g) { return g.sylvesterSolve(); }},
     {OpKind::StopGradient, [](Gen &g) { return g.unary(OpKind::StopGradient); }},
     // Made by stageProgram (below) from a generated program, not op by op.
     {OpKind::Call, [](Gen &) { return false; }},

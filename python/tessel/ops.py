@@ -35,7 +35,7 @@ __all__ = [
     "sub",
     "mul", "div", "maximum", "compare", "select", "reduce_sum", "reduce_max", "broadcast_in_dim",
     "reshape", "transpose", "slice", "pad", "dot_general", "einsum", "svd", "svd_topk",
-    "svd_topk_complement", "eigh", "qr", "triangular_solve", "stop_gradient", "call", "scan",
+    "svd_topk_complement", "eigh", "qr", "triangular_solve", "sylvester_solve", "stop_gradient", "call", "scan",
     # numpy spellings and compositions
     "negative", "subtract", "multiply", "divide", "sum", "max", "where", "broadcast_to",
     "matmul", "concatenate", "full", "zeros", "ones", "cosh", "sinh", "square",
@@ -634,6 +634,18 @@ def triangular_solve(a: Tensor, b: TensorLike, left_side: bool = True, lower: bo
     tr, ts = _operands([a, b])
     return tr.op("triangular_solve", ts, {"left_side": int(bool(left_side)), "lower": int(bool(lower)),
                                           "transpose_a": int(bool(transpose_a))})[0]
+
+
+def sylvester_solve(a: Tensor, b: TensorLike, c: TensorLike) -> Tensor:
+    """X[n,m] with S_a·X + X·S_b = c for a[n,n], b[m,m], c[n,m], S the symmetric parts
+    (a + aᵀ)/2 and (b + bᵀ)/2: scipy.linalg.solve_sylvester(S_a, S_b, c), through the
+    eigendecompositions of S_a and S_b (LAPACK dsyevd). Its derivatives are solves of the
+    same equation, with no eigenvector of a or b in them: finite where a or b has (near)
+    ties. Shapes that do not fit are a ShapeError naming all three; an eigenvalue of S_a
+    meeting one of −S_b (a singular equation, to rounding) is an error at run time. Op
+    ``sylvester_solve``."""
+    tr, ts = _operands([a, b, c])
+    return tr.op("sylvester_solve", ts, {})[0]
 
 
 def svd_topk(a: Tensor, k: int, eps: float = 1e-12) -> tuple[Tensor, Tensor, Tensor]:

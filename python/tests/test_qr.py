@@ -1,4 +1,4 @@
-"""The qr and triangular_solve ops from Python: values against numpy and scipy's
+"""The qr, triangular_solve and sylvester_solve ops from Python: values against numpy and scipy's
 definition, and the reverse rules against 5-point finite differences for tall, square
 and wide matrices, every triangular_solve flag, extreme scales and second order."""
 import numpy as np
@@ -145,3 +145,58 @@ def test_triangular_solve_errors():
     p = tessel.trace(lambda a, b: ops.triangular_solve(a, b), (2, 2), (2, 1))
     with pytest.raises(tessel.Error, match=r"has a zero on its diagonal \(A\[1\]\[1\]\): the triangular system is singular"):
         run(p, {"a": np.array([[1.0, 0.0], [2.0, 0.0]]), "b": np.ones((2, 1))})
+
+
+def sylvester_reference(a, b, c):
+    """S_a·X + X·S_b = c as one linear system (row-major vec): np.linalg.solve, no
+    eigendecomposition."""
+    sa, sb = (a + a.T) / 2, (b + b.T) / 2
+    n, m = c.shape
+    k = np.kron(sa, np.eye(m)) + np.kron(np.eye(n), sb.T)
+    return np.linalg.solve(k, c.ravel()).reshape(n, m)
+
+
+def test_sylvester_solve_values_and_gradients_also_at_a_tie():
+    # A's symmetric part with an exact double eigenvalue (2, 2, 5): its eigenvectors are not
+    # unique, and a derivative through them (eigh's) would divide by the tie; the solve's
+    # derivative is another solve and stays finite and equal to finite differences.
+    rng = np.random.default_rng(5)
+    q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    a = q @ np.diag([2.0, 2.0, 5.0]) @ q.T
+    a = a + np.array([[0, 0.3, 0], [-0.3, 0, 0], [0, 0, 0]])  # an antisymmetric part, not read
+    b = rng.standard_normal((2, 2)) + 3 * np.eye(2)
+    c, w = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+
+    def loss(a, b, c, w):
+        return ops.sum(ops.sin(ops.sylvester_solve(a, b, c)) * w)
+
+    p = tessel.trace(lambda a, b, c: ops.sylvester_solve(a, b, c), a.shape, b.shape, c.shape)
+    assert rel_err(run(p, {"a": a, "b": b, "c": c})["out0"], sylvester_reference(a, b, c)) < 1e-14
+    scalar = tessel.trace(loss, a.shape, b.shape, c.shape, w.shape, names=["a", "b", "c", "w"])
+    g = run(tessel.grad(scalar, wrt=["a", "b", "c"]), {"a": a, "b": b, "c": c, "w": w})
+    f = lambda **kv: float(run(scalar, {"a": a, "b": b, "c": c, "w": w, **kv})["out0"])
+    for name, x in (("a", a), ("b", b), ("c", c)):
+        fd = central_difference(lambda m: f(**{name: m}), x, h=1e-5)
+        assert rel_err(g["grad_" + name], fd) <= 1e-8, name
+    assert np.allclose(g["grad_a"], g["grad_a"].T, atol=0)  # the op reads A's symmetric part
+    # Second order through the tie: grad of grad along a direction, against differences.
+    t = rng.standard_normal(a.shape)
+    t = (t + t.T) / 2
+    along = tessel.trace(lambda s: loss(ops.constant(a) + s * ops.constant(t), ops.constant(b), ops.constant(c),
+                                        ops.constant(w)), (), names=["s"])
+    g2 = run(tessel.grad(tessel.grad(along, keep_outputs=False), keep_outputs=False), {"s": 0.0})["grad2_s"]
+    h = 1e-3
+    fs = [float(run(along, {"s": s})["out0"]) for s in (-2 * h, -h, 0.0, h, 2 * h)]
+    fd2 = (-fs[0] + 16 * fs[1] - 30 * fs[2] + 16 * fs[3] - fs[4]) / (12 * h * h)
+    assert abs(g2) > 1e-3
+    assert g2 == pytest.approx(fd2, rel=1e-6)
+
+
+def test_sylvester_solve_errors():
+    with pytest.raises(tessel.ShapeError, match=r"sylvester_solve: C must be f64\[3,2\]"):
+        tessel.trace(lambda a, b, c: ops.sylvester_solve(a, b, c), (3, 3), (2, 2), (2, 3))
+    p = tessel.trace(lambda a, b, c: ops.sylvester_solve(a, b, c), (2, 2), (1, 1), (2, 1))
+    with pytest.raises(tessel.Error, match=r"the equation is singular: an eigenvalue of A's symmetric part meets one of −B's"):
+        run(p, {"a": np.diag([1.0, -1.0]), "b": np.ones((1, 1)), "c": np.ones((2, 1))})
+    with pytest.raises(tessel.Error, match=r"B f64\[1,1\] holds NaN or inf; LAPACK dsyevd not called"):
+        run(p, {"a": np.eye(2), "b": np.full((1, 1), np.nan), "c": np.ones((2, 1))})

@@ -311,7 +311,9 @@ TEST_CASE("op cost: flops and bytes of each op from its types") {
   auto qr = b.qr(y);                                       // 4x5: k = 4
   ValueId ts = b.triangularSolve(b.dotGeneral(y, y, {}, {}, {1}, {1}), b.transpose(x, {1, 0}), true, true,
                                  false); // n = 4, B 4x3
-  for (ValueId v : {e, d, ein, outer, usv[1], tall[1], t, wv[0], qr[0], ts}) p.addOutput(v);
+  ValueId syl = b.sylvesterSolve(b.dotGeneral(y, y, {}, {}, {1}, {1}), b.dotGeneral(x, x, {}, {}, {1}, {1}),
+                                 b.transpose(x, {1, 0})); // n = 4, m = 3, C 4x3
+  for (ValueId v : {e, d, ein, outer, usv[1], tall[1], t, wv[0], qr[0], ts, syl}) p.addOutput(v);
   auto cost = [&](ValueId v) { return opCost(p, p.ops[p.values[v].def]); };
   CHECK(cost(e).flops == 12);
   CHECK(cost(e).bytes == 2 * 12 * 8);
@@ -328,6 +330,8 @@ TEST_CASE("op cost: flops and bytes of each op from its types") {
   CHECK(cost(wv[0]).bytes == (16 + 4 + 16) * 8);             // A in, w and V out
   CHECK(cost(qr[0]).flops == 2 * 5 * 16 + 2 * 4 * 16 - 4.0 * 64 / 3); // dgeqrf + dorgqr, LAWN 41
   CHECK(cost(ts).flops == 16 * 3);                                     // n² per right-hand side
+  CHECK(cost(syl).flops == 9 * (64 + 27) + 4 * 4 * 3 * (4 + 3)); // two dsyevd and four products
+  CHECK(cost(syl).bytes == (16 + 9 + 12 + 12) * 8);               // A, B, C in, X out
 }
 
 TEST_CASE("diagnostics: a context goes in front of an error's text, one 'error:' tag in all") {

@@ -71,6 +71,7 @@ Program exampleFor(OpKind kind) {
   case OpKind::TriangularSolve:
     rs = {b.triangularSolve(in("L", {3, 3}), in("B", {2, 3}), false, true, true)};
     break;
+  case OpKind::SylvesterSolve: rs = {b.sylvesterSolve(in("A", {3, 3}), in("B", {2, 2}), in("C", {3, 2}))}; break;
   case OpKind::Call: {
     Program f;
     f.name = "f";

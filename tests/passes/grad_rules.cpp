@@ -300,6 +300,24 @@ std::map<OpKind, CaseFn> opCases() {
     }
     return cs;
   };
+  m[OpKind::SylvesterSolve] = [] {
+    // A = 3·I + a, B = 2·I + b (eigenvalue sums near 5, well away from 0), by all three
+    // operands; square and rectangular C.
+    std::vector<OpCase> cs;
+    for (auto [n, m] : {std::pair<int64_t, int64_t>{3, 3}, {4, 2}}) {
+      Program p;
+      Builder b(p);
+      ValueId a = p.addInput("a", Type({n, n})), bb = p.addInput("b", Type({m, m}));
+      ValueId c = p.addInput("c", Type({n, m}));
+      auto shifted = [&](ValueId x, int64_t d, double s) {
+        ValueId eye = b.compare(b.iota({d, d}, 0), b.iota({d, d}, 1), "EQ");
+        return b.add(b.mul(b.broadcastScalar(b.scalar(s), {d, d}), eye), x);
+      };
+      p.addOutput(b.sylvesterSolve(shifted(a, n, 3.0), shifted(bb, m, 2.0), c));
+      cs.push_back({"sylvester_solve " + Type({n, m}).str(), p, {"a", "b", "c"}});
+    }
+    return cs;
+  };
   m[OpKind::SvdTopk] = [] {
     // The k leading triplets of matrices with more than k singular values, so the
     // coupling to the discarded subspace (svd_topk_complement) is exercised; outputs the

@@ -70,6 +70,13 @@ TEST_CASE("engine: every op kind matches the reference, widths 1/2/4 bitwise equ
     ValueId tri = b.add(b.mul(b.broadcastScalar(b.scalar(4.0), {3, 3}), eye), b.slice(m, {0, 0}, {3, 3}));
     outs.push_back(b.triangularSolve(tri, x, true, true, false));                       // [3,4]
     outs.push_back(b.triangularSolve(tri, b.transpose(x, {1, 0}), false, false, true)); // [4,3]
+    // sylvester_solve: tri (read by its symmetric part) and 3·I + y·yᵀ/4 (4×4 positive
+    // definite), C = x.
+    ValueId eye4 = b.compare(b.iota({4, 4}, 0), b.iota({4, 4}, 1), "EQ");
+    ValueId yyt = b.dotGeneral(y, y, {}, {}, {0}, {0}); // yᵀ·y [4,4]
+    ValueId B = b.add(b.mul(b.broadcastScalar(b.scalar(3.0), {4, 4}), eye4),
+                      b.mul(yyt, b.broadcastScalar(b.scalar(0.25), {4, 4})));
+    outs.push_back(b.sylvesterSolve(tri, B, x)); // [3,4]
   }
   // svd_topk and svd_topk_complement through basis-independent values: s, U·diag(s)·Vt
   // of the two leading triplets, and the complement (independent of the vectors' signs).
