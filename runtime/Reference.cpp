@@ -449,7 +449,12 @@ Results refTriangularSolve(const Program &p, const Op &op, const Operands &in, c
 }
 
 /// sylvester_solve as one linear system of n·m unknowns, (I ⊗ S_A + S_Bᵀ ⊗ I)·vec(X) =
-/// vec(C), by Eigen's fully pivoted LU (not the kernel's eigendecompositions).
+/// vec(C), by Eigen's fully pivoted LU (not the kernel's eigendecompositions), up to
+/// kSylvesterKronecker unknowns (its matrix holds their square: 32 MiB); past that by
+/// Eigen's eigendecompositions of S_A and S_B (Bartels–Stewart with diagonal Schur forms,
+/// O(n³ + m³) like the kernel, in another library).
+constexpr int64_t kSylvesterKronecker = 2048;
+
 Results refSylvesterSolve(const Program &p, const Op &op, const Operands &in, const Type &) {
   const Tensor &A = *in[0], &B = *in[1], &C = *in[2];
   const int64_t n = A.type.shape[0], m = B.type.shape[0], N = n * m;
@@ -460,6 +465,27 @@ Results refSylvesterSolve(const Program &p, const Op &op, const Operands &in, co
   for (int w = 0; w < 2; ++w)
     for (double v : (w == 0 ? A : B).data)
       if (!std::isfinite(v)) throw Error(sylvesterFailureMessage(p, op, w));
+  Tensor X = Tensor::zeros(C.type);
+  if (N == 0) return {X};
+  // Singular by the kernel's rule, on Eigen's eigenvalues (the same words; the same verdict
+  // but within rounding of the threshold).
+  auto symmetric = [&](const Tensor &M, int64_t d) {
+    Eigen::MatrixXd S(d, d);
+    for (int64_t i = 0; i < d; ++i)
+      for (int64_t j = 0; j < d; ++j) S(i, j) = sym(M, d, i, j);
+    return S;
+  };
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ea(symmetric(A, n)), eb(symmetric(B, m));
+  const Eigen::VectorXd &la = ea.eigenvalues(), &mu = eb.eigenvalues();
+  if (sylvesterSingular(la.data(), n, mu.data(), m)) throw Error(sylvesterFailureMessage(p, op, 2));
+  if (N > kSylvesterKronecker) {
+    const Eigen::Map<const RowMajorMatrix> Cm(C.data.data(), n, m);
+    Eigen::MatrixXd T = ea.eigenvectors().transpose() * Cm * eb.eigenvectors();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) T(i, j) /= la(i) + mu(j);
+    store(ea.eigenvectors() * T * eb.eigenvectors().transpose(), X);
+    return {X};
+  }
   Eigen::MatrixXd K = Eigen::MatrixXd::Zero(N, N);
   Eigen::VectorXd rhs(N);
   for (int64_t i = 0; i < n; ++i)
@@ -469,18 +495,6 @@ Results refSylvesterSolve(const Program &p, const Op &op, const Operands &in, co
       for (int64_t k = 0; k < n; ++k) K(row, k * m + j) += sym(A, n, i, k);
       for (int64_t l = 0; l < m; ++l) K(row, i * m + l) += sym(B, m, l, j);
     }
-  Tensor X = Tensor::zeros(C.type);
-  if (N == 0) return {X};
-  // Singular by the kernel's rule, on Eigen's eigenvalues (the same words; the same verdict
-  // but within rounding of the threshold).
-  auto spectrum = [&](const Tensor &M, int64_t d) {
-    Eigen::MatrixXd S(d, d);
-    for (int64_t i = 0; i < d; ++i)
-      for (int64_t j = 0; j < d; ++j) S(i, j) = sym(M, d, i, j);
-    return Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(S, Eigen::EigenvaluesOnly).eigenvalues().eval();
-  };
-  const Eigen::VectorXd la = spectrum(A, n), mu = spectrum(B, m);
-  if (sylvesterSingular(la.data(), n, mu.data(), m)) throw Error(sylvesterFailureMessage(p, op, 2));
   const Eigen::FullPivLU<Eigen::MatrixXd> lu(K);
   const Eigen::VectorXd x = lu.solve(rhs);
   for (int64_t r = 0; r < N; ++r) X.data[static_cast<size_t>(r)] = x(r);

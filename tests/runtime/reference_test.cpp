@@ -223,3 +223,43 @@ TEST_CASE("reference: svd of NaN input is an error naming the op") {
   CHECK_THROWS_WITH_AS(rt::evaluateReference(p, {T({2, 2}, {1, nan, 0, 1})}),
                        doctest::Contains("test svd"), Error);
 }
+
+TEST_CASE("reference: sylvester_solve by its linear system and, past 2048 unknowns, by eigenbases") {
+  // A = diag(1, 2, 3) + its antisymmetric part (not read), B = [[2, 1], [1, 2]] (eigenvalues
+  // 1 and 3): the residual S_A·X + X·S_B − C is rounding, and the two methods agree.
+  auto out = evalOne({T({3, 3}, {1, 0.5, 0, -0.5, 2, 0, 0, 0, 3}), T({2, 2}, {2, 1, 1, 2}),
+                      T({3, 2}, {1, -2, 3, 0.5, -1, 4})},
+                     [](Builder &b, const std::vector<ir::ValueId> &x) {
+                       return std::vector<ir::ValueId>{b.sylvesterSolve(x[0], x[1], x[2])};
+                     });
+  const std::vector<double> &X = out[0].data, c = {1, -2, 3, 0.5, -1, 4};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j) {
+      const double r = (i + 1) * X[size_t(i * 2 + j)] + 2 * X[size_t(i * 2 + j)] + X[size_t(i * 2 + 1 - j)];
+      CHECK(r == doctest::Approx(c[size_t(i * 2 + j)]).epsilon(1e-14));
+    }
+  // 48 × 48 unknowns (eigenbases) against the engine's dsyevd path, on A = 3·I + R/8 and
+  // B = 2·I + R'/8 with random R, R'.
+  const int64_t n = 48;
+  std::vector<double> a(n * n), bb(n * n), cc(n * n);
+  for (int64_t k = 0; k < n * n; ++k) {
+    a[size_t(k)] = (k % n == k / n ? 3.0 : 0.0) + std::sin(0.7 * double(k)) / 8;
+    bb[size_t(k)] = (k % n == k / n ? 2.0 : 0.0) + std::cos(1.3 * double(k)) / 8;
+    cc[size_t(k)] = std::sin(0.1 * double(k) + 1);
+  }
+  Program p;
+  Builder b(p);
+  ir::ValueId A = p.addInput("a", Type({n, n})), B = p.addInput("b", Type({n, n})), C = p.addInput("c", Type({n, n}));
+  p.addOutput(b.sylvesterSolve(A, B, C));
+  const std::vector<Tensor> in = {T({n, n}, a), T({n, n}, bb), T({n, n}, cc)};
+  const Tensor ref = rt::evaluateReference(p, in)[0];
+  rt::Engine engine(1);
+  const Tensor got = engine.run(*rt::prepare(p), in)[0];
+  double worst = 0, scale = 0;
+  for (size_t k = 0; k < ref.data.size(); ++k) {
+    worst = std::max(worst, std::fabs(ref.data[k] - got.data[k]));
+    scale = std::max(scale, std::fabs(ref.data[k]));
+  }
+  CHECK(scale > 0.01);
+  CHECK(worst <= 1e-13 * scale);
+}
