@@ -65,7 +65,7 @@ struct TrgDriver::Impl {
     if (o.field == 0) o.field = 0; // -0 is h = 0 (and prints as 0)
     params = o.model.parameters();
     gradParams = params;
-    if (o.model.hasField() && o.field == 0 && trgSvdUsed(o) == TrgSvd::Truncated)
+    if (o.model.hasField() && o.field == 0 && o.svd == TrgSvd::Truncated)
       gradParams.resize(1); // β
     progs = std::make_unique<TrgPrograms>(o);
     sw = std::make_unique<TrgSweep>(o, *progs);

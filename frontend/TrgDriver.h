@@ -168,10 +168,8 @@ struct TrgOptions {
   bool fuseElementwise = true;
 };
 
-/// The SVD method a run uses: o.svd (every derivative order goes through either).
-TrgSvd trgSvdUsed(const TrgOptions &o);
 /// The pipeline every program of the run gets: o.pipeline, or the default for
-/// o.order and trgSvdUsed(o).
+/// o.order and o.svd.
 std::string trgPipeline(const TrgOptions &o);
 
 /// The most TRG steps a run takes: 2^steps sites must be a finite double (HOTRG, whose

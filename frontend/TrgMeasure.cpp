@@ -415,7 +415,7 @@ nlohmann::json trgBetaJson(const TrgBetaMeasurement &m, const TrgDriver &drv,
   j["width"] = opts.width;
   j["rank"] = ctx.rank;
   j["mpi_ranks"] = ctx.mpiRanks;
-  j["svd"] = opts.pipeline.empty() ? trgSvdName(trgSvdUsed(opts)) : "as --passes";
+  j["svd"] = opts.pipeline.empty() ? trgSvdName(opts.svd) : "as --passes";
   j["svd_topk"] = m.topk.json();
   if (opts.cft) {
     nlohmann::json rows = nlohmann::json::array();

@@ -53,10 +53,8 @@ std::string defaultTrgPipeline(passes::OrderStrategy order, TrgSvd svd) {
   return p.str();
 }
 
-TrgSvd trgSvdUsed(const TrgOptions &o) { return o.svd; }
-
 std::string trgPipeline(const TrgOptions &o) {
-  return o.pipeline.empty() ? defaultTrgPipeline(o.order, trgSvdUsed(o)) : o.pipeline;
+  return o.pipeline.empty() ? defaultTrgPipeline(o.order, o.svd) : o.pipeline;
 }
 
 void checkTrgStepCount(int64_t steps, TrgAlgorithm a, const std::string &flag) {

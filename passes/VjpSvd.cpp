@@ -316,20 +316,19 @@ OperandCotangents vjpSvdTopkComplement(const VjpCall &c) {
   const int64_t m = xs[0], r = xs[1], n = ys[1], w = shapeOf(b, sw)[0], k = w - g;
   const ValueId U = g ? b.slice(Uw, {0, 0}, {m, k}) : Uw;
   const ValueId Vt = g ? b.slice(Vtw, {0, 0}, {k, n}) : Vtw;
-  auto wanted = [&](size_t i) { return i < c.needed.size() ? c.needed[i] : true; };
 
   const ValueId rhs1 = gX != kNone ? gX : splat(b, 0.0, xs);
   const ValueId rhs2 = gYt != kNone ? gYt : splat(b, 0.0, ys);
   auto ws = b.svdTopkComplement(A, Uw, sw, Vtw, rhs1, rhs2, eps, g);
   const ValueId W1 = ws[0], W2t = ws[1];
-  if (wanted(4)) out[4] = W1;
-  if (wanted(5)) out[5] = W2t;
-  if (wanted(0)) {
+  if (c.needed[4]) out[4] = W1;
+  if (c.needed[5]) out[5] = W2t;
+  if (c.needed[0]) {
     ValueId l = b.dotGeneral(W1, Yt, {}, {}, {1}, {0}); // [m,n]
     ValueId r2 = b.dotGeneral(X, W2t, {}, {}, {1}, {0});
     out[0] = b.add(l, r2);
   }
-  if (wanted(1)) {
+  if (c.needed[1]) {
     ValueId UtgU = b.dotGeneral(U, gU, {}, {}, {0}, {0}); // UᵀŪ [k,r]
     ValueId cot = b.dotGeneral(W1, UtgU, {}, {}, {1}, {1}); // W₁·(UᵀŪ)ᵀ [m,k]
     if (gX != kNone) {
@@ -340,7 +339,7 @@ OperandCotangents vjpSvdTopkComplement(const VjpCall &c) {
     cot = b.neg(cot);
     out[1] = g ? b.pad(cot, {0, 0}, {0, g}) : cot;
   }
-  if (wanted(3)) {
+  if (c.needed[3]) {
     ValueId gVtV = b.dotGeneral(gVt, Vt, {}, {}, {1}, {1}); // V̄t·V [r,k]
     ValueId cot = b.dotGeneral(gVtV, W2t, {}, {}, {0}, {0}); // (V̄t·V)ᵀ·W₂ᵗ [k,n]
     if (gYt != kNone) {
@@ -351,7 +350,7 @@ OperandCotangents vjpSvdTopkComplement(const VjpCall &c) {
     cot = b.neg(cot);
     out[3] = g ? b.pad(cot, {0, 0}, {g, 0}) : cot;
   }
-  if (wanted(2)) {
+  if (c.needed[2]) {
     ValueId xw = b.mul(X, W1);
     ValueId sc = b.reduceSum(xw, {0});
     ValueId yw = b.mul(Yt, W2t);

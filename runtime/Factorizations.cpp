@@ -13,7 +13,6 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Printer.h"
-#include "ir/TextUtil.h"
 #include "runtime/RuntimeInternal.h"
 
 namespace tessel::rt {

@@ -475,7 +475,9 @@ Results refSylvesterSolve(const Program &p, const Op &op, const Operands &in, co
       for (int64_t j = 0; j < d; ++j) S(i, j) = sym(M, d, i, j);
     return S;
   };
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ea(symmetric(A, n)), eb(symmetric(B, m));
+  // Eigenvectors only where the eigenbases solve the equation (past kSylvesterKronecker).
+  const int options = N > kSylvesterKronecker ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly;
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ea(symmetric(A, n), options), eb(symmetric(B, m), options);
   const Eigen::VectorXd &la = ea.eigenvalues(), &mu = eb.eigenvalues();
   if (sylvesterSingular(la.data(), n, mu.data(), m)) throw Error(sylvesterFailureMessage(p, op, 2));
   if (N > kSylvesterKronecker) {

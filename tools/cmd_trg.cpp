@@ -381,7 +381,7 @@ void runTrg(TrgArgs &a) {
               << frontend::trgPipeline(opts)
               << "\n";
     std::cout << "  svd        "
-              << (frontend::trgSvdUsed(opts) == frontend::TrgSvd::Truncated
+              << (opts.svd == frontend::TrgSvd::Truncated
                       ? "truncated: svd_topk computes the D' leading triplets (randomized block "
                         "Krylov, residual stop) and its derivatives need no full SVD"
                       : "full (LAPACK dgesdd, then the slice)")
